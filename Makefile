@@ -1,0 +1,18 @@
+# The README names these targets. `make run` and `make test` set everything up themselves.
+.PHONY: setup run test lint bench
+
+setup:
+	./scripts/setup.sh
+
+run:
+	./scripts/run.sh
+
+test:
+	./scripts/test.sh
+
+lint:
+	.venv/bin/ruff check src tests
+	.venv/bin/mypy
+
+bench:
+	.venv/bin/python bench/ingest.py

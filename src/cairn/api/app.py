@@ -1,0 +1,54 @@
+"""The FastAPI application: routers, error handlers, middleware. Built by ``create_app``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from cairn import __version__
+from cairn.api.errors import install_error_handlers
+from cairn.api.middleware import BodyLimitMiddleware, Metrics, RequestContextMiddleware
+from cairn.api.routes import episodes, health, subjects
+from cairn.config import Settings
+from cairn.services import Services
+
+ROUTERS = [health.router, episodes.router, subjects.router]
+
+
+def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
+    """Build the app. Pass ``services`` to share them (tests, an in-process client);
+    otherwise they are built from ``settings`` and closed with the app."""
+    own_services = services is None
+    if services is None:
+        services = Services.from_settings(settings or Settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        for start in services.on_start:
+            start()
+        try:
+            yield
+        finally:
+            for stop in reversed(services.on_stop):
+                stop()
+            if own_services:
+                services.close()
+
+    app = FastAPI(
+        title="Cairn",
+        version=__version__,
+        description="A memory runtime for AI agents.",
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    app.state.metrics = Metrics()
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
+    app.add_middleware(
+        RequestContextMiddleware, metrics=app.state.metrics, json_logs=services.settings.log_json
+    )
+    return app

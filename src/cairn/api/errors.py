@@ -1,0 +1,99 @@
+"""One JSON error shape for every failure: ``{"error": {code, message, details, request_id}}``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from cairn.errors import CairnError
+
+log = logging.getLogger("cairn.api")
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+}
+
+
+def request_id_of(request: Request) -> str | None:
+    return getattr(request.state, "request_id", None)
+
+
+def error_response(
+    request: Request, status: int, code: str, message: str, details: Any = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body = {
+        "error": {
+            "code": code,
+            "message": message,
+            "details": details,
+            "request_id": request_id_of(request),
+        }
+    }
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:] or parts
+    return ".".join(parts)
+
+
+def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
+        for e in errors
+    ]
+
+
+async def _cairn_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, CairnError)
+    if exc.status >= 500:
+        log.error("request failed: %s", exc.message)
+    return error_response(request, exc.status, exc.code, exc.message, exc.details)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details = validation_details(list(exc.errors()))
+    first = details[0] if details else {"field": "", "message": "invalid request"}
+    where = f" at '{first['field']}'" if first["field"] else ""
+    return error_response(
+        request, 422, "validation_error", f"invalid request{where}: {first['message']}", details
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"no route for {request.method} {request.url.path}"
+    return error_response(request, exc.status_code, code, message, headers=exc.headers)
+
+
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", exc_info=exc)
+    return error_response(request, 500, "internal_error", "internal server error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(CairnError, _cairn_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unhandled)

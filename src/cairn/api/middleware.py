@@ -1,0 +1,171 @@
+"""ASGI middleware: request ids, the body-size limit, request logs and Prometheus metrics.
+
+Written as plain ASGI callables (not ``BaseHTTPMiddleware``) to keep the per-request cost low.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("cairn.access")
+
+_SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
+
+
+class Metrics:
+    """Request counts and latency histograms per route, in an app-owned registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "cairn_http_requests_total", "HTTP requests.", ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "cairn_http_request_duration_seconds", "HTTP request latency.", ["method", "route"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=self.registry,
+        )
+
+
+class RequestContextMiddleware:
+    """Gives each request an id (``X-Request-ID``), logs one line for it, records metrics."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, json_logs: bool = False) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.json_logs = json_logs
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = _header(scope, b"x-request-id")
+        request_id = incoming if incoming and _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        status_holder = [500]
+        started = time.perf_counter()
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_holder[0] = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = scope.get("route")
+            route_path = getattr(route, "path", None) or "<unmatched>"
+            method = scope.get("method", "")
+            status = status_holder[0]
+            self.metrics.requests.labels(method, route_path, str(status)).inc()
+            self.metrics.latency.labels(method, route_path).observe(elapsed)
+            tenant = scope.get("state", {}).get("tenant", "-")
+            self._log(request_id, tenant, method, scope.get("path", ""), route_path, status, elapsed)
+
+    def _log(
+        self, request_id: str, tenant: str, method: str, path: str, route: str, status: int,
+        elapsed: float,
+    ) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return
+        ms = round(elapsed * 1000, 2)
+        if self.json_logs:
+            log.info(json.dumps({
+                "request_id": request_id, "tenant": tenant, "method": method, "path": path,
+                "route": route, "status": status, "duration_ms": ms,
+            }))
+        else:
+            log.info("%s %s %s %s -> %d %.2fms tenant=%s", request_id, method, path, route,
+                     status, ms, tenant)
+
+
+class BodyLimitMiddleware:
+    """Refuses request bodies over ``max_bytes`` with 413, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await _send_too_large(scope, send, self.max_bytes)
+            return
+        seen = 0
+        too_large = False
+        replaced = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    too_large = True
+                    raise _BodyTooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            # The framework may turn the aborted read into its own error response; whatever
+            # it answers, an over-limit body gets our 413.
+            nonlocal replaced
+            if too_large:
+                if not replaced:
+                    replaced = True
+                    await _send_too_large(scope, send, self.max_bytes)
+                return
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except _BodyTooLarge:
+            if not replaced:
+                await _send_too_large(scope, send, self.max_bytes)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _send_too_large(scope: Scope, send: Send, limit: int) -> None:
+    body = json.dumps({
+        "error": {
+            "code": "payload_too_large",
+            "message": f"request body is larger than {limit} bytes",
+            "details": {"max_bytes": limit},
+            "request_id": scope.get("state", {}).get("request_id"),
+        }
+    }).encode()
+    await send({
+        "type": "http.response.start",
+        "status": 413,
+        "headers": [(b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode())],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+__all__: list[Any] = ["BodyLimitMiddleware", "Metrics", "RequestContextMiddleware"]

@@ -1,0 +1,50 @@
+"""Episodes: ``POST /v1/episodes`` and ``POST /v1/episodes/batch``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+
+from cairn.api.auth import require_tenant, services_of
+from cairn.api.schemas import EpisodeBatchCreate, EpisodeBatchPublic, EpisodeCreate, EpisodePublic
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.ingest import record_episodes
+
+router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
+
+
+def to_new_episode(body: EpisodeCreate) -> NewEpisode:
+    return NewEpisode.model_construct(
+        scope=Scope.for_subject(body.subject_id), source=body.source, type=body.type,
+        payload=body.payload, metadata=body.metadata, provenance=body.provenance,
+        session_id=body.session_id, idempotency_key=body.idempotency_key,
+        occurred_at=body.occurred_at,
+    )
+
+
+@router.post("", status_code=201, response_model=EpisodePublic)
+def create_episode(
+    body: EpisodeCreate, request: Request, tenant: str = Depends(require_tenant)
+) -> EpisodePublic:
+    """Append one episode. A repeated ``idempotency_key`` returns the original (201)."""
+    services = services_of(request)
+    episodes, _ = record_episodes(
+        services.store, tenant, [to_new_episode(body)], services.ingest_listeners
+    )
+    return EpisodePublic.of(episodes[0])
+
+
+@router.post("/batch", status_code=201, response_model=EpisodeBatchPublic)
+def create_episodes(
+    body: EpisodeBatchCreate, request: Request, tenant: str = Depends(require_tenant)
+) -> EpisodeBatchPublic:
+    """Append 1–100 episodes, all or nothing. An invalid item is a 422 whose field paths
+    name its index (``episodes.3.subject_id``), and nothing is written."""
+    services = services_of(request)
+    episodes, created = record_episodes(
+        services.store, tenant, [to_new_episode(e) for e in body.episodes],
+        services.ingest_listeners,
+    )
+    return EpisodeBatchPublic.model_construct(
+        episodes_created=created, episodes=[EpisodePublic.of(e) for e in episodes]
+    )

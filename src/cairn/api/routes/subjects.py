@@ -1,0 +1,76 @@
+"""Subjects and their timeline: ``GET /v1/timeline``, ``GET/DELETE /v1/subjects``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from cairn.api.auth import require_tenant, services_of
+from cairn.api.schemas import (
+    EpisodePublic,
+    MemoryPublic,
+    SubjectDeletedPublic,
+    SubjectListPublic,
+    SubjectPublic,
+    TimelinePublic,
+)
+from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.core.scope import Scope
+
+router = APIRouter(tags=["subjects"])
+
+
+@router.get("/v1/timeline", response_model=TimelinePublic)
+def timeline(
+    request: Request,
+    subject_id: str = Query(pattern=SUBJECT_ID_PATTERN),
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    tenant: str = Depends(require_tenant),
+) -> TimelinePublic:
+    """Episodes and memories of a subject in time order, each paged by limit/offset."""
+    store = services_of(request).store
+    scope = Scope.for_subject(subject_id)
+    with store.db.read() as conn:
+        episodes = store.episodes.list(tenant, scope, limit=limit + 1, offset=offset, conn=conn)
+        memories = store.memories.list(tenant, scope, limit=limit + 1, offset=offset, conn=conn)
+    return TimelinePublic.model_construct(
+        subject_id=subject_id,
+        episodes=[EpisodePublic.of(e) for e in episodes[:limit]],
+        memories=[MemoryPublic.of(m) for m in memories[:limit]],
+        episodes_has_more=len(episodes) > limit,
+        memories_has_more=len(memories) > limit,
+    )
+
+
+@router.get("/v1/subjects", response_model=SubjectListPublic)
+def list_subjects(
+    request: Request,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    prefix: str | None = Query(None, max_length=256, description="Only ids starting with this."),
+    tenant: str = Depends(require_tenant),
+) -> SubjectListPublic:
+    items, total = services_of(request).store.subjects.list(
+        tenant, limit=limit, offset=offset, prefix=prefix
+    )
+    return SubjectListPublic.model_construct(
+        subjects=[SubjectPublic(
+            subject_id=s.subject_id, episode_count=s.episode_count, memory_count=s.memory_count
+        ) for s in items],
+        total=total,
+    )
+
+
+@router.delete("/v1/subjects/{subject_id}", response_model=SubjectDeletedPublic)
+def delete_subject(
+    request: Request,
+    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    tenant: str = Depends(require_tenant),
+) -> SubjectDeletedPublic:
+    """Remove everything of the subject in the caller's tenant."""
+    counts = services_of(request).store.subjects.delete_scope(tenant, Scope.for_subject(subject_id))
+    return SubjectDeletedPublic(
+        subject_id=subject_id,
+        episodes_deleted=counts.get("episodes", 0),
+        memories_deleted=counts.get("memories", 0),
+    )

@@ -1,0 +1,122 @@
+"""Request and response bodies of the foundation endpoints (Statewave-v1-compatible shapes)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
+from cairn.core.ids import as_utc
+from cairn.core.memories import Memory
+
+SubjectId = Field(pattern=SUBJECT_ID_PATTERN, description="Subject id (1–256 of A-Z a-z 0-9 _ . - :)")
+
+
+class EpisodeCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    subject_id: str = SubjectId
+    source: str = Field(min_length=1, max_length=256)
+    type: str = Field(min_length=1, max_length=128)
+    payload: dict[str, Any]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+    idempotency_key: str | None = Field(None, min_length=1, max_length=256)
+    occurred_at: datetime | None = None
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value) if value is not None else None
+
+
+class EpisodeBatchCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    episodes: list[EpisodeCreate] = Field(min_length=1, max_length=100)
+
+
+class EpisodePublic(BaseModel):
+    id: uuid.UUID
+    subject_id: str
+    source: str
+    type: str
+    payload: dict[str, Any]
+    metadata: dict[str, Any]
+    provenance: dict[str, Any]
+    session_id: str | None
+    idempotency_key: str | None = None
+    occurred_at: AwareDatetime
+    created_at: AwareDatetime
+
+    @classmethod
+    def of(cls, ep: Episode) -> EpisodePublic:
+        return cls.model_construct(
+            id=ep.id, subject_id=ep.scope.user_id, source=ep.source, type=ep.type,
+            payload=ep.payload, metadata=ep.metadata, provenance=ep.provenance,
+            session_id=ep.session_id, idempotency_key=ep.idempotency_key,
+            occurred_at=ep.occurred_at, created_at=ep.created_at,
+        )
+
+
+class EpisodeBatchPublic(BaseModel):
+    episodes_created: int
+    episodes: list[EpisodePublic]
+
+
+class MemoryPublic(BaseModel):
+    id: uuid.UUID
+    subject_id: str
+    kind: str
+    content: str
+    summary: str
+    confidence: float
+    valid_from: AwareDatetime | None
+    valid_to: AwareDatetime | None
+    status: str
+    source_episode_ids: list[uuid.UUID]
+    metadata: dict[str, Any]
+    session_id: str | None = None
+    superseded_by: uuid.UUID | None = None
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    score: float | None = None
+
+    @classmethod
+    def of(cls, m: Memory, score: float | None = None) -> MemoryPublic:
+        return cls.model_construct(
+            id=m.id, subject_id=m.scope.user_id, kind=m.kind, content=m.content,
+            summary=m.summary, confidence=m.confidence, valid_from=m.valid_from,
+            valid_to=m.valid_to, status=m.status, source_episode_ids=m.source_episode_ids,
+            metadata=m.metadata, session_id=m.session_id, superseded_by=m.superseded_by,
+            created_at=m.created_at, updated_at=m.updated_at, score=score,
+        )
+
+
+class TimelinePublic(BaseModel):
+    subject_id: str
+    episodes: list[EpisodePublic]
+    memories: list[MemoryPublic]
+    episodes_has_more: bool
+    memories_has_more: bool
+
+
+class SubjectPublic(BaseModel):
+    subject_id: str
+    episode_count: int
+    memory_count: int
+
+
+class SubjectListPublic(BaseModel):
+    subjects: list[SubjectPublic]
+    total: int
+
+
+class SubjectDeletedPublic(BaseModel):
+    subject_id: str
+    episodes_deleted: int
+    memories_deleted: int

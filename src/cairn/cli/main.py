@@ -1,0 +1,103 @@
+"""``cairn``: run the server and workers, migrate, manage keys, and use Cairn from a shell."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+import typer
+
+from cairn import __version__
+from cairn.cli import keys
+from cairn.cli._common import console, err_console, fail, settings_with
+
+app = typer.Typer(
+    help="Cairn: a memory runtime for AI agents.", no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(keys.app, name="keys")
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    console.print(__version__)
+
+
+@app.command()
+def serve(
+    host: str | None = typer.Option(None, "--host", help="Bind address (CAIRN_HOST)."),
+    port: int | None = typer.Option(None, "--port", help="Port (CAIRN_PORT)."),
+    database_url: str | None = typer.Option(None, "--database-url", help="CAIRN_DATABASE_URL."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Server processes."),
+) -> None:
+    """Run the HTTP server (API, inspector at /ui). Migrations run first.
+
+    Example: cairn serve --port 8100
+    """
+    import uvicorn
+
+    from cairn.services import Services
+
+    settings = settings_with(host=host, port=port, database_url=database_url)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    try:
+        services = Services.from_settings(settings)
+    except Exception as exc:
+        raise fail(exc) from exc
+    auth = services.auth_required()
+    services.close()
+    if not auth:
+        if not is_loopback(settings.host):
+            err_console.print(
+                f"[bold red]refusing to bind {settings.host}:[/] no API key is configured. "
+                "Create one with 'cairn keys create --tenant NAME' or set CAIRN_API_KEY."
+            )
+            raise typer.Exit(1)
+        err_console.print(
+            "[yellow]No API key configured: the server is OPEN (tenant 'default') for local "
+            "development, bound to loopback only.[/]"
+        )
+    err_console.print(f"Cairn {__version__} on http://{settings.host}:{settings.port} "
+                      f"({settings.resolved_database_url().split(':', 1)[0]})")
+    if workers > 1:
+        uvicorn.run("cairn.api.asgi:app", host=settings.host, port=settings.port, workers=workers,
+                    log_level="warning", access_log=False)
+    else:
+        from cairn.api.app import create_app
+
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                    log_level="warning", access_log=False)
+
+
+@app.command()
+def migrate(
+    database_url: str | None = typer.Option(None, "--database-url", help="CAIRN_DATABASE_URL."),
+) -> None:
+    """Apply pending database migrations.
+
+    Example: cairn migrate --database-url postgresql://localhost/cairn
+    """
+    from cairn.store.database import Database
+
+    settings = settings_with(database_url=database_url)
+    try:
+        db = Database(settings.resolved_database_url())
+        applied = db.migrate()
+        db.dispose()
+    except Exception as exc:
+        raise fail(exc) from exc
+    console.print(f"applied: {', '.join(applied)}" if applied else "up to date")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,67 @@
+"""Settings: one object, read from ``CAIRN_*`` environment variables, built once and passed down.
+
+Every setting is documented in ``docs/configuration.md``; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_DATA_DIR = Path(".cairn")
+
+
+class Settings(BaseSettings):
+    """Runtime configuration of a Cairn process (server, worker, CLI)."""
+
+    model_config = SettingsConfigDict(env_prefix="CAIRN_", extra="ignore", frozen=True)
+
+    data_dir: Path = Field(DEFAULT_DATA_DIR, description="Directory for the default SQLite file.")
+    database_url: str = Field(
+        "", description="SQLAlchemy URL; empty means sqlite in data_dir/cairn.db."
+    )
+    host: str = Field("127.0.0.1", description="Address the server binds.")
+    port: int = Field(8100, ge=0, le=65535, description="Port the server binds.")
+    api_key: str = Field("", description="An API key for the `default` tenant.")
+    max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted.")
+    log_json: bool = Field(False, description="Write request logs as JSON lines.")
+    log_level: str = Field("INFO", description="Logging level.")
+    db_pool_size: int = Field(8, gt=0, description="Connections kept by the database pool.")
+
+    template_dirs: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="Extra memory-template directories (separated by ':' or ',').",
+    )
+    ladders_dir: Path | None = Field(None, description="Directory of ladder YAML files.")
+
+    tokenizer: str = Field("cl100k_base", description="tiktoken encoding used to count tokens.")
+    embedder: Literal["none", "local", "openai"] = Field(
+        "none", description="Embedder for the vector lane: none, local or openai."
+    )
+    embedding_model: str = Field("", description="Model name for the openai embedder.")
+    compiler: Literal["heuristic", "llm"] = Field("heuristic", description="Memory compiler.")
+    compile_on_ingest: bool = Field(False, description="Compile a subject after each ingest.")
+    worker_in_process: bool | None = Field(
+        None, description="Run a compile worker inside the server (default: on for SQLite)."
+    )
+
+    llm_base_url: str = Field("", description="OpenAI-compatible base URL (e.g. .../v1).")
+    llm_api_key: str = Field("", description="Key for the OpenAI-compatible endpoint.")
+    llm_model: str = Field("", description="Default chat model name.")
+    llm_timeout_s: float = Field(30.0, gt=0, description="Timeout of one LLM HTTP call.")
+
+    @field_validator("template_dirs", mode="before")
+    @classmethod
+    def _split_dirs(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [p for p in value.replace(",", ":").split(":") if p.strip()]
+        return value
+
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to a SQLite file inside ``data_dir``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'cairn.db'}"

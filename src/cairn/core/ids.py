@@ -1,0 +1,56 @@
+"""Identifiers and clocks: time-ordered UUIDv7 ids and timezone-aware UTC times."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
+
+
+def uuid7() -> uuid.UUID:
+    """A UUIDv7 (RFC 9562): 48-bit Unix milliseconds, then a counter and randomness.
+
+    Ids made by one process are strictly increasing, so they sort in creation order.
+    """
+    global _last_ms, _counter
+    with _lock:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _last_ms:
+            ms = _last_ms
+            _counter += 1
+            if _counter > 0xFFF:  # counter exhausted: borrow the next millisecond
+                ms += 1
+                _counter = 0
+        else:
+            _counter = int.from_bytes(os.urandom(2), "big") & 0x7FF
+        _last_ms = ms
+        counter = _counter
+    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= counter << 64
+    value |= 0b10 << 62
+    value |= rand
+    return uuid.UUID(int=value)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Treat a naive datetime as UTC and convert an aware one to UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def iso(value: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z`` suffix and microseconds, so strings sort like times."""
+    return as_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,48 @@
+"""Scope: the hard partition of memory inside a tenant (runtime + user + agent)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+DEFAULT_RUNTIME = "default"
+
+
+class Scope(BaseModel):
+    """``runtime_id`` is required; an empty ``user_id`` is the global user and an empty
+    ``agent_id`` the global-agent partition, which never widens a read to other agents."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runtime_id: str
+    user_id: str = ""
+    agent_id: str = ""
+
+    @field_validator("runtime_id", "user_id", "agent_id", mode="before")
+    @classmethod
+    def _clean(cls, value: object) -> object:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise ValueError("must not contain a NUL character")
+            return value.strip()
+        return value
+
+    @field_validator("runtime_id")
+    @classmethod
+    def _runtime_required(cls, value: str) -> str:
+        if not value:
+            raise ValueError("runtime_id is required (empty after trimming)")
+        return value
+
+    @classmethod
+    def for_subject(cls, subject_id: str) -> Scope:
+        """The REST ``subject_id`` shorthand: ``("default", subject_id, "")``."""
+        return cls(runtime_id=DEFAULT_RUNTIME, user_id=subject_id, agent_id="")
+
+    @property
+    def subject_id(self) -> str | None:
+        """The subject id this scope is the shorthand of, if it is one."""
+        if self.runtime_id == DEFAULT_RUNTIME and not self.agent_id and self.user_id:
+            return self.user_id
+        return None

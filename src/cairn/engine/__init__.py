@@ -1,0 +1,1 @@
+"""The engine: ingest, compile, retrieve, pack, render. Takes a store; imports no web framework."""

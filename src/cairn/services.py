@@ -1,0 +1,47 @@
+"""The composition root: every long-lived part of a Cairn process, built once from Settings.
+
+The HTTP app, the web inspector, the CLI, the MCP server and the worker all start from a
+``Services``; nothing else reads the environment. Features add their parts here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from cairn.config import Settings
+from cairn.core.tenants import DEFAULT_TENANT
+from cairn.engine.ingest import IngestListener
+from cairn.store import Store, open_store
+
+log = logging.getLogger("cairn")
+
+
+class Services:
+    """What a process needs: settings, the store, and each feature's long-lived parts."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        # Called with (tenant, scopes) after new episodes are stored.
+        self.ingest_listeners: list[IngestListener] = []
+        # Run when the server starts and stops (background workers, watchers).
+        self.on_start: list[Callable[[], None]] = []
+        self.on_stop: list[Callable[[], None]] = []
+        if settings.api_key:
+            store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
+        store.keys.ensure_tenant(DEFAULT_TENANT)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, migrate: bool = True) -> Services:
+        store = open_store(
+            settings.resolved_database_url(), pool_size=settings.db_pool_size, migrate=migrate
+        )
+        return cls(settings, store)
+
+    def auth_required(self) -> bool:
+        """False only while no key exists at all (local development on loopback)."""
+        return bool(self.settings.api_key) or self.store.keys.active_count() > 0
+
+    def close(self) -> None:
+        self.store.close()

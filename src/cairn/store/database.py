@@ -1,0 +1,168 @@
+"""The database: engine set-up for each backend, transactions, migrations, health.
+
+SQLite (the embedded default) runs in WAL mode: readers never block, and every write
+transaction is serialized — by a lock inside the process and ``BEGIN IMMEDIATE`` across
+processes. PostgreSQL (production) relies on its own MVCC, unique constraints and row locks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from cairn.errors import ConfigError, Unavailable
+
+SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=30000",
+    "PRAGMA cache_size=-65536",
+    "PRAGMA temp_store=MEMORY",
+)
+
+# Key of the PostgreSQL advisory lock held while migrating, so that several processes
+# starting at once migrate one after another.
+_MIGRATION_LOCK_KEY = 0x6361_6972_6E00
+
+
+def normalize_url(url: str) -> str:
+    """Pick our drivers: the stdlib sqlite3 and psycopg 3."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite").render_as_string(hide_password=False)
+    raise ConfigError(f"unsupported database URL {parsed.drivername!r}: use sqlite or postgresql")
+
+
+class Database:
+    """One database: an engine, a way to read, and a way to write."""
+
+    def __init__(self, url: str, *, pool_size: int = 8, echo: bool = False) -> None:
+        self.url = normalize_url(url)
+        parsed = make_url(self.url)
+        self.dialect = parsed.get_backend_name()
+        self._write_lock = threading.Lock()
+        if self.dialect == "sqlite":
+            self.engine = self._sqlite_engine(parsed.database, echo)
+            self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
+        else:
+            self.engine = create_engine(
+                self.url, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True,
+                echo=echo,
+            )
+            self._write_engine = self.engine
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @staticmethod
+    def _sqlite_engine(path: str | None, echo: bool) -> Engine:
+        memory = not path or path == ":memory:"
+        if memory:
+            raise ConfigError("an in-memory SQLite database cannot be shared; use a file path")
+        Path(path).parent.mkdir(parents=True, exist_ok=True)  # type: ignore[arg-type]
+        engine = create_engine(
+            f"sqlite:///{path}",
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=16,
+            max_overflow=16,
+            echo=echo,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Autocommit at the driver level: we emit BEGIN ourselves (see _on_begin).
+            dbapi_conn.isolation_level = None
+            cursor = dbapi_conn.cursor()
+            for pragma in SQLITE_PRAGMAS:
+                cursor.execute(pragma)
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        return engine
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction (a consistent snapshot on both backends)."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            if _is_connection_error(exc):
+                raise Unavailable("the database is unavailable") from exc
+            raise
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction; on SQLite, one at a time."""
+        try:
+            if self.is_sqlite:
+                with self._write_lock, self._write_engine.begin() as conn:
+                    yield conn
+            else:
+                with self._write_engine.begin() as conn:
+                    yield conn
+        except SQLAlchemyError as exc:
+            if _is_connection_error(exc):
+                raise Unavailable("the database is unavailable") from exc
+            raise
+
+    def insert(self, table: Table) -> Insert:
+        """An INSERT construct of this backend (it has ``on_conflict_do_nothing``)."""
+        if self.is_sqlite:
+            return sqlite.insert(table)
+        return postgresql.insert(table)
+
+    def ping(self) -> bool:
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            return True
+        except SQLAlchemyError:
+            return False
+
+    def migrate(self) -> list[str]:
+        """Apply every migration not yet applied; returns the revisions applied."""
+        from cairn.store.migrations import upgrade
+
+        if self.is_sqlite:
+            with self._write_lock, self._write_engine.connect() as conn:
+                return upgrade(conn)
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK_KEY})
+            conn.commit()
+            try:
+                return upgrade(conn)
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK_KEY})
+                conn.commit()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _is_connection_error(exc: SQLAlchemyError) -> bool:
+    from sqlalchemy.exc import DBAPIError
+
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated) or type(
+        exc
+    ).__name__ == "OperationalError" and "connect" in str(exc).lower()
+
+
+__all__ = ["Database", "normalize_url"]

@@ -1,0 +1,147 @@
+"""The one schema both backends share, as SQLAlchemy Core tables.
+
+Migrations (``store/migrations``) create and change these tables; this module is what queries
+are written against. Keep the two in step: a test migrates a fresh database and compares.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    false,
+    Uuid,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeDecorator
+
+metadata = MetaData()
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
+SeqType = BigInteger().with_variant(Integer(), "sqlite")
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both backends (SQLite stores naive UTC text)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def _scope_columns() -> list[Column[Any]]:
+    return [
+        Column("tenant_id", String(128), nullable=False),
+        Column("runtime_id", String(256), nullable=False),
+        Column("user_id", String(256), nullable=False, server_default=""),
+        Column("agent_id", String(256), nullable=False, server_default=""),
+    ]
+
+
+tenants = Table(
+    "tenants",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("tenant_id", String(128), nullable=False, index=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False),
+    Column("name", String(256), nullable=False, server_default=""),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+)
+
+episodes = Table(
+    "episodes",
+    metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", Uuid(), nullable=False, unique=True),
+    *_scope_columns(),
+    Column("session_id", String(256), nullable=True),
+    Column("source", String(256), nullable=False),
+    Column("type", String(128), nullable=False),
+    Column("payload", JsonType, nullable=False),
+    Column("metadata", JsonType, nullable=False),
+    Column("provenance", JsonType, nullable=False),
+    Column("idempotency_key", String(256), nullable=True),
+    Column("occurred_at", UTCDateTime(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("compiled", Boolean(), nullable=False, server_default=false()),
+    UniqueConstraint(
+        "tenant_id", "runtime_id", "user_id", "agent_id", "idempotency_key",
+        name="uq_episodes_idempotency",
+    ),
+    Index("ix_episodes_scope_time", "tenant_id", "runtime_id", "user_id", "agent_id", "occurred_at"),
+)
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", Uuid(), nullable=False, unique=True),
+    *_scope_columns(),
+    Column("session_id", String(256), nullable=True),
+    Column("kind", String(64), nullable=False),
+    Column("content", Text(), nullable=False),
+    Column("summary", Text(), nullable=False, server_default=""),
+    Column("confidence", Float(), nullable=False),
+    Column("valid_from", UTCDateTime(), nullable=True),
+    Column("valid_to", UTCDateTime(), nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("source_episode_ids", JsonType, nullable=False),
+    Column("metadata", JsonType, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("superseded_by", Uuid(), nullable=True),
+    Column("embedding", LargeBinary(), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    UniqueConstraint(
+        "tenant_id", "runtime_id", "user_id", "agent_id", "kind", "content_hash",
+        name="uq_memories_content",
+    ),
+    Index("ix_memories_scope_status", "tenant_id", "runtime_id", "user_id", "agent_id", "status"),
+)
+
+
+# Tables partitioned by scope (tenant + runtime + user + agent). Deleting a subject or a scope
+# removes its rows from every table listed here; a feature that adds such a table appends it.
+SCOPED_TABLES: list[Table] = [episodes, memories]

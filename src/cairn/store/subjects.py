@@ -1,0 +1,71 @@
+"""Subjects: the REST shorthand for the scopes ``("default", subject_id, "")``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, literal, select, union_all
+
+from cairn.core.scope import DEFAULT_RUNTIME, Scope
+from cairn.store.database import Database
+from cairn.store.episodes import scope_filter
+from cairn.store.schema import SCOPED_TABLES, episodes, memories
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectSummary:
+    subject_id: str
+    episode_count: int
+    memory_count: int
+
+
+class SubjectRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def list(
+        self, tenant_id: str, *, limit: int = 100, offset: int = 0, prefix: str | None = None
+    ) -> tuple[list[SubjectSummary], int]:
+        """Subjects with their counts, ordered by id, and the total number of subjects."""
+        parts = []
+        for table, is_episode in ((episodes, 1), (memories, 0)):
+            stmt = select(
+                table.c.user_id.label("subject_id"),
+                literal(is_episode).label("e"),
+                literal(1 - is_episode).label("m"),
+            ).where(
+                table.c.tenant_id == tenant_id,
+                table.c.runtime_id == DEFAULT_RUNTIME,
+                table.c.agent_id == "",
+                table.c.user_id != "",
+            )
+            if table is memories:
+                stmt = stmt.where(table.c.status != "deleted")
+            if prefix:
+                stmt = stmt.where(table.c.user_id.startswith(prefix, autoescape=True))
+            parts.append(stmt)
+        rows = union_all(*parts).subquery()
+        grouped = (
+            select(rows.c.subject_id, func.sum(rows.c.e), func.sum(rows.c.m))
+            .group_by(rows.c.subject_id)
+            .order_by(rows.c.subject_id)
+            .limit(limit)
+            .offset(offset)
+        )
+        total = select(func.count(func.distinct(rows.c.subject_id)))
+        with self.db.read() as conn:
+            items = [
+                SubjectSummary(str(r[0]), int(r[1] or 0), int(r[2] or 0))
+                for r in conn.execute(grouped)
+            ]
+            count = int(conn.execute(total).scalar_one())
+        return items, count
+
+    def delete_scope(self, tenant_id: str, scope: Scope) -> dict[str, int]:
+        """Remove every row of one partition from every scoped table; counts per table."""
+        counts: dict[str, int] = {}
+        with self.db.write() as conn:
+            for table in SCOPED_TABLES:
+                res = conn.execute(delete(table).where(scope_filter(table, tenant_id, scope)))
+                counts[table.name] = int(res.rowcount or 0)
+        return counts
