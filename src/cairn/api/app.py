@@ -14,7 +14,11 @@ from cairn.api.routes import episodes, health, subjects
 from cairn.config import Settings
 from cairn.services import Services
 
-ROUTERS = [health.router, episodes.router, subjects.router]
+ROUTERS = [
+    health.router,
+    episodes.router,
+    subjects.router,
+]
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:

@@ -8,7 +8,7 @@ import logging
 import typer
 
 from cairn import __version__
-from cairn.cli import keys
+from cairn.cli import bench, keys
 from cairn.cli._common import console, err_console, fail, settings_with
 
 app = typer.Typer(
@@ -16,6 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(keys.app, name="keys")
+app.add_typer(bench.app, name="bench")
 
 
 def is_loopback(host: str) -> bool:

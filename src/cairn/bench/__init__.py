@@ -1,0 +1,1 @@
+"""Benchmarks run by ``cairn bench …`` (and the scripts in ``bench/``). They print tables."""

@@ -1,0 +1,1 @@
+"""Ladders: declarative agent pipelines (slates, steps, hooks) served as OpenAI-compatible models."""
