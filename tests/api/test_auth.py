@@ -1,0 +1,112 @@
+"""API keys and tenant isolation, on both backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cairn.api.app import create_app
+from cairn.services import Services
+from tests.api.test_episodes_api import EPISODE
+from tests.conftest import make_settings
+
+
+def h(key: str, **extra: str) -> dict[str, str]:
+    return {"X-API-Key": key, **extra}
+
+
+def test_missing_key_is_401_once_keys_exist(backend_client: TestClient, two_tenants: dict) -> None:
+    r = backend_client.post("/v1/episodes", json=EPISODE)
+    assert r.status_code == 401
+    assert r.json()["error"]["code"] == "missing_api_key"
+    assert backend_client.get("/v1/subjects").status_code == 401
+
+
+def test_unknown_key_is_403(backend_client: TestClient, two_tenants: dict) -> None:
+    r = backend_client.get("/v1/subjects", headers=h("cairn_not-a-key"))
+    assert r.status_code == 403
+    assert r.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_bearer_and_header_both_work(backend_client: TestClient, two_tenants: dict) -> None:
+    key = two_tenants["a"]
+    assert backend_client.get("/v1/subjects", headers=h(key)).status_code == 200
+    bearer = {"Authorization": f"Bearer {key}"}
+    assert backend_client.get("/v1/subjects", headers=bearer).status_code == 200
+    assert backend_client.get("/v1/subjects", headers={"Authorization": "Basic abc"}).status_code == 401
+
+
+def test_revoked_key_is_403(backend_client: TestClient, backend_services: Services) -> None:
+    key, info = backend_services.store.keys.create("tenant-r")
+    assert backend_client.get("/v1/subjects", headers=h(key)).status_code == 200
+    backend_services.store.keys.revoke(info.id)
+    r = backend_client.get("/v1/subjects", headers=h(key))
+    assert r.status_code == 403 and r.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_tenant_header_must_match_key(backend_client: TestClient, two_tenants: dict) -> None:
+    a = two_tenants["a"]
+    ok = backend_client.get("/v1/subjects", headers=h(a, **{"X-Tenant-ID": "tenant-a"}))
+    assert ok.status_code == 200
+    r = backend_client.get("/v1/subjects", headers=h(a, **{"X-Tenant-ID": "tenant-b"}))
+    assert r.status_code == 403 and r.json()["error"]["code"] == "tenant_mismatch"
+
+
+def test_tenants_never_see_each_other(backend_client: TestClient, two_tenants: dict) -> None:
+    a, b = h(two_tenants["a"]), h(two_tenants["b"])
+    created = backend_client.post(
+        "/v1/episodes", json={**EPISODE, "idempotency_key": "shared"}, headers=a
+    ).json()
+    batch = backend_client.post(
+        "/v1/episodes/batch", json={"episodes": [{**EPISODE, "subject_id": "only-a"}]}, headers=a
+    )
+    assert batch.status_code == 201
+    # Same idempotency key in tenant b is a different episode, not a's original.
+    other = backend_client.post(
+        "/v1/episodes", json={**EPISODE, "idempotency_key": "shared"}, headers=b
+    ).json()
+    assert other["id"] != created["id"]
+    # b sees only its own subject, a's timeline shows nothing to b, b cannot delete a's data.
+    assert backend_client.get("/v1/subjects", headers=b).json()["subjects"] == [
+        {"subject_id": "user:42", "episode_count": 1, "memory_count": 0}
+    ]
+    assert backend_client.get("/v1/timeline", params={"subject_id": "only-a"},
+                              headers=b).json()["episodes"] == []
+    deleted = backend_client.delete("/v1/subjects/only-a", headers=b).json()
+    assert deleted["episodes_deleted"] == 0
+    a_subjects = backend_client.get("/v1/subjects", headers=a).json()
+    assert {s["subject_id"] for s in a_subjects["subjects"]} == {"user:42", "only-a"}
+    a_timeline = backend_client.get("/v1/timeline", params={"subject_id": "user:42"}, headers=a)
+    assert [e["id"] for e in a_timeline.json()["episodes"]] == [created["id"]]
+
+
+def test_open_mode_without_any_key(client: TestClient) -> None:
+    r = client.post("/v1/episodes", json=EPISODE)
+    assert r.status_code == 201
+    # An explicit key that does not exist is still refused.
+    assert client.get("/v1/subjects", headers=h("cairn_nope")).status_code == 403
+
+
+def test_configured_api_key_belongs_to_default_tenant(tmp_path: Path) -> None:
+    services = Services.from_settings(make_settings(tmp_path, api_key="cairn_test_key_123"))
+    try:
+        with TestClient(create_app(services=services)) as c:
+            assert c.get("/v1/subjects").status_code == 401
+            r = c.post("/v1/episodes", json=EPISODE, headers=h("cairn_test_key_123"))
+            assert r.status_code == 201
+            assert services.store.episodes.count("default", _scope()) == 1
+    finally:
+        services.close()
+
+
+def _scope():  # type: ignore[no-untyped-def]
+    from cairn.core import Scope
+
+    return Scope.for_subject("user:42")
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/v1/version", "/metrics"])
+def test_health_endpoints_need_no_key(backend_client: TestClient, two_tenants: dict, path: str) -> None:
+    assert backend_client.get(path).status_code == 200

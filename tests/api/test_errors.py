@@ -1,0 +1,91 @@
+"""Every error has one JSON shape, a stable code and a request id; no 500 for bad input."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.test_episodes_api import EPISODE
+
+
+def assert_error(r: object, status: int, code: str) -> dict:
+    assert r.status_code == status, r.text  # type: ignore[attr-defined]
+    body = r.json()  # type: ignore[attr-defined]
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"code", "message", "details", "request_id"}
+    assert body["error"]["code"] == code
+    assert body["error"]["message"]
+    assert body["error"]["request_id"] == r.headers["x-request-id"]  # type: ignore[attr-defined]
+    return body["error"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"subject_id": ""}, "subject_id"),
+        ({"subject_id": "has space"}, "subject_id"),
+        ({"subject_id": "x" * 257}, "subject_id"),
+        ({"source": ""}, "source"),
+        ({"source": "s" * 257}, "source"),
+        ({"type": ""}, "type"),
+        ({"type": "t" * 129}, "type"),
+        ({"payload": [1, 2]}, "payload"),
+        ({"payload": "text"}, "payload"),
+        ({"occurred_at": "yesterday"}, "occurred_at"),
+        ({"unknown_key": 1}, "unknown_key"),
+    ],
+)
+def test_invalid_episode_is_422_with_field_path(
+    client: TestClient, change: dict, field: str
+) -> None:
+    err = assert_error(client.post("/v1/episodes", json={**EPISODE, **change}), 422,
+                       "validation_error")
+    assert err["details"][0]["field"] == field
+    assert client.get("/v1/subjects").json()["total"] == 0
+
+
+def test_missing_payload_is_422(client: TestClient) -> None:
+    body = {k: v for k, v in EPISODE.items() if k != "payload"}
+    err = assert_error(client.post("/v1/episodes", json=body), 422, "validation_error")
+    assert err["details"][0]["field"] == "payload"
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"", b"null", b"[]", b"\xff\xfe"])
+def test_malformed_bodies_are_4xx(client: TestClient, raw: bytes) -> None:
+    r = client.post("/v1/episodes", content=raw, headers={"content-type": "application/json"})
+    assert 400 <= r.status_code < 500
+    assert_error(r, r.status_code, r.json()["error"]["code"])
+
+
+def test_body_over_limit_is_413(client: TestClient) -> None:
+    big = {**EPISODE, "payload": {"text": "x" * 1_100_000}}
+    assert_error(client.post("/v1/episodes", json=big), 413, "payload_too_large")
+
+
+def test_streamed_body_over_limit_is_413(client: TestClient) -> None:
+    def chunks():
+        for _ in range(40):
+            yield b"x" * 50_000
+
+    r = client.post("/v1/episodes", content=chunks(), headers={"content-type": "application/json"})
+    assert_error(r, 413, "payload_too_large")
+
+
+def test_unknown_route_and_method(client: TestClient) -> None:
+    assert_error(client.get("/v1/nothing-here"), 404, "not_found")
+    assert_error(client.put("/v1/episodes", json={}), 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"subject_id": "bad id"}, {"subject_id": "u", "limit": 0},
+     {"subject_id": "u", "limit": "many"}, {"subject_id": "u", "offset": -1}],
+)
+def test_bad_timeline_query_is_422(client: TestClient, params: dict) -> None:
+    assert_error(client.get("/v1/timeline", params=params), 422, "validation_error")
+
+
+def test_incoming_request_id_is_kept(client: TestClient) -> None:
+    r = client.get("/v1/nothing", headers={"X-Request-ID": "abc-123"})
+    assert r.headers["x-request-id"] == "abc-123"
+    assert r.json()["error"]["request_id"] == "abc-123"
