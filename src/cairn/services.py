@@ -13,6 +13,7 @@ from cairn.config import Settings
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.engine.ingest import IngestListener
 from cairn.store import Store, open_store
+from cairn.templates import TemplateCatalogue, load_catalogue
 
 log = logging.getLogger("cairn")
 
@@ -23,6 +24,8 @@ class Services:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
+        # Bundled + CAIRN_TEMPLATE_DIRS; a bad file raises ConfigError: the server will not start.
+        self.templates: TemplateCatalogue = load_catalogue(settings.template_dirs)
         # Called with (tenant, scopes) after new episodes are stored.
         self.ingest_listeners: list[IngestListener] = []
         # Run when the server starts and stops (background workers, watchers).

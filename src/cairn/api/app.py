@@ -11,6 +11,7 @@ from cairn import __version__
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import BodyLimitMiddleware, Metrics, RequestContextMiddleware
 from cairn.api.routes import episodes, health, subjects
+from cairn.api.routes.templates import router as templates_router
 from cairn.config import Settings
 from cairn.services import Services
 
@@ -18,6 +19,7 @@ ROUTERS = [
     health.router,
     episodes.router,
     subjects.router,
+    templates_router,
 ]
 
 

@@ -1,0 +1,108 @@
+"""Memory templates: list, get, and apply (``/v1/memory-templates``).
+
+Templates are read-only and the same for every tenant; applying one writes an ordinary episode
+into the caller's tenant through the normal ingest path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Request
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from cairn.api.auth import require_tenant, services_of
+from cairn.api.schemas import EpisodePublic, SubjectId
+from cairn.core.ids import as_utc
+from cairn.core.scope import Scope
+from cairn.templates import MemoryTemplate, apply_template
+
+router = APIRouter(prefix="/v1/memory-templates", tags=["memory-templates"])
+
+TemplateIdPath = Path(max_length=128, description="The template's id.")
+
+
+class TemplateFieldPublic(BaseModel):
+    name: str
+    type: Literal["string", "text"]
+    required: bool
+    description: str | None
+
+
+class MemoryTemplatePublic(BaseModel):
+    id: str
+    version: int
+    title: str
+    description: str | None
+    episode_type: str
+    fields: list[TemplateFieldPublic]
+    content_template: str
+
+    @classmethod
+    def of(cls, template: MemoryTemplate) -> MemoryTemplatePublic:
+        return cls.model_validate(template.public())
+
+
+class MemoryTemplateListPublic(BaseModel):
+    templates: list[MemoryTemplatePublic]
+
+
+class TemplateApply(BaseModel):
+    """``values`` maps field names to strings; they are checked against the template in the
+    handler so each problem gets its own error code (see docs/templates.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject_id: str = SubjectId
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+    values: dict[str, Any]
+    idempotency_key: str | None = Field(None, min_length=1, max_length=256)
+    occurred_at: datetime | None = None
+
+    @field_validator("occurred_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value) if value is not None else None
+
+
+@router.get("", response_model=MemoryTemplateListPublic)
+def list_templates(
+    request: Request, tenant: str = Depends(require_tenant)
+) -> MemoryTemplateListPublic:
+    """Every template with its full field schema, ordered by id."""
+    catalogue = services_of(request).templates
+    return MemoryTemplateListPublic(
+        templates=[MemoryTemplatePublic.of(t) for t in catalogue.templates()]
+    )
+
+
+@router.get("/{template_id}", response_model=MemoryTemplatePublic)
+def get_template(
+    request: Request, template_id: str = TemplateIdPath, tenant: str = Depends(require_tenant)
+) -> MemoryTemplatePublic:
+    """One template; 404 ``template_not_found`` if there is none with this id."""
+    return MemoryTemplatePublic.of(services_of(request).templates.get(template_id))
+
+
+@router.post("/{template_id}/apply", status_code=201, response_model=EpisodePublic)
+def apply(
+    body: TemplateApply,
+    request: Request,
+    template_id: str = TemplateIdPath,
+    tenant: str = Depends(require_tenant),
+) -> EpisodePublic:
+    """Validate ``values`` strictly, render the scaffold and ingest one episode (201).
+
+    422 ``template_unknown_field`` / ``template_missing_field`` / ``template_invalid_value``
+    name the field; 404 ``template_not_found``. Nothing is written on any error. A repeated
+    ``idempotency_key`` for the subject returns the original episode.
+    """
+    services = services_of(request)
+    template = services.templates.get(template_id)
+    episode, _ = apply_template(
+        services.store, tenant, template, Scope.for_subject(body.subject_id), body.values,
+        session_id=body.session_id, idempotency_key=body.idempotency_key,
+        occurred_at=body.occurred_at, listeners=services.ingest_listeners,
+    )
+    return EpisodePublic.of(episode)

@@ -1,0 +1,124 @@
+"""Applying a template: strict validation of the caller's values, then one ordinary episode.
+
+The episode goes through ``cairn.engine.ingest.record_episodes`` like any other, so it is
+idempotent per key, appears in the timeline and is compiled and recalled with everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from cairn.core.episodes import Episode, NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.ingest import IngestListener, record_episodes
+from cairn.errors import InvalidInput
+from cairn.store import Store
+from cairn.templates.errors import INVALID_VALUE, MISSING_FIELD, UNKNOWN_FIELD
+from cairn.templates.model import MemoryTemplate
+
+# The episode ``source`` of every template application.
+TEMPLATE_SOURCE = "memory-template"
+
+_JSON_TYPES = {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f"'{n}'" for n in names)
+
+
+def validate_values(template: MemoryTemplate, values: Mapping[str, Any]) -> dict[str, str]:
+    """Check ``values`` against the template; returns them unchanged when they pass.
+
+    Checks run in a fixed order, each with its own code, and each error names every
+    offending field (``details.fields``) and the first one (``details.field``):
+    unknown field → ``template_unknown_field``; a value that is not a string (numbers,
+    booleans, null, arrays, objects) → ``template_invalid_value``; an omitted required field →
+    ``template_missing_field``.
+    """
+    declared = template.field_names
+    unknown = [name for name in values if name not in declared]
+    if unknown:
+        raise InvalidInput(
+            f"unknown field(s) {_quoted(unknown)} for template '{template.id}' "
+            f"(its fields: {', '.join(declared)})",
+            code=UNKNOWN_FIELD,
+            details={"template_id": template.id, "field": unknown[0], "fields": unknown,
+                     "allowed": declared},
+        )
+    invalid = [name for name in declared if name in values and not isinstance(values[name], str)]
+    if invalid:
+        kinds = {name: _json_type(values[name]) for name in invalid}
+        described = ", ".join(f"'{n}' is {kinds[n]}" for n in invalid)
+        raise InvalidInput(
+            f"template values must be strings: {described}",
+            code=INVALID_VALUE,
+            details={"template_id": template.id, "field": invalid[0], "fields": invalid,
+                     "types": kinds},
+        )
+    missing = [name for name in template.required_fields if name not in values]
+    if missing:
+        raise InvalidInput(
+            f"missing required field(s) {_quoted(missing)} for template '{template.id}'",
+            code=MISSING_FIELD,
+            details={"template_id": template.id, "field": missing[0], "fields": missing},
+        )
+    return dict(values)
+
+
+def build_episode(
+    template: MemoryTemplate,
+    scope: Scope,
+    values: Mapping[str, Any],
+    *,
+    session_id: str | None = None,
+    idempotency_key: str | None = None,
+    occurred_at: datetime | None = None,
+) -> NewEpisode:
+    """The episode a template application produces (validates ``values`` first)."""
+    fields = validate_values(template, values)
+    provenance = {"id": template.id, "version": template.version}
+    return NewEpisode(
+        scope=scope,
+        source=TEMPLATE_SOURCE,
+        type=template.episode_type,
+        payload={
+            "template_id": template.id,
+            "template_version": template.version,
+            "fields": fields,
+            "content": template.render(fields),
+        },
+        metadata={"template": provenance},
+        session_id=session_id,
+        idempotency_key=idempotency_key,
+        occurred_at=occurred_at,
+    )
+
+
+def apply_template(
+    store: Store,
+    tenant_id: str,
+    template: MemoryTemplate,
+    scope: Scope,
+    values: Mapping[str, Any],
+    *,
+    session_id: str | None = None,
+    idempotency_key: str | None = None,
+    occurred_at: datetime | None = None,
+    listeners: Sequence[IngestListener] = (),
+) -> tuple[Episode, bool]:
+    """Validate, render and ingest; returns the episode and whether it is new (a repeated
+    ``idempotency_key`` returns the original). Nothing is written when validation fails."""
+    item = build_episode(
+        template, scope, values,
+        session_id=session_id, idempotency_key=idempotency_key, occurred_at=occurred_at,
+    )
+    episodes, created = record_episodes(store, tenant_id, [item], listeners)
+    return episodes[0], created == 1
