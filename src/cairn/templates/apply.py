@@ -50,8 +50,12 @@ def validate_values(template: MemoryTemplate, values: Mapping[str, Any]) -> dict
             f"unknown field(s) {_quoted(unknown)} for template '{template.id}' "
             f"(its fields: {', '.join(declared)})",
             code=UNKNOWN_FIELD,
-            details={"template_id": template.id, "field": unknown[0], "fields": unknown,
-                     "allowed": declared},
+            details={
+                "template_id": template.id,
+                "field": unknown[0],
+                "fields": unknown,
+                "allowed": declared,
+            },
         )
     invalid = [name for name in declared if name in values and not isinstance(values[name], str)]
     if invalid:
@@ -60,8 +64,12 @@ def validate_values(template: MemoryTemplate, values: Mapping[str, Any]) -> dict
         raise InvalidInput(
             f"template values must be strings: {described}",
             code=INVALID_VALUE,
-            details={"template_id": template.id, "field": invalid[0], "fields": invalid,
-                     "types": kinds},
+            details={
+                "template_id": template.id,
+                "field": invalid[0],
+                "fields": invalid,
+                "types": kinds,
+            },
         )
     missing = [name for name in template.required_fields if name not in values]
     if missing:
@@ -117,8 +125,12 @@ def apply_template(
     """Validate, render and ingest; returns the episode and whether it is new (a repeated
     ``idempotency_key`` returns the original). Nothing is written when validation fails."""
     item = build_episode(
-        template, scope, values,
-        session_id=session_id, idempotency_key=idempotency_key, occurred_at=occurred_at,
+        template,
+        scope,
+        values,
+        session_id=session_id,
+        idempotency_key=idempotency_key,
+        occurred_at=occurred_at,
     )
     episodes, created = record_episodes(store, tenant_id, [item], listeners)
     return episodes[0], created == 1

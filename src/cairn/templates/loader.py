@@ -92,7 +92,8 @@ def template_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise ConfigError(f"template directory {directory} is not a directory")
     return sorted(
-        p for p in directory.iterdir()
+        p
+        for p in directory.iterdir()
         if p.suffix in TEMPLATE_SUFFIXES and not p.name.startswith(".") and p.is_file()
     )
 

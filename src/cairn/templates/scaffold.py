@@ -92,9 +92,7 @@ def placeholder_names(pieces: tuple[Piece, ...]) -> list[str]:
 
 def render_pieces(pieces: tuple[Piece, ...], values: Mapping[str, str]) -> str:
     """Substitute every placeholder in one pass; a name without a value renders as ``""``."""
-    return "".join(
-        values.get(p.name, "") if isinstance(p, Placeholder) else p for p in pieces
-    )
+    return "".join(values.get(p.name, "") if isinstance(p, Placeholder) else p for p in pieces)
 
 
 def escape_literal(text: str) -> str:

@@ -101,8 +101,14 @@ def apply(
     services = services_of(request)
     template = services.templates.get(template_id)
     episode, _ = apply_template(
-        services.store, tenant, template, Scope.for_subject(body.subject_id), body.values,
-        session_id=body.session_id, idempotency_key=body.idempotency_key,
-        occurred_at=body.occurred_at, listeners=services.ingest_listeners,
+        services.store,
+        tenant,
+        template,
+        Scope.for_subject(body.subject_id),
+        body.values,
+        session_id=body.session_id,
+        idempotency_key=body.idempotency_key,
+        occurred_at=body.occurred_at,
+        listeners=services.ingest_listeners,
     )
     return EpisodePublic.of(episode)
