@@ -9,3 +9,20 @@ from __future__ import annotations
 import typer
 
 app = typer.Typer(help="Run benchmarks that print tables.", no_args_is_help=True)
+
+
+@app.command("ingest")
+def ingest(
+    episodes: int = typer.Option(10_000, help="Episodes per mode."),
+    concurrency: int = typer.Option(8, help="Requests in flight."),
+    backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
+    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
+                               help="PostgreSQL server (a scratch database is made on it)."),
+) -> None:
+    """Episodes/s and latency of POST /v1/episodes through a real server on loopback.
+
+    Example: cairn bench ingest --episodes 10000 --backend sqlite
+    """
+    from cairn.bench.ingest import run
+
+    run(episodes=episodes, concurrency=concurrency, backends=tuple(backend), pg_url=pg_url)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pydantic import BaseModel, ConfigDict, field_validator
 
 DEFAULT_RUNTIME = "default"
@@ -38,7 +40,7 @@ class Scope(BaseModel):
     @classmethod
     def for_subject(cls, subject_id: str) -> Scope:
         """The REST ``subject_id`` shorthand: ``("default", subject_id, "")``."""
-        return cls(runtime_id=DEFAULT_RUNTIME, user_id=subject_id, agent_id="")
+        return _subject_scope(subject_id)
 
     @property
     def subject_id(self) -> str | None:
@@ -46,3 +48,9 @@ class Scope(BaseModel):
         if self.runtime_id == DEFAULT_RUNTIME and not self.agent_id and self.user_id:
             return self.user_id
         return None
+
+
+@lru_cache(maxsize=8192)
+def _subject_scope(subject_id: str) -> Scope:
+    # Scopes are immutable, so one validated instance per subject can be shared.
+    return Scope(runtime_id=DEFAULT_RUNTIME, user_id=subject_id, agent_id="")

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, and_, func, select, tuple_
 
 from cairn.core.episodes import Episode, NewEpisode
-from cairn.core.ids import utcnow, uuid7
+from cairn.core.ids import as_utc, utcnow, uuid7
 from cairn.core.scope import Scope
 from cairn.store.database import Database
 from cairn.store.schema import episodes as t
@@ -64,7 +64,7 @@ class EpisodeRepository:
             "metadata": item.metadata,
             "provenance": item.provenance,
             "idempotency_key": item.idempotency_key,
-            "occurred_at": item.occurred_at or now,
+            "occurred_at": as_utc(item.occurred_at) if item.occurred_at else now,
             "created_at": now,
             "compiled": False,
         }
@@ -122,19 +122,20 @@ class EpisodeRepository:
                     index_elements=["tenant_id", "runtime_id", "user_id", "agent_id",
                                     "idempotency_key"]
                 )
-                .returning(t)
+                .returning(t.c.id, t.c.seq)
             )
-            inserted = conn.execute(stmt, [r for r, _ in rows_left]).all()
-            by_id = {row._mapping["id"]: row_to_episode(row) for row in inserted}
-            created = len(by_id)
+            # Only the generated columns come back; the episode is built from what we sent,
+            # which saves decoding every JSON column again.
+            inserted = {row.id: row.seq for row in conn.execute(stmt, [r for r, _ in rows_left])}
+            created = len(inserted)
             lost: list[tuple[str, str, str, str]] = []
             for r, i in rows_left:
-                ep = by_id.get(r["id"])
-                if ep is None:  # a concurrent writer stored the same key first
+                seq = inserted.get(r["id"])
+                if seq is None:  # a concurrent writer stored the same key first
                     lost.append((r["runtime_id"], r["user_id"], r["agent_id"],
                                  r["idempotency_key"]))
                 else:
-                    result[i] = ep
+                    result[i] = _episode_from_row(r, items[i].scope, seq)
             if lost:
                 found = {_episode_key(ep): ep for ep in self._by_keys(conn, tenant_id, lost)}
                 for r, i in rows_left:
@@ -192,6 +193,15 @@ class EpisodeRepository:
             return int(conn.execute(stmt).scalar_one())
         with self.db.read() as own:
             return int(own.execute(stmt).scalar_one())
+
+
+def _episode_from_row(r: dict[str, Any], scope: Scope, seq: int) -> Episode:
+    return Episode.model_construct(
+        id=r["id"], tenant_id=r["tenant_id"], scope=scope, source=r["source"], type=r["type"],
+        payload=r["payload"], metadata=r["metadata"], provenance=r["provenance"],
+        session_id=r["session_id"], idempotency_key=r["idempotency_key"],
+        occurred_at=r["occurred_at"], created_at=r["created_at"], seq=seq,
+    )
 
 
 def _scope_key(scope: Scope) -> tuple[str, str, str]:

@@ -1,0 +1,59 @@
+"""Run a real ``cairn serve`` in a subprocess on a free loopback port, for benchmarks."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_server(
+    database_url: str, *, env: dict[str, str] | None = None, data_dir: Path | None = None
+) -> Iterator[str]:
+    """Start ``cairn serve`` on 127.0.0.1 and yield its base URL; stop it afterwards."""
+    port = free_port()
+    child_env = {**os.environ, "CAIRN_DATABASE_URL": database_url, "CAIRN_LOG_LEVEL": "WARNING"}
+    if data_dir is not None:
+        child_env["CAIRN_DATA_DIR"] = str(data_dir)
+    child_env.update(env or {})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cairn.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=child_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"the server exited: {err}")
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server did not start within 30 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
