@@ -8,7 +8,9 @@ search) live beside them and are chosen by the URL.
 from __future__ import annotations
 
 from cairn.store.database import Database
+from cairn.store.documents import DocumentRepository
 from cairn.store.episodes import EpisodeRepository
+from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.memories import MemoryRepository
 from cairn.store.subjects import SubjectRepository
@@ -22,7 +24,9 @@ class Store:
         self.keys = KeyRepository(db)
         self.episodes = EpisodeRepository(db)
         self.memories = MemoryRepository(db)
+        self.jobs = JobRepository(db)
         self.subjects = SubjectRepository(db)
+        self.documents = DocumentRepository(db)
 
     @property
     def dialect(self) -> str:

@@ -1,0 +1,150 @@
+"""Cairn's built-in ``memory.Assembly`` (impl ``cairn``): recall, turns and documents over one
+store, for one tenant.
+
+``context`` gathers candidates from every lane (see ``lanes``), drops non-recent items below
+``min_score``, and packs the rest under the budget (see ``packing``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn.core.episodes import Episode
+from cairn.core.memories import Memory
+from cairn.core.memory import (
+    ContextItem,
+    ContextRequest,
+    ContextResult,
+    Document,
+    DocumentCommit,
+    Turn,
+    TurnCommit,
+)
+from cairn.engine.context import lanes
+from cairn.engine.context.packing import apply_min_score, pack_context
+from cairn.engine.documents import ChunkSettings, put_document
+from cairn.engine.ingest import IngestListener
+from cairn.engine.tokens import Tokenizer, get_tokenizer
+from cairn.engine.turns import commit_turn
+from cairn.store import Store
+from cairn.store.documents import ChunkRow
+
+
+class AssemblySettings(BaseModel):
+    """Settings of the ``cairn`` impl (the YAML of a resource's ``settings: {file:}``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chunk_tokens: int = Field(200, ge=16, le=8192, description="Largest chunk, in tokens.")
+    chunk_overlap: int = Field(40, ge=0, description="Tokens shared by consecutive chunks.")
+    candidates: int = Field(50, ge=1, le=1000, description="Candidates per long-term lane.")
+    summaries: int = Field(2, ge=0, le=50, description="Conversation summaries considered.")
+    summary_score: float = Field(0.6, ge=0.0, le=1.0, description="Score of those summaries.")
+    tokenizer: str = Field("", description="tiktoken encoding; empty: the server's setting.")
+
+    def chunking(self) -> ChunkSettings:
+        return ChunkSettings(chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap)
+
+
+@dataclass
+class Assembled:
+    """A context result with the stored objects behind its items (for API shapes)."""
+
+    result: ContextResult
+    memories: dict[str, Memory] = field(default_factory=dict)
+    episodes: dict[str, Episode] = field(default_factory=dict)
+    chunks: dict[str, ChunkRow] = field(default_factory=dict)
+
+
+class CairnAssembly:
+    """ContextProvider + TurnSink + DocumentSink over a Cairn store, bound to one tenant."""
+
+    def __init__(
+        self,
+        store: Store,
+        tenant_id: str,
+        *,
+        settings: AssemblySettings | None = None,
+        tokenizer: Tokenizer | None = None,
+        listeners: Sequence[IngestListener] = (),
+        embedder: Any = None,
+    ) -> None:
+        self.store = store
+        self.tenant_id = tenant_id
+        self.settings = settings or AssemblySettings()
+        self.tokenizer = tokenizer or get_tokenizer(self.settings.tokenizer or "cl100k_base")
+        self.listeners = list(listeners)
+        self.embedder = embedder
+        self._chunking = self.settings.chunking()
+
+    def context(self, request: ContextRequest) -> ContextResult:
+        return self.assemble(request).result
+
+    def commit_turn(self, turn: Turn) -> TurnCommit:
+        return commit_turn(self.store, self.tenant_id, turn, self.listeners)
+
+    def put_document(self, document: Document) -> DocumentCommit:
+        return put_document(self.store, self.tenant_id, document, self._chunking, self.tokenizer)
+
+    def candidates(self, request: ContextRequest) -> Assembled:
+        """Every lane's candidates, before ``min_score`` and packing."""
+        s, tok, scope = self.settings, self.tokenizer, request.scope
+        out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
+        items: list[ContextItem] = []
+        recent, episodes = lanes.recent_items(
+            self.store, self.tenant_id, scope, request.conversation_id, request.recent_turns, tok
+        )
+        items += recent
+        out.episodes = {str(e.id): e for e in episodes}
+        if not request.recent_only:
+            # Without a query, the conversation's latest turn is what to recall for.
+            query = request.query or (recent[0].content if recent else "")
+            seen: set[uuid.UUID] = {e.id for e in episodes}
+            lt, mems = lanes.long_term_items(
+                self.store, self.tenant_id, scope, query, s.candidates, tok,
+                embedder=self.embedder, exclude_episodes=seen,
+            )
+            sm, smems = lanes.summary_items(
+                self.store, self.tenant_id, scope, request.conversation_id, s.summary_score,
+                s.summaries, tok,
+            )
+            ch, chunks = lanes.chunk_items(
+                self.store, self.tenant_id, scope, request.dataset_ids, query, s.candidates
+            )
+            # A summary found by both lanes keeps its better score (packing keeps the first).
+            items += sorted([*lt, *sm], key=lambda i: -i.score) + ch
+            out.memories = {**smems, **mems}
+            out.chunks = chunks
+        out.result = ContextResult(items=items, token_count=0, truncated=False)
+        return out
+
+    def assemble(self, request: ContextRequest) -> Assembled:
+        """Candidates → ``min_score`` → packing, with the stored objects behind the items."""
+        found = self.candidates(request)
+        kept = apply_min_score(found.result.items, request.min_score)
+        found.result = pack_context(kept, request.budget)
+        return found
+
+
+def build_assembly(
+    services: Any,
+    tenant_id: str = "default",
+    deps: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> CairnAssembly:
+    """The ``cairn`` impl factory: an Assembly over ``services.store`` for ``tenant_id``.
+    ``deps`` are accepted and unused (Cairn needs no workspace or inference service)."""
+    parsed = AssemblySettings.model_validate(dict(settings or {}))
+    app_settings = getattr(services, "settings", None)
+    if not parsed.tokenizer and app_settings is not None:
+        parsed = parsed.model_copy(update={"tokenizer": app_settings.tokenizer})
+    return CairnAssembly(
+        services.store, tenant_id, settings=parsed,
+        listeners=getattr(services, "ingest_listeners", ()),
+        embedder=getattr(services, "embedder", None),
+    )

@@ -1,0 +1,133 @@
+"""Candidate lanes of context assembly, each scored in [0, 1].
+
+- recent: the conversation's latest turns (any episode of the conversation), newest first,
+  score 1 and exempt from ``min_score``;
+- long_term: compiled memories ranked by the search engine (lexical, plus vectors when an
+  embedder is configured), and chunks of the datasets the request names;
+- summary: summary memories of the conversation (a fixed lane score) and summary memories the
+  search returned (their search score).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cairn.core.episodes import Episode
+from cairn.core.memories import Memory
+from cairn.core.memory import ContextItem, SourceRef
+from cairn.core.scope import Scope
+from cairn.engine.tokens import Tokenizer
+from cairn.engine.turns import TURN_EPISODE_TYPE, episode_text
+from cairn.store import Store
+from cairn.store.documents import ChunkRow, conversation_memories, latest_episodes
+
+SUMMARY_KINDS = frozenset({"episode_summary", "session_summary", "conversation_summary", "summary"})
+
+
+def recent_items(
+    store: Store, tenant_id: str, scope: Scope, conversation_id: str, limit: int,
+    tokenizer: Tokenizer,
+) -> tuple[list[ContextItem], list[Episode]]:
+    """The conversation's latest ``limit`` episodes as items, newest first."""
+    if not conversation_id or limit <= 0:
+        return [], []
+    episodes = latest_episodes(store.db, tenant_id, scope, conversation_id, limit)
+    items = []
+    for ep in episodes:
+        content = episode_text(ep)
+        is_turn = ep.type == TURN_EPISODE_TYPE
+        items.append(ContextItem(
+            id=str(ep.id), kind="turn" if is_turn else ep.type, content=content, score=1.0,
+            source_class="recent", token_count=tokenizer.count(content),
+            created_at=ep.created_at, occurred_at=ep.occurred_at,
+            provenance=[SourceRef(type="turn" if is_turn else "episode", id=str(ep.id))],
+            metadata={"conversation_id": conversation_id, "episode_type": ep.type},
+        ))
+    return items, episodes
+
+
+def memory_item(memory: Memory, score: float, tokenizer: Tokenizer,
+                source_class: str | None = None) -> ContextItem:
+    cls = source_class or ("summary" if memory.kind in SUMMARY_KINDS else "long_term")
+    return ContextItem(
+        id=str(memory.id), kind=memory.kind, content=memory.content,
+        score=min(max(float(score), 0.0), 1.0), source_class=cls,  # type: ignore[arg-type]
+        token_count=tokenizer.count(memory.content), created_at=memory.created_at,
+        occurred_at=memory.valid_from,
+        provenance=[SourceRef(type="episode", id=str(e)) for e in memory.source_episode_ids]
+        or [SourceRef(type="episode", id=str(memory.id))],
+        metadata={"session_id": memory.session_id, **(memory.metadata or {})},
+    )
+
+
+SearchFn = Callable[..., Sequence[Any]]
+
+
+def search_function() -> SearchFn | None:
+    """The compile/search engine's ``search_memories``, if that engine is installed."""
+    try:
+        from cairn.engine.search import search_memories
+    except ImportError:
+        return None
+    return search_memories  # type: ignore[no-any-return]
+
+
+def long_term_items(
+    store: Store, tenant_id: str, scope: Scope, query: str, limit: int,
+    tokenizer: Tokenizer, *, embedder: Any = None, exclude_episodes: set[uuid.UUID],
+) -> tuple[list[ContextItem], dict[str, Memory]]:
+    """Memories the search ranks for ``query``. A memory made only from episodes already in
+    the recent lane adds nothing and is left out."""
+    search = search_function()
+    if search is None or not query or limit <= 0:
+        return [], {}
+    kwargs: dict[str, Any] = {"limit": limit}
+    if embedder is not None:
+        kwargs["embedder"] = embedder
+    scored = search(store, tenant_id, scope, query, **kwargs)
+    items, sources = [], {}
+    for s in scored:
+        m = s.memory
+        if exclude_episodes and m.source_episode_ids and set(m.source_episode_ids) <= exclude_episodes:
+            continue
+        item = memory_item(m, s.score, tokenizer)
+        items.append(item)
+        sources[item.id] = m
+    return items, sources
+
+
+def chunk_items(
+    store: Store, tenant_id: str, scope: Scope, dataset_ids: Sequence[str], query: str,
+    limit: int,
+) -> tuple[list[ContextItem], dict[str, ChunkRow]]:
+    """Chunks of the named datasets that match ``query``."""
+    rows = store.documents.search_chunks(tenant_id, scope, dataset_ids, query, limit=limit)
+    items, sources = [], {}
+    for r in rows:
+        item = ContextItem(
+            id=str(r.id), kind="document_chunk", content=r.content, score=r.score,
+            source_class="long_term", token_count=r.token_count, created_at=r.created_at,
+            provenance=[SourceRef(type="chunk", id=str(r.id), document_id=r.document_id,
+                                  dataset_id=r.dataset_id)],
+            metadata={"dataset_id": r.dataset_id, "document_id": r.document_id,
+                      "ordinal": r.ordinal},
+        )
+        items.append(item)
+        sources[item.id] = r
+    return items, sources
+
+
+def summary_items(
+    store: Store, tenant_id: str, scope: Scope, conversation_id: str, score: float, limit: int,
+    tokenizer: Tokenizer,
+) -> tuple[list[ContextItem], dict[str, Memory]]:
+    """The newest active summary memories of the conversation, at a fixed lane score."""
+    if not conversation_id or limit <= 0:
+        return [], {}
+    found = conversation_memories(
+        store.db, tenant_id, scope, conversation_id, sorted(SUMMARY_KINDS), limit
+    )
+    items = [memory_item(m, score, tokenizer, "summary") for m in found]
+    return items, {i.id: m for i, m in zip(items, found, strict=True)}

@@ -1,0 +1,357 @@
+"""Documents and their chunks (DocumentSink), and the reads context assembly needs.
+
+Chunks are indexed for full-text search by each backend's own engine: an FTS5 table kept in
+step by triggers on SQLite, a generated ``tsvector`` column with a GIN index on PostgreSQL
+(both created by migration ``0004_context``). Scores are calibrated to [0, 1].
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    Uuid,
+    select,
+    text,
+)
+
+from cairn.core.episodes import Episode
+from cairn.core.ids import utcnow, uuid7
+from cairn.core.memories import Memory
+from cairn.core.scope import Scope
+from cairn.store.database import Database
+from cairn.store.episodes import row_to_episode, scope_filter
+from cairn.store.memories import row_to_memory
+from cairn.store.schema import SCOPED_TABLES, JsonType, SeqType, UTCDateTime, metadata
+from cairn.store.schema import episodes as episodes_t
+from cairn.store.schema import memories as memories_t
+
+
+def _scope_columns() -> list[Column[Any]]:
+    return [
+        Column("tenant_id", String(128), nullable=False),
+        Column("runtime_id", String(256), nullable=False),
+        Column("user_id", String(256), nullable=False, server_default=""),
+        Column("agent_id", String(256), nullable=False, server_default=""),
+    ]
+
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", Uuid(), nullable=False, unique=True),
+    *_scope_columns(),
+    Column("dataset_id", String(256), nullable=False),
+    Column("document_id", String(256), nullable=False),
+    Column("idempotency_key", String(256), nullable=False),
+    Column("title", Text(), nullable=False, server_default=""),
+    Column("metadata", JsonType, nullable=False),
+    Column("chunk_count", Integer(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    UniqueConstraint(
+        "tenant_id", "runtime_id", "user_id", "agent_id", "dataset_id", "idempotency_key",
+        name="uq_documents_key",
+    ),
+)
+
+document_chunks = Table(
+    "document_chunks",
+    metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", Uuid(), nullable=False, unique=True),
+    *_scope_columns(),
+    Column("dataset_id", String(256), nullable=False),
+    Column("document_uid", Uuid(), nullable=False),
+    Column("document_id", String(256), nullable=False),
+    Column("ordinal", Integer(), nullable=False),
+    Column("content", Text(), nullable=False),
+    Column("char_start", Integer(), nullable=False),
+    Column("char_end", Integer(), nullable=False),
+    Column("token_count", Integer(), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Index(
+        "ix_document_chunks_scope_dataset",
+        "tenant_id", "runtime_id", "user_id", "agent_id", "dataset_id",
+    ),
+)
+
+SCOPED_TABLES.extend([document_chunks, documents])
+
+# Words too common to rank by; the query ORs what remains.
+STOP_WORDS = frozenset(
+    "a an and are as at be but by did do does for from had has have he her his how i if in into "
+    "is it its me my no not of on or our she so that the their them then there these they this "
+    "to was we were what when where which who whom why will with would you your".split()
+)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def query_terms(query: str, limit: int = 32) -> list[str]:
+    """Distinct lower-case words of ``query`` without stop words, in first-seen order."""
+    words = [w.lower() for w in _WORD.findall(query)]
+    kept = [w for w in words if w not in STOP_WORDS] or words
+    return list(dict.fromkeys(kept))[:limit]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    id: uuid.UUID
+    dataset_id: str
+    document_id: str
+    document_uid: uuid.UUID
+    ordinal: int
+    content: str
+    token_count: int
+    created_at: datetime
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewChunk:
+    content: str
+    char_start: int
+    char_end: int
+    token_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    id: uuid.UUID
+    dataset_id: str
+    document_id: str
+    idempotency_key: str
+    chunk_count: int
+    created: bool
+
+
+class DocumentRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def put(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        *,
+        dataset_id: str,
+        document_id: str,
+        idempotency_key: str,
+        title: str,
+        metadata_: dict[str, Any],
+        chunks: Sequence[NewChunk],
+    ) -> StoredDocument:
+        """Store a document and its chunks in one transaction; a repeated key returns the
+        original and writes nothing."""
+        now = utcnow()
+        doc_uid = uuid7()
+        with self.db.write() as conn:
+            existing = self._by_key(conn, tenant_id, scope, dataset_id, idempotency_key)
+            if existing is not None:
+                return existing
+            stmt = (
+                self.db.insert(documents)
+                .values(
+                    id=doc_uid, tenant_id=tenant_id, runtime_id=scope.runtime_id,
+                    user_id=scope.user_id, agent_id=scope.agent_id, dataset_id=dataset_id,
+                    document_id=document_id, idempotency_key=idempotency_key, title=title,
+                    metadata=metadata_, chunk_count=len(chunks), created_at=now,
+                )
+                .on_conflict_do_nothing(
+                    index_elements=["tenant_id", "runtime_id", "user_id", "agent_id",
+                                    "dataset_id", "idempotency_key"]
+                )
+                .returning(documents.c.id)
+            )
+            if conn.execute(stmt).first() is None:  # a concurrent writer won the key
+                found = self._by_key(conn, tenant_id, scope, dataset_id, idempotency_key)
+                assert found is not None
+                return found
+            if chunks:
+                conn.execute(
+                    document_chunks.insert(),
+                    [
+                        {
+                            "id": uuid7(), "tenant_id": tenant_id,
+                            "runtime_id": scope.runtime_id, "user_id": scope.user_id,
+                            "agent_id": scope.agent_id, "dataset_id": dataset_id,
+                            "document_uid": doc_uid, "document_id": document_id,
+                            "ordinal": i, "content": c.content, "char_start": c.char_start,
+                            "char_end": c.char_end, "token_count": c.token_count,
+                            "created_at": now,
+                        }
+                        for i, c in enumerate(chunks)
+                    ],
+                )
+        return StoredDocument(doc_uid, dataset_id, document_id, idempotency_key, len(chunks), True)
+
+    def _by_key(
+        self, conn: Connection, tenant_id: str, scope: Scope, dataset_id: str, key: str
+    ) -> StoredDocument | None:
+        row = conn.execute(
+            select(documents.c.id, documents.c.document_id, documents.c.chunk_count).where(
+                scope_filter(documents, tenant_id, scope),
+                documents.c.dataset_id == dataset_id,
+                documents.c.idempotency_key == key,
+            )
+        ).first()
+        if row is None:
+            return None
+        return StoredDocument(row[0], dataset_id, row[1], key, int(row[2]), False)
+
+    def chunks(self, tenant_id: str, scope: Scope, document_uid: uuid.UUID) -> list[ChunkRow]:
+        t = document_chunks
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(t).where(scope_filter(t, tenant_id, scope), t.c.document_uid == document_uid)
+                .order_by(t.c.ordinal)
+            ).all()
+        return [_chunk(r._mapping, 0.0) for r in rows]
+
+    def search_chunks(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        dataset_ids: Sequence[str],
+        query: str,
+        *,
+        limit: int = 20,
+        conn: Connection | None = None,
+    ) -> list[ChunkRow]:
+        """Chunks of the named datasets matching ``query`` (any term), best first, scored in
+        [0, 1]; ties break by chunk order."""
+        terms = query_terms(query)
+        if not terms or not dataset_ids or limit <= 0:
+            return []
+        if conn is None:
+            with self.db.read() as own:
+                return self._search(own, tenant_id, scope, list(dataset_ids), terms, limit)
+        return self._search(conn, tenant_id, scope, list(dataset_ids), terms, limit)
+
+    def _search(
+        self, conn: Connection, tenant_id: str, scope: Scope, dataset_ids: list[str],
+        terms: list[str], limit: int,
+    ) -> list[ChunkRow]:
+        params: dict[str, Any] = {
+            "tenant": tenant_id, "runtime": scope.runtime_id, "user": scope.user_id,
+            "agent": scope.agent_id, "limit": limit,
+        }
+        names = []
+        for i, ds in enumerate(dataset_ids):
+            params[f"ds{i}"] = ds
+            names.append(f":ds{i}")
+        cols = ("c.id, c.dataset_id, c.document_id, c.document_uid, c.ordinal, c.content, "
+                "c.token_count, c.created_at")
+        where = ("c.tenant_id = :tenant AND c.runtime_id = :runtime AND c.user_id = :user "
+                 f"AND c.agent_id = :agent AND c.dataset_id IN ({', '.join(names)})")
+        if self.db.is_sqlite:
+            params["match"] = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
+            sql = (f"SELECT {cols}, -bm25(document_chunks_fts) AS raw FROM document_chunks_fts "
+                   "JOIN document_chunks c ON c.seq = document_chunks_fts.rowid "
+                   f"WHERE document_chunks_fts MATCH :match AND {where} "
+                   "ORDER BY raw DESC, c.seq LIMIT :limit")
+            scale = 4.0
+        else:
+            params["tsq"] = " | ".join("'" + w.replace("'", "''") + "'" for w in terms)
+            sql = (f"SELECT {cols}, ts_rank_cd(c.tsv, q) AS raw FROM document_chunks c, "
+                   "to_tsquery('english', :tsq) AS q "
+                   f"WHERE c.tsv @@ q AND {where} ORDER BY raw DESC, c.seq LIMIT :limit")
+            scale = 0.2
+        rows = conn.execute(text(sql), params).all()
+        out = []
+        for r in rows:
+            m = dict(r._mapping)
+            raw = max(float(m.pop("raw") or 0.0), 0.0)
+            # A saturating map keeps one meaning for a score: more matching text, nearer 1.
+            out.append(_chunk(_coerce(m), raw / (raw + scale)))
+        return out
+
+
+def _coerce(m: dict[str, Any]) -> dict[str, Any]:
+    """Raw-SQL rows on SQLite return ids and times as text; bring them to the table types."""
+    for key in ("id", "document_uid"):
+        if not isinstance(m[key], uuid.UUID):
+            m[key] = uuid.UUID(str(m[key]))
+    created = m["created_at"]
+    if isinstance(created, str):
+        m["created_at"] = UTCDateTime().process_result_value(
+            datetime.fromisoformat(created), None  # type: ignore[arg-type]
+        )
+    else:
+        m["created_at"] = UTCDateTime().process_result_value(created, None)  # type: ignore[arg-type]
+    return m
+
+
+def _chunk(m: Any, score: float) -> ChunkRow:
+    return ChunkRow(
+        id=m["id"], dataset_id=m["dataset_id"], document_id=m["document_id"],
+        document_uid=m["document_uid"], ordinal=int(m["ordinal"]), content=m["content"],
+        token_count=int(m["token_count"]), created_at=m["created_at"],
+        score=min(max(score, 0.0), 1.0),
+    )
+
+
+def latest_episodes(
+    db: Database,
+    tenant_id: str,
+    scope: Scope,
+    session_id: str,
+    limit: int,
+    conn: Connection | None = None,
+) -> list[Episode]:
+    """The newest ``limit`` episodes of one conversation in a partition, newest first."""
+    if limit <= 0:
+        return []
+    t = episodes_t
+    stmt = (
+        select(t)
+        .where(scope_filter(t, tenant_id, scope), t.c.session_id == session_id)
+        .order_by(t.c.occurred_at.desc(), t.c.seq.desc())
+        .limit(limit)
+    )
+    if conn is not None:
+        return [row_to_episode(r) for r in conn.execute(stmt)]
+    with db.read() as own:
+        return [row_to_episode(r) for r in own.execute(stmt)]
+
+
+def conversation_memories(
+    db: Database, tenant_id: str, scope: Scope, session_id: str, kinds: Sequence[str], limit: int
+) -> list[Memory]:
+    """The newest active memories of the given kinds made from one conversation."""
+    t = memories_t
+    stmt = (
+        select(t)
+        .where(scope_filter(t, tenant_id, scope), t.c.session_id == session_id,
+               t.c.status == "active", t.c.kind.in_(list(kinds)))
+        .order_by(t.c.created_at.desc(), t.c.seq.desc())
+        .limit(limit)
+    )
+    with db.read() as conn:
+        return [row_to_memory(r) for r in conn.execute(stmt)]
+
+
+__all__ = [
+    "conversation_memories",
+    "ChunkRow",
+    "DocumentRepository",
+    "NewChunk",
+    "StoredDocument",
+    "document_chunks",
+    "documents",
+    "latest_episodes",
+    "query_terms",
+]
