@@ -20,8 +20,9 @@ from cairn.api.app import create_app
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.store import Store, open_store
+from cairn.store.database import normalize_url
 
-PG_ADMIN_URL = os.environ.get("CAIRN_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN_URL = os.environ.get("CAIRN_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 BACKENDS = ["sqlite", "postgres"]
 
 
@@ -29,7 +30,7 @@ BACKENDS = ["sqlite", "postgres"]
 def pg_url() -> Iterator[str]:
     """A fresh, migrated PostgreSQL database for this test session."""
     name = f"cairn_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    admin = create_engine(normalize_url(PG_ADMIN_URL), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
@@ -44,7 +45,7 @@ def pg_url() -> Iterator[str]:
 
 
 def _truncate_all(url: str) -> None:
-    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    engine = create_engine(normalize_url(url))
     with engine.begin() as conn:
         names = [n for n in inspect(conn).get_table_names() if n != "alembic_version"]
         if names:

@@ -38,7 +38,7 @@ def test_readyz_503_when_the_database_server_is_unreachable(tmp_path: Path) -> N
     services = Services.from_settings(make_settings(tmp_path))
     db = services.store.db
     real = db.engine
-    db.engine = create_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    db.engine = create_engine("postgresql+psycopg2://nobody@127.0.0.1:1/none")
     try:
         with TestClient(create_app(services=services)) as c:
             assert c.get("/readyz").status_code == 503
