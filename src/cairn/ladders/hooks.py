@@ -1,0 +1,487 @@
+"""The memory hooks of seed 001, and the ``resources:`` / ``agents:`` blocks that declare them.
+
+- ``memory.context`` (a prepare hook) recalls context into the board before the steps run;
+- ``memory.turn`` (a commit hook) pushes the completed turn into the assembly afterwards.
+
+Each hook is an object built from validated settings and a ``memory.Assembly``; the runtime
+calls it with the request's board (a mutable mapping of variables; names starting with ``__`` are
+the engine's) and a ``RequestContext``::
+
+    hook = MemoryContextHook(settings, assembly)
+    result = hook(board, RequestContext(context_id="conv-1", message="hi", run_id="run-1"))
+
+``load_memory_config`` parses the YAML verbatim; ``build_assemblies`` and ``build_agent_hooks``
+turn it into objects. Settings files are read only from inside the config's directory and only
+up to ``MAX_SETTINGS_FILE_BYTES``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from cairn.core.memory import (
+    Assembly,
+    Budget,
+    ContextRenderer,
+    ContextRequest,
+    ContextResult,
+    Message,
+    Turn,
+    TurnCommit,
+    get_assembly_impl,
+)
+from cairn.core.scope import Scope
+from cairn.engine.context.render import DefaultRenderer, TemplateRenderer
+from cairn.errors import ConfigError, InvalidInput
+
+RESERVED_PREFIX = "__"
+MAIN_CHANNEL = "__main_channel"
+MAX_SETTINGS_FILE_BYTES = 256 * 1024
+MAX_CONFIG_FILE_BYTES = 1024 * 1024
+
+Board = MutableMapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What a hook knows about the request: its context id (the default conversation id),
+    the current user message, and the run id (the idempotency key of the turn)."""
+
+    context_id: str = ""
+    message: str = ""
+    run_id: str = ""
+
+
+def check_board_var(name: str, field_name: str) -> str:
+    """A board variable a hook may write: not empty, no ``__`` prefix."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{field_name} must name a board variable (it is empty)")
+    if name.startswith(RESERVED_PREFIX):
+        raise ValueError(
+            f"{field_name} {name!r} is reserved: board variables starting with "
+            f"'{RESERVED_PREFIX}' belong to the engine"
+        )
+    return name
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class QuerySource(_Strict):
+    """Exactly one of: literal text, a board variable, the current message, the recall window."""
+
+    literal: str | None = None
+    board: str | None = None
+    current_message: bool = False
+    recent_only: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> QuerySource:
+        chosen = [
+            name for name, on in (
+                ("literal", self.literal is not None), ("board", self.board is not None),
+                ("current_message", self.current_message), ("recent_only", self.recent_only),
+            ) if on
+        ]
+        if len(chosen) != 1:
+            got = ", ".join(chosen) if chosen else "none"
+            raise ValueError(
+                "query must select exactly one of literal, board, current_message, recent_only "
+                f"(got {got})"
+            )
+        if self.literal is not None and not self.literal.strip():
+            raise ValueError("query.literal must not be empty")
+        if self.board is not None and not self.board.strip():
+            raise ValueError("query.board must name a board variable (it is empty)")
+        return self
+
+
+class TemplateSpec(_Strict):
+    template: str
+    max_chars: int = Field(0, ge=0)
+
+
+class RenderSpec(_Strict):
+    """Where rendered text goes, and how it is rendered: the default block, or a template
+    (``template`` or the seed's ``gotmpl`` key — both are the sandboxed template renderer)."""
+
+    output: str
+    template: TemplateSpec | None = None
+    gotmpl: TemplateSpec | None = None
+    max_chars: int = Field(0, ge=0)
+
+    @field_validator("output")
+    @classmethod
+    def _output(cls, value: str) -> str:
+        return check_board_var(value, "render.output")
+
+    @model_validator(mode="after")
+    def _one_template(self) -> RenderSpec:
+        if self.template is not None and self.gotmpl is not None:
+            raise ValueError("render takes one of template or gotmpl, not both")
+        return self
+
+    def renderer(self) -> ContextRenderer:
+        spec = self.template or self.gotmpl
+        if spec is None:
+            return DefaultRenderer(self.max_chars)
+        return TemplateRenderer(spec.template, spec.max_chars or self.max_chars)
+
+
+class ContextHookSettings(_Strict):
+    query: QuerySource
+    scope: Scope
+    conversation_id: str | None = None
+    dataset_ids: list[str] = Field(default_factory=list)
+    budget: Budget = Field(default_factory=Budget)
+    min_score: float = 0.0
+    recent_turns: int = Field(6, ge=0, le=200)
+    output: str
+    render: RenderSpec | None = None
+
+    @field_validator("output")
+    @classmethod
+    def _output(cls, value: str) -> str:
+        return check_board_var(value, "output")
+
+    @field_validator("min_score")
+    @classmethod
+    def _min_score(cls, value: float) -> float:
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"min_score must be a finite number in [0, 1], got {value}")
+        return value
+
+    @field_validator("dataset_ids")
+    @classmethod
+    def _datasets(cls, value: list[str]) -> list[str]:
+        for i, item in enumerate(value):
+            if not item.strip():
+                raise ValueError(f"dataset_ids[{i}] must not be empty")
+            if item in value[:i]:
+                raise ValueError(f"dataset_ids[{i}] repeats {item!r}; ids must be unique")
+        return value
+
+    @model_validator(mode="after")
+    def _outputs_differ(self) -> ContextHookSettings:
+        if self.render is not None and self.render.output == self.output:
+            raise ValueError(f"render.output must differ from output (both are {self.output!r})")
+        if self.render is not None:
+            self.render.renderer()  # a bad template is a settings error, found at load time
+        return self
+
+
+class TurnHookSettings(_Strict):
+    scope: Scope
+    conversation_id: str | None = None
+    channel: str = MAIN_CHANNEL
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("channel must name a board variable (it is empty)")
+        return value
+
+
+def _invalid(exc: ValidationError, what: str) -> InvalidInput:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return InvalidInput(f"invalid {what}: " + "; ".join(parts), code="invalid_hook_settings",
+                        details=[{"loc": e["loc"], "msg": e["msg"]} for e in exc.errors()])
+
+
+class MemoryContextHook:
+    """``memory.context``: recall into ``board[output]`` (a list of item dicts) and, with
+    ``render``, rendered text into ``board[render.output]``."""
+
+    type = "memory.context"
+    phase = "prepare"
+
+    def __init__(self, settings: ContextHookSettings | Mapping[str, Any], memory: Assembly) -> None:
+        if not isinstance(settings, ContextHookSettings):
+            try:
+                settings = ContextHookSettings.model_validate(dict(settings))
+            except ValidationError as exc:
+                raise _invalid(exc, "memory.context settings") from exc
+        self.settings = settings
+        self.memory = memory
+        self.renderer = settings.render.renderer() if settings.render else None
+
+    def request_for(self, board: Mapping[str, Any], request: RequestContext) -> ContextRequest:
+        """The ContextRequest this hook makes for one board and request."""
+        s = self.settings
+        q = s.query
+        if q.literal is not None:
+            query = q.literal
+        elif q.board is not None:
+            if q.board not in board:
+                raise InvalidInput(f"query.board names board variable {q.board!r}, which is not set",
+                                   code="board_variable_missing")
+            value = board[q.board]
+            if not isinstance(value, str):
+                raise InvalidInput(
+                    f"board variable {q.board!r} holds {type(value).__name__}, not text",
+                    code="board_variable_type",
+                )
+            query = value
+        elif q.current_message:
+            query = request.message
+        else:
+            query = ""
+        try:
+            return ContextRequest(
+                scope=s.scope, conversation_id=s.conversation_id or request.context_id,
+                dataset_ids=s.dataset_ids, query=query, budget=s.budget, min_score=s.min_score,
+                recent_turns=s.recent_turns, recent_only=q.recent_only,
+            )
+        except ValidationError as exc:
+            raise _invalid(exc, "memory.context request") from exc
+
+    def __call__(self, board: Board, request: RequestContext) -> ContextResult:
+        result = self.memory.context(self.request_for(board, request))
+        text = self.renderer.render(result) if self.renderer is not None else None
+        # Write only after everything succeeded, so a failed hook leaves the board as it was.
+        board[self.settings.output] = [item.model_dump(mode="json") for item in result.items]
+        if text is not None and self.settings.render is not None:
+            board[self.settings.render.output] = text
+        return result
+
+
+def _messages(value: Any, channel: str) -> list[Message]:
+    if isinstance(value, str):
+        value = [{"role": "assistant", "content": value}]
+    if not isinstance(value, list | tuple):
+        raise InvalidInput(
+            f"channel {channel!r} holds {type(value).__name__}, not a list of messages",
+            code="board_variable_type",
+        )
+    out = []
+    for i, m in enumerate(value):
+        if isinstance(m, Message):
+            out.append(m)
+            continue
+        if not isinstance(m, Mapping):
+            m = {"role": getattr(m, "role", None), "content": getattr(m, "content", None)}
+        try:
+            out.append(Message(role=m.get("role"), content=m.get("content")))
+        except ValidationError as exc:
+            raise _invalid(exc, f"message {i} of channel {channel!r}") from exc
+    return out
+
+
+class MemoryTurnHook:
+    """``memory.turn``: commit the turn held in ``board[channel]`` (a list of ``{role,
+    content}``) once per run id; a retried run returns the original commit."""
+
+    type = "memory.turn"
+    phase = "commit"
+
+    def __init__(self, settings: TurnHookSettings | Mapping[str, Any], memory: Assembly) -> None:
+        if not isinstance(settings, TurnHookSettings):
+            try:
+                settings = TurnHookSettings.model_validate(dict(settings))
+            except ValidationError as exc:
+                raise _invalid(exc, "memory.turn settings") from exc
+        self.settings = settings
+        self.memory = memory
+
+    def turn_for(self, board: Mapping[str, Any], request: RequestContext) -> Turn:
+        s = self.settings
+        if not request.run_id.strip():
+            raise InvalidInput("memory.turn needs the request's run id", code="missing_run_id")
+        conversation = s.conversation_id or request.context_id
+        if not conversation.strip():
+            raise InvalidInput(
+                "memory.turn needs a conversation: set conversation_id or send a context id",
+                code="missing_conversation_id",
+            )
+        messages = _messages(board.get(s.channel) or [], s.channel)
+        if not messages and request.message:
+            messages = [Message(role="user", content=request.message)]
+        if not messages:
+            raise InvalidInput(f"channel {s.channel!r} holds no messages to commit",
+                               code="empty_turn")
+        # Two commit hooks of one run on different channels are two turns.
+        key = request.run_id if s.channel == MAIN_CHANNEL else f"{request.run_id}:{s.channel}"
+        try:
+            return Turn(scope=s.scope, conversation_id=conversation, idempotency_key=key,
+                        messages=messages, metadata={"run_id": request.run_id,
+                                                     "channel": s.channel})
+        except ValidationError as exc:
+            raise _invalid(exc, "memory.turn turn") from exc
+
+    def __call__(self, board: Board, request: RequestContext) -> TurnCommit:
+        return self.memory.commit_turn(self.turn_for(board, request))
+
+
+# --- the seed's YAML: resources and agents --------------------------------------------------
+
+
+class HookDeps(_Strict):
+    memory: str = Field(min_length=1)
+
+
+class ContextHookSpec(_Strict):
+    type: Literal["memory.context"]
+    deps: HookDeps
+    settings: ContextHookSettings
+
+
+class TurnHookSpec(_Strict):
+    type: Literal["memory.turn"]
+    deps: HookDeps
+    settings: TurnHookSettings
+
+
+class ResourceSettings(BaseModel):
+    """``file`` (a YAML mapping, relative to the config's directory) and/or inline keys; the
+    impl validates the merged mapping."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    file: str | None = None
+
+    def inline(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class ResourceSpec(_Strict):
+    kind: Literal["memory.Assembly"]
+    impl: str = Field(min_length=1)
+    deps: dict[str, str] = Field(default_factory=dict)
+    settings: ResourceSettings = Field(default_factory=ResourceSettings)
+
+
+class AgentSpec(_Strict):
+    prepare: list[ContextHookSpec] = Field(default_factory=list)
+    commit: list[TurnHookSpec] = Field(default_factory=list)
+
+
+class MemoryStackConfig(_Strict):
+    """The seed-001 blocks: ``resources`` (``memory.Assembly``) and ``agents`` (their hooks)."""
+
+    resources: dict[str, ResourceSpec] = Field(default_factory=dict)
+    agents: dict[str, AgentSpec] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _deps_exist(self) -> MemoryStackConfig:
+        for agent, spec in self.agents.items():
+            for phase, hooks in (("prepare", spec.prepare), ("commit", spec.commit)):
+                for i, hook in enumerate(hooks):
+                    if hook.deps.memory not in self.resources:
+                        known = ", ".join(sorted(self.resources)) or "none"
+                        raise ValueError(
+                            f"agents.{agent}.{phase}.{i}.deps.memory names resource "
+                            f"{hook.deps.memory!r}, which is not declared (resources: {known})"
+                        )
+        return self
+
+
+def _config_error(exc: ValidationError, source: str) -> ConfigError:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return ConfigError(f"{source}: " + "; ".join(parts), code="invalid_config")
+
+
+def parse_memory_config(data: Any, source: str = "<config>") -> MemoryStackConfig:
+    """Validate already-loaded YAML; errors name ``source`` and each field path."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a mapping at the top level", code="invalid_config")
+    try:
+        return MemoryStackConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        raise _config_error(exc, source) from exc
+
+
+def _read_yaml(path: Path, max_bytes: int) -> Any:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})", code="invalid_config") from exc
+    if size > max_bytes:
+        raise ConfigError(f"{path}: {size} bytes, over the limit of {max_bytes}",
+                          code="config_too_large")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}", code="invalid_config") from exc
+
+
+def load_memory_config(path: Path | str) -> MemoryStackConfig:
+    """Read and validate a YAML file holding ``resources:`` and ``agents:``."""
+    path = Path(path)
+    return parse_memory_config(_read_yaml(path, MAX_CONFIG_FILE_BYTES), str(path))
+
+
+def read_settings_file(
+    config_dir: Path | str, file: str, *, max_bytes: int = MAX_SETTINGS_FILE_BYTES
+) -> dict[str, Any]:
+    """The YAML mapping in ``file``, which must resolve (symlinks followed) to a path inside
+    ``config_dir`` and be at most ``max_bytes`` long. An empty file is an empty mapping."""
+    base = Path(config_dir).resolve()
+    target = (base / file).resolve()
+    if not target.is_relative_to(base):
+        raise ConfigError(
+            f"settings file {file!r} is outside the config directory {base}",
+            code="settings_file_outside",
+        )
+    if not target.is_file():
+        raise ConfigError(f"settings file {file!r} does not exist in {base}",
+                          code="settings_file_missing")
+    data = _read_yaml(target, max_bytes)
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{target}: expected a mapping of settings", code="invalid_config")
+    return dict(data)
+
+
+def build_assemblies(
+    config: MemoryStackConfig, config_dir: Path | str, services: Any, tenant_id: str = "default"
+) -> dict[str, Assembly]:
+    """One Assembly per resource, from its registered impl and its settings."""
+    out: dict[str, Assembly] = {}
+    for name, res in config.resources.items():
+        factory = get_assembly_impl(res.impl)
+        merged: dict[str, Any] = {}
+        if res.settings.file:
+            merged.update(read_settings_file(config_dir, res.settings.file))
+        merged.update(res.settings.inline())
+        try:
+            out[name] = factory(services, tenant_id, dict(res.deps), merged)
+        except ValidationError as exc:
+            raise _config_error(exc, f"resources.{name}.settings") from exc
+    return out
+
+
+@dataclass
+class AgentHooks:
+    prepare: list[MemoryContextHook] = field(default_factory=list)
+    commit: list[MemoryTurnHook] = field(default_factory=list)
+
+
+def build_agent_hooks(
+    config: MemoryStackConfig, assemblies: Mapping[str, Assembly]
+) -> dict[str, AgentHooks]:
+    """Hook objects per agent, each bound to the assembly its ``deps.memory`` names."""
+    return {
+        agent: AgentHooks(
+            prepare=[MemoryContextHook(h.settings, assemblies[h.deps.memory]) for h in spec.prepare],
+            commit=[MemoryTurnHook(h.settings, assemblies[h.deps.memory]) for h in spec.commit],
+        )
+        for agent, spec in config.agents.items()
+    }
