@@ -46,7 +46,17 @@ MAIN_CHANNEL = "__main_channel"
 MAX_SETTINGS_FILE_BYTES = 256 * 1024
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
 
-Board = MutableMapping[str, Any]
+# A board is any mapping-like of variables: a dict, or the ladders runtime's ``Board`` (which
+# writes through ``set``). Hooks read with ``in`` / ``[]`` / ``get`` and write through ``_write``.
+Board = MutableMapping[str, Any] | Any
+
+
+def _write(board: Any, name: str, value: Any) -> None:
+    setter = getattr(board, "set", None)
+    if callable(setter):
+        setter(name, value)
+    else:
+        board[name] = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +228,7 @@ class MemoryContextHook:
         self.memory = memory
         self.renderer = settings.render.renderer() if settings.render else None
 
-    def request_for(self, board: Mapping[str, Any], request: RequestContext) -> ContextRequest:
+    def request_for(self, board: Board, request: RequestContext) -> ContextRequest:
         """The ContextRequest this hook makes for one board and request."""
         s = self.settings
         q = s.query
@@ -252,9 +262,9 @@ class MemoryContextHook:
         result = self.memory.context(self.request_for(board, request))
         text = self.renderer.render(result) if self.renderer is not None else None
         # Write only after everything succeeded, so a failed hook leaves the board as it was.
-        board[self.settings.output] = [item.model_dump(mode="json") for item in result.items]
+        _write(board, self.settings.output, [item.model_dump(mode="json") for item in result.items])
         if text is not None and self.settings.render is not None:
-            board[self.settings.render.output] = text
+            _write(board, self.settings.render.output, text)
         return result
 
 
@@ -273,8 +283,14 @@ def _messages(value: Any, channel: str) -> list[Message]:
             continue
         if not isinstance(m, Mapping):
             m = {"role": getattr(m, "role", None), "content": getattr(m, "content", None)}
+        content = m.get("content")
+        if isinstance(content, list):  # OpenAI-style parts: keep the text parts
+            content = "\n".join(
+                str(p.get("text", "")) for p in content
+                if isinstance(p, Mapping) and p.get("type") == "text"
+            )
         try:
-            out.append(Message(role=m.get("role"), content=m.get("content")))
+            out.append(Message(role=m.get("role"), content=content))
         except ValidationError as exc:
             raise _invalid(exc, f"message {i} of channel {channel!r}") from exc
     return out
@@ -296,7 +312,7 @@ class MemoryTurnHook:
         self.settings = settings
         self.memory = memory
 
-    def turn_for(self, board: Mapping[str, Any], request: RequestContext) -> Turn:
+    def turn_for(self, board: Board, request: RequestContext) -> Turn:
         s = self.settings
         if not request.run_id.strip():
             raise InvalidInput("memory.turn needs the request's run id", code="missing_run_id")
