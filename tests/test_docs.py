@@ -14,3 +14,20 @@ def test_every_setting_is_documented() -> None:
     missing = [f"CAIRN_{name.upper()}" for name in Settings.model_fields
                if f"`CAIRN_{name.upper()}`" not in text]
     assert missing == []
+
+
+def _error_codes_in_source() -> set[str]:
+    import re
+
+    codes: set[str] = set()
+    for path in (ROOT / "src" / "cairn").rglob("*.py"):
+        text = path.read_text()
+        codes.update(re.findall(r'^\s+code = "([a-z_]+)"', text, flags=re.M))
+        codes.update(re.findall(r'\bcode="([a-z_]+)"', text))
+    return codes
+
+
+def test_every_error_code_is_documented() -> None:
+    docs = "\n".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
+    missing = sorted(c for c in _error_codes_in_source() if f"`{c}`" not in docs)
+    assert missing == []
