@@ -14,6 +14,7 @@ from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.templates import router as templates_router
 from cairn.config import Settings
 from cairn.services import Services
+from cairn.web import install_web
 
 ROUTERS = [
     health.router,
@@ -53,6 +54,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    install_web(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
     app.add_middleware(
         RequestContextMiddleware, metrics=app.state.metrics, json_logs=services.settings.log_json

@@ -1,0 +1,190 @@
+"""Sign-in, the subjects list, a subject's timeline and deleting a subject, in a real browser."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from cairn.core.ids import uuid7
+from cairn.store.schema import memories
+from tests.web.conftest import LiveServer, unique
+
+pytestmark = pytest.mark.browser
+
+
+def record(server: LiveServer, tenant: str, subject: str, n: int, **extra: Any) -> list[dict]:
+    """Record ``n`` episodes through the HTTP API; returns them."""
+    out = []
+    with server.api(tenant) as api:
+        for i in range(n):
+            body = {"subject_id": subject, "source": "chat", "type": "message",
+                    "payload": {"text": f"message {i} of {subject}"}, **extra}
+            r = api.post("/v1/episodes", json=body)
+            assert r.status_code == 201, r.text
+            out.append(r.json())
+    return out
+
+
+def store_memory(server: LiveServer, tenant: str, subject: str, content: str, sources: list[str],
+                 *, kind: str = "fact", status: str = "active",
+                 superseded_by: uuid.UUID | None = None, at: datetime | None = None) -> uuid.UUID:
+    """Write a memory row as the compiler stores it (the compiler is not part of these tests)."""
+    mid = uuid7()
+    now = at or datetime.now(UTC)
+    with server.services.store.db.write() as conn:
+        conn.execute(memories.insert().values(
+            id=mid, tenant_id=tenant, runtime_id="default", user_id=subject, agent_id="",
+            session_id=None, kind=kind, content=content, summary="", confidence=0.9,
+            valid_from=now, valid_to=None, status=status,
+            source_episode_ids=[str(s) for s in sources], metadata={},
+            content_hash=hashlib.sha256(content.encode()).hexdigest(),
+            superseded_by=superseded_by, created_at=now, updated_at=now,
+        ))
+    return mid
+
+
+def test_sign_in_is_required_and_checks_the_key(page: Any, live_server: LiveServer) -> None:
+    page.goto(f"{live_server.url}/ui/subjects?prefix=x")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next="))
+    expect(page.get_by_label("API key")).to_be_focused()
+    page.get_by_label("API key").fill("not-a-key")
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("login-error")).to_contain_text("invalid_api_key")
+    page.get_by_label("API key").fill(live_server.keys["a"])
+    page.get_by_role("button", name="Sign in").click()
+    # Back where the viewer wanted to go, signed in as the key's tenant.
+    expect(page).to_have_url(re.compile(r"/ui/subjects\?prefix=x$"))
+    expect(page.get_by_test_id("tenant")).to_have_text("tenant-a")
+    # The key lives in an HTTP-only cookie that scripts cannot read.
+    cookie = next(c for c in page.context.cookies() if c["name"] == "cairn_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert "cairn_session" not in page.evaluate("document.cookie")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(re.compile(r"/ui/login$"))
+    page.goto(f"{live_server.url}/ui/subjects")
+    expect(page).to_have_url(re.compile(r"/ui/login"))
+
+
+def test_subjects_list_search_and_delete(
+    page: Any, live_server: LiveServer, sign_in: Any, shoot: Any
+) -> None:
+    base = unique("web-subj")
+    record(live_server, "a", f"{base}:alice", 3)
+    record(live_server, "a", f"{base}:bob", 1)
+    record(live_server, "b", f"{base}:other-tenant", 2)
+    sign_in(page, "a")
+    page.keyboard.press("/")  # the shortcut focuses the search box
+    expect(page.get_by_label("Subject id starts with")).to_be_focused()
+    page.keyboard.type(base)
+    page.keyboard.press("Enter")
+    rows = page.get_by_test_id("subjects").locator("tbody tr")
+    expect(rows).to_have_count(2)  # tenant b's subject is not visible to tenant a
+    alice = page.locator(f"tr[data-subject='{base}:alice']")
+    expect(alice.locator("td").nth(1)).to_have_text("3")
+    expect(alice.locator("td").nth(2)).to_have_text("0")
+    shoot(page, "subjects")
+
+    page.get_by_label("Subject id starts with").fill(f"{base}:nobody")
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_test_id("empty")).to_contain_text("No subject id starts with")
+
+    page.goto(f"{live_server.url}/ui/subjects?prefix={base}")
+    page.get_by_role("link", name=f"Delete {base}:alice").click()
+    expect(page.get_by_test_id("delete-episodes")).to_have_text("3")
+    expect(page.get_by_test_id("delete-memories")).to_have_text("0")
+    page.get_by_role("button", name=f"Delete {base}:alice").click()
+    expect(page.get_by_test_id("deleted-notice")).to_contain_text("3 episodes")
+    with live_server.api("a") as api:
+        listed = api.get("/v1/subjects", params={"prefix": base}).json()
+    assert [s["subject_id"] for s in listed["subjects"]] == [f"{base}:bob"]
+    with live_server.api("b") as api:
+        assert api.get("/v1/subjects", params={"prefix": base}).json()["total"] == 1
+
+
+def test_timeline_orders_links_and_filters(
+    page: Any, live_server: LiveServer, sign_in: Any, shoot: Any
+) -> None:
+    subject = unique("web-timeline")
+    t0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    eps = [
+        record(live_server, "a", subject, 1, session_id="s-1",
+               occurred_at=(t0 + timedelta(minutes=i)).isoformat(),
+               payload={"text": text})[0]
+        for i, text in enumerate(["I live in Lisbon.", "Actually I moved to Porto.", "Hi again"])
+    ]
+    record(live_server, "a", subject, 1, session_id="s-2",
+           occurred_at=(t0 + timedelta(hours=1)).isoformat())
+    new = store_memory(live_server, "tenant-a", subject, "User lives in Porto.", [eps[1]["id"]],
+                       at=t0 + timedelta(minutes=1, seconds=30))
+    store_memory(live_server, "tenant-a", subject, "User lives in Lisbon.", [eps[0]["id"]],
+                 status="superseded", superseded_by=new, at=t0 + timedelta(seconds=30))
+    store_memory(live_server, "tenant-a", subject, "User prefers tea.", [eps[2]["id"]],
+                 kind="preference", at=t0 + timedelta(minutes=2, seconds=30))
+    sign_in(page)
+    page.goto(f"{live_server.url}/ui/subjects/{subject}")
+    entries = page.get_by_test_id("timeline").locator("> li")
+    expect(entries).to_have_count(7)
+    kinds = entries.evaluate_all("els => els.map(e => e.dataset.kind)")
+    assert kinds == ["episode", "memory", "episode", "memory", "episode", "memory", "episode"]
+    old = page.locator("li[data-status='superseded']")
+    expect(old.get_by_test_id("successor")).to_contain_text("User lives in Porto.")
+    shoot(page, "timeline")
+    old.get_by_test_id("successor").get_by_role("link").click()
+    expect(page).to_have_url(re.compile(f"#mem-{new}$"))
+    # A memory links to the episode it came from.
+    page.locator(f"li#mem-{new} a[data-source-episode]").click()
+    expect(page).to_have_url(re.compile(f"#ep-{eps[1]['id']}$"))
+
+    page.get_by_label("Memory kind").select_option("preference")  # applies on change
+    expect(page).to_have_url(re.compile(r"kind=preference"))
+    expect(entries).to_have_count(1)
+    expect(entries.first).to_contain_text("User prefers tea.")
+    page.get_by_role("link", name="Clear filters").click()
+    page.get_by_label("Session").select_option("s-2")
+    expect(entries).to_have_count(1)
+    expect(entries.first).to_have_attribute("data-kind", "episode")
+    page.get_by_label("Show").select_option("memories")
+    expect(page.get_by_test_id("empty")).to_contain_text("Nothing matches")
+
+    # An episode page shows the episode in full.
+    page.goto(f"{live_server.url}/ui/episodes/{eps[0]['id']}")
+    expect(page.get_by_test_id("episode-payload")).to_contain_text("I live in Lisbon.")
+
+
+def test_other_tenants_data_is_not_found(page: Any, live_server: LiveServer, sign_in: Any) -> None:
+    subject = unique("web-private")
+    ep = record(live_server, "b", subject, 1)[0]
+    sign_in(page, "a")
+    for path in (f"/ui/subjects/{subject}", f"/ui/episodes/{ep['id']}",
+                 f"/ui/subjects/{subject}/delete"):
+        response = page.goto(f"{live_server.url}{path}")
+        assert response.status == 404
+        expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    response = page.goto(f"{live_server.url}/ui/no-such-page")
+    assert response.status == 404
+    response = page.goto(f"{live_server.url}/ui/subjects/bad%20id")
+    assert response.status == 422
+    expect(page.get_by_test_id("error-code")).to_have_text("validation_error")
+
+
+def test_open_mode_needs_no_sign_in(page: Any, open_server: LiveServer, shoot: Any) -> None:
+    subject = unique("web-open")
+    record(open_server, "a", subject, 2)
+    page.goto(f"{open_server.url}/ui")
+    expect(page).to_have_url(re.compile(r"/ui/subjects$"))
+    expect(page.get_by_test_id("tenant")).to_have_text("default")
+    expect(page.get_by_text("open mode")).to_be_visible()
+    expect(page.locator(f"tr[data-subject='{subject}'] td").nth(1)).to_have_text("2")
+    page.goto(f"{open_server.url}/ui/login")
+    expect(page.get_by_text("No sign-in is needed")).to_be_visible()
+    # A form post without the CSRF token is refused and deletes nothing.
+    response = page.request.post(f"{open_server.url}/ui/subjects/{subject}/delete", form={})
+    assert response.status == 403
+    with open_server.api() as api:
+        assert api.get("/v1/subjects", params={"prefix": subject}).json()["total"] == 1
