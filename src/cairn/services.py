@@ -31,6 +31,10 @@ class Services:
         # Run when the server starts and stops (background workers, watchers).
         self.on_start: list[Callable[[], None]] = []
         self.on_stop: list[Callable[[], None]] = []
+        # Slates (working memory) declared by the ladder files in ladders_dir.
+        from cairn.slates.service import Slates
+
+        self.slates = Slates(store, tokenizer=settings.tokenizer, ladders_dir=settings.ladders_dir)
         if settings.api_key:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)

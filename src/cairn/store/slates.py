@@ -1,0 +1,324 @@
+"""Slate state: folders, files, entries, evictions and skipped writes.
+
+Writes to one folder are serialized: on PostgreSQL by a row lock on the folder row
+(``SELECT … FOR UPDATE``), on SQLite by the database's single writer (an in-process lock and
+``BEGIN IMMEDIATE`` across processes). The whole read-plan-commit of a write happens inside that
+one transaction, so concurrent writers never lose an entry and never break the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    delete,
+    func,
+    select,
+    update,
+)
+
+from cairn.slates.model import Entry, Eviction, FileState, FolderKey, FolderState
+from cairn.store.database import Database
+from cairn.store.schema import JsonType, SeqType, UTCDateTime, metadata
+
+slate_folders = Table(
+    "slate_folders",
+    metadata,
+    Column("id", SeqType, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("ladder", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False, server_default=""),
+    Column("slate", String(128), nullable=False),
+    Column("folder", String(128), nullable=False),
+    Column("clock", BigInteger(), nullable=False, server_default="0"),
+    Column("usage", Integer(), nullable=False, server_default="0"),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("tenant_id", "ladder", "user_id", "slate", "folder", name="uq_slate_folders"),
+)
+
+slate_files = Table(
+    "slate_files",
+    metadata,
+    Column("id", SeqType, primary_key=True, autoincrement=True),
+    Column("folder_id", BigInteger().with_variant(Integer(), "sqlite"),
+           ForeignKey("slate_folders.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("kind", String(8), nullable=False, server_default="text"),
+    Column("tags", JsonType, nullable=False),
+    Column("last_used", BigInteger(), nullable=False, server_default="0"),
+    Column("ordinal", Integer(), nullable=False, server_default="0"),
+    Column("tokens", Integer(), nullable=False, server_default="0"),
+    Column("bytes", Integer(), nullable=False, server_default="0"),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    UniqueConstraint("folder_id", "name", name="uq_slate_files"),
+)
+
+slate_entries = Table(
+    "slate_entries",
+    metadata,
+    Column("id", SeqType, primary_key=True, autoincrement=True),
+    Column("folder_id", BigInteger().with_variant(Integer(), "sqlite"),
+           ForeignKey("slate_folders.id", ondelete="CASCADE"), nullable=False),
+    Column("file", String(128), nullable=False),
+    Column("seq", BigInteger(), nullable=False),
+    Column("position", BigInteger(), nullable=False),
+    Column("content", Text(), nullable=False),
+    Column("tokens", Integer(), nullable=False),
+    Column("run_id", String(256), nullable=True),
+    Column("written_at", UTCDateTime(), nullable=False),
+    Index("ix_slate_entries_folder", "folder_id", "file", "position"),
+)
+
+slate_evictions = Table(
+    "slate_evictions",
+    metadata,
+    Column("id", SeqType, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("ladder", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False, server_default=""),
+    Column("slate", String(128), nullable=False),
+    Column("folder", String(128), nullable=False),
+    Column("file", String(128), nullable=False),
+    Column("preview", Text(), nullable=False),
+    Column("tokens", Integer(), nullable=False),
+    Column("policy", String(16), nullable=False),
+    Column("run_id", String(256), nullable=True),
+    Column("evicted_at", UTCDateTime(), nullable=False),
+    Index("ix_slate_evictions_slate", "tenant_id", "ladder", "slate", "user_id", "id"),
+)
+
+slate_skips = Table(
+    "slate_skips",
+    metadata,
+    Column("id", SeqType, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("ladder", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False, server_default=""),
+    Column("slate", String(128), nullable=False),
+    Column("folder", String(128), nullable=False),
+    Column("file", String(128), nullable=False),
+    Column("reason", String(64), nullable=False),
+    Column("detail", Text(), nullable=False, server_default=""),
+    Column("run_id", String(256), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Index("ix_slate_skips_slate", "tenant_id", "ladder", "slate", "user_id", "id"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FolderRow:
+    ladder: str
+    user_id: str
+    slate: str
+    folder: str
+    usage: int
+
+
+def _key_filter(key: FolderKey) -> Any:
+    c = slate_folders.c
+    return (
+        (c.tenant_id == key.tenant) & (c.ladder == key.ladder) & (c.user_id == key.user_id)
+        & (c.slate == key.slate) & (c.folder == key.folder)
+    )
+
+
+class SlateRepository:
+    """Persistence of slate state; every method takes the open transaction's connection."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- folders --------------------------------------------------------------------------
+
+    def lock_folder(self, conn: Connection, key: FolderKey, now: datetime) -> tuple[int, int, bool]:
+        """Lock the folder row, creating it first if needed: ``(id, clock, created)``."""
+        stmt = select(slate_folders.c.id, slate_folders.c.clock).where(_key_filter(key))
+        row = conn.execute(stmt.with_for_update()).first()
+        if row is not None:
+            return int(row[0]), int(row[1]), False
+        conn.execute(
+            self.db.insert(slate_folders)
+            .values(tenant_id=key.tenant, ladder=key.ladder, user_id=key.user_id, slate=key.slate,
+                    folder=key.folder, clock=0, usage=0, created_at=now, updated_at=now)
+            .on_conflict_do_nothing()
+        )
+        row = conn.execute(stmt.with_for_update()).one()
+        return int(row[0]), int(row[1]), True
+
+    def find_folder(self, conn: Connection, key: FolderKey) -> tuple[int, int] | None:
+        row = conn.execute(
+            select(slate_folders.c.id, slate_folders.c.clock).where(_key_filter(key))
+        ).first()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def load_files(self, conn: Connection, folder_id: int) -> dict[str, FileState]:
+        """Every stored file of a folder with its entries, in ``ordinal`` order."""
+        files: dict[str, FileState] = {}
+        rows = conn.execute(
+            select(slate_files).where(slate_files.c.folder_id == folder_id)
+            .order_by(slate_files.c.ordinal, slate_files.c.id)
+        )
+        for r in rows:
+            m = r._mapping
+            files[m["name"]] = FileState(
+                name=m["name"], kind=m["kind"], tags=list(m["tags"] or []),
+                last_used=int(m["last_used"]), ordinal=int(m["ordinal"]), tokens=int(m["tokens"]),
+                id=int(m["id"]),
+            )
+        entries = conn.execute(
+            select(slate_entries).where(slate_entries.c.folder_id == folder_id)
+            .order_by(slate_entries.c.position)
+        )
+        for r in entries:
+            m = r._mapping
+            f = files.get(m["file"])
+            if f is not None:
+                f.entries.append(Entry(
+                    file=m["file"], seq=int(m["seq"]), position=int(m["position"]),
+                    content=m["content"], tokens=int(m["tokens"]), written_at=m["written_at"],
+                    run_id=m["run_id"], id=int(m["id"]),
+                ))
+        return files
+
+    def add_file(self, conn: Connection, folder_id: int, f: FileState, now: datetime) -> int:
+        res = conn.execute(
+            slate_files.insert().values(
+                folder_id=folder_id, name=f.name, kind=f.kind, tags=f.tags, last_used=f.last_used,
+                ordinal=f.ordinal, tokens=f.tokens, bytes=len(f.text.encode("utf-8")),
+                updated_at=now,
+            )
+        )
+        return int(res.inserted_primary_key[0])  # type: ignore[index]
+
+    def save_file(self, conn: Connection, file_id: int, *, kind: str, tokens: int, bytes_: int,
+                  last_used: int, tags: list[str], now: datetime) -> None:
+        conn.execute(
+            update(slate_files).where(slate_files.c.id == file_id).values(
+                kind=kind, tokens=tokens, bytes=bytes_, last_used=last_used, tags=tags,
+                updated_at=now,
+            )
+        )
+
+    def touch_file(self, conn: Connection, file_id: int, last_used: int) -> None:
+        conn.execute(update(slate_files).where(slate_files.c.id == file_id)
+                     .values(last_used=last_used))
+
+    def drop_file(self, conn: Connection, folder_id: int, file_id: int, name: str) -> None:
+        conn.execute(delete(slate_entries).where(
+            (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)))
+        conn.execute(delete(slate_files).where(slate_files.c.id == file_id))
+
+    def save_folder(self, conn: Connection, folder_id: int, *, clock: int, usage: int,
+                    now: datetime) -> None:
+        conn.execute(update(slate_folders).where(slate_folders.c.id == folder_id)
+                     .values(clock=clock, usage=usage, updated_at=now))
+
+    # --- entries ----------------------------------------------------------------------------
+
+    def insert_entries(self, conn: Connection, folder_id: int, entries: Iterable[Entry]) -> None:
+        rows = [
+            {"folder_id": folder_id, "file": e.file, "seq": e.seq, "position": e.position,
+             "content": e.content, "tokens": e.tokens, "run_id": e.run_id,
+             "written_at": e.written_at}
+            for e in entries
+        ]
+        if rows:
+            conn.execute(slate_entries.insert(), rows)
+
+    def delete_entries(self, conn: Connection, ids: list[int]) -> None:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            conn.execute(delete(slate_entries).where(slate_entries.c.id.in_(chunk)))
+
+    def delete_file_entries(self, conn: Connection, folder_id: int, name: str) -> int:
+        res = conn.execute(delete(slate_entries).where(
+            (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)))
+        return int(res.rowcount or 0)
+
+    # --- evictions and skipped writes ---------------------------------------------------------
+
+    def record_evictions(self, conn: Connection, key: FolderKey, evictions: list[Eviction]) -> None:
+        if evictions:
+            conn.execute(slate_evictions.insert(), [
+                {"tenant_id": key.tenant, "ladder": key.ladder, "user_id": key.user_id,
+                 "slate": ev.slate, "folder": ev.folder, "file": ev.file, "preview": ev.preview,
+                 "tokens": ev.tokens, "policy": ev.policy, "run_id": ev.run_id,
+                 "evicted_at": ev.evicted_at}
+                for ev in evictions
+            ])
+
+    def list_evictions(self, tenant: str, ladder: str, slate: str, user_id: str | None, *,
+                       limit: int = 100, offset: int = 0) -> list[Eviction]:
+        c = slate_evictions.c
+        stmt = select(slate_evictions).where(
+            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate))
+        if user_id is not None:
+            stmt = stmt.where(c.user_id == user_id)
+        stmt = stmt.order_by(c.id.desc()).limit(limit).offset(offset)
+        with self.db.read() as conn:
+            return [
+                Eviction(
+                    slate=m["slate"], folder=m["folder"], file=m["file"], preview=m["preview"],
+                    tokens=int(m["tokens"]), policy=m["policy"], evicted_at=m["evicted_at"],
+                    run_id=m["run_id"], ladder=m["ladder"], user_id=m["user_id"], id=int(m["id"]),
+                )
+                for m in (r._mapping for r in conn.execute(stmt))
+            ]
+
+    def record_skip(self, key: FolderKey, file: str, reason: str, detail: str,
+                    run_id: str | None, now: datetime) -> None:
+        with self.db.write() as conn:
+            conn.execute(slate_skips.insert().values(
+                tenant_id=key.tenant, ladder=key.ladder, user_id=key.user_id, slate=key.slate,
+                folder=key.folder, file=file, reason=reason, detail=detail[:2000], run_id=run_id,
+                created_at=now,
+            ))
+
+    def list_skips(self, tenant: str, ladder: str, slate: str, user_id: str | None, *,
+                   limit: int = 100) -> list[dict[str, Any]]:
+        c = slate_skips.c
+        stmt = select(slate_skips).where(
+            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate))
+        if user_id is not None:
+            stmt = stmt.where(c.user_id == user_id)
+        with self.db.read() as conn:
+            return [
+                {"folder": m["folder"], "file": m["file"], "reason": m["reason"],
+                 "detail": m["detail"], "run_id": m["run_id"], "user_id": m["user_id"] or None,
+                 "created_at": m["created_at"].isoformat().replace("+00:00", "Z")}
+                for m in (r._mapping for r in conn.execute(stmt.order_by(c.id.desc()).limit(limit)))
+            ]
+
+    # --- instances ----------------------------------------------------------------------------
+
+    def list_folders(self, tenant: str, ladder: str | None = None) -> list[FolderRow]:
+        c = slate_folders.c
+        stmt = select(c.ladder, c.user_id, c.slate, c.folder, c.usage).where(c.tenant_id == tenant)
+        if ladder is not None:
+            stmt = stmt.where(c.ladder == ladder)
+        with self.db.read() as conn:
+            return [FolderRow(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
+                    for r in conn.execute(stmt.order_by(c.ladder, c.slate, c.user_id, c.folder))]
+
+    def count_entries(self, conn: Connection, folder_id: int) -> int:
+        return int(conn.execute(select(func.count()).select_from(slate_entries)
+                                .where(slate_entries.c.folder_id == folder_id)).scalar_one())
+
+
+def folder_state(key: FolderKey, token_limit: int, policy: str, folder_id: int | None, clock: int,
+                 files: dict[str, FileState]) -> FolderState:
+    return FolderState(key.slate, key.folder, token_limit, policy, clock, files, folder_id)
