@@ -31,6 +31,10 @@ class Services:
         # Run when the server starts and stops (background workers, watchers).
         self.on_start: list[Callable[[], None]] = []
         self.on_stop: list[Callable[[], None]] = []
+        # Compile and search: embedder (None: lexical only), compiler, worker, compile-on-ingest.
+        from cairn.engine.worker import attach_compile
+
+        attach_compile(self)
         # Slates (working memory) declared by the ladder files in ladders_dir.
         from cairn.slates.service import Slates
 

@@ -1,13 +1,21 @@
-"""Memory repository: the reads the foundation needs (timeline, counts).
+"""Memory repository: reads, idempotent writes, supersession, full-text and vector storage.
 
-The compiler adds writes, supersession and search on top of these tables.
+Writes are idempotent by the unique ``(tenant, scope, kind, content_hash)`` constraint: a memory
+whose content is already stored is not stored twice, whoever writes it — two compiles of one
+subject at once, in one process or two, cannot create a duplicate. Full-text search uses each
+backend's own index (SQLite FTS5 with BM25, PostgreSQL ``tsvector`` with ``ts_rank``); the
+vector lane reads float32 embeddings stored with the memory.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, select
+from sqlalchemy import Connection, Row, bindparam, func, select, text, update
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
@@ -31,7 +39,7 @@ def row_to_memory(row: Row[Any]) -> Memory:
         valid_from=m["valid_from"],
         valid_to=m["valid_to"],
         status=m["status"],
-        source_episode_ids=list(m["source_episode_ids"]),
+        source_episode_ids=[uuid.UUID(str(x)) for x in m["source_episode_ids"]],
         metadata=m["metadata"],
         session_id=m["session_id"],
         superseded_by=m["superseded_by"],
@@ -41,9 +49,23 @@ def row_to_memory(row: Row[Any]) -> Memory:
     )
 
 
+# Every column but the embedding (which only the vector lane reads, in bulk).
+_COLUMNS = [c for c in t.c if c.name != "embedding"]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRows:
+    """Embeddings of one partition: parallel lists of ``seq`` and float32 bytes."""
+
+    seqs: list[int]
+    blobs: list[bytes]
+
+
 class MemoryRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    # -- reads -------------------------------------------------------------------------------
 
     def list(
         self,
@@ -57,7 +79,7 @@ class MemoryRepository:
         conn: Connection | None = None,
     ) -> list[Memory]:
         """Memories of one partition in time order (``valid_from``, then creation)."""
-        stmt = select(t).where(scope_filter(t, tenant_id, scope), t.c.status != "deleted")
+        stmt = select(*_COLUMNS).where(scope_filter(t, tenant_id, scope), t.c.status != "deleted")
         if not include_superseded:
             stmt = stmt.where(t.c.status == "active")
         if kind is not None:
@@ -78,3 +100,186 @@ class MemoryRepository:
             return int(conn.execute(stmt).scalar_one())
         with self.db.read() as own:
             return int(own.execute(stmt).scalar_one())
+
+    def get(self, tenant_id: str, memory_id: uuid.UUID) -> Memory | None:
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(*_COLUMNS).where(t.c.tenant_id == tenant_id, t.c.id == memory_id)
+            ).first()
+        return row_to_memory(row) if row else None
+
+    def by_seqs(
+        self, tenant_id: str, scope: Scope, seqs: Sequence[int], conn: Connection
+    ) -> dict[int, Memory]:
+        """Memories of one partition by ``seq`` (others' rows are never returned)."""
+        if not seqs:
+            return {}
+        stmt = select(*_COLUMNS).where(scope_filter(t, tenant_id, scope), t.c.seq.in_(list(seqs)))
+        return {int(r._mapping["seq"]): row_to_memory(r) for r in conn.execute(stmt)}
+
+    def by_ids(self, conn: Connection, tenant_id: str, ids: Sequence[uuid.UUID]) -> list[Memory]:
+        if not ids:
+            return []
+        stmt = select(*_COLUMNS).where(t.c.tenant_id == tenant_id, t.c.id.in_(list(ids)))
+        found = {m.id: m for m in (row_to_memory(r) for r in conn.execute(stmt))}
+        return [found[i] for i in ids if i in found]
+
+    def active_of_kind(
+        self, conn: Connection, tenant_id: str, scope: Scope, kind: str
+    ) -> list[Memory]:
+        stmt = (
+            select(*_COLUMNS)
+            .where(scope_filter(t, tenant_id, scope), t.c.kind == kind, t.c.status == "active")
+            .order_by(t.c.seq)
+        )
+        return [row_to_memory(r) for r in conn.execute(stmt)]
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def insert_new(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[Memory]:
+        """Insert rows whose content is not stored yet; returns the rows actually inserted.
+
+        A row whose ``(scope, kind, content_hash)`` (or id) exists is skipped by the database
+        itself, so concurrent writers cannot both insert it. The skipped row's provenance is
+        merged into the stored memory.
+        """
+        if not rows:
+            return []
+        stmt = self.db.insert(t).on_conflict_do_nothing().returning(*_COLUMNS)
+        inserted: list[Memory] = []
+        # Executed row by row: RETURNING with executemany is not portable across drivers.
+        for row in rows:
+            got = conn.execute(stmt, row).first()
+            if got is not None:
+                inserted.append(row_to_memory(got))
+            else:
+                self._merge_provenance(conn, row)
+        return inserted
+
+    def _merge_provenance(self, conn: Connection, row: dict[str, Any]) -> None:
+        found = conn.execute(
+            select(t.c.seq, t.c.source_episode_ids).where(
+                t.c.tenant_id == row["tenant_id"], t.c.runtime_id == row["runtime_id"],
+                t.c.user_id == row["user_id"], t.c.agent_id == row["agent_id"],
+                t.c.kind == row["kind"], t.c.content_hash == row["content_hash"],
+            )
+        ).first()
+        if found is None:
+            return
+        have = [str(x) for x in found[1]]
+        extra = [str(x) for x in row["source_episode_ids"] if str(x) not in have]
+        if extra:
+            conn.execute(
+                update(t).where(t.c.seq == found[0])
+                .values(source_episode_ids=have + extra, updated_at=row["updated_at"])
+            )
+
+    def set_sources(
+        self, conn: Connection, memory_id: uuid.UUID, sources: list[str], now: datetime
+    ) -> None:
+        conn.execute(update(t).where(t.c.id == memory_id)
+                     .values(source_episode_ids=sources, updated_at=now))
+
+    def supersede(
+        self, conn: Connection, old_id: uuid.UUID, new_id: uuid.UUID, at: datetime, now: datetime
+    ) -> None:
+        """Mark ``old_id`` superseded by ``new_id`` from ``at`` on (history stays stored)."""
+        conn.execute(
+            update(t)
+            .where(t.c.id == old_id, t.c.status == "active")
+            .values(status="superseded", valid_to=at, superseded_by=new_id, updated_at=now)
+        )
+
+    def set_embeddings(self, conn: Connection, items: Iterable[tuple[int, bytes]]) -> None:
+        params = [{"s": seq, "e": blob} for seq, blob in items]
+        if params:
+            conn.execute(
+                update(t).where(t.c.seq == bindparam("s")).values(embedding=bindparam("e")),
+                params,
+            )
+
+    # -- search ------------------------------------------------------------------------------
+
+    def lexical(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        kinds: Sequence[str] | None = None,
+        include_superseded: bool = False,
+        conn: Connection | None = None,
+    ) -> list[tuple[int, float]]:
+        """``(seq, raw score)`` of the best full-text matches, any term matching (OR).
+
+        ``terms`` are plain lowercase words (letters and digits only); the backend stems
+        them. SQLite scores are BM25 (larger is better), PostgreSQL's ``ts_rank``.
+        """
+        if not terms:
+            return []
+        params: dict[str, Any] = {
+            "tenant": tenant_id, "runtime": scope.runtime_id, "user": scope.user_id,
+            "agent": scope.agent_id, "limit": limit,
+        }
+        where = ["m.tenant_id = :tenant", "m.runtime_id = :runtime", "m.user_id = :user",
+                 "m.agent_id = :agent"]
+        where.append("m.status IN ('active', 'superseded')" if include_superseded
+                     else "m.status = 'active'")
+        if kinds:
+            names = []
+            for i, kind in enumerate(kinds):
+                params[f"k{i}"] = kind
+                names.append(f":k{i}")
+            where.append(f"m.kind IN ({', '.join(names)})")
+        if self.db.is_sqlite:
+            params["q"] = " OR ".join(f'"{term}"' for term in terms)
+            sql = (
+                "SELECT m.seq, -bm25(memories_fts) AS s FROM memories_fts "
+                "JOIN memories m ON m.seq = memories_fts.rowid "
+                f"WHERE memories_fts MATCH :q AND {' AND '.join(where)} "
+                "ORDER BY s DESC, m.seq LIMIT :limit"
+            )
+        else:
+            params["q"] = " | ".join(terms)
+            doc = ("to_tsvector('english'::regconfig, m.content || ' ' || "
+                   "coalesce(m.metadata->>'keywords', ''))")
+            sql = (
+                f"SELECT m.seq, ts_rank({doc}, q, 1) AS s "
+                "FROM memories m, to_tsquery('english'::regconfig, :q) q "
+                f"WHERE {doc} @@ q AND {' AND '.join(where)} "
+                "ORDER BY s DESC, m.seq LIMIT :limit"
+            )
+        if conn is not None:
+            return [(int(r[0]), float(r[1])) for r in conn.execute(text(sql), params)]
+        with self.db.read() as own:
+            return [(int(r[0]), float(r[1])) for r in own.execute(text(sql), params)]
+
+    def vector_stamp(self, conn: Connection, tenant_id: str, scope: Scope) -> tuple[int, int]:
+        """(number of embeddings, largest seq) of a partition: changes when vectors do."""
+        row = conn.execute(
+            select(func.count(t.c.embedding), func.max(t.c.seq)).where(
+                scope_filter(t, tenant_id, scope)
+            )
+        ).one()
+        return int(row[0] or 0), int(row[1] or 0)
+
+    def vectors(self, conn: Connection, tenant_id: str, scope: Scope) -> VectorRows:
+        rows = conn.execute(
+            select(t.c.seq, t.c.embedding)
+            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None))
+            .order_by(t.c.seq)
+        ).all()
+        return VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
+
+    def without_embedding(
+        self, conn: Connection, tenant_id: str, scope: Scope, limit: int = 10_000
+    ) -> list[tuple[int, str]]:
+        rows = conn.execute(
+            select(t.c.seq, t.c.content)
+            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_(None),
+                   t.c.status != "deleted")
+            .order_by(t.c.seq)
+            .limit(limit)
+        ).all()
+        return [(int(r[0]), str(r[1])) for r in rows]

@@ -1,0 +1,69 @@
+"""What a compiler produces: memory drafts, before the store gives them rows and history."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from cairn.core.episodes import Episode
+from cairn.core.scope import Scope
+from cairn.engine.compile.text import normalize_for_hash
+
+# Kinds a compiler makes. ``turn``: one conversation message; ``note``: a text episode or a
+# chunk of one; ``profile_fact``: a fact about a speaker; ``episode_summary``: an extractive
+# summary of one session; ``procedure``: how-to knowledge (the LLM compiler).
+KINDS = ("turn", "note", "profile_fact", "episode_summary", "procedure")
+
+_NAMESPACE = uuid.UUID("6f0c6d2e-6a34-5c61-9b8e-63616972e000")
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """A memory to store. ``slot`` names a single-valued fact (e.g. ``alice:employer``): a
+    newer draft with the same slot and another value supersedes the stored one."""
+
+    kind: str
+    content: str
+    source_episode_ids: tuple[uuid.UUID, ...]
+    valid_from: datetime
+    summary: str = ""
+    confidence: float = 1.0
+    session_id: str | None = None
+    slot: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def content_hash(self) -> str:
+        """Equal for near-identical content; a slot fact also hashes its start, so a value
+        that comes back after another (A, B, A) is a new memory, not the superseded one."""
+        basis = normalize_for_hash(self.content)
+        if self.slot:
+            basis += "@" + self.valid_from.isoformat()
+        return hashlib.sha256(basis.encode()).hexdigest()
+
+
+def memory_id(tenant_id: str, scope: Scope, kind: str, content_hash: str) -> uuid.UUID:
+    """Deterministic id: the same memory compiled twice, anywhere, gets the same id."""
+    key = "\x1f".join((tenant_id, scope.runtime_id, scope.user_id, scope.agent_id, kind,
+                       content_hash))
+    return uuid.uuid5(_NAMESPACE, key)
+
+
+@dataclass(frozen=True)
+class CompileInput:
+    """A batch of new episodes plus, for each session they touch, all its episodes so far."""
+
+    episodes: Sequence[Episode]
+    sessions: dict[str, list[Episode]]
+
+
+class Compiler(Protocol):
+    """Turns episodes into memory drafts. Must be deterministic for the default path."""
+
+    name: str
+    version: int
+
+    def compile(self, batch: CompileInput) -> list[MemoryDraft]: ...

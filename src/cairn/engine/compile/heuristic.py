@@ -1,0 +1,274 @@
+"""The default compiler: rules, no model, no network — the same episodes give the same drafts.
+
+From each episode it makes the units recall needs:
+
+- ``turn``: one per conversation message, ``"Speaker: text"`` with the speaker, role, absolute
+  date, resolved relative dates and entities in metadata;
+- ``note``: a text payload (template episodes included), chunked by sentences when long;
+- ``profile_fact``: first-person statements matched by patterns (name, employer, location,
+  age, favourites, likes), single-valued ones carrying a ``slot`` for supersession;
+- ``episode_summary``: per session, the most central sentences (extractive), re-made as the
+  session grows (the new one supersedes the old).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cairn.core.episodes import Episode
+from cairn.core.ids import as_utc
+from cairn.engine.compile.drafts import CompileInput, MemoryDraft
+from cairn.engine.compile.text import (
+    STOP_WORDS,
+    date_keywords,
+    entities,
+    resolve_dates,
+    sentences,
+    words,
+)
+
+NAME = "heuristic"
+VERSION = 1
+NOTE_CHUNK_WORDS = 120
+SUMMARY_SENTENCES = 4
+SUMMARY_MIN_MESSAGES = 4
+
+
+@dataclass(frozen=True)
+class Message:
+    """One utterance found in an episode."""
+
+    episode: Episode
+    index: int
+    speaker: str
+    role: str
+    text: str
+    at: datetime
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # OpenAI-style content parts
+        return " ".join(str(p.get("text", "")) for p in value if isinstance(p, dict))
+    return ""
+
+
+def _parse_time(value: Any, default: datetime) -> datetime:
+    if isinstance(value, str):
+        try:
+            return as_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            return default
+    return default
+
+
+def messages_of(ep: Episode) -> list[Message]:
+    """The messages of a conversation episode (``payload.messages`` or a single message)."""
+    payload = ep.payload
+    raw = payload.get("messages")
+    if not isinstance(raw, list):
+        if any(k in payload for k in ("role", "speaker")) and (
+            "content" in payload or "text" in payload
+        ):
+            raw = [payload]
+        else:
+            return []
+    out = []
+    for i, msg in enumerate(raw):
+        if not isinstance(msg, dict):
+            continue
+        text = _text_of(msg.get("content", msg.get("text"))).strip()
+        caption = msg.get("caption") or msg.get("image_caption")
+        if isinstance(caption, str) and caption.strip():
+            text = f"{text} [image: {caption.strip()}]".strip()
+        if not text:
+            continue
+        role = str(msg.get("role") or "user")
+        speaker = str(msg.get("name") or msg.get("speaker") or role.capitalize())
+        at = _parse_time(msg.get("timestamp"), ep.occurred_at)
+        out.append(Message(ep, i, speaker, role, text, at))
+    return out
+
+
+def _note_text(ep: Episode) -> str:
+    payload = ep.payload
+    for key in ("text", "content", "body", "note", "summary"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    lines = [f"{k}: {v}" for k, v in sorted(payload.items())
+             if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()]
+    return "\n".join(lines)
+
+
+def _metadata(text: str, at: datetime, extra: dict[str, Any]) -> dict[str, Any]:
+    dates = resolve_dates(text, at)
+    keywords = date_keywords([at.date().isoformat(), *dates])
+    meta: dict[str, Any] = {
+        **extra,
+        "date": at.date().isoformat(),
+        "dates": dates,
+        "entities": entities(text),
+        "keywords": " ".join(keywords),
+        "compiler": NAME,
+        "compiler_version": VERSION,
+    }
+    return meta
+
+
+# Patterns of first-person facts: (slot or None for multi-valued, regex, content template).
+_NAME_PART = r"([A-Z][\w'’&.\-]*(?:\s+[A-Z][\w'’&.\-]*){0,3})"
+_FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
+    ("name", re.compile(r"\bmy name is " + _NAME_PART), "{s}'s name is {v}"),
+    ("employer", re.compile(
+        r"\bI(?: now| currently)? (?:work|am working|'m working) (?:at|for) " + _NAME_PART),
+        "{s} works at {v}"),
+    ("employer", re.compile(
+        r"\bI (?:just )?(?:started|joined|got a job at|started working at|started a new job at)"
+        r" (?:at |a new job at )?" + _NAME_PART), "{s} works at {v}"),
+    ("location", re.compile(
+        r"\bI(?: now| currently)? (?:live|am living|'m living) in " + _NAME_PART),
+        "{s} lives in {v}"),
+    ("location", re.compile(r"\bI(?: just| recently)? moved to " + _NAME_PART), "{s} lives in {v}"),
+    ("age", re.compile(r"\bI(?:'m| am) (\d{1,3}) years old\b"), "{s} is {v} years old"),
+    (None, re.compile(r"\bmy favou?rite ([a-z]+(?: [a-z]+)?) is ([^.,!?;]{2,60})", re.I),
+     "{s}'s favorite {k} is {v}"),
+    (None, re.compile(
+        r"\bI (?:really |absolutely )?(?:love|like|enjoy|prefer|adore) ([^.,!?;]{3,60})"),
+        "{s} likes {v}"),
+    (None, re.compile(r"\bI (?:really )?(?:hate|dislike|don't like|can't stand) ([^.,!?;]{3,60})"),
+     "{s} dislikes {v}"),
+)
+_BAD_OBJECTS = frozenset({"it", "that", "this", "them", "you", "to", "the", "so", "a"})
+
+
+def _facts(msg: Message) -> Iterator[MemoryDraft]:
+    if msg.role in ("assistant", "system", "tool"):
+        return  # facts are about the person speaking, not the assistant
+    for slot, pattern, template in _FACTS:
+        for m in pattern.finditer(msg.text):
+            groups = [g.strip() for g in m.groups() if g]
+            if template.count("{") == 3 and len(groups) == 2:  # favourite <kind> is <value>
+                kind_word, value = groups
+                key: str | None = f"favorite {kind_word.lower()}"
+                content = template.format(s=msg.speaker, k=kind_word.lower(), v=value)
+            else:
+                value = groups[-1]
+                key = slot
+                content = template.format(s=msg.speaker, v=value)
+            first = words(value)[:1]
+            if not first or first[0] in _BAD_OBJECTS:
+                continue
+            yield MemoryDraft(
+                kind="profile_fact", content=content, source_episode_ids=(msg.episode.id,),
+                valid_from=msg.at, summary=content, confidence=0.7,
+                session_id=msg.episode.session_id,
+                slot=f"{msg.speaker.lower()}:{key}" if key else None,
+                metadata=_metadata(content, msg.at, {
+                    "speaker": msg.speaker, "attribute": key or "preference", "value": value,
+                }),
+            )
+
+
+def _summary(session_id: str, episodes: list[Episode]) -> MemoryDraft | None:
+    """The session's most central sentences, in their original order."""
+    msgs = [m for ep in episodes for m in messages_of(ep)]
+    if len(msgs) < SUMMARY_MIN_MESSAGES:
+        return None
+    units: list[tuple[int, Message, str]] = []
+    for m in msgs:
+        for s in sentences(m.text):
+            if len(words(s)) >= 4:
+                units.append((len(units), m, s))
+    if not units:
+        return None
+    freq: Counter[str] = Counter()
+    bags = []
+    for _, _, s in units:
+        bag = {w for w in words(s) if w not in STOP_WORDS and len(w) > 2}
+        bags.append(bag)
+        freq.update(bag)
+    scored = sorted(
+        ((sum(freq[w] for w in bag) / (1 + len(bag)) ** 0.5, -i) for i, bag in enumerate(bags)),
+        reverse=True,
+    )
+    chosen = sorted(-neg for _, neg in scored[:SUMMARY_SENTENCES])
+    parts = [f"{units[i][1].speaker}: {units[i][2]}" for i in chosen]
+    speakers = sorted({m.speaker for m in msgs})
+    start = msgs[0].at
+    content = f"Session of {start.date().isoformat()} ({', '.join(speakers)}): " + " ".join(parts)
+    sources = tuple(dict.fromkeys(units[i][1].episode.id for i in chosen))
+    return MemoryDraft(
+        kind="episode_summary", content=content, source_episode_ids=sources,
+        valid_from=start, summary=content[:200], confidence=0.6, session_id=session_id,
+        slot=f"session:{session_id}",
+        metadata=_metadata(content, start, {
+            "speakers": speakers, "messages": len(msgs), "session_id": session_id,
+        }),
+    )
+
+
+def _chunks(text: str) -> list[str]:
+    """Sentences grouped into chunks of about ``NOTE_CHUNK_WORDS`` words."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for s in sentences(text) or [text]:
+        n = len(s.split())
+        if current and size + n > NOTE_CHUNK_WORDS:
+            out.append(" ".join(current))
+            current, size = [], 0
+        current.append(s)
+        size += n
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+class HeuristicCompiler:
+    """The deterministic default compiler."""
+
+    name = NAME
+    version = VERSION
+
+    def compile(self, batch: CompileInput) -> list[MemoryDraft]:
+        drafts: list[MemoryDraft] = []
+        for ep in batch.episodes:
+            msgs = messages_of(ep)
+            if msgs:
+                for msg in msgs:
+                    content = f"{msg.speaker}: {msg.text}"
+                    drafts.append(MemoryDraft(
+                        kind="turn", content=content, source_episode_ids=(ep.id,),
+                        valid_from=msg.at, summary=msg.text[:200], confidence=1.0,
+                        session_id=ep.session_id,
+                        metadata=_metadata(msg.text, msg.at, {
+                            "speaker": msg.speaker, "role": msg.role, "episode_type": ep.type,
+                            "message_index": msg.index,
+                        }),
+                    ))
+                    drafts.extend(_facts(msg))
+                continue
+            text = _note_text(ep)
+            if not text:
+                continue
+            for i, chunk in enumerate(_chunks(text)):
+                drafts.append(MemoryDraft(
+                    kind="note", content=chunk, source_episode_ids=(ep.id,),
+                    valid_from=ep.occurred_at, summary=chunk[:200], confidence=1.0,
+                    session_id=ep.session_id,
+                    metadata=_metadata(chunk, ep.occurred_at, {
+                        "episode_type": ep.type, "chunk": i,
+                    }),
+                ))
+        for session_id in sorted(batch.sessions):
+            summary = _summary(session_id, batch.sessions[session_id])
+            if summary is not None:
+                drafts.append(summary)
+        return drafts

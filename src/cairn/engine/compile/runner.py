@@ -1,0 +1,166 @@
+"""``compile_scope``: take a partition's uncompiled episodes, compile them, store the memories.
+
+Three phases, so a slow compiler (an LLM) never holds the write lock:
+
+1. read the next batch of uncompiled episodes (and the sessions they touch);
+2. compile them into drafts, outside any transaction;
+3. in one write transaction, under a per-partition lock: keep only episodes nobody compiled in
+   the meantime, supersede changed single-valued facts, insert the rest (the unique constraint
+   skips anything already stored) and mark the episodes compiled.
+
+Whoever runs it, however often and concurrently, a memory is stored once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from cairn.core.ids import utcnow
+from cairn.core.memories import Memory
+from cairn.core.scope import Scope
+from cairn.engine.compile.drafts import CompileInput, Compiler, MemoryDraft, memory_id
+from cairn.engine.compile.heuristic import HeuristicCompiler
+from cairn.engine.compile.text import normalize_for_hash
+from cairn.store import Store
+
+DEFAULT_BATCH = 5000
+
+
+@dataclass
+class CompileResult:
+    """What one compile call did; ``has_more`` when episodes are left for another call."""
+
+    memories_created: int
+    memories: list[Memory] = field(default_factory=list)
+    has_more: bool = False
+    remaining_episodes: int = 0
+    episodes_compiled: int = 0
+
+
+def _store_of(services_or_store: Any) -> Store:
+    return services_or_store if isinstance(services_or_store, Store) else services_or_store.store
+
+
+def default_compiler(services_or_store: Any) -> Compiler:
+    compiler = getattr(services_or_store, "compiler", None)
+    return compiler if compiler is not None else HeuristicCompiler()
+
+
+def _row(tenant_id: str, scope: Scope, draft: MemoryDraft, compiler: Compiler,
+         now: Any) -> dict[str, Any]:
+    content_hash = draft.content_hash()
+    metadata = dict(draft.metadata)
+    metadata.setdefault("compiler", compiler.name)
+    metadata.setdefault("compiler_version", compiler.version)
+    if draft.slot:
+        metadata["slot"] = draft.slot
+    return {
+        "id": memory_id(tenant_id, scope, draft.kind, content_hash),
+        "tenant_id": tenant_id, "runtime_id": scope.runtime_id, "user_id": scope.user_id,
+        "agent_id": scope.agent_id, "session_id": draft.session_id, "kind": draft.kind,
+        "content": draft.content, "summary": draft.summary,
+        "confidence": max(0.0, min(1.0, draft.confidence)), "valid_from": draft.valid_from,
+        "valid_to": None, "status": "active",
+        "source_episode_ids": [str(i) for i in draft.source_episode_ids],
+        "metadata": metadata, "content_hash": content_hash, "superseded_by": None,
+        "embedding": None, "created_at": now, "updated_at": now,
+    }
+
+
+def compile_scope(
+    services_or_store: Any,
+    tenant_id: str,
+    scope: Scope,
+    *,
+    compiler: Compiler | None = None,
+    embedder: Any = None,
+    max_episodes: int = DEFAULT_BATCH,
+) -> CompileResult:
+    """Compile up to ``max_episodes`` uncompiled episodes of one partition into memories.
+
+    Accepts ``Services`` (its compiler and embedder are used unless given) or a bare ``Store``
+    (heuristic compiler, no embeddings).
+    """
+    store = _store_of(services_or_store)
+    compiler = compiler or default_compiler(services_or_store)
+    if embedder is None:
+        embedder = getattr(services_or_store, "embedder", None)
+    q = store.jobs.compiling
+
+    with store.db.read() as conn:
+        batch = q.uncompiled(conn, tenant_id, scope, max_episodes)
+        session_ids = sorted({ep.session_id for ep in batch if ep.session_id})
+        sessions = q.sessions(conn, tenant_id, scope, session_ids)
+    if not batch:
+        return CompileResult(memories_created=0)
+    drafts = compiler.compile(CompileInput(batch, sessions))
+
+    now = utcnow()
+    with store.db.write() as conn:
+        q.lock_scope(conn, tenant_id, scope)
+        fresh = q.still_uncompiled(conn, [ep.id for ep in batch])
+        fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
+        drafts = [d for d in drafts if any(i in fresh for i in d.source_episode_ids)
+                  or (d.kind == "episode_summary" and d.session_id in fresh_sessions)]
+        created = _apply(store, conn, tenant_id, scope, drafts, compiler, now)
+        q.mark_compiled(conn, [ep.id for ep in batch if ep.id in fresh])
+        remaining = q.count_uncompiled(conn, tenant_id, scope)
+    if embedder is not None and created:
+        from cairn.engine.search import embed_memories
+
+        embed_memories(store, embedder, tenant_id, scope)
+    return CompileResult(
+        memories_created=len(created), memories=created, has_more=remaining > 0,
+        remaining_episodes=remaining, episodes_compiled=len(fresh),
+    )
+
+
+def _apply(
+    store: Store, conn: Any, tenant_id: str, scope: Scope, drafts: list[MemoryDraft],
+    compiler: Compiler, now: Any,
+) -> list[Memory]:
+    """Insert drafts in order; slot facts first supersede a different current value."""
+    plain = [d for d in drafts if not d.slot]
+    created = store.memories.insert_new(
+        conn, [_row(tenant_id, scope, d, compiler, now) for d in plain]
+    )
+    slotted = sorted((d for d in drafts if d.slot), key=lambda d: d.valid_from)
+    if not slotted:
+        return created
+    current: dict[str, Memory] = {}
+    for kind in sorted({d.kind for d in slotted}):
+        for m in store.memories.active_of_kind(conn, tenant_id, scope, kind):
+            slot = m.metadata.get("slot")
+            if slot:
+                current[slot] = m
+    for draft in slotted:
+        assert draft.slot is not None
+        old = current.get(draft.slot)
+        row = _row(tenant_id, scope, draft, compiler, now)
+        if old is not None and normalize_for_hash(old.content) == normalize_for_hash(
+            draft.content
+        ):
+            _add_sources(store, conn, old, draft.source_episode_ids, now)
+            continue
+        if old is not None and old.valid_from and old.valid_from > draft.valid_from:
+            continue  # an older statement never replaces a newer one
+        inserted = store.memories.insert_new(conn, [row])
+        if not inserted:
+            continue
+        if old is not None:
+            store.memories.supersede(conn, old.id, inserted[0].id, draft.valid_from, now)
+        current[draft.slot] = inserted[0]
+        created.extend(inserted)
+    return created
+
+
+def _add_sources(
+    store: Store, conn: Any, memory: Memory, sources: tuple[uuid.UUID, ...], now: Any
+) -> None:
+    have = [str(i) for i in memory.source_episode_ids]
+    extra = [str(i) for i in sources if str(i) not in have]
+    if extra:
+        store.memories.set_sources(conn, memory.id, have + extra, now)
+        memory.source_episode_ids.extend(uuid.UUID(i) for i in extra)

@@ -1,0 +1,167 @@
+"""Text helpers shared by the compiler and query processing: words, sentences, entities, dates.
+
+Everything here is a pure function of its input (and of the reference time given), so the
+compiler built on it is deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are aren't as at be because been before
+being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
+don't down during each few for from further had hadn't has hasn't have haven't having he he'd
+he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
+is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
+or other ought our ours ourselves out over own same shan't she she'd she'll she's should
+shouldn't so some such than that that's the their theirs them themselves then there there's
+these they they'd they'll they're they've this those through to too under until up very was
+wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
+who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours
+yourself yourselves also just really would will shall may might must ever kind sort likely
+s t d ll m re ve
+""".split())
+
+MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’]*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+# A run of capitalized words, e.g. "New York", "Dr Seuss", "LGBTQ".
+_ENTITY = re.compile(r"\b([A-Z][a-zA-Z0-9'’\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’\-]*)*)")
+_NOT_ENTITIES = frozenset(
+    {"i", "i'm", "i've", "i'll", "i'd", "oh", "hey", "hi", "hello", "yes", "yeah", "no", "ok",
+     "okay", "wow", "thanks", "thank", "sure", "well", "so", "and", "but", "the", "a", "it",
+     "that", "this", "what", "how", "my", "we", "you", "they", "he", "she", "haha", "lol",
+     "awesome", "great", "cool", "nice", "definitely", "absolutely", "sounds", "good", "glad",
+     "congrats", "congratulations", "aw", "aww", "omg", "wow", "totally", "sorry", "love",
+     "also", "just", "really", "for", "in", "on", "at", "when", "where", "why", "there",
+     "these", "those", "its", "it's", "our", "your", "his", "her", "their", "me", "us", "him",
+     "them", "all", "any", "if", "as", "not", "do", "did", "have", "is", "are", "was",
+     *MONTHS, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+)
+
+
+def words(text: str) -> list[str]:
+    """Lowercase words (apostrophes kept inside words, curly ones made straight)."""
+    return [w.lower().replace("’", "'").strip("'") for w in _WORD.findall(text)]
+
+
+def normalize_for_hash(text: str) -> str:
+    """Case, punctuation and spacing folded away: near-identical texts share one form."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("’", "'")))
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose into sentences (a simple, deterministic rule: end mark + capital)."""
+    parts = [p.strip() for p in _SENTENCE.split(text.strip())]
+    return [p for p in parts if p]
+
+
+def entities(text: str) -> list[str]:
+    """Capitalized names in order of first appearance (a heuristic, no model)."""
+    out: list[str] = []
+    for match in _ENTITY.finditer(text):
+        name = match.group(1).strip(" '’-")
+        tokens = name.split()
+        while tokens and tokens[0].lower() in _NOT_ENTITIES:
+            tokens = tokens[1:]
+        if not tokens:
+            continue
+        name = " ".join(tokens)
+        if name.lower() in _NOT_ENTITIES or len(name) < 2:
+            continue
+        if name not in out:
+            out.append(name)
+    return out
+
+
+_REL_DAYS = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
+_REL_UNIT = re.compile(
+    r"\b(last|next|this|past)\s+(week|weekend|month|year|summer|winter|spring|fall|autumn)\b"
+)
+_AGO = re.compile(
+    r"\b(a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+|a few|a couple of)\s+"
+    r"(day|week|month|year)s?\s+ago\b"
+)
+_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+        "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a few": 3, "a couple of": 2}
+_ABS = re.compile(
+    r"\b(\d{1,2})?\s*(" + "|".join(MONTHS) + r")\s*(\d{1,2})?(?:st|nd|rd|th)?,?\s*((?:19|20)\d\d)?\b"
+)
+_YEAR = re.compile(r"\b(?:in|since|of|from)\s+((?:19|20)\d\d)\b")
+
+
+def _shift_months(d: date, months: int) -> date:
+    y, m = divmod(d.month - 1 + months, 12)
+    return date(d.year + y, m + 1, 1)
+
+
+def resolve_dates(text: str, at: datetime) -> list[str]:
+    """Absolute dates (ISO ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) of the time expressions in
+    ``text``, relative ones resolved against ``at`` ("yesterday", "last week", "2 years ago")."""
+    lower = text.lower()
+    ref = at.date()
+    out: list[str] = []
+
+    def add(value: str) -> None:
+        if value not in out:
+            out.append(value)
+
+    for word, delta in _REL_DAYS.items():
+        if re.search(rf"\b{word}\b", lower):
+            add((ref + timedelta(days=delta)).isoformat())
+    for m in _REL_UNIT.finditer(lower):
+        which, unit = m.group(1), m.group(2)
+        sign = {"last": -1, "past": -1, "next": 1, "this": 0}[which]
+        if unit in ("week", "weekend"):
+            start = ref - timedelta(days=ref.weekday()) + timedelta(weeks=sign)
+            add(start.isoformat())
+        elif unit == "month":
+            add(_shift_months(ref, sign).strftime("%Y-%m"))
+        else:
+            add(str(ref.year + sign) if unit == "year" or sign else str(ref.year))
+    for m in _AGO.finditer(lower):
+        count = m.group(1)
+        n = int(count) if count.isdigit() else _NUM[count]
+        unit = m.group(2)
+        if unit == "day":
+            add((ref - timedelta(days=n)).isoformat())
+        elif unit == "week":
+            add((ref - timedelta(weeks=n)).isoformat())
+        elif unit == "month":
+            add(_shift_months(ref, -n).strftime("%Y-%m"))
+        else:
+            add(str(ref.year - n))
+    for m in _ABS.finditer(lower):
+        day_before, month_name, day_after, year = m.groups()
+        month = MONTHS.index(month_name) + 1
+        if month_name == "may" and not (day_before or day_after or year):
+            continue  # "may" is mostly the verb
+        y = int(year) if year else ref.year
+        day = day_before or day_after
+        try:
+            add(date(y, month, int(day)).isoformat() if day else f"{y:04d}-{month:02d}")
+        except ValueError:
+            add(f"{y:04d}-{month:02d}")
+    for m in _YEAR.finditer(lower):
+        add(m.group(1))
+    return out
+
+
+def date_keywords(values: list[str]) -> list[str]:
+    """Searchable words for ISO dates: the year and the month's name."""
+    out: list[str] = []
+    for value in values:
+        parts = value.split("-")
+        if parts[0] not in out:
+            out.append(parts[0])
+        if len(parts) > 1:
+            name = MONTHS[int(parts[1]) - 1]
+            if name not in out:
+                out.append(name)
+    return out

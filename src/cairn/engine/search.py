@@ -1,0 +1,236 @@
+"""Search memories of one partition: lexical and vector lanes, calibrated to [0, 1], fused.
+
+- **lexical**: the backend's full-text index (SQLite FTS5 BM25 / PostgreSQL ``ts_rank``) over
+  the query's terms, OR-ed (see ``cairn.engine.query``). The raw score ``s`` is calibrated as
+  ``s / (s + k)``: monotone, 0 for no match, approaching 1 for strong matches.
+- **vector**: cosine similarity between the query's embedding and each memory's, exact (all
+  vectors of the partition, held in a per-partition matrix refreshed when vectors change);
+  calibrated as ``max(0, cos)``.
+- **fusion**: a weighted mean of the lane scores a memory has (a lane that did not return it
+  counts 0), so the result stays in [0, 1]. Ties break by ``seq`` (older first), so the same
+  corpus and query always give the same order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cairn.core.memories import Memory
+from cairn.core.scope import Scope
+from cairn.engine.query import query_terms
+from cairn.errors import InvalidInput
+
+LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.1}
+DEFAULT_WEIGHTS = {"lexical": 0.5, "vector": 0.5}
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    """A search result: the memory, its fused score in [0, 1] (larger is better) and the
+    calibrated score of each lane that saw it."""
+
+    memory: Memory
+    score: float
+    lanes: dict[str, float] = field(default_factory=dict)
+
+
+def _store_of(store_or_services: Any) -> Any:
+    return getattr(store_or_services, "store", store_or_services)
+
+
+def lexical_lane(
+    store: Any, tenant_id: str, scope: Scope, query: str, *, pool: int,
+    kinds: Sequence[str] | None, include_superseded: bool, conn: Any = None,
+) -> dict[int, float]:
+    """``seq → calibrated lexical score`` for the best ``pool`` matches."""
+    terms = query_terms(query)
+    raw = store.memories.lexical(
+        tenant_id, scope, terms, limit=pool, kinds=kinds,
+        include_superseded=include_superseded, conn=conn,
+    )
+    k = LEXICAL_K.get(store.db.dialect, 1.0)
+    return {seq: (s / (s + k) if s > 0 else 0.0) for seq, s in raw}
+
+
+# --------------------------------------------------------------------------- vectors
+
+
+@dataclass
+class _Matrix:
+    stamp: tuple[int, int]
+    seqs: np.ndarray
+    vectors: np.ndarray
+
+
+class VectorIndex:
+    """Exact nearest neighbours per partition, cached in memory while the vectors are the
+    same (checked by a cheap count/max query on every search)."""
+
+    def __init__(self, max_partitions: int = 64) -> None:
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[Any, ...], _Matrix] = OrderedDict()
+        self._max = max_partitions
+
+    def matrix(self, store: Any, conn: Any, tenant_id: str, scope: Scope) -> _Matrix:
+        key = (store.db.url, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+        stamp = store.memories.vector_stamp(conn, tenant_id, scope)
+        with self._lock:
+            got = self._cache.get(key)
+            if got is not None and got.stamp == stamp:
+                self._cache.move_to_end(key)
+                return got
+        rows = store.memories.vectors(conn, tenant_id, scope)
+        if rows.seqs:
+            vectors = np.vstack([np.frombuffer(b, dtype="<f4") for b in rows.blobs])
+        else:
+            vectors = np.zeros((0, 0), dtype="<f4")
+        built = _Matrix(stamp, np.asarray(rows.seqs, dtype=np.int64), vectors)
+        with self._lock:
+            self._cache[key] = built
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._max:
+                self._cache.popitem(last=False)
+        return built
+
+
+VECTOR_INDEX = VectorIndex()
+
+
+class _QueryCache:
+    def __init__(self, size: int = 1024) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._size = size
+
+    def get(self, embedder: Any, query: str) -> np.ndarray:
+        key = (embedder.name, query)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        vec = np.asarray(embedder.embed([query])[0], dtype="<f4")
+        with self._lock:
+            self._items[key] = vec
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return vec
+
+
+_QUERIES = _QueryCache()
+
+
+def vector_lane(
+    store: Any, tenant_id: str, scope: Scope, query: str, embedder: Any, *, pool: int,
+    conn: Any,
+) -> dict[int, float]:
+    """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
+    caller filters)."""
+    m = VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+    if not len(m.seqs):
+        return {}
+    q = _QUERIES.get(embedder, query)
+    if q.shape[0] != m.vectors.shape[1]:
+        return {}  # vectors of another model: re-embed (cairn embeds on compile)
+    sims = m.vectors @ q
+    n = min(pool, len(sims))
+    top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+    return {int(m.seqs[i]): max(0.0, min(1.0, float(sims[i]))) for i in top}
+
+
+def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope: Scope,
+                   batch: int = 256) -> int:
+    """Embed the partition's memories that have no vector yet; returns how many."""
+    store = _store_of(store_or_services)
+    done = 0
+    while True:
+        with store.db.read() as conn:
+            todo = store.memories.without_embedding(conn, tenant_id, scope, limit=batch)
+        if not todo:
+            return done
+        vectors = embedder.embed([content for _, content in todo])
+        blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
+        with store.db.write() as conn:
+            store.memories.set_embeddings(
+                conn, [(seq, blob) for (seq, _), blob in zip(todo, blobs, strict=True)]
+            )
+        done += len(todo)
+
+
+# --------------------------------------------------------------------------- search
+
+
+def search_memories(
+    store: Any,
+    tenant_id: str,
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 20,
+    kinds: list[str] | None = None,
+    include_superseded: bool = False,
+    embedder: Any = None,
+    lanes: Sequence[str] | None = None,
+    weights: dict[str, float] | None = None,
+    pool: int | None = None,
+) -> list[ScoredMemory]:
+    """The ``limit`` memories of one partition that best match ``query``, best first.
+
+    ``store`` may be a ``Store`` or ``Services``. Lanes default to lexical, plus vector when
+    an ``embedder`` is given; pass ``lanes=["vector"]`` for semantic-only search.
+    """
+    store = _store_of(store)
+    if limit <= 0:
+        return []
+    lanes = list(lanes) if lanes is not None else (
+        ["lexical", "vector"] if embedder is not None else ["lexical"]
+    )
+    if "vector" in lanes and embedder is None:
+        raise InvalidInput(
+            "semantic search needs an embedder: set CAIRN_EMBEDDER (local or openai)",
+            code="embedder_not_configured",
+        )
+    weights = weights or DEFAULT_WEIGHTS
+    pool = pool or max(limit * 2, 50)
+    allowed = {"active", "superseded"} if include_superseded else {"active"}
+    with store.db.read() as conn:
+        scores: dict[str, dict[int, float]] = {}
+        if "lexical" in lanes:
+            scores["lexical"] = lexical_lane(
+                store, tenant_id, scope, query, pool=pool, kinds=kinds,
+                include_superseded=include_superseded, conn=conn,
+            )
+        if "vector" in lanes:
+            scores["vector"] = vector_lane(
+                store, tenant_id, scope, query, embedder, pool=pool * 2, conn=conn
+            )
+        total_w = sum(weights.get(lane, 0.0) for lane in lanes) or 1.0
+        fused: dict[int, float] = {}
+        for lane in lanes:
+            w = weights.get(lane, 0.0) / total_w
+            for seq, s in scores[lane].items():
+                fused[seq] = fused.get(seq, 0.0) + w * s
+        order = sorted(fused, key=lambda seq: (-fused[seq], seq))
+        out: list[ScoredMemory] = []
+        # Fetch in slices: the vector lane has not filtered status and kind yet.
+        start = 0
+        while len(out) < limit and start < len(order):
+            chunk = order[start:start + limit * 2]
+            start += len(chunk)
+            found = store.memories.by_seqs(tenant_id, scope, chunk, conn)
+            for seq in chunk:
+                mem = found.get(seq)
+                if mem is None or mem.status not in allowed or (kinds and mem.kind not in kinds):
+                    continue
+                out.append(ScoredMemory(
+                    memory=mem, score=round(max(0.0, min(1.0, fused[seq])), 6),
+                    lanes={lane: round(scores[lane].get(seq, 0.0), 6) for lane in lanes},
+                ))
+                if len(out) >= limit:
+                    break
+    return out

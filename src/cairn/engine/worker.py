@@ -1,0 +1,136 @@
+"""Compile workers and the wiring of compile/search into ``Services``.
+
+A worker claims queued compile jobs (``store.jobs.claim``: ``FOR UPDATE SKIP LOCKED`` on
+PostgreSQL), compiles the job's partition until nothing is left, and records the outcome. Run
+one with ``cairn worker``, or inside the server (``CAIRN_WORKER_IN_PROCESS``, on by default
+with SQLite).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from cairn.engine.compile import compile_scope
+from cairn.engine.embedders import Embedder, get_embedder
+
+log = logging.getLogger("cairn.worker")
+
+
+class LazyEmbedder:
+    """Builds the configured embedder on first use, so starting a process stays fast."""
+
+    def __init__(self, settings: Any) -> None:
+        self._settings = settings
+        self._inner: Embedder | None = None
+        self._lock = threading.Lock()
+        self.name = f"{settings.embedder}:{settings.embedding_model or 'default'}"
+
+    def _get(self) -> Embedder:
+        with self._lock:
+            if self._inner is None:
+                inner = get_embedder(self._settings)
+                assert inner is not None
+                self._inner = inner
+                self.name = inner.name
+            return self._inner
+
+    @property
+    def dim(self) -> int:
+        return self._get().dim
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        return self._get().embed(texts)
+
+
+def run_job(services: Any, job: Any) -> None:
+    """Compile a claimed job's partition to the end and record success or failure."""
+    created: list[uuid.UUID] = []
+    try:
+        while True:
+            result = compile_scope(services, job.tenant_id, job.scope)
+            created.extend(m.id for m in result.memories)
+            if not result.has_more or result.episodes_compiled == 0:
+                break
+    except Exception as exc:  # recorded on the job; the worker keeps going
+        log.exception("compile job %s failed", job.id)
+        services.store.jobs.finish(job.id, error=f"{type(exc).__name__}: {exc}")
+        return
+    services.store.jobs.finish(job.id, memory_ids=created)
+
+
+def work_once(services: Any) -> bool:
+    """Claim and run one job; False when the queue is empty."""
+    job = services.store.jobs.claim()
+    if job is None:
+        return False
+    run_job(services, job)
+    return True
+
+
+class CompileWorker:
+    """A background thread that drains the job queue, polling when idle."""
+
+    def __init__(self, services: Any, poll_s: float = 0.5) -> None:
+        self.services = services
+        self.poll_s = poll_s
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.run, name="cairn-compile-worker", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = work_once(self.services)
+            except Exception:  # e.g. the database is briefly unavailable
+                log.exception("compile worker error")
+                busy = False
+            if not busy:
+                self._wake.wait(self.poll_s)
+                self._wake.clear()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+
+def attach_compile(services: Any) -> None:
+    """Give ``services`` its embedder, compiler, optional in-process worker and
+    compile-on-ingest listener, as the settings say."""
+    settings = services.settings
+    services.embedder = LazyEmbedder(settings) if settings.embedder != "none" else None
+    if settings.compiler == "llm":
+        from cairn.engine.llm_compiler import LLMCompiler
+
+        services.compiler = LLMCompiler.from_settings(settings)
+    else:
+        services.compiler = None  # the heuristic default
+    in_process = settings.worker_in_process
+    if in_process is None:
+        in_process = services.store.db.is_sqlite
+    services.compile_worker = CompileWorker(services) if in_process else None
+    if services.compile_worker is not None:
+        services.on_start.append(services.compile_worker.start)
+        services.on_stop.append(services.compile_worker.stop)
+    if settings.compile_on_ingest:
+        def compile_after_ingest(tenant_id: str, scopes: list[Any]) -> None:
+            for scope in scopes:
+                while compile_scope(services, tenant_id, scope).has_more:
+                    pass
+
+        services.ingest_listeners.append(compile_after_ingest)

@@ -1,0 +1,210 @@
+"""Compile jobs: rows that workers claim, one at a time, in creation order.
+
+PostgreSQL claims with ``FOR UPDATE SKIP LOCKED`` so any number of workers share the queue
+without two taking one job; SQLite serializes writers, so a plain select-and-update inside the
+write transaction is already exclusive.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Integer,
+    Row,
+    String,
+    Table,
+    Text,
+    Uuid,
+    func,
+    select,
+    text,
+    update,
+)
+
+from cairn.core.episodes import Episode
+from cairn.core.ids import utcnow, uuid7
+from cairn.core.scope import Scope
+from cairn.store.database import Database
+from cairn.store.episodes import row_to_episode, scope_filter
+from cairn.store.schema import SCOPED_TABLES, JsonType, UTCDateTime, episodes, metadata
+
+compile_jobs = Table(
+    "compile_jobs",
+    metadata,
+    Column("id", Uuid(), primary_key=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("runtime_id", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False, server_default=""),
+    Column("agent_id", String(256), nullable=False, server_default=""),
+    Column("status", String(16), nullable=False),
+    Column("memories_created", Integer(), nullable=False, server_default="0"),
+    Column("memory_ids", JsonType, nullable=False),
+    Column("error", Text(), nullable=True),
+    Column("attempts", Integer(), nullable=False, server_default="0"),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("started_at", UTCDateTime(), nullable=True),
+    Column("finished_at", UTCDateTime(), nullable=True),
+)
+if compile_jobs not in SCOPED_TABLES:
+    SCOPED_TABLES.append(compile_jobs)
+
+# A job still "running" this long after it started belonged to a worker that died.
+STALE_AFTER = timedelta(minutes=10)
+
+
+@dataclass(frozen=True, slots=True)
+class CompileJob:
+    id: uuid.UUID
+    tenant_id: str
+    scope: Scope
+    status: str  # queued | running | succeeded | failed
+    memories_created: int
+    memory_ids: list[uuid.UUID]
+    error: str | None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+def _job(row: Row[Any]) -> CompileJob:
+    m = row._mapping
+    return CompileJob(
+        id=m["id"], tenant_id=m["tenant_id"],
+        scope=Scope.model_construct(
+            runtime_id=m["runtime_id"], user_id=m["user_id"], agent_id=m["agent_id"]
+        ),
+        status=m["status"], memories_created=m["memories_created"],
+        memory_ids=[uuid.UUID(str(x)) for x in m["memory_ids"]], error=m["error"],
+        attempts=m["attempts"], created_at=m["created_at"], started_at=m["started_at"],
+        finished_at=m["finished_at"],
+    )
+
+
+class JobRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.compiling = CompileQueries(db)
+
+    def enqueue(self, tenant_id: str, scope: Scope) -> CompileJob:
+        row = {
+            "id": uuid7(), "tenant_id": tenant_id, "runtime_id": scope.runtime_id,
+            "user_id": scope.user_id, "agent_id": scope.agent_id, "status": "queued",
+            "memories_created": 0, "memory_ids": [], "error": None, "attempts": 0,
+            "created_at": utcnow(),
+        }
+        with self.db.write() as conn:
+            got = conn.execute(compile_jobs.insert().values(row).returning(compile_jobs)).one()
+        return _job(got)
+
+    def get(self, tenant_id: str, job_id: uuid.UUID) -> CompileJob | None:
+        """The job, only if it belongs to ``tenant_id``."""
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(compile_jobs).where(
+                    compile_jobs.c.id == job_id, compile_jobs.c.tenant_id == tenant_id
+                )
+            ).first()
+        return _job(row) if row else None
+
+    def claim(self) -> CompileJob | None:
+        """Take the oldest queued (or stale running) job and mark it running."""
+        now = utcnow()
+        claimable = (compile_jobs.c.status == "queued") | (
+            (compile_jobs.c.status == "running") & (compile_jobs.c.started_at < now - STALE_AFTER)
+        )
+        stmt = select(compile_jobs.c.id).where(claimable).order_by(
+            compile_jobs.c.created_at, compile_jobs.c.id
+        ).limit(1)
+        if not self.db.is_sqlite:
+            stmt = stmt.with_for_update(skip_locked=True)
+        with self.db.write() as conn:
+            job_id = conn.execute(stmt).scalar()
+            if job_id is None:
+                return None
+            row = conn.execute(
+                update(compile_jobs).where(compile_jobs.c.id == job_id)
+                .values(status="running", started_at=now, attempts=compile_jobs.c.attempts + 1)
+                .returning(compile_jobs)
+            ).one()
+        return _job(row)
+
+    def finish(
+        self, job_id: uuid.UUID, *, memory_ids: list[uuid.UUID] | None = None,
+        error: str | None = None,
+    ) -> None:
+        values: dict[str, Any] = {"finished_at": utcnow()}
+        if error is None:
+            ids = [str(i) for i in memory_ids or []]
+            values.update(status="succeeded", memory_ids=ids, memories_created=len(ids))
+        else:
+            values.update(status="failed", error=error[:2000])
+        with self.db.write() as conn:
+            conn.execute(update(compile_jobs).where(compile_jobs.c.id == job_id).values(values))
+
+
+class CompileQueries:
+    """The episode-side queries of compiling one partition."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def lock_scope(self, conn: Connection, tenant_id: str, scope: Scope) -> None:
+        """Serialize compiles of one partition (SQLite's writer lock already does)."""
+        if not self.db.is_sqlite:
+            key = "\x1f".join(("compile", tenant_id, scope.runtime_id, scope.user_id,
+                               scope.agent_id))
+            conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": key})
+
+    def uncompiled(
+        self, conn: Connection, tenant_id: str, scope: Scope, limit: int
+    ) -> list[Episode]:
+        stmt = (
+            select(episodes)
+            .where(scope_filter(episodes, tenant_id, scope), episodes.c.compiled.is_(False))
+            .order_by(episodes.c.occurred_at, episodes.c.seq)
+            .limit(limit)
+        )
+        return [row_to_episode(r) for r in conn.execute(stmt)]
+
+    def still_uncompiled(self, conn: Connection, ids: list[uuid.UUID]) -> set[uuid.UUID]:
+        if not ids:
+            return set()
+        stmt = select(episodes.c.id).where(episodes.c.id.in_(ids), episodes.c.compiled.is_(False))
+        return {r[0] for r in conn.execute(stmt)}
+
+    def count_uncompiled(self, conn: Connection, tenant_id: str, scope: Scope) -> int:
+        stmt = select(func.count()).select_from(episodes).where(
+            scope_filter(episodes, tenant_id, scope), episodes.c.compiled.is_(False)
+        )
+        return int(conn.execute(stmt).scalar_one())
+
+    def sessions(
+        self, conn: Connection, tenant_id: str, scope: Scope, session_ids: list[str]
+    ) -> dict[str, list[Episode]]:
+        """Every episode of the named sessions, in time order."""
+        if not session_ids:
+            return {}
+        stmt = (
+            select(episodes)
+            .where(scope_filter(episodes, tenant_id, scope), episodes.c.session_id.in_(session_ids))
+            .order_by(episodes.c.occurred_at, episodes.c.seq)
+        )
+        out: dict[str, list[Episode]] = {}
+        for r in conn.execute(stmt):
+            ep = row_to_episode(r)
+            out.setdefault(ep.session_id or "", []).append(ep)
+        return out
+
+    def mark_compiled(self, conn: Connection, ids: list[uuid.UUID]) -> None:
+        for start in range(0, len(ids), 500):
+            conn.execute(
+                update(episodes).where(episodes.c.id.in_(ids[start:start + 500]))
+                .values(compiled=True)
+            )
