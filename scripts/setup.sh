@@ -10,8 +10,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.cairn-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  # pip's notes about unused local index locations are noise here; real errors still show.
+  .venv/bin/python -m pip install --quiet --upgrade pip 2> >(grep -v "is ignored" >&2)
+  .venv/bin/python -m pip install --quiet -e '.[dev]' 2> >(grep -v "is ignored" >&2)
   touch "$stamp"
 fi
 
