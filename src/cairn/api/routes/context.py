@@ -1,0 +1,188 @@
+"""Context: the Statewave-compatible ``POST /v1/context`` and the scope-level endpoints that
+mirror the memory contracts one to one (``/v1/scopes/context``, ``/turns``, ``/documents``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn.api.auth import require_tenant, services_of
+from cairn.api.schemas import EpisodePublic, MemoryPublic, SubjectId
+from cairn.core.memory import (
+    Budget,
+    ContextRequest,
+    ContextResult,
+    Document,
+    DocumentCommit,
+    Turn,
+    TurnCommit,
+)
+from cairn.core.scope import Scope
+from cairn.engine.context import AssemblySettings, CairnAssembly
+from cairn.engine.context.fit import fit_to_tokens
+from cairn.engine.context.render import DefaultRenderer, TemplateRenderer
+from cairn.services import Services
+
+router = APIRouter(tags=["context"])
+
+PROCEDURE_KINDS = frozenset({"procedure"})
+
+
+def assembly_for(services: Services, tenant: str) -> CairnAssembly:
+    """Cairn's own Assembly for one tenant, with the server's tokenizer and embedder."""
+    return CairnAssembly(
+        services.store, tenant,
+        settings=AssemblySettings(tokenizer=services.settings.tokenizer),
+        listeners=services.ingest_listeners,
+        embedder=getattr(services, "embedder", None),
+    )
+
+
+class ContextCreate(BaseModel):
+    """Statewave's context request. ``emit_receipt`` and the other receipt fields the
+    Statewave SDK may send are accepted and ignored (Cairn keeps no receipts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject_id: str = SubjectId
+    task: str = Field(min_length=1, max_length=10_000)
+    max_tokens: int | None = Field(None, ge=1, le=200_000)
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+    emit_receipt: bool | None = None
+    query_id: str | None = None
+    task_id: str | None = None
+    parent_receipt_id: str | None = None
+    caller_id: str | None = None
+    caller_type: str | None = None
+
+
+class ContextBundlePublic(BaseModel):
+    subject_id: str
+    task: str
+    facts: list[MemoryPublic]
+    procedures: list[MemoryPublic]
+    episodes: list[EpisodePublic]
+    provenance: dict[str, Any]
+    assembled_context: str
+    token_estimate: int
+
+
+@router.post("/v1/context", response_model=ContextBundlePublic)
+def get_context(
+    body: ContextCreate, request: Request, tenant: str = Depends(require_tenant)
+) -> ContextBundlePublic:
+    """Ranked, token-bounded context for a subject; ``token_estimate`` (the rendered
+    ``assembled_context`` counted with the server's tokenizer) never exceeds ``max_tokens``."""
+    services = services_of(request)
+    assembly = assembly_for(services, tenant)
+    budget = Budget(max_tokens=body.max_tokens or 0)
+    req = ContextRequest(
+        scope=Scope.for_subject(body.subject_id), conversation_id=body.session_id or "",
+        query=body.task, budget=budget,
+    )
+    assembled = assembly.assemble(req)
+    limit = budget.resolved().max_tokens
+    result, text, tokens = fit_to_tokens(
+        assembled.result, DefaultRenderer(), limit, assembly.tokenizer
+    )
+    facts: list[MemoryPublic] = []
+    procedures: list[MemoryPublic] = []
+    episodes: list[EpisodePublic] = []
+    sources: set[str] = set()
+    for item in result.items:
+        memory = assembled.memories.get(item.id)
+        if memory is not None:
+            if memory.valid_from is None:  # Statewave's Memory needs a valid_from
+                memory = memory.model_copy(update={"valid_from": memory.created_at})
+            target = procedures if memory.kind in PROCEDURE_KINDS else facts
+            target.append(MemoryPublic.of(memory, score=item.score))
+            sources.update(str(e) for e in memory.source_episode_ids)
+        elif item.id in assembled.episodes:
+            episodes.append(EpisodePublic.of(assembled.episodes[item.id]))
+            sources.add(item.id)
+    provenance = {
+        "fact_ids": [str(m.id) for m in facts],
+        "procedure_ids": [str(m.id) for m in procedures],
+        "episode_ids": [str(e.id) for e in episodes],
+        "source_episode_ids": sorted(sources),
+        "truncated": result.truncated,
+        "items": [
+            {"id": i.id, "kind": i.kind, "source_class": i.source_class, "score": i.score,
+             "token_count": i.token_count,
+             "provenance": [p.model_dump(exclude_none=True) for p in i.provenance]}
+            for i in result.items
+        ],
+    }
+    return ContextBundlePublic(
+        subject_id=body.subject_id, task=body.task, facts=facts, procedures=procedures,
+        episodes=episodes, provenance=provenance, assembled_context=text, token_estimate=tokens,
+    )
+
+
+class RenderOptions(BaseModel):
+    """Render the packed items: the default block, or a sandboxed Jinja2 ``template``;
+    ``max_chars`` (0: none) is a hard limit — over it is a 422 ``render_too_large``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    template: str | None = Field(None, min_length=1)
+    max_chars: int = Field(0, ge=0)
+
+
+class ScopeContextCreate(ContextRequest):
+    """A ``ContextRequest``, plus optional rendering."""
+
+    render: RenderOptions | None = None
+
+
+class ScopeContextPublic(ContextResult):
+    rendered: str | None = None
+
+
+@router.post("/v1/scopes/context", response_model=ScopeContextPublic)
+def scope_context(
+    body: ScopeContextCreate, request: Request, tenant: str = Depends(require_tenant)
+) -> ScopeContextPublic:
+    """``ContextProvider.context``: packed items for one scope (and optional rendered text)."""
+    assembly = assembly_for(services_of(request), tenant)
+    req = ContextRequest.model_validate(body.model_dump(exclude={"render"}))
+    result = assembly.context(req)
+    rendered = None
+    if body.render is not None:
+        renderer = (
+            TemplateRenderer(body.render.template, body.render.max_chars)
+            if body.render.template is not None
+            else DefaultRenderer(body.render.max_chars)
+        )
+        rendered = renderer.render(result)
+    return ScopeContextPublic(
+        items=result.items, token_count=result.token_count, truncated=result.truncated,
+        rendered=rendered,
+    )
+
+
+@router.post("/v1/scopes/turns", response_model=TurnCommit, status_code=201)
+def commit_turn(
+    body: Turn, request: Request, response: Response, tenant: str = Depends(require_tenant)
+) -> TurnCommit:
+    """``TurnSink.commit_turn``: 201 when stored, 200 with the original when the key was seen."""
+    commit = assembly_for(services_of(request), tenant).commit_turn(body)
+    if not commit.created:
+        response.status_code = 200
+    return commit
+
+
+@router.post("/v1/scopes/documents", response_model=DocumentCommit, status_code=201)
+def put_document(
+    body: Document, request: Request, response: Response, tenant: str = Depends(require_tenant)
+) -> DocumentCommit:
+    """``DocumentSink.put_document``: 201 when stored, 200 with the original for a known key."""
+    commit = assembly_for(services_of(request), tenant).put_document(body)
+    if not commit.created:
+        response.status_code = 200
+    return commit
+
+
+__all__ = ["router"]

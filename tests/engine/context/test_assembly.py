@@ -1,0 +1,183 @@
+"""Context assembly over a real store, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from cairn.core.memory import Budget, ContextRequest, Turn
+from cairn.core.scope import Scope
+from cairn.engine.context import CairnAssembly
+from cairn.engine.turns import TURN_EPISODE_TYPE
+from cairn.store import Store
+from tests.engine.context.helpers import SCOPE, add_document, add_memory, add_turn
+
+TENANT = "t1"
+
+
+@pytest.fixture
+def assembly(store: Store) -> CairnAssembly:
+    return CairnAssembly(store, TENANT)
+
+
+def request(**kw: object) -> ContextRequest:
+    data: dict[str, object] = {"scope": SCOPE}
+    data.update(kw)
+    return ContextRequest.model_validate(data)
+
+
+def test_recent_lane_newest_first_with_score_one(assembly: CairnAssembly) -> None:
+    for i in range(8):
+        add_turn(assembly, f"turn number {i}", key=f"k{i}", minute=i)
+    result = assembly.context(request(conversation_id="conv-1", recent_turns=5))
+    assert [i.content for i in result.items] == [f"user: turn number {i}" for i in (7, 6, 5, 4, 3)]
+    assert all(i.score == 1.0 and i.source_class == "recent" for i in result.items)
+    assert all(i.provenance[0].type == "turn" for i in result.items)
+
+
+def test_turn_is_stored_as_a_conversation_episode(assembly: CairnAssembly, store: Store) -> None:
+    commit = add_turn(assembly, "I moved to Lisbon", key="run-1")
+    eps = store.episodes.list(TENANT, SCOPE)
+    assert len(eps) == 1 and eps[0].id == commit.episode_id
+    assert eps[0].type == TURN_EPISODE_TYPE and eps[0].session_id == "conv-1"
+    assert eps[0].payload["messages"] == [{"role": "user", "content": "I moved to Lisbon"}]
+
+
+def test_same_key_returns_the_original_and_writes_nothing(
+    assembly: CairnAssembly, store: Store
+) -> None:
+    first = add_turn(assembly, "original", key="run-1")
+    again = add_turn(assembly, "different content", key="run-1", minute=5)
+    assert first.created and not again.created
+    assert again.episode_id == first.episode_id and again.occurred_at == first.occurred_at
+    assert store.episodes.count(TENANT, SCOPE) == 1
+
+
+def test_concurrent_retries_store_one_turn(assembly: CairnAssembly, store: Store) -> None:
+    results: list[object] = []
+    errors: list[BaseException] = []
+
+    def retry(n: int) -> None:
+        try:
+            results.append(assembly.commit_turn(Turn(
+                scope=SCOPE, conversation_id="conv-1", idempotency_key="run-42",
+                messages=[{"role": "user", "content": f"attempt {n}"}],
+            )))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=retry, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len({r.episode_id for r in results}) == 1  # type: ignore[attr-defined]
+    assert sum(r.created for r in results) == 1  # type: ignore[attr-defined]
+    assert store.episodes.count(TENANT, SCOPE) == 1
+
+
+def test_recent_items_are_kept_under_min_score(assembly: CairnAssembly, store: Store) -> None:
+    add_turn(assembly, "hello there", key="k1")
+    add_memory(store, TENANT, "weekly summary of nothing", kind="episode_summary",
+               session="conv-1")
+    add_document(assembly, "Kubernetes clusters run pods.")
+    low = assembly.context(request(conversation_id="conv-1", query="kubernetes pods",
+                                   dataset_ids=["docs"], min_score=0.0))
+    assert {i.source_class for i in low.items} == {"recent", "summary", "long_term"}
+    high = assembly.context(request(conversation_id="conv-1", query="kubernetes pods",
+                                    dataset_ids=["docs"], min_score=1.0))
+    assert [i.source_class for i in high.items] == ["recent"]
+
+
+def test_recent_only_skips_long_term_lanes(assembly: CairnAssembly, store: Store) -> None:
+    add_turn(assembly, "hello", key="k1")
+    add_memory(store, TENANT, "summary", kind="episode_summary", session="conv-1")
+    result = assembly.context(request(conversation_id="conv-1", recent_only=True))
+    assert [i.source_class for i in result.items] == ["recent"]
+
+
+def test_document_chunks_are_recalled_with_provenance(assembly: CairnAssembly) -> None:
+    text = " ".join(f"Paragraph {i} talks about gardening and tomatoes." for i in range(60))
+    text += " The launch code for the rocket is stored in the blue vault."
+    commit = add_document(assembly, text)
+    assert commit.created and commit.chunk_count > 1
+    again = add_document(assembly, "other text entirely")
+    assert not again.created and again.id == commit.id and again.chunk_count == commit.chunk_count
+    result = assembly.context(request(query="where is the rocket launch code", dataset_ids=["docs"]))
+    assert result.items, "the chunk holding the answer is found"
+    top = result.items[0]
+    assert "blue vault" in top.content and 0.0 < top.score <= 1.0
+    ref = top.provenance[0]
+    assert (ref.type, ref.document_id, ref.dataset_id) == ("chunk", "d1", "docs")
+    # A dataset the request does not name is never searched.
+    assert assembly.context(request(query="rocket launch code", dataset_ids=["other"])).items == []
+
+
+def test_chunks_keep_size_and_overlap(assembly: CairnAssembly, store: Store) -> None:
+    text = " ".join(f"w{i}" for i in range(2000))
+    commit = add_document(assembly, text)
+    chunks = store.documents.chunks(TENANT, SCOPE, commit.id)
+    assert all(c.token_count <= assembly.settings.chunk_tokens for c in chunks)
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        assert a.content.split()[-1] in b.content.split()  # consecutive chunks overlap
+    assert chunks[-1].content.endswith("w1999")
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        Scope(runtime_id="other-runtime", user_id="user-1", agent_id="assistant"),
+        Scope(runtime_id="memories", user_id="user-2", agent_id="assistant"),
+        Scope(runtime_id="memories", user_id="user-1", agent_id="other-agent"),
+        Scope(runtime_id="memories", user_id="user-1", agent_id=""),
+        Scope(runtime_id="memories", user_id="", agent_id="assistant"),
+    ],
+)
+def test_no_item_crosses_a_scope_partition(store: Store, other: Scope) -> None:
+    mine = CairnAssembly(store, TENANT)
+    add_turn(mine, "mine: secret plan alpha", key="k1")
+    add_document(mine, "mine: the secret plan alpha document")
+    add_memory(store, TENANT, "mine: summary of plan alpha", kind="episode_summary",
+               session="conv-1")
+    for tenant in (TENANT, "t2"):
+        theirs = CairnAssembly(store, tenant)
+        scope = other if tenant == TENANT else SCOPE
+        add_turn(theirs, "theirs: secret plan alpha", key="k1", scope=scope)
+        add_document(theirs, "theirs: the secret plan alpha document", scope=scope)
+        add_memory(store, tenant, "theirs: summary of plan alpha", kind="episode_summary",
+                   scope=scope, session="conv-1")
+    for target_scope, tenant in ((SCOPE, TENANT), (other, TENANT), (SCOPE, "t2")):
+        result = CairnAssembly(store, tenant).context(ContextRequest(
+            scope=target_scope, conversation_id="conv-1", query="secret plan alpha",
+            dataset_ids=["docs"], budget=Budget(max_items=50),
+        ))
+        expect = "mine:" if (target_scope, tenant) == (SCOPE, TENANT) else "theirs:"
+        assert len(result.items) == 3
+        assert all(i.content.split(" ", 1)[1].startswith(expect) or i.content.startswith(expect)
+                   for i in result.items), [i.content for i in result.items]
+
+
+def test_budget_limits_hold_together(assembly: CairnAssembly) -> None:
+    for i in range(30):
+        add_turn(assembly, f"turn {i} " + "word " * (i % 7), key=f"k{i}", minute=i)
+    result = assembly.context(request(conversation_id="conv-1", recent_turns=30,
+                                      budget=Budget(max_tokens=60, max_items=5, max_chars=150)))
+    assert result.truncated
+    assert len(result.items) <= 5
+    assert sum(i.token_count for i in result.items) == result.token_count <= 60
+    assert sum(len(i.content) for i in result.items) <= 150
+
+
+def test_same_request_same_bytes(assembly: CairnAssembly, store: Store) -> None:
+    for i in range(5):
+        add_turn(assembly, f"turn {i} about tomatoes", key=f"k{i}", minute=i)
+        add_memory(store, TENANT, f"summary {i} of tomatoes", kind="episode_summary",
+                   session="conv-1", minute=i)
+    add_document(assembly, "Tomatoes need sun. " * 80)
+    req = request(conversation_id="conv-1", query="tomatoes", dataset_ids=["docs"],
+                  recent_turns=3, budget=Budget(max_tokens=300))
+    first = assembly.context(req).model_dump_json()
+    assert all(CairnAssembly(store, TENANT).context(req).model_dump_json() == first
+               for _ in range(3))
