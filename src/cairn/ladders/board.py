@@ -148,7 +148,9 @@ def message_text(message: Mapping[str, Any]) -> str:
         return content
     if isinstance(content, list):
         parts = [
-            str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, Mapping) and p.get("type") == "text"
         ]
         return "\n".join(parts)
     return str(content)

@@ -1,0 +1,218 @@
+"""Ladders as OpenAI-compatible models, and their run traces.
+
+- ``POST /v1/local/{ladder}/chat/completions`` — the OpenAI chat-completions format, with
+  ``stream: true`` (server-sent events) and usage counts. ``Idempotency-Key`` is the run id.
+- ``GET /v1/local/models`` — the ladders, as OpenAI models.
+- ``GET /v1/runs`` and ``GET /v1/runs/{run_id}`` — the tenant's runs and their traces.
+
+Auth is Cairn's own (``Authorization: Bearer <key>`` or ``X-API-Key``); the tenant comes from the
+key, and runs, slates and memory are the tenant's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn.api.auth import require_tenant, services_of
+from cairn.core.ids import uuid7
+from cairn.errors import CairnError, NotFound
+from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest, check_run_id
+from cairn.store.runs import RunRecord
+
+router = APIRouter(tags=["ladders"])
+
+OPTION_KEYS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed",
+               "presence_penalty", "frequency_penalty")
+
+
+class ChatMessageIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = Field(None, max_length=256)
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
+class ChatCompletionCreate(BaseModel):
+    """The OpenAI request body. Parameters Cairn does not use (tools, …) are accepted and
+    ignored; ``n`` must be 1."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = Field(None, max_length=256)
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int = Field(1, ge=1, le=1)
+    user: str | None = Field(None, max_length=256)
+    metadata: dict[str, Any] | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    max_tokens: int | None = Field(None, gt=0)
+    max_completion_tokens: int | None = Field(None, gt=0)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+
+
+def _runtime(request: Request) -> LadderRuntime:
+    services = services_of(request)
+    runtime = getattr(services, "ladder_runtime", None)
+    if runtime is None:
+        runtime = LadderRuntime(services)
+        services.ladder_runtime = runtime
+    return runtime
+
+
+def _sse(data: dict[str, Any] | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return f"data: {text}\n\n".encode()
+
+
+@router.post("/v1/local/{ladder}/chat/completions", response_model=None)
+def chat_completions(
+    ladder: str,
+    body: ChatCompletionCreate,
+    request: Request,
+    tenant: str = Depends(require_tenant),
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+    conversation_id: str | None = Header(None, alias="X-Conversation-ID"),
+) -> Any:
+    """Run the ladder as a chat model. Unknown ladder → 404 ``ladder_not_found``."""
+    services = services_of(request)
+    target = services.ladders.get(ladder)
+    run_id = check_run_id(idempotency_key) if idempotency_key else f"run-{uuid7().hex}"
+    meta = body.metadata or {}
+    options = {k: getattr(body, k) for k in OPTION_KEYS if getattr(body, k) is not None}
+    run = RunRequest(
+        tenant=tenant, ladder=target.name,
+        messages=[m.model_dump(exclude_none=True) for m in body.messages],
+        model=body.model, run_id=run_id, user=body.user or "",
+        context_id=conversation_id or str(meta.get("conversation_id") or ""), options=options,
+    )
+    runtime = _runtime(request)
+    headers = {"X-Cairn-Run-ID": run_id}
+    if not body.stream:
+        outcome = runtime.run(target, run)
+        if outcome.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        return _json(outcome.completion(), headers)
+
+    events = runtime.run_stream(target, run, stream=True)
+    # Run up to the first delta here, so errors before streaming are ordinary error answers.
+    first = next(events)
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    model = body.model or target.name
+    return StreamingResponse(
+        _stream(first, events, run_id, model, include_usage),
+        media_type="text/event-stream",
+        headers={**headers, "Cache-Control": "no-cache"},
+    )
+
+
+def _json(data: dict[str, Any], headers: dict[str, str]) -> Any:
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(data, headers=headers)
+
+
+def _stream(
+    first: str | RunOutcome, events: Iterator[str | RunOutcome], run_id: str, model: str,
+    include_usage: bool,
+) -> Iterator[bytes]:
+    base = {"id": f"chatcmpl-{run_id}", "object": "chat.completion.chunk", "model": model,
+            "system_fingerprint": None}
+
+    def chunk(delta: dict[str, Any], finish: str | None, created: int) -> dict[str, Any]:
+        return {**base, "created": created,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
+                             "logprobs": None}]}
+
+    import time
+
+    created = int(time.time())
+    yield _sse(chunk({"role": "assistant", "content": ""}, None, created))
+    outcome: RunOutcome | None = None
+    try:
+        item: str | RunOutcome | None = first
+        while item is not None:
+            if isinstance(item, RunOutcome):
+                outcome = item
+            elif item:
+                yield _sse(chunk({"content": item}, None, created))
+            item = next(events, None)
+    except CairnError as exc:
+        yield _sse({"error": {**exc.to_dict(), "request_id": None}})
+        return
+    except Exception as exc:  # the status line is already sent: report in the stream
+        yield _sse({"error": {"code": "internal_error", "message": str(exc), "details": None,
+                              "request_id": None}})
+        return
+    yield _sse(chunk({}, "stop", created))
+    if include_usage and outcome is not None:
+        yield _sse({**base, "created": created, "choices": [], "usage": outcome.usage})
+    yield _sse("[DONE]")
+
+
+@router.get("/v1/local/models")
+def list_models(request: Request, tenant: str = Depends(require_tenant)) -> dict[str, Any]:
+    """Every ladder (and ``LADDER:AGENT``) as an OpenAI model."""
+    services = services_of(request)
+    data = []
+    for ladder in services.ladders.all():
+        try:
+            created = int(ladder.path.stat().st_mtime)
+        except OSError:
+            created = 0
+        data.append({"id": ladder.name, "object": "model", "created": created,
+                     "owned_by": "cairn", "description": ladder.spec.description})
+    return {"object": "list", "data": data}
+
+
+def _summary(r: RunRecord) -> dict[str, Any]:
+    return {
+        "id": r.id, "ladder": r.ladder, "status": r.status, "model": r.model,
+        "user": r.user_id or None,
+        "created_at": r.created_at.isoformat().replace("+00:00", "Z"),
+        "finished_at": r.finished_at.isoformat().replace("+00:00", "Z") if r.finished_at else None,
+        "duration_ms": r.duration_ms, "error": r.error,
+    }
+
+
+@router.get("/v1/runs")
+def list_runs(
+    request: Request,
+    tenant: str = Depends(require_tenant),
+    ladder: str | None = Query(None, max_length=256),
+    status: Literal["running", "completed", "failed"] | None = Query(None),
+    limit: int = Query(50, ge=1, le=200),
+    offset: int = Query(0, ge=0),
+) -> dict[str, Any]:
+    """The tenant's ladder runs, newest first: ``{runs, total}``."""
+    runs, total = _runtime(request).runs.list(tenant, ladder=ladder, status=status, limit=limit,
+                                              offset=offset)
+    return {"runs": [_summary(r) for r in runs], "total": total}
+
+
+@router.get("/v1/runs/{run_id}")
+def get_run(run_id: str, request: Request, tenant: str = Depends(require_tenant)) -> dict[str, Any]:
+    """One run with its trace (steps, rendered messages, replies, slate reads and writes, hook
+    results; secrets redacted) and the response it gave."""
+    record = _runtime(request).runs.get(tenant, run_id)
+    if record is None:
+        raise NotFound(f"no run {run_id!r}", code="run_not_found")
+    return {**_summary(record), "effects": record.effects, "trace": record.trace,
+            "response": record.response}

@@ -1,0 +1,328 @@
+"""The ladder runtime: one call of a ladder, from request to reply, with its trace.
+
+Order of a run: claim the run id → prepare hooks → steps in order (render fields, call the
+model, apply ``slateWrite`` blocks and gated writes) → commit hooks → store the trace and the
+response.
+
+Idempotency: the run id is the ``Idempotency-Key`` header, else generated. A run id already
+completed answers from its stored response and writes nothing; one still running is a 409
+``run_in_progress``; a failed one (or one whose process died) is taken over and re-run, skipping
+the writes it had recorded as applied. Reusing a run id for a different request is a 409
+``idempotency_key_reused``. ``memory.turn`` commits are idempotent per run id by themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from cairn.core.ids import utcnow, uuid7
+from cairn.core.memory import ContextResult, TurnCommit
+from cairn.errors import CairnError, Conflict, InvalidInput
+from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEPS, Board
+from cairn.ladders.hooks import RequestContext
+from cairn.ladders.providers import ChatReply, ChatRequest
+from cairn.ladders.redact import redact
+from cairn.ladders.registry import Ladder
+from cairn.ladders.slate_io import SlateAccess
+from cairn.ladders.steps import render_step
+from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
+
+IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,256}$")
+# A running run not finished after this long is taken to be dead (its process stopped).
+STALE_AFTER = timedelta(minutes=10)
+
+
+class RunInProgress(Conflict):
+    code = "run_in_progress"
+
+
+class IdempotencyKeyReused(Conflict):
+    code = "idempotency_key_reused"
+
+
+@dataclass
+class RunRequest:
+    """One call: the tenant, the ladder (model id) and the OpenAI-style request."""
+
+    tenant: str
+    ladder: str
+    messages: list[dict[str, Any]]
+    model: str | None = None
+    run_id: str | None = None
+    user: str = ""
+    context_id: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        data = {"ladder": self.ladder, "messages": self.messages, "model": self.model,
+                "user": self.user, "context_id": self.context_id, "options": self.options}
+        raw = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    ladder: str
+    content: str
+    model: str
+    created: int
+    usage: dict[str, int]
+    replayed: bool = False
+    trace: dict[str, Any] | None = None
+
+    def completion(self) -> dict[str, Any]:
+        """The OpenAI ``chat.completion`` object of this run."""
+        return {
+            "id": f"chatcmpl-{self.run_id}",
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": self.content},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }],
+            "usage": self.usage,
+            "system_fingerprint": None,
+        }
+
+    @classmethod
+    def from_record(cls, record: RunRecord) -> RunOutcome:
+        r = record.response or {}
+        return cls(
+            run_id=record.id, ladder=record.ladder,
+            content=r["choices"][0]["message"]["content"], model=r["model"],
+            created=r["created"], usage=r["usage"], replayed=True,
+        )
+
+
+def check_run_id(value: str) -> str:
+    if not IDEMPOTENCY_KEY_RE.match(value):
+        raise InvalidInput(
+            "Idempotency-Key must be 1-256 visible ASCII characters without spaces",
+            code="invalid_idempotency_key",
+        )
+    return value
+
+
+class LadderRuntime:
+    """Runs ladders against one set of services (store, slates, memory)."""
+
+    def __init__(self, services: Any) -> None:
+        self.services = services
+        self.runs = RunRepository(services.store.db)
+
+    # ------------------------------------------------------------------ public
+
+    def run(self, ladder: Ladder, request: RunRequest) -> RunOutcome:
+        """Run to completion (or replay a completed run id)."""
+        for item in self.run_stream(ladder, request, stream=False):
+            if isinstance(item, RunOutcome):
+                return item
+        raise AssertionError("a run ends with its outcome")  # pragma: no cover
+
+    def run_stream(
+        self, ladder: Ladder, request: RunRequest, *, stream: bool = True
+    ) -> Iterator[str | RunOutcome]:
+        """Yield the reply's text deltas as the last step streams them, then the outcome.
+
+        Errors before the first delta raise before anything is yielded, so callers can still
+        answer with an error status."""
+        run_id, skip = self._claim(ladder, request)
+        if isinstance(skip, RunOutcome):
+            if stream:
+                yield skip.content
+            yield skip
+            return
+        yield from self._execute(ladder, request, run_id, skip, stream)
+
+    # ------------------------------------------------------------------ internals
+
+    def _claim(self, ladder: Ladder, request: RunRequest) -> tuple[str, set[str] | RunOutcome]:
+        run_id = check_run_id(request.run_id) if request.run_id else f"run-{uuid7().hex}"
+        fingerprint = request.fingerprint()
+        record, created = self.runs.begin(
+            request.tenant, run_id, ladder=ladder.name, request_hash=fingerprint,
+            model=request.model or "", user_id=request.user,
+        )
+        if created:
+            return run_id, set()
+        if record.request_hash != fingerprint:
+            raise IdempotencyKeyReused(
+                f"run id {run_id!r} was used for a different request; use a new Idempotency-Key",
+                details={"run_id": run_id},
+            )
+        if record.status == COMPLETED:
+            return run_id, RunOutcome.from_record(record)
+        if self.runs.take_over(request.tenant, run_id, stale_before=utcnow() - STALE_AFTER):
+            return run_id, set(record.effects)
+        raise RunInProgress(
+            f"run {run_id!r} is still running; retry when it has finished",
+            details={"run_id": run_id},
+        )
+
+    def _execute(
+        self, ladder: Ladder, request: RunRequest, run_id: str, done: set[str], stream: bool
+    ) -> Iterator[str | RunOutcome]:
+        t0 = time.perf_counter()
+        created = int(time.time())
+        board = Board.for_request(
+            run_id=run_id, ladder=ladder.ladder, messages=request.messages,
+            context_id=request.context_id or "default", user_id=request.user,
+        )
+        effects: list[str] = [e for e in done]
+        trace: dict[str, Any] = {
+            "run_id": run_id, "ladder": ladder.name, "agent": ladder.agent,
+            "requested_model": request.model, "user": request.user,
+            "context_id": board.context_id, "resumed_effects": sorted(done),
+            "prepare": [], "steps": [], "commit": [],
+        }
+        slates = SlateAccess(self.services, request.tenant, ladder.ladder, request.user, run_id)
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        # The response names the model the caller asked for, else the ladder.
+        model_name = request.model or ladder.name
+        try:
+            hooks = (ladder.binding.hooks_for(self.services, request.tenant)
+                     if ladder.binding is not None else None)
+            ctx = RequestContext(context_id=board.context_id, message=board.current_message,
+                                 run_id=run_id)
+            for hook in hooks.prepare if hooks else []:
+                trace["prepare"].append(run_hook(hook, board, ctx))
+            reply: ChatReply | None = None
+            for i, step in enumerate(ladder.steps):
+                last = i == len(ladder.steps) - 1
+                ts = time.perf_counter()
+                rendered = render_step(step, board, slates.read)
+                provider, model = ladder.router.resolve(step.model or request.model)
+                options = dict(request.options)
+                if step.temperature is not None:
+                    options["temperature"] = step.temperature
+                if step.maxTokens is not None:
+                    options["max_tokens"] = step.maxTokens
+                chat = ChatRequest(model=model, messages=rendered.messages, options=options)
+                step_trace: dict[str, Any] = {
+                    "id": step.id, "provider": provider.name, "model": model,
+                    "fields": [f.trace() for f in rendered.fields],
+                    "slate_reads": rendered.slate_reads(), "messages": rendered.messages,
+                }
+                trace["steps"].append(step_trace)
+                if last and stream:
+                    for item in provider.stream(chat):
+                        if isinstance(item, ChatReply):
+                            reply = item
+                        else:
+                            yield item
+                else:
+                    reply = provider.complete(chat)
+                assert reply is not None
+                board.values[STEPS][step.id] = reply.content
+                step_trace["reply"] = reply.content
+                step_trace["usage"] = {"prompt_tokens": reply.prompt_tokens,
+                                       "completion_tokens": reply.completion_tokens}
+                usage["prompt_tokens"] += reply.prompt_tokens
+                usage["completion_tokens"] += reply.completion_tokens
+                step_trace["writes"] = self._writes(step, reply.content, slates, done, effects,
+                                                    request.tenant, run_id)
+                step_trace["duration_ms"] = round((time.perf_counter() - ts) * 1000, 3)
+            content = reply.content if reply is not None else ""
+            board.set_engine(REPLY, content)
+            board.set_engine(MAIN_CHANNEL, [
+                {"role": "user", "content": board.current_message},
+                {"role": "assistant", "content": content},
+            ])
+            for hook in hooks.commit if hooks else []:
+                trace["commit"].append(run_hook(hook, board, ctx))
+        except CairnError as exc:
+            trace["error"] = {"code": exc.code, "message": exc.message}
+            self._fail(request.tenant, run_id, t0, trace, ladder, effects, exc.message)
+            raise
+        except Exception as exc:
+            trace["error"] = {"code": "internal_error", "message": str(exc)}
+            self._fail(request.tenant, run_id, t0, trace, ladder, effects, str(exc))
+            raise
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        trace["board"] = {k: v for k, v in board.user_variables().items()}
+        trace["reply"] = content
+        trace["usage"] = usage
+        outcome = RunOutcome(run_id, ladder.name, content, model_name, created, usage)
+        duration = (time.perf_counter() - t0) * 1000
+        trace["duration_ms"] = round(duration, 3)
+        clean = redact(trace, ladder.secrets)
+        self.runs.finish(request.tenant, run_id, status=COMPLETED, duration_ms=duration,
+                         trace=clean, response=outcome.completion(), effects=effects)
+        outcome.trace = clean
+        yield outcome
+
+    def _writes(
+        self, step: Any, output: str, slates: SlateAccess, done: set[str], effects: list[str],
+        tenant: str, run_id: str,
+    ) -> list[dict[str, Any]]:
+        """Apply the step's slateWrite blocks and its gated write; record each applied one."""
+        out: list[dict[str, Any]] = []
+        jobs: list[tuple[str, Any]] = [
+            (f"{step.id}/slateWrite/{k}", w) for k, w in enumerate(step.slate_writes())
+        ]
+        if step.gate is not None:
+            jobs.append((f"{step.id}/if", step.gate))
+        for key, spec in jobs:
+            if key in done:
+                out.append({"effect": key, "written": False,
+                            "reason": "already applied by an earlier attempt of this run"})
+                continue
+            result = (slates.gated(spec, output) if key.endswith("/if")
+                      else slates.write(spec, output))
+            result = {"effect": key, **result}
+            out.append(result)
+            if result.get("written"):
+                effects.append(key)
+                self.runs.add_effect(tenant, run_id, effects)
+        return out
+
+    def _fail(self, tenant: str, run_id: str, t0: float, trace: dict[str, Any], ladder: Ladder,
+              effects: list[str], message: str) -> None:
+        duration = (time.perf_counter() - t0) * 1000
+        trace["duration_ms"] = round(duration, 3)
+        self.runs.finish(tenant, run_id, status=FAILED, duration_ms=duration,
+                         trace=redact(trace, ladder.secrets), error=message, effects=effects)
+
+
+def run_hook(hook: Any, board: Board, ctx: RequestContext) -> dict[str, Any]:
+    """Run one hook on the board's variables and describe its result for the trace."""
+    t0 = time.perf_counter()
+    result = hook(board.values, ctx)
+    out: dict[str, Any] = {"type": getattr(hook, "type", type(hook).__name__)}
+    if isinstance(result, ContextResult):
+        settings = hook.settings
+        out["output"] = settings.output
+        if settings.render is not None:
+            out["render_output"] = settings.render.output
+        out["items"] = [{"id": i.id, "kind": i.kind, "score": i.score,
+                         "source_class": i.source_class, "content": i.content[:200]}
+                        for i in result.items]
+        out["token_count"] = result.token_count
+        out["truncated"] = result.truncated
+    elif isinstance(result, TurnCommit):
+        out["episode_id"] = str(result.episode_id)
+        out["conversation_id"] = result.conversation_id
+        out["idempotency_key"] = result.idempotency_key
+        out["created"] = result.created
+    out["duration_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+    return out
+
+
+__all__ = [
+    "IdempotencyKeyReused",
+    "LadderRuntime",
+    "RunInProgress",
+    "RunOutcome",
+    "RunRequest",
+]

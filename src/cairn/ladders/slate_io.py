@@ -1,0 +1,64 @@
+"""A run's door to its ladder's slates: reads for ``slateRead`` fields, ``slateWrite`` blocks and
+gated writes, bound to the run's tenant, ladder, user and run id, with trace-ready results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.errors import CairnError
+from cairn.slates.config import GateSpec, SlateReadSource, SlateWriteSpec
+from cairn.slates.model import WriteOutcome
+from cairn.slates.steps import apply_gated_write, apply_slate_write
+
+
+class SlateAccess:
+    def __init__(self, services: Any, tenant: str, ladder: str, user: str, run_id: str) -> None:
+        self.services = services
+        self.tenant = tenant
+        self.ladder = ladder
+        self.user = user or None
+        self.run_id = run_id
+
+    @property
+    def slates(self) -> Any:
+        slates = getattr(self.services, "slates", None)
+        if slates is None:  # pragma: no cover - Services always has one
+            raise CairnError("the slates service is not configured", code="slates_unavailable")
+        return slates
+
+    def read(self, ref: SlateReadSource) -> str:
+        """The text a ``slateRead`` field sees (fallbacks are the step's business)."""
+        return str(self.slates.read(
+            self.tenant, self.ladder, ref.slate, ref.folder, ref.file, user_id=self.user,
+            metatag=ref.metatag, depth=ref.depth, run_id=self.run_id,
+        ))
+
+    def write(self, spec: SlateWriteSpec, output: str) -> dict[str, Any]:
+        """Apply a ``slateWrite`` block; a no-match is a recorded no-op, an error is traced."""
+        target = spec.to.model_dump()
+        try:
+            outcome = apply_slate_write(self.slates, self.tenant, self.ladder, spec, output,
+                                        run_id=self.run_id, user_id=self.user)
+        except CairnError as exc:
+            return {"kind": "slateWrite", "to": target, "written": False, "reason": exc.code,
+                    "detail": exc.message}
+        return {"kind": "slateWrite", "to": target, **_outcome(outcome)}
+
+    def gated(self, gate: GateSpec, output: str) -> dict[str, Any]:
+        """Apply an ``if:`` gated write (the output verbatim, when the condition holds)."""
+        try:
+            outcome = apply_gated_write(self.slates, self.tenant, self.ladder, gate, output,
+                                        run_id=self.run_id, user_id=self.user)
+        except CairnError as exc:
+            return {"kind": "gated", "written": False, "reason": exc.code, "detail": exc.message}
+        return {"kind": "gated", **_outcome(outcome)}
+
+
+def _outcome(outcome: WriteOutcome) -> dict[str, Any]:
+    out = outcome.to_dict()
+    if outcome.value is not None:
+        out["value"] = outcome.value
+    return out
+
+
+__all__ = ["SlateAccess"]

@@ -1,0 +1,186 @@
+"""Ladder runs: one row per run id and tenant, holding the run's status, response and trace.
+
+The row doubles as the idempotency record: ``begin`` inserts it (or finds the one a previous
+attempt made), so a retried request with the same run id can be answered from the stored
+response instead of running, and writing, again. ``effects`` lists the writes a run has applied,
+so a run taken over after a failure skips what was already written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Float,
+    Index,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    or_,
+    select,
+    update,
+)
+
+from cairn.core.ids import utcnow
+from cairn.store.database import Database
+from cairn.store.schema import JsonType, SeqType, UTCDateTime, metadata
+
+ladder_runs = Table(
+    "ladder_runs",
+    metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=True),
+    Column("id", String(256), nullable=False),
+    Column("tenant_id", String(128), nullable=False),
+    Column("ladder", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False, server_default=""),
+    Column("status", String(16), nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("model", String(256), nullable=False, server_default=""),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("started_at", UTCDateTime(), nullable=False),
+    Column("finished_at", UTCDateTime(), nullable=True),
+    Column("duration_ms", Float(), nullable=True),
+    Column("effects", JsonType, nullable=False),
+    Column("response", JsonType, nullable=True),
+    Column("trace", JsonType, nullable=True),
+    Column("error", Text(), nullable=True),
+    UniqueConstraint("tenant_id", "id", name="uq_ladder_runs_id"),
+    Index("ix_ladder_runs_tenant_seq", "tenant_id", "seq"),
+)
+
+RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
+
+
+@dataclass
+class RunRecord:
+    id: str
+    tenant_id: str
+    ladder: str
+    user_id: str
+    status: str
+    request_hash: str
+    model: str
+    created_at: datetime
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: float | None
+    effects: list[str]
+    response: dict[str, Any] | None
+    trace: dict[str, Any] | None
+    error: str | None
+
+
+def _record(row: Any) -> RunRecord:
+    m = row._mapping
+    return RunRecord(**{k: m[k] for k in RunRecord.__dataclass_fields__})
+
+
+class RunRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def begin(
+        self, tenant_id: str, run_id: str, *, ladder: str, request_hash: str, model: str,
+        user_id: str = "",
+    ) -> tuple[RunRecord, bool]:
+        """Insert the run as ``running``; returns the row and True, or the existing row and
+        False when this run id is already known to the tenant."""
+        now = utcnow()
+        with self.db.write() as conn:
+            inserted = conn.execute(
+                self.db.insert(ladder_runs)
+                .values(
+                    id=run_id, tenant_id=tenant_id, ladder=ladder, user_id=user_id,
+                    status=RUNNING, request_hash=request_hash, model=model, created_at=now,
+                    started_at=now, effects=[],
+                )
+                .on_conflict_do_nothing(index_elements=["tenant_id", "id"])
+            ).rowcount
+            row = conn.execute(
+                select(ladder_runs).where(
+                    ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
+                )
+            ).one()
+        return _record(row), inserted == 1
+
+    def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime) -> bool:
+        """Restart a failed run, or a running one not heard of since ``stale_before``
+        (its process died). True when this caller now owns the run."""
+        with self.db.write() as conn:
+            return conn.execute(
+                update(ladder_runs)
+                .where(
+                    ladder_runs.c.tenant_id == tenant_id,
+                    ladder_runs.c.id == run_id,
+                    or_(
+                        ladder_runs.c.status == FAILED,
+                        (ladder_runs.c.status == RUNNING)
+                        & (ladder_runs.c.started_at < stale_before),
+                    ),
+                )
+                .values(status=RUNNING, started_at=utcnow(), error=None)
+            ).rowcount == 1
+
+    def add_effect(self, tenant_id: str, run_id: str, effects: list[str]) -> None:
+        """Record the writes applied so far (the whole list, in order)."""
+        with self.db.write() as conn:
+            conn.execute(
+                update(ladder_runs)
+                .where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id)
+                .values(effects=list(effects))
+            )
+
+    def finish(
+        self, tenant_id: str, run_id: str, *, status: str, duration_ms: float,
+        trace: dict[str, Any], response: dict[str, Any] | None = None, error: str | None = None,
+        effects: list[str] | None = None,
+    ) -> None:
+        values: dict[str, Any] = {
+            "status": status, "finished_at": utcnow(), "duration_ms": duration_ms,
+            "trace": trace, "response": response, "error": error,
+        }
+        if effects is not None:
+            values["effects"] = list(effects)
+        with self.db.write() as conn:
+            conn.execute(
+                update(ladder_runs)
+                .where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id)
+                .values(**values)
+            )
+
+    def get(self, tenant_id: str, run_id: str) -> RunRecord | None:
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(ladder_runs).where(
+                    ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
+                )
+            ).first()
+        return _record(row) if row is not None else None
+
+    def list(
+        self, tenant_id: str, *, ladder: str | None = None, status: str | None = None,
+        limit: int = 50, offset: int = 0,
+    ) -> tuple[list[RunRecord], int]:
+        """The tenant's runs, newest first, and how many there are in all."""
+        where = [ladder_runs.c.tenant_id == tenant_id]
+        if ladder is not None:
+            where.append(ladder_runs.c.ladder == ladder)
+        if status is not None:
+            where.append(ladder_runs.c.status == status)
+        with self.db.read() as conn:
+            total = conn.execute(
+                select(func.count()).select_from(ladder_runs).where(*where)
+            ).scalar_one()
+            rows = conn.execute(
+                select(ladder_runs).where(*where).order_by(ladder_runs.c.seq.desc())
+                .limit(limit).offset(offset)
+            ).all()
+        return [_record(r) for r in rows], int(total)
+
+
+__all__ = ["COMPLETED", "FAILED", "RUNNING", "RunRecord", "RunRepository", "ladder_runs"]
