@@ -39,6 +39,10 @@ class Services:
         from cairn.slates.service import Slates
 
         self.slates = Slates(store, tokenizer=settings.tokenizer, ladders_dir=settings.ladders_dir)
+        # Ladders (steps, hooks, model providers) from ladders_dir; a bad file is a ConfigError.
+        from cairn.ladders.registry import LadderRegistry
+
+        self.ladders = LadderRegistry.load(settings)
         if settings.api_key:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)
