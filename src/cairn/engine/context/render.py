@@ -48,11 +48,10 @@ def _check_size(text: str, max_chars: int) -> str:
 
 
 def _item_header(n: int, item: ContextItem) -> str:
-    when = item.occurred_at or item.created_at
-    return (
-        f'<item n="{n}" kind="{escape_text(item.kind)}" source="{item.source_class}" '
-        f'date="{when.date().isoformat()}">'
-    )
+    # Only the time the remembered thing happened is shown; when it was stored is noise.
+    date = f' date="{item.occurred_at.date().isoformat()}"' if item.occurred_at else ""
+    return f'<item n="{n}" kind="{escape_text(item.kind)}" source="{item.source_class}"{date}>'
+
 
 
 class DefaultRenderer:
