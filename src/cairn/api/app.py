@@ -13,7 +13,6 @@ from cairn.api.middleware import BodyLimitMiddleware, Metrics, RequestContextMid
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.templates import router as templates_router
 from cairn.api.routes.slates import router as slates_router
-from cairn.api.routes.slates import router as slates_router
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
 from cairn.config import Settings
@@ -25,7 +24,6 @@ ROUTERS = [
     episodes.router,
     subjects.router,
     templates_router,
-    slates_router,
     slates_router,
     context_router,
     ladders_router,
