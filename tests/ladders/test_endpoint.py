@@ -1,0 +1,236 @@
+"""The seed-002 walkthrough through the real HTTP endpoint with the official ``openai`` client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from openai import OpenAI
+
+from tests.ladders.conftest import Cairn, running_cairn, write_ladder
+
+QUESTION_1 = "What is the capital of France?"
+QUESTION_2 = "What is the capital of Germany?"
+
+
+def client_for(cairn: Cairn, ladder: str = "memory-ladder", key: str | None = None) -> OpenAI:
+    return OpenAI(base_url=cairn.base(ladder), api_key=key or cairn.key, max_retries=0)
+
+
+def ask(client: OpenAI, question: str, **kwargs: object) -> object:
+    return client.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": question}], **kwargs
+    )
+
+
+def core_md(cairn: Cairn, tenant: str = "tenant-a") -> str:
+    return cairn.services.slates.read_file(tenant, "memory-ladder", "Memory", "facts", "core.md",
+                                           peek=True)
+
+
+def run_trace(cairn: Cairn, run_id: str) -> dict:
+    r = httpx.get(f"{cairn.url}/v1/runs/{run_id}",
+                  headers={"Authorization": f"Bearer {cairn.key}"})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def seed_cairn(request: pytest.FixtureRequest, tmp_path: Path, ladders_dir: Path):
+    """The example ladders on each backend."""
+    overrides = {}
+    if request.param == "postgres":
+        from tests.conftest import database_url
+
+        overrides["database_url"] = database_url("postgres", tmp_path, request)
+    with running_cairn(tmp_path, ladders_dir, **overrides) as c:
+        yield c
+
+
+def test_verify_it_works_flow(seed_cairn: Cairn) -> None:
+    """Call 1 appends the fact to core.md; call 2's KnownFacts holds it."""
+    client = client_for(seed_cairn)
+    first = ask(client, QUESTION_1)
+    assert first.choices[0].message.content.startswith("Paris.")
+    assert first.usage.prompt_tokens > 0 and first.usage.completion_tokens > 0
+    assert core_md(seed_cairn) == "Paris is the capital of France."
+
+    raw = client.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": QUESTION_2}]
+    )
+    second = raw.parse()
+    assert "Paris is the capital of France" in second.choices[0].message.content
+    run = run_trace(seed_cairn, raw.headers["x-cairn-run-id"])
+    step = run["trace"]["steps"][0]
+    known = next(f for f in step["fields"] if f["name"] == "KnownFacts")
+    assert known["fallback_used"] is False
+    assert step["messages"][1]["content"] == (
+        "## Question\nWhat is the capital of Germany?\n\n"
+        "## KnownFacts\nParis is the capital of France."
+    )
+    assert step["writes"][0]["written"] is True
+    assert step["writes"][0]["value"] == "Berlin is the capital of Germany."
+    assert core_md(seed_cairn) == (
+        "Paris is the capital of France.\nBerlin is the capital of Germany."
+    )
+
+
+def test_first_call_uses_the_fallback(cairn: Cairn) -> None:
+    raw = client_for(cairn).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": QUESTION_1}]
+    )
+    step = run_trace(cairn, raw.headers["x-cairn-run-id"])["trace"]["steps"][0]
+    assert step["messages"] == [
+        {"role": "system",
+         "content": 'Answer. If you discover a durable fact, emit JSON {"fact": "..."}.'},
+        {"role": "user",
+         "content": "## Question\nWhat is the capital of France?\n\n"
+                    "## KnownFacts\nNo prior facts available."},
+    ]
+    assert step["slate_reads"][0]["fallback_used"] is True
+
+
+def test_streaming_with_the_openai_client(cairn: Cairn) -> None:
+    client = client_for(cairn)
+    stream = ask(client, QUESTION_1, stream=True, stream_options={"include_usage": True})
+    pieces, usage, finish = [], None, None
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            if choice.delta.content:
+                pieces.append(choice.delta.content)
+            finish = choice.finish_reason or finish
+    text = "".join(pieces)
+    assert len(pieces) > 3  # streamed in several chunks, not one
+    assert text == 'Paris.\n```json\n{"fact": "Paris is the capital of France."}\n```'
+    assert finish == "stop"
+    assert usage is not None and usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    # The write happened after the stream, exactly as without streaming.
+    assert core_md(cairn) == "Paris is the capital of France."
+
+
+def test_idempotency_key_retry_writes_nothing_new(cairn: Cairn) -> None:
+    client = client_for(cairn)
+    headers = {"Idempotency-Key": "retry-1"}
+    first = ask(client, QUESTION_1, extra_headers=headers)
+    again = ask(client, QUESTION_1, extra_headers=headers)
+    streamed = "".join(
+        c.choices[0].delta.content or ""
+        for c in ask(client, QUESTION_1, extra_headers=headers, stream=True) if c.choices
+    )
+    assert again.id == first.id == "chatcmpl-retry-1"
+    assert again.choices[0].message.content == first.choices[0].message.content == streamed
+    assert core_md(cairn) == "Paris is the capital of France."  # one entry, not three
+    runs = httpx.get(f"{cairn.url}/v1/runs", headers={"X-API-Key": cairn.key}).json()
+    assert runs["total"] == 1 and runs["runs"][0]["id"] == "retry-1"
+
+    # The same key for a different request is refused, and writes nothing.
+    with pytest.raises(openai.ConflictError) as err:
+        ask(client, QUESTION_2, extra_headers=headers)
+    assert err.value.body["code"] == "idempotency_key_reused"
+    assert core_md(cairn) == "Paris is the capital of France."
+
+
+def test_output_not_matching_the_schema_writes_nothing(tmp_path: Path, ladders_dir: Path) -> None:
+    """The model emits {"fact": "Rome"}: shorter than minLength 5, so nothing is written and
+    the trace says why."""
+    replies = ladders_dir / "replies" / "memory-ladder.yaml"
+    replies.write_text(replies.read_text().replace(
+        "rules:\n",
+        'rules:\n  - contains: "capital of Italy"\n    reply: \'{"fact": "Rome"}\'\n', 1))
+    with running_cairn(tmp_path, ladders_dir) as c:
+        raw = client_for(c).chat.completions.with_raw_response.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "What is the capital of Italy?"}]
+        )
+        assert raw.parse().choices[0].message.content == '{"fact": "Rome"}'
+        run = run_trace(c, raw.headers["x-cairn-run-id"])
+        write = run["trace"]["steps"][0]["writes"][0]
+        assert write["written"] is False
+        assert write["reason"] == "schema_mismatch", write
+        assert "fact" in write["detail"]
+        assert run["effects"] == []
+        assert core_md(c) == ""
+        # Output with no JSON at all is a no-op too, with its own reason.
+        raw = client_for(c).chat.completions.with_raw_response.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "Anything?"}]
+        )
+        write = run_trace(c, raw.headers["x-cairn-run-id"])["trace"]["steps"][0]["writes"][0]
+        assert write["written"] is False and write["reason"] != "schema_mismatch"
+        assert core_md(c) == ""
+
+
+def test_models_list_and_unknown_ladder(cairn: Cairn) -> None:
+    client = client_for(cairn)
+    ids = [m.id for m in OpenAI(base_url=f"{cairn.url}/v1/local", api_key=cairn.key).models.list()]
+    assert "memory-ladder" in ids
+    with pytest.raises(openai.NotFoundError) as err:
+        ask(client_for(cairn, "no-such-ladder"), QUESTION_1)
+    assert err.value.body["code"] == "ladder_not_found"
+    del client
+
+
+def test_auth_and_tenant_isolation(cairn: Cairn) -> None:
+    r = httpx.post(f"{cairn.base('memory-ladder')}/chat/completions",
+                   json={"messages": [{"role": "user", "content": QUESTION_1}]})
+    assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"
+    with pytest.raises(openai.PermissionDeniedError):
+        ask(client_for(cairn, key="cairn_not-a-real-key"), QUESTION_1)
+    raw = client_for(cairn).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": QUESTION_1}]
+    )
+    run_id = raw.headers["x-cairn-run-id"]
+    # Tenant b sees neither tenant a's run nor its slate.
+    r = httpx.get(f"{cairn.url}/v1/runs/{run_id}", headers={"X-API-Key": cairn.other_key})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "run_not_found"
+    assert httpx.get(f"{cairn.url}/v1/runs", headers={"X-API-Key": cairn.other_key}).json()[
+        "total"] == 0
+    assert core_md(cairn, "tenant-b") == ""
+    ask(client_for(cairn, key=cairn.other_key), QUESTION_2)
+    assert core_md(cairn, "tenant-b") == "Berlin is the capital of Germany."
+    assert core_md(cairn) == "Paris is the capital of France."
+
+
+def test_invalid_requests_are_clear_4xx(cairn: Cairn) -> None:
+    h = {"Authorization": f"Bearer {cairn.key}"}
+    url = f"{cairn.base('memory-ladder')}/chat/completions"
+    r = httpx.post(url, headers=h, json={"model": "gpt-4o", "messages": []})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
+    r = httpx.post(url, headers={**h, "Idempotency-Key": "has space"},
+                   json={"messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_idempotency_key"
+    r = httpx.post(url, headers=h, json={"messages": [{"role": "user", "content": "x"}], "n": 2})
+    assert r.status_code == 422
+    runs = httpx.get(f"{cairn.url}/v1/runs", headers=h).json()
+    assert runs["total"] == 0  # bad input changed nothing
+
+
+def test_runs_listing(cairn: Cairn) -> None:
+    client = client_for(cairn)
+    ask(client, QUESTION_1)
+    ask(client, QUESTION_2)
+    h = {"X-API-Key": cairn.key}
+    body = httpx.get(f"{cairn.url}/v1/runs", headers=h, params={"limit": 1}).json()
+    assert body["total"] == 2 and len(body["runs"]) == 1
+    newest = body["runs"][0]
+    assert newest["status"] == "completed" and newest["ladder"] == "memory-ladder"
+    one = httpx.get(f"{cairn.url}/v1/runs/{newest['id']}", headers=h).json()
+    assert one["response"]["choices"][0]["message"]["content"].startswith("Berlin")
+    assert one["effects"] == ["answer/slateWrite/0"]
+    r = httpx.get(f"{cairn.url}/v1/runs", headers=h, params={"status": "weird"})
+    assert r.status_code == 422
+
+
+def test_a_ladder_file_with_its_own_name(tmp_path: Path, ladders_dir: Path) -> None:
+    write_ladder(ladders_dir, "file-name", """
+name: echo
+providers:
+  p: {kind: scripted, default: "echo!"}
+models: {"*": p}
+""")
+    with running_cairn(tmp_path, ladders_dir) as c:
+        reply = ask(client_for(c, "echo"), "hello")
+        assert reply.choices[0].message.content == "echo!"
+        assert reply.model == "gpt-4o"
