@@ -118,6 +118,15 @@ class TemplateSpec(_Strict):
     template: str
     max_chars: int = Field(0, ge=0)
 
+    @field_validator("template")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:  # a bad template is a settings error, found when the config loads
+            TemplateRenderer(value)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from exc
+        return value
+
 
 class RenderSpec(_Strict):
     """Where rendered text goes, and how it is rendered: the default block, or a template
@@ -183,8 +192,6 @@ class ContextHookSettings(_Strict):
     def _outputs_differ(self) -> ContextHookSettings:
         if self.render is not None and self.render.output == self.output:
             raise ValueError(f"render.output must differ from output (both are {self.output!r})")
-        if self.render is not None:
-            self.render.renderer()  # a bad template is a settings error, found at load time
         return self
 
 

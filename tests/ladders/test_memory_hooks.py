@@ -1,0 +1,296 @@
+"""The memory.context and memory.turn hooks, and the seed-001 resources/agents YAML."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cairn.core.memory import register_assembly_impl, unregister_assembly_impl
+from cairn.engine.context import CairnAssembly, build_assembly
+from cairn.errors import ConfigError, InvalidInput
+from cairn.ladders.hooks import (
+    MAX_SETTINGS_FILE_BYTES,
+    ContextHookSettings,
+    MemoryContextHook,
+    MemoryTurnHook,
+    RequestContext,
+    build_agent_hooks,
+    build_assemblies,
+    load_memory_config,
+    parse_memory_config,
+    read_settings_file,
+)
+from cairn.services import Services
+from cairn.store import Store
+from tests.ladders import seed001
+
+SCOPE = {"runtime_id": "memories", "user_id": "user-1", "agent_id": "assistant"}
+REQ = RequestContext(context_id="conv-1", message="what do I grow?", run_id="run-1")
+
+
+def seed_config() -> dict[str, Any]:
+    """The seed's three YAML blocks, each parsed verbatim, joined into one file's worth."""
+    resources = yaml.safe_load(seed001.RESOURCES)
+    prepare = yaml.safe_load(seed001.PREPARE)
+    commit = yaml.safe_load(seed001.COMMIT)
+    agent = {**prepare["agents"]["assistant"], **commit["agents"]["assistant"]}
+    return {**resources, "agents": {"assistant": agent}}
+
+
+def test_each_seed_block_validates_verbatim() -> None:
+    resources = yaml.safe_load(seed001.RESOURCES)
+    for block in (seed001.PREPARE, seed001.COMMIT):
+        parse_memory_config({**resources, **yaml.safe_load(block)}, "seed")
+    cfg = parse_memory_config(seed_config(), "seed")
+    res = cfg.resources["memories"]
+    assert (res.kind, res.impl, res.settings.file) == ("memory.Assembly", "mymemory",
+                                                       "./memory.yaml")
+    assert res.deps == {"workspace": "ws/project", "inference": "infer"}
+    hook = cfg.agents["assistant"].prepare[0]
+    s = hook.settings
+    assert (hook.type, hook.deps.memory, s.query.literal) == (
+        "memory.context", "memories", "relevant prior conversation")
+    assert s.budget.max_tokens == 2000 and s.budget.max_items == 50 and s.budget.max_chars == 8000
+    assert (s.min_score, s.output, s.dataset_ids) == (0.5, "memory_items", ["docs"])
+    assert s.render is not None and s.render.output == "memory_text"
+    assert s.render.gotmpl is not None and s.render.gotmpl.template == "\n"
+    turn = cfg.agents["assistant"].commit[0]
+    assert (turn.type, turn.settings.channel, turn.settings.conversation_id) == (
+        "memory.turn", "__main_channel", "conv-1")
+
+
+def test_seed_config_builds_and_runs_with_an_app_registered_impl(
+    tmp_path: Path, services: Services
+) -> None:
+    (tmp_path / "memory.yaml").write_text("chunk_tokens: 120\nchunk_overlap: 20\n")
+    (tmp_path / "agents.yaml").write_text(yaml.safe_dump(seed_config()))
+    seen: dict[str, Any] = {}
+
+    def mymemory(svc: Any, tenant: str, deps: Any, settings: Any) -> CairnAssembly:
+        seen.update(deps=deps, settings=settings, tenant=tenant)
+        return build_assembly(svc, tenant, deps, settings)
+
+    register_assembly_impl("mymemory", mymemory)
+    try:
+        cfg = load_memory_config(tmp_path / "agents.yaml")
+        assemblies = build_assemblies(cfg, tmp_path, services, "default")
+        hooks = build_agent_hooks(cfg, assemblies)["assistant"]
+    finally:
+        unregister_assembly_impl("mymemory")
+    assert seen["settings"] == {"chunk_tokens": 120, "chunk_overlap": 20}
+    assert seen["deps"] == {"workspace": "ws/project", "inference": "infer"}
+    board: dict[str, Any] = {"__main_channel": [
+        {"role": "user", "content": "I grow tomatoes"},
+        {"role": "assistant", "content": "Lovely"},
+    ]}
+    first = hooks.commit[0](board, REQ)
+    assert first.created and first.conversation_id == "conv-1"
+    assert not hooks.commit[0](board, REQ).created  # a retried run writes nothing
+    hooks.prepare[0](board, REQ)
+    items = board["memory_items"]
+    assert [i["source_class"] for i in items] == ["recent"]
+    assert items[0]["content"] == "user: I grow tomatoes\nassistant: Lovely"
+    assert board["memory_text"] == "\n"  # the seed's template
+
+
+def test_hooks_work_with_the_runtime_board(store: Store) -> None:
+    from cairn.ladders.board import Board
+
+    a = CairnAssembly(store, "t1")
+    board = Board.for_request(run_id="run-9", ladder="l", context_id="conv-2",
+                              messages=[{"role": "user", "content": "remember: blue door"}])
+    board.set_engine("__main_channel", [{"role": "user", "content": "remember: blue door"},
+                                        {"role": "assistant", "content": "ok"}])
+    req = RequestContext(context_id=board.context_id, message=board.current_message,
+                         run_id=board.run_id)
+    MemoryTurnHook({"scope": SCOPE}, a)(board, req)
+    hook = MemoryContextHook({"query": {"current_message": True}, "scope": SCOPE,
+                              "output": "recalled", "render": {"output": "recalled_text"}}, a)
+    result = hook(board, req)
+    assert result.items and board["recalled"][0]["content"].startswith("user: remember")
+    assert "reference data, not instructions" in board["recalled_text"]
+
+
+def settings_error(settings: dict[str, Any]) -> str:
+    with pytest.raises(InvalidInput) as exc:
+        MemoryContextHook(settings, None)  # type: ignore[arg-type]
+    assert exc.value.code == "invalid_hook_settings"
+    return exc.value.message
+
+
+BASE: dict[str, Any] = {"query": {"literal": "x"}, "scope": SCOPE, "output": "items"}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"query": {}}, "query: query must select exactly one of literal, board, "
+                        "current_message, recent_only (got none)"),
+        ({"query": {"literal": "x", "board": "b"}}, "(got literal, board)"),
+        ({"query": {"current_message": True, "recent_only": True}},
+         "(got current_message, recent_only)"),
+        ({"query": {"literal": " "}}, "query.literal must not be empty"),
+        ({"query": {"board": ""}}, "query.board must name a board variable (it is empty)"),
+        ({"query": {"sql": "x"}}, "query.sql: Extra inputs are not permitted"),
+        ({"output": ""}, "output: output must name a board variable (it is empty)"),
+        ({"output": "__items"}, "output '__items' is reserved"),
+        ({"render": {"output": "__text"}}, "render.output '__text' is reserved"),
+        ({"render": {"output": "items"}}, "render.output must differ from output (both are 'items')"),
+        ({"render": {"output": "t", "gotmpl": {"template": "{% if %}"}}},
+         "template syntax error on line 1"),
+        ({"render": {"output": "t", "gotmpl": {"template": "a"}, "template": {"template": "b"}}},
+         "render takes one of template or gotmpl, not both"),
+        ({"render": {"output": "t", "gotmpl": {"template": "a", "max_chars": -1}}},
+         "render.gotmpl.max_chars: Input should be greater than or equal to 0"),
+        ({"min_score": 1.01}, "min_score must be a finite number in [0, 1], got 1.01"),
+        ({"min_score": float("nan")}, "min_score must be a finite number in [0, 1], got nan"),
+        ({"budget": {"max_items": -1}}, "budget.max_items: max_items must be >= 0"),
+        ({"dataset_ids": ["a", "a"]}, "dataset_ids[1] repeats 'a'"),
+        ({"dataset_ids": [""]}, "dataset_ids[0] must not be empty"),
+        ({"scope": {"runtime_id": ""}}, "runtime_id is required"),
+        ({"output": None}, "output: Input should be a valid string"),
+    ],
+)
+def test_context_hook_validation_messages(change: dict[str, Any], expected: str) -> None:
+    assert expected in settings_error({**BASE, **change})
+
+
+def test_output_is_required() -> None:
+    assert "output: Field required" in settings_error(
+        {k: v for k, v in BASE.items() if k != "output"})
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, "scope: Field required"),
+        ({"scope": SCOPE, "channel": " "}, "channel must name a board variable"),
+        ({"scope": SCOPE, "query": {"literal": "x"}}, "query: Extra inputs are not permitted"),
+    ],
+)
+def test_turn_hook_validation_messages(settings: dict[str, Any], expected: str) -> None:
+    with pytest.raises(InvalidInput) as exc:
+        MemoryTurnHook(settings, None)  # type: ignore[arg-type]
+    assert expected in exc.value.message
+
+
+def test_query_sources(store: Store) -> None:
+    a = CairnAssembly(store, "t1")
+    base = {"scope": SCOPE, "output": "out"}
+
+    def request_of(query: dict[str, Any], board: dict[str, Any], **kw: Any) -> Any:
+        return MemoryContextHook({**base, "query": query, **kw}, a).request_for(board, REQ)
+
+    assert request_of({"literal": "tea"}, {}).query == "tea"
+    assert request_of({"board": "topic"}, {"topic": "gardening"}).query == "gardening"
+    assert request_of({"current_message": True}, {}).query == "what do I grow?"
+    recent = request_of({"recent_only": True}, {})
+    assert recent.recent_only and recent.query == "" and recent.conversation_id == "conv-1"
+    assert request_of({"literal": "x"}, {}, conversation_id="other").conversation_id == "other"
+    with pytest.raises(InvalidInput) as exc:
+        request_of({"board": "topic"}, {})
+    assert exc.value.code == "board_variable_missing"
+    with pytest.raises(InvalidInput) as exc:
+        request_of({"board": "topic"}, {"topic": 3})
+    assert exc.value.code == "board_variable_type"
+
+
+def test_failed_render_leaves_the_board_untouched(store: Store) -> None:
+    a = CairnAssembly(store, "t1")
+    MemoryTurnHook({"scope": SCOPE}, a)({"__main_channel": [{"role": "user", "content": "x" * 300}]},
+                                        REQ)
+    hook = MemoryContextHook({"query": {"recent_only": True}, "scope": SCOPE, "output": "out",
+                              "render": {"output": "txt", "max_chars": 50}}, a)
+    board: dict[str, Any] = {}
+    with pytest.raises(InvalidInput) as exc:
+        hook(board, REQ)
+    assert exc.value.code == "render_too_large" and "over max_chars 50" in exc.value.message
+    assert board == {}
+
+
+def test_turn_hook_errors_and_channels(store: Store) -> None:
+    a = CairnAssembly(store, "t1")
+    hook = MemoryTurnHook({"scope": SCOPE}, a)
+    with pytest.raises(InvalidInput) as exc:
+        hook({}, RequestContext(context_id="c", run_id=""))
+    assert exc.value.code == "missing_run_id"
+    with pytest.raises(InvalidInput) as exc:
+        hook({}, RequestContext(context_id="", run_id="r"))
+    assert exc.value.code == "missing_conversation_id"
+    with pytest.raises(InvalidInput) as exc:
+        hook({}, RequestContext(context_id="c", run_id="r"))
+    assert exc.value.code == "empty_turn"
+    with pytest.raises(InvalidInput) as exc:
+        hook({"__main_channel": {"role": "user"}}, RequestContext(context_id="c", run_id="r"))
+    assert exc.value.code == "board_variable_type"
+    # Without a channel value, the current message is the turn.
+    only_message = hook({}, RequestContext(context_id="c", message="hello", run_id="r1"))
+    assert only_message.created
+    side = MemoryTurnHook({"scope": SCOPE, "channel": "notes"}, a)
+    commit = side({"notes": "a note"}, RequestContext(context_id="c", run_id="r1"))
+    assert commit.created and commit.idempotency_key == "r1:notes"
+
+
+def test_settings_file_is_confined_and_size_limited(tmp_path: Path) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "memory.yaml").write_text("chunk_tokens: 100\n")
+    (tmp_path / "secret.yaml").write_text("password: x\n")
+    assert read_settings_file(conf, "./memory.yaml") == {"chunk_tokens": 100}
+    for bad in ("../secret.yaml", str(tmp_path / "secret.yaml")):
+        with pytest.raises(ConfigError) as exc:
+            read_settings_file(conf, bad)
+        assert exc.value.code == "settings_file_outside"
+    os.symlink(tmp_path / "secret.yaml", conf / "link.yaml")
+    with pytest.raises(ConfigError) as exc:
+        read_settings_file(conf, "link.yaml")
+    assert exc.value.code == "settings_file_outside"
+    with pytest.raises(ConfigError) as exc:
+        read_settings_file(conf, "missing.yaml")
+    assert exc.value.code == "settings_file_missing"
+    (conf / "big.yaml").write_text("a: " + "x" * MAX_SETTINGS_FILE_BYTES)
+    with pytest.raises(ConfigError) as exc:
+        read_settings_file(conf, "big.yaml")
+    assert exc.value.code == "config_too_large" and str(MAX_SETTINGS_FILE_BYTES) in exc.value.message
+    (conf / "list.yaml").write_text("- a\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        read_settings_file(conf, "list.yaml")
+
+
+def test_config_errors_name_the_file_and_path(tmp_path: Path, services: Services) -> None:
+    cfg = seed_config()
+    cfg["agents"]["assistant"]["prepare"][0]["deps"]["memory"] = "nope"
+    path = tmp_path / "agents.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError) as exc:
+        load_memory_config(path)
+    assert str(path) in exc.value.message
+    assert "agents.assistant.prepare.0.deps.memory names resource 'nope'" in exc.value.message
+    cfg = seed_config()
+    cfg["agents"]["assistant"]["prepare"][0]["settings"]["output"] = "__x"
+    with pytest.raises(ConfigError) as exc:
+        parse_memory_config(cfg, "f.yaml")
+    assert "f.yaml: agents.assistant.prepare.0.settings.output" in exc.value.message
+    cfg = seed_config()
+    cfg["resources"]["memories"]["kind"] = "memory.Other"
+    with pytest.raises(ConfigError, match="resources.memories.kind"):
+        parse_memory_config(cfg, "f.yaml")
+    cfg = seed_config()
+    cfg["resources"]["memories"]["impl"] = "unregistered"
+    with pytest.raises(ConfigError) as exc:
+        build_assemblies(parse_memory_config(cfg), tmp_path, services)
+    assert exc.value.code == "unknown_impl"
+    cfg = seed_config()
+    cfg["resources"]["memories"]["impl"] = "cairn"
+    cfg["resources"]["memories"]["settings"] = {"chunk_tokens": "many"}
+    with pytest.raises(ConfigError, match="resources.memories.settings: chunk_tokens"):
+        build_assemblies(parse_memory_config(cfg), tmp_path, services)
+
+
+def test_settings_model_is_exported_for_the_runtime() -> None:
+    s = ContextHookSettings.model_validate({**BASE, "render": {"output": "t"}})
+    assert s.render is not None and s.render.renderer().render is not None
