@@ -1,0 +1,135 @@
+"""The slates HTTP API through the real app, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from cairn.services import Services
+
+BASE = "/v1/slates/memory-ladder/Memory"
+
+
+def test_seed_flow_write_then_read(api: TestClient) -> None:
+    r = api.get(f"{BASE}/facts/core.md")
+    assert r.status_code == 200 and r.json() == {"content": ""}
+    r = api.post(f"{BASE}/facts/core.md", json={"content": "Paris is the capital of France."})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["written"] is True and body["usage"] == {"tokens": 7, "tokenLimit": 500}
+    assert body["evictions"] == []
+    r = api.post(f"{BASE}/facts/core.md", json={"content": "Berlin is the capital of Germany."})
+    assert api.get(f"{BASE}/facts/core.md").json() == {
+        "content": "Paris is the capital of France.\nBerlin is the capital of Germany."}
+
+
+def test_tree_instances_and_metatags(api: TestClient) -> None:
+    api.post(f"{BASE}/lessons/wins.md", json={"content": "one", "tags": ["good", "short"]})
+    tree = api.get(BASE).json()
+    assert tree["ladder"] == "memory-ladder" and tree["slate"] == "Memory"
+    assert [f["folder"] for f in tree["folders"]] == ["facts", "lessons"]
+    lessons = tree["folders"][1]
+    assert lessons["tokens"] == 1 and lessons["evictionPolicy"] == "LRU"
+    assert [(f["file"], f["tokens"]) for f in lessons["files"]] == [
+        ("failures.md", 0), ("wins.md", 1)]
+    assert "folders" not in api.get(BASE, params={"depth": 0}).json()
+    assert "files" not in api.get(BASE, params={"depth": 1}).json()["folders"][0]
+    assert api.get(f"{BASE}/lessons/wins.md", params={"metatag": "tags"}).json() == [
+        "good", "short"]
+    index = [{"name": "failures.md", "tokens": 0, "bytes": 0},
+             {"name": "wins.md", "tokens": 1, "bytes": 3}]
+    assert api.get(f"{BASE}/lessons", params={"metatag": "index"}).json() == index
+    assert api.get(f"{BASE}/lessons/wins.md", params={"metatag": "index"}).json() == index
+    assert api.get(f"{BASE}/lessons", params={"metatag": "tree", "depth": 1}).json()[
+        "folders"][1] == {"folder": "lessons", "tokenLimit": 300, "evictionPolicy": "LRU",
+                          "tokens": 1}
+    instances = api.get("/v1/slates").json()["slates"]
+    memory = next(i for i in instances if i["ladder"] == "memory-ladder")
+    assert memory == {"ladder": "memory-ladder", "slate": "Memory", "partition": "ladder",
+                      "user_id": None, "folders": 2, "tokens": 1, "tokenLimit": 800}
+
+
+def test_errors(api: TestClient) -> None:
+    cases = [
+        ("get", "/v1/slates/memory-ladder/Nope", None, 404, "slate_not_found"),
+        ("get", "/v1/slates/nope/Memory", None, 404, "slate_not_found"),
+        ("get", f"{BASE}/nope/core.md", None, 404, "folder_not_found"),
+        ("get", f"{BASE}/facts/nope.md", None, 404, "file_not_found"),
+        ("post", f"{BASE}/facts/nope.md", {"content": "x"}, 404, "file_not_found"),
+        ("post", f"{BASE}/facts/core.md", {"content": ""}, 422, "slate_empty_write"),
+        ("post", f"{BASE}/facts/core.md", {"content": "x", "on": "prepend"}, 422,
+         "validation_error"),
+        ("post", f"{BASE}/facts/core.md", {"content": "x", "colour": 1}, 422, "validation_error"),
+        ("post", f"{BASE}/facts/core.md", {"content": "x", "on": "mergeByKey"}, 422,
+         "slate_merge_key_missing"),
+        ("post", f"{BASE}/facts/core.md", {"content": "[1]", "on": "mergeByKey", "key": "id"},
+         422, "slate_merge_not_json"),
+        ("post", f"{BASE}/facts/core.md", {"content": "{}", "match": {"type": 5}}, 422,
+         "invalid_schema"),
+        ("post", f"{BASE}/facts/core.md", {"content": "word " * 600}, 422,
+         "slate_entry_too_large"),
+        ("get", f"{BASE}/facts/core.md?metatag=bogus", None, 422, "validation_error"),
+        ("delete", f"{BASE}/facts/nope.md", None, 404, "file_not_found"),
+        ("post", f"{BASE}/nope/reset", None, 404, "folder_not_found"),
+        ("get", "/v1/slates/per-user/Notes/inbox/todo.md", None, 422, "slate_user_required"),
+    ]
+    for method, url, body, status, code in cases:
+        r = api.request(method.upper(), url, json=body)
+        assert (r.status_code, r.json()["error"]["code"]) == (status, code), (url, body, r.text)
+    assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
+
+
+def test_reject_is_409_and_per_user_state(api: TestClient) -> None:
+    url = "/v1/slates/per-user/Notes/inbox/todo.md"
+    assert api.get(url, params={"user_id": "ann"}).json() == {"content": "nothing yet"}
+    r = api.post(url, params={"user_id": "ann"}, json={"content": "buy milk"})
+    assert r.status_code == 200
+    r = api.post(url, params={"user_id": "ann"}, json={"content": "word " * 45})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "slate_limit_exceeded"
+    assert api.get(url, params={"user_id": "ann"}).json() == {"content": "nothing yet\nbuy milk"}
+    assert api.get(url, params={"user_id": "bob"}).json() == {"content": "nothing yet"}
+    r = api.post("/v1/slates/per-user/Notes/inbox/reset", params={"user_id": "ann"})
+    assert r.status_code == 200 and r.json()["usage"]["tokens"] == 2
+    assert api.get(url, params={"user_id": "ann"}).json() == {"content": "nothing yet"}
+
+
+def test_open_folder_creates_and_deletes_files(api: TestClient) -> None:
+    base = "/v1/slates/per-user/Notes/scratch"
+    p = {"user_id": "ann"}
+    assert api.post(f"{base}/idea.md", params=p, json={"content": "one"}).status_code == 200
+    assert api.get(f"{base}", params=p).json() == [{"name": "idea.md", "tokens": 1, "bytes": 3}]
+    r = api.delete(f"{base}/idea.md", params=p)
+    assert r.status_code == 200 and r.json()["entries_deleted"] == 1
+    assert api.get(f"{base}/idea.md", params=p).status_code == 404
+
+
+def test_evictions_endpoint_and_match(api: TestClient) -> None:
+    for i in range(40):
+        api.post(f"{BASE}/lessons/wins.md", json={"content": f"lesson {i} " + "w " * 10,
+                                                  "run_id": f"r{i}"})
+    evictions = api.get(f"{BASE}/evictions", params={"limit": 5}).json()["evictions"]
+    assert len(evictions) == 5
+    first = evictions[-1]
+    assert set(first) == {"id", "ladder", "slate", "folder", "file", "user_id", "preview",
+                          "tokens", "policy", "evicted_at", "run_id"}
+    assert first["folder"] == "lessons" and first["policy"] == "LRU"
+    schema = {"type": "object", "required": ["fact"],
+              "properties": {"fact": {"type": "string", "minLength": 5}}}
+    r = api.post(f"{BASE}/facts/core.md", json={
+        "content": 'Sure. {"fact": "Water boils at 100 C"}', "match": schema, "field": "fact"})
+    assert r.json()["written"] is True
+    r = api.post(f"{BASE}/facts/core.md", json={
+        "content": '{"fact": "abc"}', "match": schema, "field": "fact"})
+    assert r.status_code == 200 and r.json()["written"] is False
+    assert r.json()["reason"] == "schema_mismatch"
+    assert api.get(f"{BASE}/facts/core.md").json() == {"content": "Water boils at 100 C"}
+
+
+def test_tenants_are_isolated(api: TestClient, slate_services: Services) -> None:
+    key_a, _ = slate_services.store.keys.create("tenant-a")
+    key_b, _ = slate_services.store.keys.create("tenant-b")
+    a, b = {"X-API-Key": key_a}, {"X-API-Key": key_b}
+    assert api.post(f"{BASE}/facts/core.md", headers=a, json={"content": "secret"}).status_code == 200
+    assert api.get(f"{BASE}/facts/core.md", headers=b).json() == {"content": ""}
+    assert api.get(f"{BASE}/facts/core.md", headers={**b, "X-Tenant-ID": "tenant-a"}).status_code == 403
+    assert api.get(f"{BASE}/facts/core.md").status_code == 401
+    assert api.get(f"{BASE}/facts/core.md", headers=a).json() == {"content": "secret"}
