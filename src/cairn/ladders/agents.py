@@ -9,7 +9,7 @@ An agent without ``steps:`` (and a ladder without top-level ``steps:``) runs the
     - id: reply
       systemPrompt: <the agent's systemPrompt, or DEFAULT_SYSTEM_PROMPT>
       fields:
-        - {name: Memory, type: text, from: board.<render.output, else output>, fallback: "(none)"}
+        - {name: Memory, type: text, from: board.<output>, fallback: "(nothing recalled)"}
         # … one Memory field per memory.context hook (Memory 2, Memory 3, …)
         - {name: Conversation, type: text, from: input.messages}
 """
@@ -66,9 +66,11 @@ def implicit_steps(spec: LadderFile, agent: str) -> list[StepSpec]:
     a = spec.agents[agent]
     fields: list[TextField] = []
     for i, hook in enumerate(a.prepare):
-        var = hook.settings.render.output if hook.settings.render else hook.settings.output
+        # The recalled items (one ``- content`` line each), not the rendered text: a render
+        # template is for steps that ask for it by name (``board.<render.output>``).
         name = "Memory" if i == 0 else f"Memory {i + 1}"
-        fields.append(TextField(name=name, type="text", source=f"board.{var}", fallback="(none)"))
+        fields.append(TextField(name=name, type="text", source=f"board.{hook.settings.output}",
+                                fallback="(nothing recalled)"))
     fields.append(TextField(name="Conversation", type="text", source="input.messages"))
     return [StepSpec(id="reply", systemPrompt=a.systemPrompt or DEFAULT_SYSTEM_PROMPT,
                      fields=fields)]

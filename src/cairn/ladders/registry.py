@@ -136,6 +136,28 @@ def compile_ladder(path: Path, settings: Settings, *, transport: Any = None) -> 
     return out
 
 
+def referenced_files(paths: list[Path]) -> set[Path]:
+    """Files the ladder files name as a resource's ``settings.file`` or a scripted provider's
+    ``file``: they may sit beside the ladders (the seed's ``./memory.yaml``) but are not ladders."""
+    out: set[Path] = set()
+    for path in paths:
+        try:
+            data = read_yaml(path)
+        except ConfigError:
+            continue  # reported when the file itself is compiled
+        if not isinstance(data, dict):
+            continue
+        blocks = [*(data.get("resources") or {}).values(), *(data.get("providers") or {}).values()]
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            settings = block.get("settings")
+            ref = settings.get("file") if isinstance(settings, dict) else block.get("file")
+            if isinstance(ref, str):
+                out.add((path.parent / ref).resolve())
+    return out
+
+
 class LadderRegistry:
     """The ladders of one directory, by model id."""
 
@@ -162,7 +184,11 @@ class LadderRegistry:
         if not directory.is_dir():
             raise ConfigError(f"ladders directory {str(directory)!r} does not exist")
         registry = cls(directory=directory)
-        for path in ladder_files(directory):
+        paths = ladder_files(directory)
+        referenced = referenced_files(paths)
+        for path in paths:
+            if path.resolve() in referenced:
+                continue  # a settings or replies file of a ladder, not a ladder
             for ladder in compile_ladder(path, settings, **kwargs):
                 registry.add(ladder)
         return registry
