@@ -1,0 +1,144 @@
+"""The runtime in process: steps in order, board variables, gated writes, run ids."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.errors import CairnError
+from cairn.ladders.board import Board, check_variable_name
+from cairn.ladders.redact import redact
+from cairn.ladders.runtime import LadderRuntime, RunInProgress, RunRequest
+from cairn.services import Services
+from tests.conftest import make_settings
+from tests.ladders.conftest import write_ladder
+
+CHAIN = """
+slates:
+  - title: Notes
+    folders:
+      - name: log
+        tokenLimit: 40
+        evictionPolicy: FIFO
+        files:
+          - { name: wins.md, init: blank }
+          - { name: misses.md, init: blank }
+providers:
+  s:
+    kind: scripted
+    rules:
+      - contains: "## Draft\\nDRAFT about"
+        reply: "FINAL answer"
+      - contains: "## Ask"
+        reply: "DRAFT about it"
+models: {"*": s}
+steps:
+  - id: draft
+    systemPrompt: Draft it.
+    fields:
+      - { name: Ask, type: text, from: input.context }
+      - { name: History, type: text, from: input.messages }
+  - id: final
+    fields:
+      - { name: Draft, type: text, from: steps.draft }
+      - { name: Missing, type: text, from: board.nothing, fallback: "n/a" }
+    if:
+      contains: "FINAL"
+      then: { write: { to: { slate: Notes, folder: log, file: wins.md }, on: append } }
+      else: { write: { to: { slate: Notes, folder: log, file: misses.md } } }
+"""
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "chain", CHAIN)
+    s = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    yield s
+    s.close()
+
+
+def request(text: str, **kw: object) -> RunRequest:
+    return RunRequest(tenant="t", ladder="chain",
+                      messages=[{"role": "system", "content": "sys"},
+                                {"role": "user", "content": text}], **kw)  # type: ignore[arg-type]
+
+
+def test_steps_run_in_order_and_feed_each_other(services: Services) -> None:
+    rt = LadderRuntime(services)
+    out = rt.run(services.ladders.get("chain"), request("tell me"))
+    assert out.content == "FINAL answer"
+    draft, final = out.trace["steps"]
+    assert draft["messages"] == [
+        {"role": "system", "content": "Draft it."},
+        {"role": "user", "content": "## Ask\ntell me\n\n## History\nsystem: sys\nuser: tell me"},
+    ]
+    assert final["messages"] == [
+        {"role": "user", "content": "## Draft\nDRAFT about it\n\n## Missing\nn/a"}
+    ]
+    assert final["writes"][0]["kind"] == "gated" and final["writes"][0]["written"] is True
+    assert out.usage["total_tokens"] == sum(
+        s["usage"]["prompt_tokens"] + s["usage"]["completion_tokens"] for s in out.trace["steps"]
+    )
+    assert services.slates.read_file("t", "chain", "Notes", "log", "wins.md") == "FINAL answer"
+
+
+def test_gated_writes_evict_and_the_trace_shows_it(services: Services) -> None:
+    rt = LadderRuntime(services)
+    ladder = services.ladders.get("chain")
+    for i in range(30):
+        out = rt.run(ladder, request(f"tell me {i}"))
+    evicted = [e for s in out.trace["steps"] for w in s["writes"] for e in w.get("evictions", [])]
+    assert evicted and evicted[0]["policy"] == "FIFO" and evicted[0]["run_id"] == out.run_id
+    usage = out.trace["steps"][1]["writes"][0]["usage"]
+    assert usage["tokens"] <= usage["tokenLimit"] == 40
+
+
+def test_a_failed_run_is_taken_over_without_repeating_its_writes(services: Services) -> None:
+    rt = LadderRuntime(services)
+    ladder = services.ladders.get("chain")
+    req = request("tell me", run_id="k-1")
+    # Simulate an attempt that applied the gated write, then died before finishing.
+    record, created = rt.runs.begin("t", "k-1", ladder="chain", request_hash=req.fingerprint(),
+                                    model="")
+    services.slates.write("t", "chain", "Notes", "log", "wins.md", "FINAL answer", run_id="k-1")
+    rt.runs.add_effect("t", "k-1", ["final/if"])
+    with pytest.raises(RunInProgress):
+        rt.run(ladder, req)  # still "running" and not stale
+    rt.runs.finish("t", "k-1", status="failed", duration_ms=1, trace={}, error="died")
+    out = rt.run(ladder, req)
+    assert out.content == "FINAL answer" and not out.replayed
+    write = out.trace["steps"][1]["writes"][0]
+    assert write["written"] is False and "already applied" in write["reason"]
+    assert services.slates.read_file("t", "chain", "Notes", "log", "wins.md") == "FINAL answer"
+    replay = rt.run(ladder, req)
+    assert replay.replayed and replay.content == out.content
+    assert rt.runs.get("t", "k-1").effects == ["final/if"]  # type: ignore[union-attr]
+
+
+def test_board_reserves_engine_names() -> None:
+    board = Board.for_request(run_id="r", ladder="l", messages=[
+        {"role": "user", "content": [{"type": "text", "text": "part one"},
+                                     {"type": "image_url", "image_url": {"url": "x"}}]},
+    ])
+    assert board.current_message == "part one"
+    with pytest.raises(CairnError) as err:
+        board.set("__main_channel", [])
+    assert err.value.code == "reserved_board_variable"
+    with pytest.raises(CairnError):
+        check_variable_name(" ")
+    board.set("facts", "x")
+    assert board.user_variables() == {"facts": "x"}
+
+
+def test_redaction() -> None:
+    data = {"api_key": "abc123456", "nested": [{"Authorization": "Bearer zzz"}],
+            "text": "use sk-secret-1 and Bearer abcdefgh12345 and cairn_abcdefghijklmnopqrstu",
+            "prompt_tokens": 12}
+    clean = redact(data, ["sk-secret-1"])
+    assert clean == {"api_key": "[redacted]", "nested": [{"Authorization": "[redacted]"}],
+                     "text": "use [redacted] and Bearer [redacted] and [redacted]",
+                     "prompt_tokens": 12}
