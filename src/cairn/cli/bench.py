@@ -26,3 +26,20 @@ def ingest(
     from cairn.bench.ingest import run
 
     run(episodes=episodes, concurrency=concurrency, backends=tuple(backend), pg_url=pg_url)
+
+
+@app.command("templates")
+def templates(
+    applies: int = typer.Option(5_000, help="Applies (and plain episodes) per backend."),
+    concurrency: int = typer.Option(8, help="Requests in flight."),
+    backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
+    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
+                               help="PostgreSQL server (a scratch database is made on it)."),
+) -> None:
+    """Template catalogue load, rendering, and apply vs plain POST /v1/episodes over HTTP.
+
+    Example: cairn bench templates --applies 5000 --backend sqlite
+    """
+    from cairn.bench.templates import run
+
+    run(applies=applies, concurrency=concurrency, backends=tuple(backend), pg_url=pg_url)
