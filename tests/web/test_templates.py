@@ -18,7 +18,7 @@ def test_apply_a_template_through_its_form(
 ) -> None:
     subject = unique("customer:globex")
     sign_in(page)
-    page.get_by_role("link", name="Templates").click()
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Templates").click()
     cards = page.get_by_test_id("templates").locator("article")
     expect(cards).to_have_count(len(live_server.services.templates))
     shoot(page, "templates")

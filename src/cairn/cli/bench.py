@@ -43,3 +43,21 @@ def templates(
     from cairn.bench.templates import run
 
     run(applies=applies, concurrency=concurrency, backends=tuple(backend), pg_url=pg_url)
+
+
+@app.command("ladders")
+def ladders(
+    calls: int = typer.Option(1000, help="Measured calls (after the warm-up)."),
+    warmup: int = typer.Option(50, help="Calls not measured."),
+    backend: list[str] = typer.Option(["sqlite"], help="Backends: sqlite, postgres."),
+    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
+                               help="PostgreSQL server (a scratch database is made on it)."),
+    http: bool = typer.Option(True, help="Also measure end to end over loopback HTTP."),
+) -> None:
+    """Ladder runtime overhead per call (scripted model, one slate read and one write).
+
+    Example: cairn bench ladders --calls 1000 --backend sqlite --backend postgres
+    """
+    from cairn.bench.ladders import run
+
+    run(calls=calls, warmup=warmup, backends=tuple(backend), pg_url=pg_url, http=http)

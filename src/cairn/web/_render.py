@@ -29,6 +29,7 @@ STATIC_DIR = WEB_DIR / "static"
 # The navigation, in reading order: (endpoint path, label).
 NAV: list[tuple[str, str]] = [
     ("/ui/subjects", "Subjects"),
+    ("/ui/context", "Context"),
     ("/ui/templates", "Templates"),
 ]
 

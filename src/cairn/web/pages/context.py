@@ -1,0 +1,179 @@
+"""Context preview: "why did the agent see this?"
+
+The page runs the assembly the API runs (``assembly_for`` of ``/v1/context``): lanes, then
+``min_score``, then packing, then the default renderer fitted under ``max_tokens`` — the same
+functions ``CairnAssembly.assemble`` and ``POST /v1/context`` call, taken one step at a time so
+the page can also show what each step left out, and why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from cairn.api.auth import services_of
+from cairn.api.routes.context import assembly_for
+from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.core.memory import Budget, ContextItem, ContextRequest, ContextResult
+from cairn.core.scope import Scope
+from cairn.engine.context import apply_min_score, pack_context, priority_order
+from cairn.engine.context.fit import fit_to_tokens
+from cairn.engine.context.render import DefaultRenderer
+from cairn.web._render import WebRoute, render
+from cairn.web._session import Viewer, current_viewer
+
+router = APIRouter(route_class=WebRoute)
+
+_SUBJECT = re.compile(SUBJECT_ID_PATTERN)
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    item: ContextItem
+    reason: str
+
+
+def lane_of(item: ContextItem) -> str:
+    """Which lane proposed the item (the lanes of ``cairn.engine.context.lanes``)."""
+    if item.source_class == "recent":
+        return "recent turns"
+    if item.kind == "document_chunk":
+        return "documents"
+    if item.source_class == "summary":
+        return "summaries"
+    return "memory search"
+
+
+def explain_left_out(
+    candidates: list[ContextItem], kept: list[ContextItem], packed: ContextResult,
+    fitted: ContextResult, budget: Budget, min_score: float,
+) -> list[LeftOut]:
+    """Each candidate that did not reach the rendered context, with the step that dropped it.
+
+    Packing takes items greedily in ``priority_order``; replaying that order against the
+    packed result tells which limit stopped each item that was passed over.
+    """
+    limits = budget.resolved()
+    kept_ids = {c.id for c in kept}
+    out = [
+        LeftOut(c, f"score {c.score:.3f} is below min_score {min_score:g}")
+        for c in candidates if c.id not in kept_ids
+    ]
+    ordered = priority_order(kept)
+    ordered_ids = {c.id for c in ordered}
+    seen: set[str] = set()
+    for c in kept:
+        if c.id not in ordered_ids and c.id not in seen:
+            out.append(LeftOut(c, "duplicate of a higher-ranked item with the same text"))
+        seen.add(c.id)
+    packed_ids = {i.id for i in packed.items}
+    n = tokens = chars = 0
+    for c in ordered:
+        if c.id in packed_ids:
+            n, tokens, chars = n + 1, tokens + c.token_count, chars + len(c.content)
+            continue
+        if n >= limits.max_items:
+            reason = f"max_items {limits.max_items} already reached"
+        elif tokens + c.token_count > limits.max_tokens:
+            reason = (f"its {c.token_count} tokens would exceed max_tokens {limits.max_tokens} "
+                      f"({tokens} already used)")
+        elif limits.max_chars and chars + len(c.content) > limits.max_chars:
+            reason = (f"its {len(c.content)} characters would exceed max_chars "
+                      f"{limits.max_chars} ({chars} already used)")
+        else:
+            reason = "not packed"
+        out.append(LeftOut(c, reason))
+    fitted_ids = {i.id for i in fitted.items}
+    out += [
+        LeftOut(c, f"dropped so the rendered text, with its wrapper, fits max_tokens "
+                   f"{limits.max_tokens}")
+        for c in packed.items if c.id not in fitted_ids
+    ]
+    return out
+
+
+def _number(form: dict[str, str], name: str, errors: list[str], *, real: bool = False) -> Any:
+    raw = form.get(name, "").strip()
+    if not raw:
+        return 0
+    try:
+        return float(raw) if real else int(raw)
+    except ValueError:
+        errors.append(f"{name}: '{raw}' is not a {'number' if real else 'whole number'}")
+        return 0
+
+
+def _request_of(form: dict[str, str]) -> tuple[ContextRequest | None, list[str]]:
+    """The ``ContextRequest`` the form describes, or the problems with it (field: message)."""
+    errors: list[str] = []
+    subject = form.get("subject_id", "").strip()
+    if not _SUBJECT.match(subject):
+        errors.append("subject_id: 1 to 256 characters of letters, digits and _ . - :")
+    budget_values = {k: _number(form, k, errors) for k in ("max_tokens", "max_items", "max_chars")}
+    min_score = _number(form, "min_score", errors, real=True)
+    if errors:
+        return None, errors
+    try:
+        req = ContextRequest(
+            scope=Scope.for_subject(subject), query=form.get("query", ""),
+            conversation_id=form.get("session_id", ""), budget=Budget(**budget_values),
+            min_score=min_score,
+        )
+    except ValidationError as exc:
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e["loc"] if p != "budget")
+            message = str(e["msg"]).removeprefix("Value error, ")
+            errors.append(f"{where}: {message}" if where else message)
+        return None, errors
+    return req, []
+
+
+@router.get("/ui/context")
+def context_page(
+    request: Request,
+    subject_id: str = Query("", max_length=256),
+    query: str = Query("", max_length=10_000),
+    session_id: str = Query("", max_length=256),
+    max_tokens: str = Query("", max_length=12),
+    max_items: str = Query("", max_length=12),
+    max_chars: str = Query("", max_length=12),
+    min_score: str = Query("", max_length=12),
+    viewer: Viewer = Depends(current_viewer),
+) -> HTMLResponse:
+    """The form; with a subject given, the preview of what the assembly returns."""
+    form = {"subject_id": subject_id, "query": query, "session_id": session_id,
+            "max_tokens": max_tokens, "max_items": max_items, "max_chars": max_chars,
+            "min_score": min_score}
+    ctx: dict[str, Any] = {"form": form, "errors": [], "preview": None,
+                           "limits": Budget().resolved()}
+    if subject_id or query:
+        req, errors = _request_of(form)
+        ctx["errors"] = errors
+        if req is not None:
+            ctx["preview"] = preview(request, viewer.tenant, req)
+            ctx["limits"] = req.budget.resolved()
+    return render(request, "context.html", ctx, status=422 if ctx["errors"] else 200)
+
+
+def preview(request: Request, tenant: str, req: ContextRequest) -> dict[str, Any]:
+    """Assemble ``req`` step by step: candidates → min_score → packing → fitted rendering."""
+    assembly = assembly_for(services_of(request), tenant)
+    found = assembly.candidates(req)
+    candidates = list(found.result.items)
+    kept = apply_min_score(candidates, req.min_score)
+    packed = pack_context(kept, req.budget)
+    fitted, text, tokens = fit_to_tokens(
+        packed, DefaultRenderer(), req.budget.resolved().max_tokens, assembly.tokenizer
+    )
+    return {
+        "result": fitted, "rendered": text, "rendered_tokens": tokens,
+        "candidates": len(candidates),
+        "left_out": explain_left_out(candidates, kept, packed, fitted, req.budget, req.min_score),
+        "memories": found.memories, "episodes": found.episodes, "lane_of": lane_of,
+        "subject_id": req.scope.user_id,
+    }
