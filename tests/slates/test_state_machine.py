@@ -1,0 +1,122 @@
+"""A Hypothesis state machine of random writes and reads on each policy and both backends.
+
+A plain-Python model of the folder predicts every step: after each write the folder is within
+its limit, exactly the evicted entries (and overwritten ones) are gone, evictions follow the
+policy's order (FIFO: oldest written; LRU: least recently used file first) and are minimal (one
+fewer would not have fit), and ``reject`` refuses exactly the writes that would not fit.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from cairn.slates.errors import SlateEntryTooLarge, SlateLimitExceeded
+from cairn.slates.service import Slates
+from cairn.store import Store
+from tests.slates.conftest import count, folder_slate, fresh_ladder
+
+T = "tenant"
+FILES = ["a", "b", "c"]
+
+
+def usage_of(model: dict[str, list[str]]) -> int:
+    return sum(count("\n".join(entries)) for entries in model.values())
+
+
+def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
+    class SlateMachine(RuleBasedStateMachine):
+        @initialize(policy=st.sampled_from(["FIFO", "LRU", "reject"]),
+                    limit=st.integers(min_value=3, max_value=40))
+        def setup(self, policy: str, limit: int) -> None:
+            self.policy, self.limit = policy, limit
+            self.ladder = fresh_ladder(slates, folder_slate(policy, limit, FILES))
+            self.model: dict[str, list[str]] = {f: [] for f in FILES}
+            self.written_at: dict[str, int] = {}
+            self.last_used = dict.fromkeys(FILES, 0)
+            self.clock = 0
+
+        def victim_order(self, model: dict[str, list[str]], target: str, new: str) -> list[str]:
+            alive = [e for f in FILES for e in model[f] if e != new]
+            if self.policy == "FIFO":
+                return sorted(alive, key=lambda e: self.written_at[e])
+            used = {**self.last_used, target: self.clock + 1}
+            order = sorted(FILES, key=lambda f: (used[f], FILES.index(f)))
+            return [e for f in order for e in model[f] if e != new]
+
+        @rule(file=st.sampled_from(FILES), words=st.integers(min_value=1, max_value=14),
+              overwrite=st.booleans())
+        def write(self, file: str, words: int, overwrite: bool) -> None:
+            self.clock += 1
+            text = f"e{self.clock}" + " w" * (words - 1)
+            after = {f: list(v) for f, v in self.model.items()}
+            after[file] = [text] if overwrite else [*after[file], text]
+            fits = usage_of(after) <= self.limit
+            try:
+                result = slates.write(T, self.ladder, "S", "f", file, text,
+                                      on="overwrite" if overwrite else "append")
+            except SlateEntryTooLarge:
+                assert count(text) > self.limit
+                self.clock -= 1
+                return
+            except SlateLimitExceeded:
+                assert self.policy == "reject" and not fits
+                self.clock -= 1
+                return
+            assert count(text) <= self.limit
+            assert fits or self.policy != "reject"
+            evicted = [(e.file, e.preview) for e in result.evictions]
+            expected = self.victim_order(after, file, text)
+            assert [p for _, p in evicted] == expected[: len(evicted)]
+            for f, p in evicted:
+                after[f].remove(p)
+            assert usage_of(after) <= self.limit
+            if evicted:  # minimal: keeping the last victim would not have fitted
+                f, p = evicted[-1]
+                kept = {k: list(v) for k, v in after.items()}
+                kept[f].append(p)
+                kept[f].sort(key=lambda e: self.written_at.get(e, self.clock))
+                assert usage_of(kept) > self.limit
+            self.model = after
+            self.written_at[text] = self.clock
+            self.last_used[file] = self.clock
+            assert result.usage == usage_of(self.model)
+
+        @rule(file=st.sampled_from(FILES), peek=st.booleans())
+        def read(self, file: str, peek: bool) -> None:
+            text = slates.read(T, self.ladder, "S", "f", file, peek=peek)
+            assert text == "\n".join(self.model[file])
+            if not peek:
+                self.clock += 1
+                self.last_used[file] = self.clock
+
+        @invariant()
+        def matches_model_and_limit(self) -> None:
+            tree = slates.inspect(T, self.ladder, "S")
+            files = {f["file"]: f["content"] for f in tree["folders"][0]["files"]}
+            assert files == {f: "\n".join(v) for f, v in self.model.items()}
+            assert tree["tokens"] == usage_of(self.model) <= self.limit
+
+    return SlateMachine
+
+
+def test_state_machine(store: Store) -> None:
+    machine = make_machine(Slates(store))
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=12, stateful_step_count=14, deadline=None, database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    ))
+
+
+@pytest.mark.parametrize("words", [1, 3])
+def test_model_word_sizes(words: int) -> None:
+    # The model's entry texts are what the state machine writes: "eN w w …".
+    assert count("e7" + " w" * (words - 1)) >= words
