@@ -102,6 +102,8 @@ def test_list_and_get_show_the_full_schema(client: TestClient) -> None:
     [
         ("get", "/v1/memory-templates/no-such-template"),
         ("post", "/v1/memory-templates/no-such-template/apply"),
+        ("get", "/v1/memory-templates/" + "x" * 300),
+        ("get", "/v1/memory-templates/Has%20Space"),
     ],
 )
 def test_unknown_template_is_404(client: TestClient, method: str, path: str) -> None:
@@ -110,7 +112,7 @@ def test_unknown_template_is_404(client: TestClient, method: str, path: str) -> 
     assert r.status_code == 404
     err = r.json()["error"]
     assert err["code"] == "template_not_found"
-    assert err["details"] == {"template_id": "no-such-template"}
+    assert err["details"]["template_id"] == path.split("/")[3].replace("%20", " ")
     assert episodes_of(client, "customer:globex") == []
 
 

@@ -20,7 +20,7 @@ from cairn.templates import MemoryTemplate, apply_template
 
 router = APIRouter(prefix="/v1/memory-templates", tags=["memory-templates"])
 
-TemplateIdPath = Path(max_length=128, description="The template's id.")
+TemplateIdPath = Path(description="The template's id (any unknown id is 404 template_not_found).")
 
 
 class TemplateFieldPublic(BaseModel):
