@@ -1,0 +1,127 @@
+"""``cairn ladders``: list the ladders, validate a ladder file, run a ladder from the shell."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from cairn.cli._common import console, err_console, fail, print_json, settings_with
+
+app = typer.Typer(help="Declarative agent pipelines served as OpenAI-compatible models.",
+                  no_args_is_help=True)
+
+DIR_OPTION = typer.Option(None, "--ladders-dir", help="Ladder directory (CAIRN_LADDERS_DIR).")
+
+
+@app.command("list")
+def list_ladders(
+    ladders_dir: Path | None = DIR_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the ladders (model ids) of the ladder directory.
+
+    Example: cairn ladders list --ladders-dir examples/ladders
+    """
+    from cairn.ladders.registry import LadderRegistry
+
+    settings = settings_with(ladders_dir=ladders_dir)
+    try:
+        registry = LadderRegistry.load(settings)
+    except Exception as exc:
+        raise fail(exc) from exc
+    rows = [
+        {"name": ld.name, "file": str(ld.path), "agent": ld.agent,
+         "steps": [s.id for s in ld.steps], "slates": [s.title for s in ld.spec.slates]}
+        for ld in registry.all()
+    ]
+    if as_json:
+        print_json(rows)
+        return
+    if settings.ladders_dir is None:
+        err_console.print("[yellow]no ladder directory: set CAIRN_LADDERS_DIR or --ladders-dir[/]")
+    table = Table("model id", "steps", "slates", "file")
+    for r in rows:
+        table.add_row(r["name"], ", ".join(r["steps"]), ", ".join(r["slates"]), r["file"])
+    console.print(table)
+
+
+@app.command("validate")
+def validate(file: Path = typer.Argument(..., help="A ladder YAML file.")) -> None:
+    """Check a ladder file; errors name the file and the path inside it (exit code 3).
+
+    Example: cairn ladders validate examples/ladders/memory-ladder.yaml
+    """
+    from cairn.ladders.registry import compile_ladder
+
+    try:
+        ladders = compile_ladder(file, settings_with())
+    except Exception as exc:
+        raise fail(exc) from exc
+    first = ladders[0]
+    console.print(
+        f"[green]ok[/] {file}: ladder [bold]{first.name}[/] — "
+        f"{len(first.spec.slates)} slate(s), steps: {', '.join(s.id for s in first.steps)}"
+        + (f", agents: {', '.join(first.spec.agents)}" if first.spec.agents else ""),
+        highlight=False,
+    )
+
+
+@app.command("run")
+def run(
+    ladder: str = typer.Argument(..., help="The ladder (model id) to run."),
+    message: str = typer.Argument(..., help="The user message."),
+    ladders_dir: Path | None = DIR_OPTION,
+    database_url: str | None = typer.Option(None, "--database-url", help="CAIRN_DATABASE_URL."),
+    tenant: str = typer.Option("default", "--tenant", help="Tenant whose slates and memory."),
+    model: str | None = typer.Option(None, "--model", help="Model name for steps without one."),
+    idempotency_key: str | None = typer.Option(None, "--idempotency-key", help="The run id."),
+    user: str = typer.Option("", "--user", help="The request's user."),
+    conversation: str = typer.Option("", "--conversation", help="Conversation (context) id."),
+    stream: bool = typer.Option(False, "--stream", help="Print the reply as it streams."),
+    as_json: bool = typer.Option(False, "--json", help="Print the chat.completion JSON."),
+    trace: bool = typer.Option(False, "--trace", help="Print the run's trace (JSON) as well."),
+) -> None:
+    """Run a ladder in process (same runtime, slates and memory as the server).
+
+    Example: cairn ladders run memory-ladder "What is the capital of France?"
+    """
+    from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest
+    from cairn.services import Services
+
+    settings = settings_with(ladders_dir=ladders_dir, database_url=database_url)
+    try:
+        services = Services.from_settings(settings)
+    except Exception as exc:
+        raise fail(exc) from exc
+    try:
+        target = services.ladders.get(ladder)
+        request = RunRequest(tenant=tenant, ladder=target.name,
+                             messages=[{"role": "user", "content": message}], model=model,
+                             run_id=idempotency_key, user=user, context_id=conversation)
+        runtime = LadderRuntime(services)
+        outcome: RunOutcome | None = None
+        for item in runtime.run_stream(target, request, stream=stream and not as_json):
+            if isinstance(item, RunOutcome):
+                outcome = item
+            else:
+                sys.stdout.write(item)
+                sys.stdout.flush()
+        assert outcome is not None
+        if as_json:
+            print_json(outcome.completion())
+        elif not stream:
+            sys.stdout.write(outcome.content)
+        if not as_json:
+            sys.stdout.write("\n")
+        if trace:
+            record = runtime.runs.get(tenant, outcome.run_id)
+            print_json(record.trace if record else None)
+        err_console.print(f"[dim]run {outcome.run_id}"
+                          + (" (replayed)" if outcome.replayed else "") + "[/]")
+    except Exception as exc:
+        raise fail(exc) from exc
+    finally:
+        services.close()
