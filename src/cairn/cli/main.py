@@ -11,6 +11,7 @@ from cairn import __version__
 from cairn.cli import bench, keys
 from cairn.cli import ladders as ladders_cli
 from cairn.cli import templates as templates_cli
+from cairn.cli import slates as slates_cli
 from cairn.cli._common import console, err_console, fail, settings_with
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app = typer.Typer(
 app.add_typer(keys.app, name="keys")
 app.add_typer(bench.app, name="bench")
 app.add_typer(templates_cli.app, name="templates")
+app.add_typer(slates_cli.app, name="slates")
 app.add_typer(ladders_cli.app, name="ladders")
 
 

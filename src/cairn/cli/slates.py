@@ -1,0 +1,151 @@
+"""``cairn slates``: show, read and write slates of the ladders in ``CAIRN_LADDERS_DIR``.
+
+Works on the database directly (like ``cairn keys``), as the given tenant.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from cairn.cli._common import console, fail, print_json, settings_with
+from cairn.core.tenants import DEFAULT_TENANT
+from cairn.slates.service import Slates
+from cairn.store import open_store
+
+app = typer.Typer(help="Inspect and edit slates (working memory of ladders).",
+                  no_args_is_help=True)
+
+DB_OPTION = typer.Option(None, "--database-url", help="Database URL (default: CAIRN_DATABASE_URL).")
+LADDERS_OPTION = typer.Option(None, "--ladders-dir", help="Ladder files (CAIRN_LADDERS_DIR).")
+TENANT_OPTION = typer.Option(DEFAULT_TENANT, "--tenant", help="Tenant whose state to use.")
+USER_OPTION = typer.Option(None, "--user", help="User of a `partition: user` slate.")
+
+
+@contextmanager
+def open_slates(database_url: str | None, ladders_dir: Path | None) -> Iterator[Slates]:
+    settings = settings_with(database_url=database_url, ladders_dir=ladders_dir)
+    try:
+        store = open_store(settings.resolved_database_url(), pool_size=settings.db_pool_size)
+    except Exception as exc:
+        raise fail(exc) from exc
+    try:
+        yield Slates(store, tokenizer=settings.tokenizer, ladders_dir=settings.ladders_dir)
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        raise fail(exc) from exc
+    finally:
+        store.close()
+
+
+@app.command("show")
+def show(
+    ladder: str = typer.Argument(..., help="Ladder name (file stem or its `name`)."),
+    slate: str | None = typer.Argument(None, help="One slate (default: all of the ladder)."),
+    user: str | None = USER_OPTION,
+    tenant: str = TENANT_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the trees as JSON."),
+    database_url: str | None = DB_OPTION,
+    ladders_dir: Path | None = LADDERS_OPTION,
+) -> None:
+    """Show slates with their usage per folder and file (does not count as a use).
+
+    Example: cairn slates show memory-ladder Memory
+    """
+    with open_slates(database_url, ladders_dir) as slates:
+        titles = [slate] if slate else [s.title for s in slates.specs(ladder)]
+        if not titles:
+            slates.spec(ladder, "")  # raises slate_not_found with the ladder's name
+        trees = [slates.inspect(tenant, ladder, t, user_id=user) for t in titles]
+    if as_json:
+        print_json(trees)
+        return
+    for tree in trees:
+        table = Table("folder", "file", "tokens", "limit", "policy", "entries", "tags",
+                      title=f"{ladder}/{tree['slate']}  {tree['tokens']}/{tree['tokenLimit']}")
+        for folder in tree["folders"]:
+            table.add_row(folder["folder"], "", str(folder["tokens"]),
+                          str(folder["tokenLimit"]), folder["evictionPolicy"], "", "")
+            for f in folder["files"]:
+                table.add_row("", f["file"], str(f["tokens"]), "", "", str(f["entries"]),
+                              ", ".join(f["tags"]))
+        console.print(table)
+
+
+@app.command("read")
+def read(
+    ladder: str = typer.Argument(...),
+    slate: str = typer.Argument(...),
+    folder: str = typer.Argument(...),
+    file: str | None = typer.Argument(None, help="File (omit for the folder's index/tree)."),
+    metatag: str | None = typer.Option(None, "--metatag", help="tags, index or tree."),
+    depth: int | None = typer.Option(None, "--depth", min=0, help="Cut the tree here."),
+    fallback: str | None = typer.Option(None, "--fallback", help="Printed when empty."),
+    peek: bool = typer.Option(False, "--peek", help="Do not count as a use (LRU)."),
+    user: str | None = USER_OPTION,
+    tenant: str = TENANT_OPTION,
+    database_url: str | None = DB_OPTION,
+    ladders_dir: Path | None = LADDERS_OPTION,
+) -> None:
+    """Print a file's content, or a metatag's JSON.
+
+    Example: cairn slates read memory-ladder Memory facts core.md
+    """
+    if file is None and metatag is None:
+        metatag = "index"
+    with open_slates(database_url, ladders_dir) as slates:
+        text = slates.read(tenant, ladder, slate, folder, file, user_id=user, metatag=metatag,
+                           depth=depth, fallback=fallback, peek=peek)
+    sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
+
+
+@app.command("write")
+def write(
+    ladder: str = typer.Argument(...),
+    slate: str = typer.Argument(...),
+    folder: str = typer.Argument(...),
+    file: str = typer.Argument(...),
+    content: str = typer.Argument(..., help="Text to write; '-' reads standard input."),
+    on: str = typer.Option("append", "--on", help="append, overwrite or mergeByKey."),
+    key: str | None = typer.Option(None, "--key", help="Key field for mergeByKey."),
+    tag: list[str] = typer.Option([], "--tag", help="Add a tag to the file (repeatable)."),
+    user: str | None = USER_OPTION,
+    tenant: str = TENANT_OPTION,
+    database_url: str | None = DB_OPTION,
+    ladders_dir: Path | None = LADDERS_OPTION,
+) -> None:
+    """Write to a file; prints the folder's usage and any evictions as JSON.
+
+    Example: cairn slates write memory-ladder Memory facts core.md "Paris is in France"
+    """
+    if content == "-":
+        content = sys.stdin.read()
+    with open_slates(database_url, ladders_dir) as slates:
+        result = slates.write(tenant, ladder, slate, folder, file, content, on=on, key=key,
+                              tags=tag or None, user_id=user)
+    print_json(result.to_dict())
+
+
+@app.command("evictions")
+def evictions(
+    ladder: str = typer.Argument(...),
+    slate: str = typer.Argument(...),
+    limit: int = typer.Option(20, "--limit", min=1, max=1000),
+    user: str | None = USER_OPTION,
+    tenant: str = TENANT_OPTION,
+    database_url: str | None = DB_OPTION,
+    ladders_dir: Path | None = LADDERS_OPTION,
+) -> None:
+    """List recorded evictions, newest first, as JSON.
+
+    Example: cairn slates evictions memory-ladder Memory --limit 5
+    """
+    with open_slates(database_url, ladders_dir) as slates:
+        items = slates.evictions(tenant, ladder, slate, user_id=user, limit=limit)
+    print_json([e.to_dict() for e in items])
