@@ -307,3 +307,28 @@ def test_openapi_documents_the_endpoints(client: TestClient) -> None:
     assert "/v1/memory-templates" in paths
     assert "/v1/memory-templates/{template_id}" in paths
     assert "post" in paths["/v1/memory-templates/{template_id}/apply"]
+
+
+def test_concurrent_applies_with_one_key_make_one_episode(backend_client: TestClient) -> None:
+    import threading
+
+    body = {**SEED_REQUEST, "idempotency_key": "race"}
+    ids: list[str] = []
+    errors: list[BaseException] = []
+
+    def post() -> None:
+        try:
+            r = backend_client.post(APPLY, json=body)
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["id"])
+        except BaseException as exc:  # collected: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=post) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(set(ids)) == 1 and len(ids) == 6
+    assert len(episodes_of(backend_client, "customer:globex")) == 1
