@@ -1,0 +1,62 @@
+"""The Cairn Python SDK: typed sync and async clients of the HTTP API.
+
+    from cairn.client import Cairn
+    with Cairn("http://127.0.0.1:8100", api_key="ck_...") as cairn:
+        cairn.episodes.create("user-1", source="chat", type="message", payload={"text": "hi"})
+
+``Cairn.local()`` / ``AsyncCairn.local()`` run the same app in-process on the configured
+database. Errors are ``APIError`` subclasses carrying ``code``, ``status`` and ``request_id``.
+"""
+
+from cairn.client._client import AsyncCairn, Cairn
+from cairn.client._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    CairnClientError,
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitError,
+    ServerError,
+)
+from cairn.client._inprocess import ASGIAppTransport
+from cairn.client._models import (
+    Episode,
+    EpisodeBatch,
+    EpisodeCreate,
+    Health,
+    Memory,
+    Subject,
+    SubjectDeleted,
+    SubjectList,
+    Timeline,
+    Version,
+)
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "ASGIAppTransport",
+    "AsyncCairn",
+    "AuthenticationError",
+    "Cairn",
+    "CairnClientError",
+    "ConflictError",
+    "Episode",
+    "EpisodeBatch",
+    "EpisodeCreate",
+    "Health",
+    "InvalidRequestError",
+    "Memory",
+    "NotFoundError",
+    "RateLimitError",
+    "ServerError",
+    "Subject",
+    "SubjectDeleted",
+    "SubjectList",
+    "Timeline",
+    "Version",
+]

@@ -1,0 +1,132 @@
+"""What the sync and async clients share: request descriptions, retries, response parsing.
+
+Each SDK method builds a ``Call`` (method, path, body, whether it is safe to repeat, the model
+of the answer); ``Cairn`` and ``AsyncCairn`` only differ in how they send it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, TypeAdapter
+
+from cairn import __version__
+from cairn.client._errors import error_from_response
+
+T = TypeVar("T")
+
+DEFAULT_URL = "http://127.0.0.1:8100"
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 2
+# Answers that mean "not processed, try again later"; only repeated for idempotent calls.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One HTTP request and the type its answer parses into."""
+
+    method: str
+    path: str
+    response: Any  # a type (pydantic model, list[...], dict) for TypeAdapter; None: no body
+    params: dict[str, Any] | None = None
+    json: Any = None
+    # POSTs that only read, or that carry an idempotency key, are safe to repeat too.
+    idempotent: bool | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def retryable(self) -> bool:
+        if self.idempotent is not None:
+            return self.idempotent
+        return self.method.upper() in IDEMPOTENT_METHODS
+
+
+def body_of(value: Any) -> Any:
+    """A request body as JSON-ready data (models dumped without unset optional fields)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, list):
+        return [body_of(v) for v in value]
+    return value
+
+
+def clean_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Query parameters without the ones left at None; booleans as true/false."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else value
+    return out
+
+
+def path_segment(value: str) -> str:
+    """One URL path segment; ``.`` and ``..`` are escaped so no client folds them away."""
+    quoted = quote(value, safe=":@")
+    return quoted.replace(".", "%2E") if set(value) == {"."} else quoted
+
+
+@lru_cache(maxsize=256)
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(tp)
+
+
+def parse_response(call: Call[T], response: httpx.Response) -> T:
+    """The typed answer, or the ``APIError`` for an error status."""
+    if response.status_code >= 400:
+        raise error_from_response(response)
+    if call.response is None:
+        return None  # type: ignore[return-value]
+    if call.response is str:
+        return response.text  # type: ignore[return-value]
+    return _adapter(call.response).validate_python(response.json())  # type: ignore[no-any-return]
+
+
+class RetryPolicy:
+    """Exponential backoff with jitter; honours ``Retry-After`` (seconds) when sent."""
+
+    def __init__(self, max_retries: int, backoff: float, max_backoff: float = 8.0) -> None:
+        self.max_retries = max(0, max_retries)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+
+    def should_retry_status(self, call: Call[Any], status: int, attempt: int) -> bool:
+        return call.retryable and attempt < self.max_retries and status in RETRY_STATUSES
+
+    def should_retry_error(self, call: Call[Any], attempt: int) -> bool:
+        return call.retryable and attempt < self.max_retries
+
+    def delay(self, attempt: int, response: httpx.Response | None = None) -> float:
+        if response is not None:
+            after = response.headers.get("retry-after")
+            if after is not None:
+                try:
+                    return min(max(float(after), 0.0), self.max_backoff)
+                except ValueError:
+                    pass
+        base = min(self.backoff * (2**attempt), self.max_backoff)
+        return base * (0.5 + random.random() / 2)
+
+
+def resolve_url(base_url: str | None) -> str:
+    return (base_url or os.environ.get("CAIRN_URL") or DEFAULT_URL).rstrip("/")
+
+
+def resolve_key(api_key: str | None) -> str | None:
+    return api_key if api_key is not None else (os.environ.get("CAIRN_API_KEY") or None)
+
+
+def default_headers(api_key: str | None, extra: dict[str, str] | None) -> dict[str, str]:
+    headers = {"user-agent": f"cairn-python/{__version__}", "accept": "application/json"}
+    if api_key:
+        headers["x-api-key"] = api_key
+    headers.update(extra or {})
+    return headers

@@ -1,0 +1,277 @@
+"""``Cairn`` (sync) and ``AsyncCairn``: the typed HTTP clients.
+
+Both send the same ``Call`` descriptions; they differ only in how the request travels. Pass
+``base_url`` (or set ``CAIRN_URL``) to talk to a server, ``transport=`` to route requests
+anywhere httpx can (``httpx.ASGITransport(app)`` for the async client,
+``ASGIAppTransport(app)`` for the sync one), or use ``Cairn.local()`` to run the app on the
+configured database inside this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import httpx
+
+from cairn.client._base import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    Call,
+    RetryPolicy,
+    default_headers,
+    parse_response,
+    resolve_key,
+    resolve_url,
+)
+from cairn.client._episodes import (
+    AsyncEpisodes,
+    AsyncSubjects,
+    Episodes,
+    Subjects,
+    timeline_call,
+)
+from cairn.client._errors import APIConnectionError, APITimeoutError
+from cairn.client._inprocess import LOCAL_BASE_URL, ASGIAppTransport, LocalApp
+from cairn.client._models import Health, Timeline, Version
+
+if TYPE_CHECKING:
+    from cairn.config import Settings
+    from cairn.services import Services
+
+T = TypeVar("T")
+
+
+def _connection_error(exc: httpx.TransportError, call: Call[Any]) -> APIConnectionError:
+    kind = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
+    return kind(f"{call.method} {call.path}: {exc.__class__.__name__}: {exc}")
+
+
+class Cairn:
+    """Synchronous client. Use as a context manager, or call ``close()``.
+
+    Example::
+
+        with Cairn("http://127.0.0.1:8100", api_key="...") as cairn:
+            cairn.episodes.create("user-1", source="chat", type="message",
+                                  payload={"text": "I prefer tea"})
+            print(cairn.timeline("user-1").episodes)
+    """
+
+    def __init__(
+        self, base_url: str | None = None, api_key: str | None = None, *,
+        transport: httpx.BaseTransport | None = None, timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = 0.5,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base_url = resolve_url(base_url or (LOCAL_BASE_URL if transport else None))
+        self.api_key = resolve_key(api_key)
+        self.retry = RetryPolicy(max_retries, backoff)
+        self._http = httpx.Client(
+            base_url=self.base_url, transport=transport, timeout=timeout,
+            headers=default_headers(self.api_key, headers),
+        )
+        self._local: LocalApp | None = None
+        self.episodes = Episodes(self)
+        self.subjects = Subjects(self)
+        _attach_features(self, sync=True)
+
+    @classmethod
+    def local(
+        cls, settings: Settings | None = None, *, services: Services | None = None,
+        api_key: str | None = None, **options: Any,
+    ) -> Cairn:
+        """A client of the Cairn app running in this process on ``settings``' database.
+
+        The key defaults to ``settings.api_key``; with no key anywhere the store must be in
+        open mode (no keys created), exactly as a loopback server would be.
+        """
+        app = LocalApp(settings, services)
+        transport = ASGIAppTransport(app.app, lifespan=True)
+        try:
+            app_key = api_key if api_key is not None else (app.services.settings.api_key or None)
+            client = cls(LOCAL_BASE_URL, api_key=app_key or "", transport=transport, **options)
+            client._local = app
+            transport.portal  # noqa: B018 - start the app now, so startup errors surface here
+        except BaseException:
+            transport.close()
+            app.close()
+            raise
+        return client
+
+    def _send(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(
+                    call.method, call.path, params=call.params, json=call.json,
+                    headers=call.headers or None,
+                )
+            except httpx.TransportError as exc:
+                if not self.retry.should_retry_error(call, attempt):
+                    raise _connection_error(exc, call) from exc
+                time.sleep(self.retry.delay(attempt))
+                attempt += 1
+                continue
+            if self.retry.should_retry_status(call, response.status_code, attempt):
+                time.sleep(self.retry.delay(attempt, response))
+                attempt += 1
+                continue
+            return parse_response(call, response)
+
+    def request(self, method: str, path: str, *, json: Any = None,
+                params: dict[str, Any] | None = None, idempotent: bool | None = None) -> Any:
+        """Call any endpoint and get its JSON back (for endpoints newer than this SDK)."""
+        return self._send(Call(method, path, Any, params=params, json=json, idempotent=idempotent))
+
+    def health(self) -> Health:
+        """``GET /healthz``: the process is up."""
+        return self._send(Call("GET", "/healthz", Health))
+
+    def ready(self) -> Health:
+        """``GET /readyz``: the database answers (a ``ServerError`` 503 when it does not)."""
+        return self._send(Call("GET", "/readyz", Health))
+
+    def version(self) -> Version:
+        """``GET /v1/version``."""
+        return self._send(Call("GET", "/v1/version", Version))
+
+    def timeline(self, subject_id: str, *, limit: int | None = None,
+                 offset: int | None = None) -> Timeline:
+        """Episodes and memories of a subject in time order, each paged by limit/offset."""
+        return self._send(timeline_call(subject_id, limit, offset))
+
+    def close(self) -> None:
+        """Close the connection pool (and the in-process app, if this client owns one)."""
+        self._http.close()  # also closes the transport: an ASGIAppTransport stops its loop
+        if self._local is not None:
+            self._local.close()
+            self._local = None
+
+    def __enter__(self) -> Cairn:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class AsyncCairn:
+    """Asynchronous client, the twin of ``Cairn``. Use ``async with`` or ``await aclose()``.
+
+    Example::
+
+        async with AsyncCairn.local() as cairn:
+            await cairn.episodes.create("user-1", source="chat", type="message",
+                                        payload={"text": "I prefer tea"})
+    """
+
+    def __init__(
+        self, base_url: str | None = None, api_key: str | None = None, *,
+        transport: httpx.AsyncBaseTransport | None = None, timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = 0.5,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base_url = resolve_url(base_url or (LOCAL_BASE_URL if transport else None))
+        self.api_key = resolve_key(api_key)
+        self.retry = RetryPolicy(max_retries, backoff)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, transport=transport, timeout=timeout,
+            headers=default_headers(self.api_key, headers),
+        )
+        self._local: LocalApp | None = None
+        self._lifespan: Any = None
+        self._started = False
+        self.episodes = AsyncEpisodes(self)
+        self.subjects = AsyncSubjects(self)
+        _attach_features(self, sync=False)
+
+    @classmethod
+    def local(
+        cls, settings: Settings | None = None, *, services: Services | None = None,
+        api_key: str | None = None, **options: Any,
+    ) -> AsyncCairn:
+        """An async client of the Cairn app running in this process (see ``Cairn.local``).
+        The app's startup hooks run on first use (or ``async with``)."""
+        app = LocalApp(settings, services)
+        app_key = api_key if api_key is not None else (app.services.settings.api_key or None)
+        transport = httpx.ASGITransport(app=app.app, raise_app_exceptions=False)
+        client = cls(LOCAL_BASE_URL, api_key=app_key or "", transport=transport, **options)
+        client._local = app
+        return client
+
+    async def _start(self) -> None:
+        if self._local is not None and not self._started:
+            self._started = True
+            self._lifespan = self._local.lifespan()
+            await self._lifespan.__aenter__()
+
+    async def _send(self, call: Call[T]) -> T:
+        await self._start()
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    call.method, call.path, params=call.params, json=call.json,
+                    headers=call.headers or None,
+                )
+            except httpx.TransportError as exc:
+                if not self.retry.should_retry_error(call, attempt):
+                    raise _connection_error(exc, call) from exc
+                await asyncio.sleep(self.retry.delay(attempt))
+                attempt += 1
+                continue
+            if self.retry.should_retry_status(call, response.status_code, attempt):
+                await asyncio.sleep(self.retry.delay(attempt, response))
+                attempt += 1
+                continue
+            return parse_response(call, response)
+
+    async def request(self, method: str, path: str, *, json: Any = None,
+                      params: dict[str, Any] | None = None,
+                      idempotent: bool | None = None) -> Any:
+        """Call any endpoint and get its JSON back (for endpoints newer than this SDK)."""
+        return await self._send(
+            Call(method, path, Any, params=params, json=json, idempotent=idempotent)
+        )
+
+    async def health(self) -> Health:
+        """``GET /healthz``: the process is up."""
+        return await self._send(Call("GET", "/healthz", Health))
+
+    async def ready(self) -> Health:
+        """``GET /readyz``: the database answers."""
+        return await self._send(Call("GET", "/readyz", Health))
+
+    async def version(self) -> Version:
+        """``GET /v1/version``."""
+        return await self._send(Call("GET", "/v1/version", Version))
+
+    async def timeline(self, subject_id: str, *, limit: int | None = None,
+                       offset: int | None = None) -> Timeline:
+        """Episodes and memories of a subject in time order, each paged by limit/offset."""
+        return await self._send(timeline_call(subject_id, limit, offset))
+
+    async def aclose(self) -> None:
+        """Close the connection pool (and the in-process app, if this client owns one)."""
+        await self._http.aclose()
+        if self._lifespan is not None:
+            lifespan, self._lifespan = self._lifespan, None
+            await lifespan.__aexit__(None, None, None)
+        if self._local is not None:
+            self._local.close()
+            self._local = None
+
+    async def __aenter__(self) -> AsyncCairn:
+        await self._start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+def _attach_features(client: Any, *, sync: bool) -> None:
+    """Hook for feature resources (templates, memories, slates, ladders) as they land."""
