@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import socket
 import threading
 import time
@@ -30,7 +31,8 @@ from cairn.services import Services
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT = {"width": 1280, "height": 800}
 
 
@@ -84,9 +86,14 @@ def server_settings(data_dir: Path, **overrides: Any) -> Settings:
 
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """A server that requires keys: tenant ``a`` and tenant ``b`` each have one."""
+    """A server that requires keys: tenant ``a`` and tenant ``b`` each have one. Its ladders
+    are the example ladder of the docs and ``ladders/web-notes.yaml`` (small slates)."""
     data_dir = tmp_path_factory.mktemp("web-server")
-    services = Services.from_settings(server_settings(data_dir))
+    ladders = data_dir / "ladders"
+    shutil.copytree(ROOT / "examples" / "ladders", ladders)
+    for path in (Path(__file__).parent / "ladders").glob("*.yaml"):
+        shutil.copy(path, ladders)
+    services = Services.from_settings(server_settings(data_dir, ladders_dir=ladders))
     key_a, _ = services.store.keys.create("tenant-a", name="web tests")
     key_b, _ = services.store.keys.create("tenant-b", name="web tests")
     server, thread, url = _serve(services)

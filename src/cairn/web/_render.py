@@ -31,6 +31,7 @@ NAV: list[tuple[str, str]] = [
     ("/ui/subjects", "Subjects"),
     ("/ui/context", "Context"),
     ("/ui/templates", "Templates"),
+    ("/ui/slates", "Slates"),
 ]
 
 
