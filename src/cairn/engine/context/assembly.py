@@ -42,7 +42,10 @@ class AssemblySettings(BaseModel):
 
     chunk_tokens: int = Field(200, ge=16, le=8192, description="Largest chunk, in tokens.")
     chunk_overlap: int = Field(40, ge=0, description="Tokens shared by consecutive chunks.")
-    candidates: int = Field(50, ge=1, le=1000, description="Candidates per long-term lane.")
+    candidates: int = Field(
+        0, ge=0, le=1000,
+        description="Candidates per long-term lane; 0: twice max_items, between 20 and 200.",
+    )
     summaries: int = Field(2, ge=0, le=50, description="Conversation summaries considered.")
     summary_score: float = Field(0.6, ge=0.0, le=1.0, description="Score of those summaries.")
     tokenizer: str = Field("", description="tiktoken encoding; empty: the server's setting.")
@@ -94,6 +97,7 @@ class CairnAssembly:
     def candidates(self, request: ContextRequest) -> Assembled:
         """Every lane's candidates, before ``min_score`` and packing."""
         s, tok, scope = self.settings, self.tokenizer, request.scope
+        limit = s.candidates or min(max(20, 2 * request.budget.resolved().max_items), 200)
         out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
         items: list[ContextItem] = []
         recent, episodes = lanes.recent_items(
@@ -106,7 +110,7 @@ class CairnAssembly:
             query = request.query or (recent[0].content if recent else "")
             seen: set[uuid.UUID] = {e.id for e in episodes}
             lt, mems = lanes.long_term_items(
-                self.store, self.tenant_id, scope, query, s.candidates, tok,
+                self.store, self.tenant_id, scope, query, limit, tok,
                 embedder=self.embedder, exclude_episodes=seen,
             )
             sm, smems = lanes.summary_items(
@@ -114,7 +118,7 @@ class CairnAssembly:
                 s.summaries, tok,
             )
             ch, chunks = lanes.chunk_items(
-                self.store, self.tenant_id, scope, request.dataset_ids, query, s.candidates
+                self.store, self.tenant_id, scope, request.dataset_ids, query, limit
             )
             # A summary found by both lanes keeps its better score (packing keeps the first).
             items += sorted([*lt, *sm], key=lambda i: -i.score) + ch

@@ -26,6 +26,37 @@ from cairn.store.documents import ChunkRow, conversation_memories, latest_episod
 SUMMARY_KINDS = frozenset({"episode_summary", "session_summary", "conversation_summary", "summary"})
 
 
+class TokenCounts:
+    """Token counts of texts seen recently: a memory's count is needed on every request that
+    recalls it, and counting is most of the per-candidate cost. Bounded, thread-safe enough
+    (a lost update only costs a recount)."""
+
+    def __init__(self, tokenizer: Tokenizer, size: int = 65_536) -> None:
+        self.tokenizer = tokenizer
+        self.size = size
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        n = self._counts.get(text)
+        if n is None:
+            n = self.tokenizer.count(text)
+            if len(self._counts) >= self.size:
+                self._counts.clear()
+            self._counts[text] = n
+        return n
+
+
+_COUNTERS: dict[str, TokenCounts] = {}
+
+
+def token_counter(tokenizer: Tokenizer) -> TokenCounts:
+    """The process-wide counting cache of one tokenizer."""
+    counter = _COUNTERS.get(tokenizer.name)
+    if counter is None or counter.tokenizer is not tokenizer:
+        counter = _COUNTERS[tokenizer.name] = TokenCounts(tokenizer)
+    return counter
+
+
 def recent_items(
     store: Store, tenant_id: str, scope: Scope, conversation_id: str, limit: int,
     tokenizer: Tokenizer,
@@ -50,14 +81,16 @@ def recent_items(
 
 def memory_item(memory: Memory, score: float, tokenizer: Tokenizer,
                 source_class: str | None = None) -> ContextItem:
+    """A stored memory as a context item. Built without re-validation: every field comes from
+    the store, and the score is clamped to [0, 1] here."""
     cls = source_class or ("summary" if memory.kind in SUMMARY_KINDS else "long_term")
-    return ContextItem(
+    refs = [SourceRef.model_construct(type="episode", id=str(e), document_id=None,
+                                      dataset_id=None) for e in memory.source_episode_ids]
+    return ContextItem.model_construct(
         id=str(memory.id), kind=memory.kind, content=memory.content,
-        score=min(max(float(score), 0.0), 1.0), source_class=cls,  # type: ignore[arg-type]
-        token_count=tokenizer.count(memory.content), created_at=memory.created_at,
-        occurred_at=memory.valid_from,
-        provenance=[SourceRef(type="episode", id=str(e)) for e in memory.source_episode_ids]
-        or [SourceRef(type="episode", id=str(memory.id))],
+        score=min(max(float(score), 0.0), 1.0), source_class=cls,
+        token_count=token_counter(tokenizer)(memory.content), created_at=memory.created_at,
+        occurred_at=memory.valid_from, provenance=refs,
         metadata={"session_id": memory.session_id, **(memory.metadata or {})},
     )
 
