@@ -137,6 +137,7 @@ VALUE_ERRORS = [
     ("null", _values(steps_taken=None), "template_invalid_value", "steps_taken"),
     ("array", _values(issue=["a", "b"]), "template_invalid_value", "issue"),
     ("object", _values(customer={"name": "Globex"}), "template_invalid_value", "customer"),
+    ("NUL character", _values(issue="a\x00b"), "template_invalid_value", "issue"),
 ]
 
 
@@ -187,6 +188,8 @@ def test_unknown_field_is_reported_before_other_problems(client: TestClient) -> 
         {**SEED_REQUEST, "values": ["Globex"]},
         {**SEED_REQUEST, "session_id": ""},
         {**SEED_REQUEST, "idempotency_key": ""},
+        {**SEED_REQUEST, "idempotency_key": "k\x00"},
+        {**SEED_REQUEST, "session_id": "s\x00"},
         {**SEED_REQUEST, "occurred_at": "yesterday"},
         {**SEED_REQUEST, "metadata": {"x": 1}},
         {**SEED_REQUEST, "type": "other.type"},

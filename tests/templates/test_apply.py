@@ -15,7 +15,9 @@ HANDOFF = load_catalogue().get("customer-support-handoff")
 SCOPE = Scope.for_subject("customer:globex")
 FIELDS = ["customer", "issue", "steps_taken", "next_owner"]
 
-brace_text = st.text(alphabet=st.sampled_from(list("{}customerissue_ \n")) | st.characters())
+brace_text = st.text(
+    alphabet=st.sampled_from(list("{}customerissue_ \n")) | st.characters(exclude_characters="\x00")
+)
 handoff_values = st.fixed_dictionaries(
     {"customer": brace_text, "issue": brace_text},
     optional={"steps_taken": brace_text, "next_owner": brace_text},

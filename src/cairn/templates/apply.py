@@ -30,6 +30,16 @@ def _json_type(value: object) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
+def _value_problem(value: object) -> str:
+    """Why a value is not acceptable ("" if it is): not a string, or a string with a NUL
+    character (which PostgreSQL cannot store, so no backend accepts it)."""
+    if not isinstance(value, str):
+        return _json_type(value)
+    if "\x00" in value:
+        return "a string containing a NUL character"
+    return ""
+
+
 def _quoted(names: Sequence[str]) -> str:
     return ", ".join(f"'{n}'" for n in names)
 
@@ -40,8 +50,8 @@ def validate_values(template: MemoryTemplate, values: Mapping[str, Any]) -> dict
     Checks run in a fixed order, each with its own code, and each error names every
     offending field (``details.fields``) and the first one (``details.field``):
     unknown field → ``template_unknown_field``; a value that is not a string (numbers,
-    booleans, null, arrays, objects) → ``template_invalid_value``; an omitted required field →
-    ``template_missing_field``.
+    booleans, null, arrays, objects) or contains a NUL character → ``template_invalid_value``;
+    an omitted required field → ``template_missing_field``.
     """
     declared = template.field_names
     unknown = [name for name in values if name not in declared]
@@ -57,12 +67,13 @@ def validate_values(template: MemoryTemplate, values: Mapping[str, Any]) -> dict
                 "allowed": declared,
             },
         )
-    invalid = [name for name in declared if name in values and not isinstance(values[name], str)]
+    problems = {name: _value_problem(values[name]) for name in declared if name in values}
+    invalid = [name for name, problem in problems.items() if problem]
     if invalid:
-        kinds = {name: _json_type(values[name]) for name in invalid}
+        kinds = {name: problems[name] for name in invalid}
         described = ", ".join(f"'{n}' is {kinds[n]}" for n in invalid)
         raise InvalidInput(
-            f"template values must be strings: {described}",
+            f"template values must be strings without NUL characters: {described}",
             code=INVALID_VALUE,
             details={
                 "template_id": template.id,

@@ -60,6 +60,14 @@ class TemplateApply(BaseModel):
     idempotency_key: str | None = Field(None, min_length=1, max_length=256)
     occurred_at: datetime | None = None
 
+    @field_validator("session_id", "idempotency_key")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        # PostgreSQL text cannot hold NUL; refusing it here keeps both backends alike.
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain a NUL character")
+        return value
+
     @field_validator("occurred_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
