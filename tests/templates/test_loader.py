@@ -201,6 +201,11 @@ BAD_TEXT = {
     "tab indentation": ("id: a\n\tversion: 1\n", "invalid YAML: line 2"),
     "repeated key": ("id: a\nid: b\n", "invalid YAML: line 2, column 1: duplicate key 'id'"),
     "a list as a key": ("? [a, b]\n: 1\n", "invalid YAML: line 1, column 3: unsupported"),
+    "NUL in the scaffold": (
+        "id: a\nversion: 1\ntitle: A\nepisode_type: a\nfields: [{name: x}]\n"
+        'content_template: "{x}\\0"\n',
+        "content_template must not contain a NUL character",
+    ),
     "top-level list": ("- id: a\n", "must be a YAML mapping, found a list"),
     "empty file": ("", "must be a YAML mapping, found empty"),
     "a python object tag": ("id: !!python/object:os.system x\n", "invalid YAML"),

@@ -50,6 +50,10 @@ class MemoryTemplate(BaseModel):
 
     @model_validator(mode="after")
     def _check_fields_and_scaffold(self) -> MemoryTemplate:
+        for key in ("id", "episode_type", "content_template"):
+            if "\x00" in getattr(self, key):
+                # Written into episodes; PostgreSQL cannot store NUL in text.
+                raise ValueError(f"{key} must not contain a NUL character")
         seen: set[str] = set()
         for f in self.fields:
             if f.name in seen:
