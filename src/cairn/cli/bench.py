@@ -61,3 +61,20 @@ def ladders(
     from cairn.bench.ladders import run
 
     run(calls=calls, warmup=warmup, backends=tuple(backend), pg_url=pg_url, http=http)
+
+
+@app.command("slates")
+def slates(
+    ops: int = typer.Option(2000, help="Operations per measurement."),
+    threads: int = typer.Option(4, help="Threads appending to one folder at once."),
+    backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
+    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
+                               help="PostgreSQL server (a scratch database is made on it)."),
+) -> None:
+    """Slate writes/s and reads/s with eviction active, p50/p95 latency.
+
+    Example: cairn bench slates --ops 2000 --backend sqlite --backend postgres
+    """
+    from cairn.bench.slates import run
+
+    run(ops=ops, threads=threads, backends=tuple(backend), pg_url=pg_url)

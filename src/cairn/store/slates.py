@@ -24,6 +24,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    bindparam,
     delete,
     func,
     select,
@@ -128,12 +129,37 @@ class FolderRow:
     usage: int
 
 
-def _key_filter(key: FolderKey) -> Any:
-    c = slate_folders.c
-    return (
-        (c.tenant_id == key.tenant) & (c.ladder == key.ladder) & (c.user_id == key.user_id)
-        & (c.slate == key.slate) & (c.folder == key.folder)
-    )
+# The statements of every write, built once: building SQLAlchemy expressions per call costs
+# more than running them on SQLite.
+_F, _FI, _E = slate_folders.c, slate_files.c, slate_entries.c
+_BY_KEY = (
+    (_F.tenant_id == bindparam("k_tenant")) & (_F.ladder == bindparam("k_ladder"))
+    & (_F.user_id == bindparam("k_user")) & (_F.slate == bindparam("k_slate"))
+    & (_F.folder == bindparam("k_folder"))
+)
+_SELECT_FOLDER = select(_F.id, _F.clock).where(_BY_KEY)
+_LOCK_FOLDER = _SELECT_FOLDER.with_for_update()
+_SELECT_FILES = (select(slate_files).where(_FI.folder_id == bindparam("folder_id"))
+                 .order_by(_FI.ordinal, _FI.id))
+_SELECT_ENTRIES = (select(slate_entries).where(_E.folder_id == bindparam("folder_id"))
+                   .order_by(_E.position))
+_SAVE_FILE = update(slate_files).where(_FI.id == bindparam("file_id")).values(
+    kind=bindparam("kind"), tokens=bindparam("tokens"), bytes=bindparam("bytes_"),
+    last_used=bindparam("last_used"), tags=bindparam("tags", type_=JsonType),
+    updated_at=bindparam("now", type_=UTCDateTime()),
+)
+_DELETE_ENTRIES = delete(slate_entries).where(_E.id.in_(bindparam("ids", expanding=True)))
+_TOUCH_FILE = update(slate_files).where(_FI.id == bindparam("file_id")).values(
+    last_used=bindparam("last_used"))
+_SAVE_FOLDER = update(slate_folders).where(_F.id == bindparam("folder_id")).values(
+    clock=bindparam("clock"), usage=bindparam("usage"),
+    updated_at=bindparam("now", type_=UTCDateTime()),
+)
+
+
+def _key_params(key: FolderKey) -> dict[str, str]:
+    return {"k_tenant": key.tenant, "k_ladder": key.ladder, "k_user": key.user_id,
+            "k_slate": key.slate, "k_folder": key.folder}
 
 
 class SlateRepository:
@@ -146,8 +172,8 @@ class SlateRepository:
 
     def lock_folder(self, conn: Connection, key: FolderKey, now: datetime) -> tuple[int, int, bool]:
         """Lock the folder row, creating it first if needed: ``(id, clock, created)``."""
-        stmt = select(slate_folders.c.id, slate_folders.c.clock).where(_key_filter(key))
-        row = conn.execute(stmt.with_for_update()).first()
+        params = _key_params(key)
+        row = conn.execute(_LOCK_FOLDER, params).first()
         if row is not None:
             return int(row[0]), int(row[1]), False
         conn.execute(
@@ -156,22 +182,17 @@ class SlateRepository:
                     folder=key.folder, clock=0, usage=0, created_at=now, updated_at=now)
             .on_conflict_do_nothing()
         )
-        row = conn.execute(stmt.with_for_update()).one()
+        row = conn.execute(_LOCK_FOLDER, params).one()
         return int(row[0]), int(row[1]), True
 
     def find_folder(self, conn: Connection, key: FolderKey) -> tuple[int, int] | None:
-        row = conn.execute(
-            select(slate_folders.c.id, slate_folders.c.clock).where(_key_filter(key))
-        ).first()
+        row = conn.execute(_SELECT_FOLDER, _key_params(key)).first()
         return None if row is None else (int(row[0]), int(row[1]))
 
     def load_files(self, conn: Connection, folder_id: int) -> dict[str, FileState]:
         """Every stored file of a folder with its entries, in ``ordinal`` order."""
         files: dict[str, FileState] = {}
-        rows = conn.execute(
-            select(slate_files).where(slate_files.c.folder_id == folder_id)
-            .order_by(slate_files.c.ordinal, slate_files.c.id)
-        )
+        rows = conn.execute(_SELECT_FILES, {"folder_id": folder_id})
         for r in rows:
             m = r._mapping
             files[m["name"]] = FileState(
@@ -179,10 +200,7 @@ class SlateRepository:
                 last_used=int(m["last_used"]), ordinal=int(m["ordinal"]), tokens=int(m["tokens"]),
                 id=int(m["id"]),
             )
-        entries = conn.execute(
-            select(slate_entries).where(slate_entries.c.folder_id == folder_id)
-            .order_by(slate_entries.c.position)
-        )
+        entries = conn.execute(_SELECT_ENTRIES, {"folder_id": folder_id})
         for r in entries:
             m = r._mapping
             f = files.get(m["file"])
@@ -206,16 +224,12 @@ class SlateRepository:
 
     def save_file(self, conn: Connection, file_id: int, *, kind: str, tokens: int, bytes_: int,
                   last_used: int, tags: list[str], now: datetime) -> None:
-        conn.execute(
-            update(slate_files).where(slate_files.c.id == file_id).values(
-                kind=kind, tokens=tokens, bytes=bytes_, last_used=last_used, tags=tags,
-                updated_at=now,
-            )
-        )
+        conn.execute(_SAVE_FILE, {"file_id": file_id, "kind": kind, "tokens": tokens,
+                                  "bytes_": bytes_, "last_used": last_used, "tags": tags,
+                                  "now": now})
 
     def touch_file(self, conn: Connection, file_id: int, last_used: int) -> None:
-        conn.execute(update(slate_files).where(slate_files.c.id == file_id)
-                     .values(last_used=last_used))
+        conn.execute(_TOUCH_FILE, {"file_id": file_id, "last_used": last_used})
 
     def drop_file(self, conn: Connection, folder_id: int, file_id: int, name: str) -> None:
         conn.execute(delete(slate_entries).where(
@@ -224,8 +238,8 @@ class SlateRepository:
 
     def save_folder(self, conn: Connection, folder_id: int, *, clock: int, usage: int,
                     now: datetime) -> None:
-        conn.execute(update(slate_folders).where(slate_folders.c.id == folder_id)
-                     .values(clock=clock, usage=usage, updated_at=now))
+        conn.execute(_SAVE_FOLDER, {"folder_id": folder_id, "clock": clock, "usage": usage,
+                                    "now": now})
 
     # --- entries ----------------------------------------------------------------------------
 
@@ -240,9 +254,10 @@ class SlateRepository:
             conn.execute(slate_entries.insert(), rows)
 
     def delete_entries(self, conn: Connection, ids: list[int]) -> None:
+        if not ids:
+            return
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            conn.execute(delete(slate_entries).where(slate_entries.c.id.in_(chunk)))
+            conn.execute(_DELETE_ENTRIES, {"ids": ids[start:start + 500]})
 
     def delete_file_entries(self, conn: Connection, folder_id: int, name: str) -> int:
         res = conn.execute(delete(slate_entries).where(
