@@ -91,22 +91,26 @@ class RunRepository:
         """Insert the run as ``running``; returns the row and True, or the existing row and
         False when this run id is already known to the tenant."""
         now = utcnow()
+        values = {
+            "id": run_id, "tenant_id": tenant_id, "ladder": ladder, "user_id": user_id,
+            "status": RUNNING, "request_hash": request_hash, "model": model, "created_at": now,
+            "started_at": now, "effects": [],
+        }
         with self.db.write() as conn:
-            inserted = conn.execute(
-                self.db.insert(ladder_runs)
-                .values(
-                    id=run_id, tenant_id=tenant_id, ladder=ladder, user_id=user_id,
-                    status=RUNNING, request_hash=request_hash, model=model, created_at=now,
-                    started_at=now, effects=[],
-                )
+            seq = conn.execute(
+                self.db.insert(ladder_runs).values(**values)
                 .on_conflict_do_nothing(index_elements=["tenant_id", "id"])
-            ).rowcount
+                .returning(ladder_runs.c.seq)
+            ).scalar()
+            if seq is not None:  # new: no second statement needed
+                return RunRecord(**{k: values.get(k) for k in RunRecord.__dataclass_fields__
+                                    if k != "seq"}), True  # type: ignore[arg-type]
             row = conn.execute(
                 select(ladder_runs).where(
                     ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
                 )
             ).one()
-        return _record(row), inserted == 1
+        return _record(row), False
 
     def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime) -> bool:
         """Restart a failed run, or a running one not heard of since ``stale_before``
