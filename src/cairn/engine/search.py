@@ -220,7 +220,7 @@ def search_memories(
         # Fetch in slices: the vector lane has not filtered status and kind yet.
         start = 0
         while len(out) < limit and start < len(order):
-            chunk = order[start:start + limit * 2]
+            chunk = order[start:start + limit - len(out) + 8]
             start += len(chunk)
             found = store.memories.by_seqs(tenant_id, scope, chunk, conn)
             for seq in chunk:

@@ -49,6 +49,11 @@ def row_to_memory(row: Row[Any]) -> Memory:
     )
 
 
+# Weight of the words of neighbouring messages (indexed with a turn, not part of it)
+# relative to the memory's own words.
+CONTEXT_WEIGHT = 1.0
+PG_CONTEXT_WEIGHT = 1.0
+
 # Every column but the embedding (which only the vector lane reads, in bulk).
 _COLUMNS = [c for c in t.c if c.name != "embedding"]
 
@@ -174,6 +179,16 @@ class MemoryRepository:
                 .values(source_episode_ids=have + extra, updated_at=row["updated_at"])
             )
 
+    def refresh_metadata(self, conn: Connection, row: dict[str, Any]) -> None:
+        """Replace the metadata of the stored memory ``row`` restates (same content)."""
+        conn.execute(
+            update(t).where(
+                t.c.tenant_id == row["tenant_id"], t.c.runtime_id == row["runtime_id"],
+                t.c.user_id == row["user_id"], t.c.agent_id == row["agent_id"],
+                t.c.kind == row["kind"], t.c.content_hash == row["content_hash"],
+            ).values(metadata=row["metadata"], updated_at=row["updated_at"])
+        )
+
     def set_sources(
         self, conn: Connection, memory_id: uuid.UUID, sources: list[str], now: datetime
     ) -> None:
@@ -235,17 +250,19 @@ class MemoryRepository:
         if self.db.is_sqlite:
             params["q"] = " OR ".join(f'"{term}"' for term in terms)
             sql = (
-                "SELECT m.seq, -bm25(memories_fts) AS s FROM memories_fts "
+                f"SELECT m.seq, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}) AS s FROM memories_fts "
                 "JOIN memories m ON m.seq = memories_fts.rowid "
                 f"WHERE memories_fts MATCH :q AND {' AND '.join(where)} "
                 "ORDER BY s DESC, m.seq LIMIT :limit"
             )
         else:
             params["q"] = " | ".join(terms)
-            doc = ("to_tsvector('english'::regconfig, m.content || ' ' || "
-                   "coalesce(m.metadata->>'keywords', ''))")
+            doc = ("(setweight(to_tsvector('english'::regconfig, m.content || ' ' || "
+                   "coalesce(m.metadata->>'keywords', '')), 'A') || "
+                   "setweight(to_tsvector('english'::regconfig, "
+                   "coalesce(m.metadata->>'context_terms', '')), 'D'))")
             sql = (
-                f"SELECT m.seq, ts_rank({doc}, q, 1) AS s "
+                f"SELECT m.seq, ts_rank('{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}', {doc}, q, 1) AS s "
                 "FROM memories m, to_tsquery('english'::regconfig, :q) q "
                 f"WHERE {doc} @@ q AND {' AND '.join(where)} "
                 "ORDER BY s DESC, m.seq LIMIT :limit"

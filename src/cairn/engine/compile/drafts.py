@@ -24,7 +24,8 @@ _NAMESPACE = uuid.UUID("6f0c6d2e-6a34-5c61-9b8e-63616972e000")
 @dataclass(frozen=True)
 class MemoryDraft:
     """A memory to store. ``slot`` names a single-valued fact (e.g. ``alice:employer``): a
-    newer draft with the same slot and another value supersedes the stored one."""
+    newer draft with the same slot and another value supersedes the stored one. A ``refresh``
+    draft re-states a stored memory with newer metadata (e.g. words of later messages)."""
 
     kind: str
     content: str
@@ -34,6 +35,8 @@ class MemoryDraft:
     confidence: float = 1.0
     session_id: str | None = None
     slot: str | None = None
+    # A re-emitted memory whose metadata (index context) changed: update, do not insert.
+    refresh: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def content_hash(self) -> str:

@@ -37,6 +37,10 @@ VERSION = 1
 NOTE_CHUNK_WORDS = 120
 SUMMARY_SENTENCES = 4
 SUMMARY_MIN_MESSAGES = 4
+# Neighbouring messages whose words are indexed with a turn.
+CONTEXT_BEFORE = 2
+CONTEXT_AFTER = 1
+CONTEXT_WORDS = 40
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,17 @@ def _note_text(ep: Episode) -> str:
     return "\n".join(lines)
 
 
-def _metadata(text: str, at: datetime, extra: dict[str, Any]) -> dict[str, Any]:
+def _context_words(text: str, limit: int = CONTEXT_WORDS) -> list[str]:
+    """Content words of a neighbouring message, indexed (not shown) with a turn."""
+    out: list[str] = []
+    for w in words(text):
+        if w not in STOP_WORDS and len(w) > 2 and w not in out:
+            out.append(w)
+    return out[:limit]
+
+
+def _metadata(text: str, at: datetime, extra: dict[str, Any],
+              context: str = "") -> dict[str, Any]:
     dates = resolve_dates(text, at)
     keywords = date_keywords([at.date().isoformat(), *dates])
     meta: dict[str, Any] = {
@@ -116,6 +130,7 @@ def _metadata(text: str, at: datetime, extra: dict[str, Any]) -> dict[str, Any]:
         "dates": dates,
         "entities": entities(text),
         "keywords": " ".join(keywords),
+        "context_terms": " ".join(_context_words(context)) if context else "",
         "compiler": NAME,
         "compiler_version": VERSION,
     }
@@ -231,6 +246,45 @@ def _chunks(text: str) -> list[str]:
     return out
 
 
+def _neighbours(batch: CompileInput) -> tuple[dict[tuple[Any, int], str], list[tuple[Any, Any]]]:
+    """The words around each message, and the already-compiled messages whose context the
+    batch extends.
+
+    A turn is indexed with the ``CONTEXT_BEFORE`` messages before it and the
+    ``CONTEXT_AFTER`` after it in its session (outside sessions: in the batch), so a reply is
+    found by the words of its question. Returns ``(episode id, index) → context text`` and the
+    ``(episode, message)`` pairs compiled earlier whose following messages arrived now.
+    """
+    new_ids = {ep.id for ep in batch.episodes}
+    out: dict[tuple[Any, int], str] = {}
+    stale: list[tuple[Any, Any]] = []
+    streams = [batch.sessions[k] for k in sorted(batch.sessions)]
+    streams.append([ep for ep in batch.episodes if not ep.session_id])
+    for stream in streams:
+        flat = [(ep, msg) for ep in stream for msg in messages_of(ep)]
+        first_new = next((i for i, (ep, _) in enumerate(flat) if ep.id in new_ids), None)
+        for i, (ep, msg) in enumerate(flat):
+            ctx = [m.text for _, m in flat[max(0, i - CONTEXT_BEFORE):i]]
+            ctx += [m.text for _, m in flat[i + 1:i + 1 + CONTEXT_AFTER]]
+            out[(ep.id, msg.index)] = " ".join(ctx)
+            if (first_new is not None and ep.id not in new_ids
+                    and first_new - CONTEXT_AFTER <= i < first_new):
+                stale.append((ep, msg))
+    return out, stale
+
+
+def _turn(ep: Episode, msg: Message, context: str, refresh: bool = False) -> MemoryDraft:
+    return MemoryDraft(
+        kind="turn", content=f"{msg.speaker}: {msg.text}", source_episode_ids=(ep.id,),
+        valid_from=msg.at, summary=msg.text[:200], confidence=1.0, session_id=ep.session_id,
+        refresh=refresh,
+        metadata=_metadata(msg.text, msg.at, {
+            "speaker": msg.speaker, "role": msg.role, "episode_type": ep.type,
+            "message_index": msg.index,
+        }, context=context),
+    )
+
+
 class HeuristicCompiler:
     """The deterministic default compiler."""
 
@@ -239,20 +293,15 @@ class HeuristicCompiler:
 
     def compile(self, batch: CompileInput) -> list[MemoryDraft]:
         drafts: list[MemoryDraft] = []
+        context, stale = _neighbours(batch)
+        # Turns compiled earlier get the words of the messages that followed them.
+        for ep, msg in stale:
+            drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ""), refresh=True))
         for ep in batch.episodes:
             msgs = messages_of(ep)
             if msgs:
                 for msg in msgs:
-                    content = f"{msg.speaker}: {msg.text}"
-                    drafts.append(MemoryDraft(
-                        kind="turn", content=content, source_episode_ids=(ep.id,),
-                        valid_from=msg.at, summary=msg.text[:200], confidence=1.0,
-                        session_id=ep.session_id,
-                        metadata=_metadata(msg.text, msg.at, {
-                            "speaker": msg.speaker, "role": msg.role, "episode_type": ep.type,
-                            "message_index": msg.index,
-                        }),
-                    ))
+                    drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), "")))
                     drafts.extend(_facts(msg))
                 continue
             text = _note_text(ep)

@@ -103,7 +103,8 @@ def compile_scope(
         fresh = q.still_uncompiled(conn, [ep.id for ep in batch])
         fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
         drafts = [d for d in drafts if any(i in fresh for i in d.source_episode_ids)
-                  or (d.kind == "episode_summary" and d.session_id in fresh_sessions)]
+                  or ((d.kind == "episode_summary" or d.refresh)
+                      and d.session_id in fresh_sessions)]
         created = _apply(store, conn, tenant_id, scope, drafts, compiler, now)
         q.mark_compiled(conn, [ep.id for ep in batch if ep.id in fresh])
         remaining = q.count_uncompiled(conn, tenant_id, scope)
@@ -122,7 +123,10 @@ def _apply(
     compiler: Compiler, now: Any,
 ) -> list[Memory]:
     """Insert drafts in order; slot facts first supersede a different current value."""
-    plain = [d for d in drafts if not d.slot]
+    for d in drafts:
+        if d.refresh:
+            store.memories.refresh_metadata(conn, _row(tenant_id, scope, d, compiler, now))
+    plain = [d for d in drafts if not d.slot and not d.refresh]
     created = store.memories.insert_new(
         conn, [_row(tenant_id, scope, d, compiler, now) for d in plain]
     )

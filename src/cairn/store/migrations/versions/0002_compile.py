@@ -18,6 +18,7 @@ branch_labels = ("compile",)
 depends_on = None
 
 _SQLITE_BODY = "{r}.content || ' ' || coalesce(json_extract({r}.metadata, '$.keywords'), '')"
+_SQLITE_CONTEXT = "coalesce(json_extract({r}.metadata, '$.context_terms'), '')"
 
 
 def upgrade() -> None:
@@ -25,30 +26,34 @@ def upgrade() -> None:
     if bind.dialect.name == "sqlite":
         op.execute(
             "CREATE VIRTUAL TABLE memories_fts USING fts5("
-            "body, content='', tokenize='porter unicode61 remove_diacritics 2')"
+            "body, context, content='', tokenize='porter unicode61 remove_diacritics 2')"
         )
         op.execute(
             "CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN "
-            f"INSERT INTO memories_fts(rowid, body) VALUES (new.seq, {_SQLITE_BODY.format(r='new')});"
+            "INSERT INTO memories_fts(rowid, body, context) VALUES "
+            f"(new.seq, {_SQLITE_BODY.format(r='new')}, {_SQLITE_CONTEXT.format(r='new')});"
             " END"
         )
         op.execute(
             "CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN "
-            "INSERT INTO memories_fts(memories_fts, rowid, body) "
-            f"VALUES ('delete', old.seq, {_SQLITE_BODY.format(r='old')}); END"
+            "INSERT INTO memories_fts(memories_fts, rowid, body, context) VALUES ('delete', "
+            f"old.seq, {_SQLITE_BODY.format(r='old')}, {_SQLITE_CONTEXT.format(r='old')}); END"
         )
         op.execute(
             "CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, metadata ON memories BEGIN "
-            "INSERT INTO memories_fts(memories_fts, rowid, body) "
-            f"VALUES ('delete', old.seq, {_SQLITE_BODY.format(r='old')}); "
-            f"INSERT INTO memories_fts(rowid, body) VALUES (new.seq, {_SQLITE_BODY.format(r='new')});"
+            "INSERT INTO memories_fts(memories_fts, rowid, body, context) VALUES ('delete', "
+            f"old.seq, {_SQLITE_BODY.format(r='old')}, {_SQLITE_CONTEXT.format(r='old')}); "
+            "INSERT INTO memories_fts(rowid, body, context) VALUES "
+            f"(new.seq, {_SQLITE_BODY.format(r='new')}, {_SQLITE_CONTEXT.format(r='new')});"
             " END"
         )
     else:
         op.execute(
-            "CREATE INDEX ix_memories_fts ON memories USING gin ("
-            "to_tsvector('english'::regconfig, content || ' ' || "
-            "coalesce(metadata->>'keywords', '')))"
+            "CREATE INDEX ix_memories_fts ON memories USING gin (("
+            "setweight(to_tsvector('english'::regconfig, content || ' ' || "
+            "coalesce(metadata->>'keywords', '')), 'A') || "
+            "setweight(to_tsvector('english'::regconfig, "
+            "coalesce(metadata->>'context_terms', '')), 'D')))"
         )
     op.create_index(
         "ix_memories_scope_kind", "memories",
