@@ -32,6 +32,8 @@ NAV: list[tuple[str, str]] = [
     ("/ui/context", "Context"),
     ("/ui/templates", "Templates"),
     ("/ui/slates", "Slates"),
+    ("/ui/ladders", "Ladders"),
+    ("/ui/runs", "Runs"),
 ]
 
 
