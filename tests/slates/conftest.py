@@ -90,7 +90,8 @@ def ladders_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def slate_services(db_url: str, tmp_path: Path, ladders_dir: Path) -> Iterator[Services]:
-    s = Services.from_settings(make_settings(tmp_path, database_url=db_url, ladders_dir=ladders_dir))
+    settings = make_settings(tmp_path, database_url=db_url, ladders_dir=ladders_dir)
+    s = Services.from_settings(settings)
     yield s
     s.close()
 

@@ -128,8 +128,10 @@ def test_tenants_are_isolated(api: TestClient, slate_services: Services) -> None
     key_a, _ = slate_services.store.keys.create("tenant-a")
     key_b, _ = slate_services.store.keys.create("tenant-b")
     a, b = {"X-API-Key": key_a}, {"X-API-Key": key_b}
-    assert api.post(f"{BASE}/facts/core.md", headers=a, json={"content": "secret"}).status_code == 200
+    r = api.post(f"{BASE}/facts/core.md", headers=a, json={"content": "secret"})
+    assert r.status_code == 200
     assert api.get(f"{BASE}/facts/core.md", headers=b).json() == {"content": ""}
-    assert api.get(f"{BASE}/facts/core.md", headers={**b, "X-Tenant-ID": "tenant-a"}).status_code == 403
+    spoofed = {**b, "X-Tenant-ID": "tenant-a"}
+    assert api.get(f"{BASE}/facts/core.md", headers=spoofed).status_code == 403
     assert api.get(f"{BASE}/facts/core.md").status_code == 401
     assert api.get(f"{BASE}/facts/core.md", headers=a).json() == {"content": "secret"}

@@ -28,7 +28,8 @@ def test_seed_yaml_loads_verbatim(tmp_path: Path) -> None:
 
 
 def test_other_top_level_keys_are_ignored_and_name_wins(tmp_path: Path) -> None:
-    text = "name: renamed\nsteps:\n  - id: answer\n    anything: [1, 2]\nmodels: {x: 1}\n" + SEED_YAML
+    text = ("name: renamed\nsteps:\n  - id: answer\n    anything: [1, 2]\nmodels: {x: 1}\n"
+            + SEED_YAML)
     decl = load_slate_declarations(write(tmp_path, "file.yml", text))
     assert list(decl) == ["renamed"]
 
@@ -87,14 +88,15 @@ def test_duplicate_ladder_names_and_bad_yaml(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     write(other, "x.yaml", "slates: [\n")
-    with pytest.raises(ConfigError, match="x.yaml: cannot read YAML"):
+    with pytest.raises(ConfigError, match=r"x\.yaml: cannot read YAML"):
         load_slate_declarations(other)
     with pytest.raises(ConfigError, match="does not exist"):
         load_slate_declarations(tmp_path / "missing")
 
 
 def test_step_blocks_of_the_seed_validate() -> None:
-    read = SlateReadSource.model_validate({"slate": "Memory", "folder": "facts", "metatag": "index"})
+    read = SlateReadSource.model_validate(
+        {"slate": "Memory", "folder": "facts", "metatag": "index"})
     assert read.file is None
     with pytest.raises(ValueError, match="metatag"):
         SlateReadSource.model_validate({"slate": "Memory", "folder": "facts"})

@@ -15,7 +15,7 @@ from cairn.slates.service import Slates
 from tests.slates.conftest import count, folder_slate, fresh_ladder
 
 T = "tenant"
-WORDS = "one two three four five six seven eight nine ten".split()
+WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
 def test_words_are_single_tokens() -> None:

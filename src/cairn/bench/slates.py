@@ -118,6 +118,17 @@ def _measure(url: str, ops: int, threads: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _measure_postgres(pg_url: str, ops: int, threads: int) -> list[dict[str, Any]]:
+    found: list[list[dict[str, Any]]] = []
+
+    def measure(url: str) -> dict[str, float]:
+        found.append(_measure(url, ops, threads))
+        return {}
+
+    _with_pg_database(pg_url, measure)
+    return found[0]
+
+
 def run(*, ops: int = 2000, threads: int = 4, backends: tuple[str, ...] = ("sqlite", "postgres"),
         pg_url: str = PG_DEFAULT) -> None:
     """Measure each backend and print one table."""
@@ -129,14 +140,7 @@ def run(*, ops: int = 2000, threads: int = 4, backends: tuple[str, ...] = ("sqli
             with tempfile.TemporaryDirectory() as tmp:
                 rows = _measure(f"sqlite:///{Path(tmp) / 'bench.db'}", ops, threads)
         elif backend == "postgres":
-            holder: dict[str, Any] = {}
-
-            def on_pg(url: str) -> dict[str, float]:
-                holder["rows"] = _measure(url, ops, threads)
-                return {}
-
-            _with_pg_database(pg_url, on_pg)
-            rows = holder["rows"]
+            rows = _measure_postgres(pg_url, ops, threads)
         else:
             raise SystemExit(f"unknown backend {backend!r}: use sqlite or postgres")
         for r in rows:

@@ -53,7 +53,7 @@ def merge_items(content: str | Any, key: str) -> list[dict[str, Any]]:
                 f"mergeByKey item {i} has no key field {key!r}", code="slate_merge_key_missing",
                 details={"index": i, "key": key},
             )
-    return items
+    return items  # type: ignore[return-value]  # each item was checked to be a dict above
 
 
 def _json_items(file: FileState) -> list[Any]:
