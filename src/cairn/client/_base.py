@@ -14,10 +14,10 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from cairn import __version__
-from cairn.client._errors import error_from_response
+from cairn.client._errors import UnexpectedResponseError, error_from_response
 
 T = TypeVar("T")
 
@@ -87,7 +87,12 @@ def parse_response(call: Call[T], response: httpx.Response) -> T:
         return None  # type: ignore[return-value]
     if call.response is str:
         return response.text  # type: ignore[return-value]
-    return _adapter(call.response).validate_python(response.json())  # type: ignore[no-any-return]
+    try:
+        return _adapter(call.response).validate_python(response.json())  # type: ignore[no-any-return]
+    except (ValueError, ValidationError) as exc:
+        raise UnexpectedResponseError(
+            f"{call.method} {call.path}: unexpected response body ({exc})"
+        ) from exc
 
 
 class RetryPolicy:

@@ -26,6 +26,7 @@ from cairn.client._base import (
     resolve_key,
     resolve_url,
 )
+from cairn.client._context import AsyncScopes, Scopes, context_call
 from cairn.client._episodes import (
     AsyncEpisodes,
     AsyncSubjects,
@@ -34,8 +35,12 @@ from cairn.client._episodes import (
     timeline_call,
 )
 from cairn.client._errors import APIConnectionError, APITimeoutError
+from cairn.client._feature_models import ContextBundle
 from cairn.client._inprocess import LOCAL_BASE_URL, ASGIAppTransport, LocalApp
+from cairn.client._ladders import AsyncLadders, AsyncRuns, Ladders, Runs
 from cairn.client._models import Health, Timeline, Version
+from cairn.client._slates import AsyncSlates, Slates
+from cairn.client._templates import AsyncTemplates, Templates
 
 if TYPE_CHECKING:
     from cairn.config import Settings
@@ -76,7 +81,11 @@ class Cairn:
         self._local: LocalApp | None = None
         self.episodes = Episodes(self)
         self.subjects = Subjects(self)
-        _attach_features(self, sync=True)
+        self.templates = Templates(self)
+        self.scopes = Scopes(self)
+        self.slates = Slates(self)
+        self.ladders = Ladders(self)
+        self.runs = Runs(self)
 
     @classmethod
     def local(
@@ -143,6 +152,11 @@ class Cairn:
         """Episodes and memories of a subject in time order, each paged by limit/offset."""
         return self._send(timeline_call(subject_id, limit, offset))
 
+    def context(self, subject_id: str, task: str, *, max_tokens: int | None = None,
+                session_id: str | None = None) -> ContextBundle:
+        """Ranked, token-bounded context for a subject and a task (``POST /v1/context``)."""
+        return self._send(context_call(subject_id, task, max_tokens, session_id))
+
     def close(self) -> None:
         """Close the connection pool (and the in-process app, if this client owns one)."""
         self._http.close()  # also closes the transport: an ASGIAppTransport stops its loop
@@ -186,7 +200,11 @@ class AsyncCairn:
         self._started = False
         self.episodes = AsyncEpisodes(self)
         self.subjects = AsyncSubjects(self)
-        _attach_features(self, sync=False)
+        self.templates = AsyncTemplates(self)
+        self.scopes = AsyncScopes(self)
+        self.slates = AsyncSlates(self)
+        self.ladders = AsyncLadders(self)
+        self.runs = AsyncRuns(self)
 
     @classmethod
     def local(
@@ -254,6 +272,11 @@ class AsyncCairn:
         """Episodes and memories of a subject in time order, each paged by limit/offset."""
         return await self._send(timeline_call(subject_id, limit, offset))
 
+    async def context(self, subject_id: str, task: str, *, max_tokens: int | None = None,
+                      session_id: str | None = None) -> ContextBundle:
+        """Ranked, token-bounded context for a subject and a task (``POST /v1/context``)."""
+        return await self._send(context_call(subject_id, task, max_tokens, session_id))
+
     async def aclose(self) -> None:
         """Close the connection pool (and the in-process app, if this client owns one)."""
         await self._http.aclose()
@@ -271,7 +294,3 @@ class AsyncCairn:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.aclose()
-
-
-def _attach_features(client: Any, *, sync: bool) -> None:
-    """Hook for feature resources (templates, memories, slates, ladders) as they land."""

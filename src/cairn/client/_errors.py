@@ -3,6 +3,7 @@
     CairnClientError                 anything the SDK raises on purpose
     ├── APIConnectionError           the server could not be reached (after any retries)
     │   └── APITimeoutError          it did not answer in time
+    ├── UnexpectedResponseError      a 2xx answer whose body is not what the SDK expects
     └── APIError                     the server answered with an error body
         ├── AuthenticationError      401 / 403 (missing_api_key, invalid_api_key, tenant_mismatch)
         ├── NotFoundError            404
@@ -32,6 +33,11 @@ class APIConnectionError(CairnClientError):
 
 class APITimeoutError(APIConnectionError):
     """The server did not answer within the timeout."""
+
+
+class UnexpectedResponseError(CairnClientError):
+    """A success answer whose body does not parse into the expected model (an SDK/server
+    version mismatch, or something other than Cairn answering)."""
 
 
 class APIError(CairnClientError):
