@@ -23,6 +23,12 @@ async def _every_method(c: AsyncCairn) -> None:
     assert batch.episodes_created == 2
     assert len((await c.timeline("u-2")).episodes) == 2
     assert (await c.subjects.list()).total == 2
+    compiled = await c.memories.compile("u-1")
+    assert compiled.memories_created >= 1
+    assert (await c.memories.search("u-1", "Lisbon")).memories
+    queued = await c.memories.compile_async("u-2")
+    job = await c.memories.wait(queued.job_id, timeout=30, interval=0.05)
+    assert (await c.memories.job(queued.job_id)).job_id == job.job_id
     bundle = await c.context("u-1", "where does the user live?", session_id="s")
     assert "Lisbon" in bundle.assembled_context
     templates = await c.templates.list()

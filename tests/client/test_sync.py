@@ -200,3 +200,30 @@ def test_ladders_and_runs(local: Cairn) -> None:
     assert info.value.code == "ladder_not_found"
     with pytest.raises(NotFoundError):
         local.runs.get("run-unknown")
+
+
+def test_memories_compile_jobs_and_search(local: Cairn) -> None:
+    ep = local.episodes.create("user-5", source="chat", type="message",
+                               payload={"text": "I prefer green tea in the morning",
+                                        "role": "user"})
+    result = local.memories.compile("user-5")
+    assert result.memories_created >= 1 and result.has_more is False
+    assert all(ep.id in m.source_episode_ids for m in result.memories)
+    assert local.memories.compile("user-5").memories_created == 0  # nothing new: no duplicate
+    found = local.memories.search("user-5", "green tea", limit=5)
+    assert found.memories and all(0 <= (m.score or 0) <= 1 for m in found.memories)
+    kinds = {m.kind for m in result.memories}
+    only = local.memories.search("user-5", "tea", kinds=sorted(kinds)[:1])
+    assert {m.kind for m in only.memories} <= set(sorted(kinds)[:1])
+    local.episodes.create("user-5", source="chat", type="message",
+                          payload={"text": "My name is Ada Lovelace"})
+    queued = local.memories.compile_async("user-5")
+    job = local.memories.wait(queued.job_id, timeout=30, interval=0.05)
+    assert job.status == "succeeded" and job.memories_created >= 1
+    assert local.timeline("user-5").memories
+    with pytest.raises(InvalidRequestError) as info:
+        local.memories.search("user-5", "tea", kinds=["no-such-kind"])
+    assert info.value.code == "unknown_kind"
+    with pytest.raises(NotFoundError) as nf:
+        local.memories.job(uuid.uuid4())
+    assert nf.value.code == "job_not_found"

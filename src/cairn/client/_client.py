@@ -38,6 +38,7 @@ from cairn.client._errors import APIConnectionError, APITimeoutError
 from cairn.client._feature_models import ContextBundle
 from cairn.client._inprocess import LOCAL_BASE_URL, ASGIAppTransport, LocalApp
 from cairn.client._ladders import AsyncLadders, AsyncRuns, Ladders, Runs
+from cairn.client._memories import AsyncMemories, Memories
 from cairn.client._models import Health, Timeline, Version
 from cairn.client._slates import AsyncSlates, Slates
 from cairn.client._templates import AsyncTemplates, Templates
@@ -82,6 +83,7 @@ class Cairn:
         self.episodes = Episodes(self)
         self.subjects = Subjects(self)
         self.templates = Templates(self)
+        self.memories = Memories(self)
         self.scopes = Scopes(self)
         self.slates = Slates(self)
         self.ladders = Ladders(self)
@@ -201,6 +203,7 @@ class AsyncCairn:
         self.episodes = AsyncEpisodes(self)
         self.subjects = AsyncSubjects(self)
         self.templates = AsyncTemplates(self)
+        self.memories = AsyncMemories(self)
         self.scopes = AsyncScopes(self)
         self.slates = AsyncSlates(self)
         self.ladders = AsyncLadders(self)

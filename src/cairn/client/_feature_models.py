@@ -224,3 +224,36 @@ class Run(Response):
 class RunList(Response):
     runs: list[Run]
     total: int
+
+
+# --- memories (/v1/memories) -------------------------------------------------------------------
+class CompileResult(Response):
+    """What one synchronous compile produced (a batch: see ``has_more``)."""
+
+    subject_id: str
+    memories_created: int
+    memories: list[Memory]
+    has_more: bool = False
+    remaining_episodes: int = 0
+
+
+class CompileJobQueued(Response):
+    job_id: uuid.UUID
+    status: str
+
+
+class CompileJob(Response):
+    job_id: uuid.UUID
+    status: str
+    subject_id: str
+    memories_created: int = 0
+    memories: list[Memory] = Field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in ("queued", "pending", "running")
+
+
+class SearchResult(Response):
+    memories: list[Memory]

@@ -1,0 +1,123 @@
+"""Memories: ``client.memories`` (compile, compile jobs, search)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from cairn.client._base import Call, clean_params
+from cairn.client._errors import APITimeoutError
+from cairn.client._feature_models import CompileJob, CompileJobQueued, CompileResult, SearchResult
+
+if TYPE_CHECKING:
+    from cairn.client._client import AsyncCairn, Cairn
+
+
+def compile_call(subject_id: str) -> Call[CompileResult]:
+    # Compiling the same episodes twice creates no duplicate memory, so a retry is safe.
+    return Call("POST", "/v1/memories/compile", CompileResult,
+                json={"subject_id": subject_id}, idempotent=True)
+
+
+def compile_async_call(subject_id: str) -> Call[CompileJobQueued]:
+    return Call("POST", "/v1/memories/compile", CompileJobQueued,
+                json={"subject_id": subject_id, "async": True}, idempotent=False)
+
+
+def job_call(job_id: uuid.UUID | str) -> Call[CompileJob]:
+    return Call("GET", f"/v1/memories/compile/{uuid.UUID(str(job_id))}", CompileJob)
+
+
+def search_call(
+    subject_id: str, q: str, kinds: list[str] | None, limit: int | None, semantic: bool,
+    hybrid: bool, include_superseded: bool,
+) -> Call[SearchResult]:
+    params: dict[str, Any] = clean_params({
+        "subject_id": subject_id, "q": q, "limit": limit, "semantic": semantic or None,
+        "hybrid": hybrid or None, "include_superseded": include_superseded or None,
+    })
+    if kinds:
+        params["kind"] = list(kinds)
+    return Call("GET", "/v1/memories/search", SearchResult, params=params)
+
+
+class Memories:
+    """``client.memories``: turn episodes into memories and search them."""
+
+    def __init__(self, client: Cairn) -> None:
+        self._client = client
+
+    def compile(self, subject_id: str) -> CompileResult:
+        """Compile the subject's uncompiled episodes now (one batch; see ``has_more``)."""
+        return self._client._send(compile_call(subject_id))
+
+    def compile_async(self, subject_id: str) -> CompileJobQueued:
+        """Queue a compile job (202); follow it with ``job`` or ``wait``."""
+        return self._client._send(compile_async_call(subject_id))
+
+    def job(self, job_id: uuid.UUID | str) -> CompileJob:
+        """A compile job of the caller's tenant (``NotFoundError`` ``job_not_found``)."""
+        return self._client._send(job_call(job_id))
+
+    def wait(self, job_id: uuid.UUID | str, *, timeout: float = 60.0,
+             interval: float = 0.2) -> CompileJob:
+        """Poll the job until it has finished; ``APITimeoutError`` after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.job(job_id)
+            if job.finished:
+                return job
+            if time.monotonic() > deadline:
+                raise APITimeoutError(f"compile job {job_id} still {job.status} after {timeout}s")
+            time.sleep(interval)
+
+    def search(
+        self, subject_id: str, q: str, *, kinds: list[str] | None = None,
+        limit: int | None = None, semantic: bool = False, hybrid: bool = False,
+        include_superseded: bool = False,
+    ) -> SearchResult:
+        """Memories of the subject ranked by relevance (``score`` in [0, 1])."""
+        return self._client._send(search_call(subject_id, q, kinds, limit, semantic, hybrid,
+                                              include_superseded))
+
+
+class AsyncMemories:
+    """``client.memories`` of ``AsyncCairn``."""
+
+    def __init__(self, client: AsyncCairn) -> None:
+        self._client = client
+
+    async def compile(self, subject_id: str) -> CompileResult:
+        """Compile the subject's uncompiled episodes now (one batch; see ``has_more``)."""
+        return await self._client._send(compile_call(subject_id))
+
+    async def compile_async(self, subject_id: str) -> CompileJobQueued:
+        """Queue a compile job (202); follow it with ``job`` or ``wait``."""
+        return await self._client._send(compile_async_call(subject_id))
+
+    async def job(self, job_id: uuid.UUID | str) -> CompileJob:
+        """A compile job of the caller's tenant."""
+        return await self._client._send(job_call(job_id))
+
+    async def wait(self, job_id: uuid.UUID | str, *, timeout: float = 60.0,
+                   interval: float = 0.2) -> CompileJob:
+        """Poll the job until it has finished; ``APITimeoutError`` after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = await self.job(job_id)
+            if job.finished:
+                return job
+            if time.monotonic() > deadline:
+                raise APITimeoutError(f"compile job {job_id} still {job.status} after {timeout}s")
+            await asyncio.sleep(interval)
+
+    async def search(
+        self, subject_id: str, q: str, *, kinds: list[str] | None = None,
+        limit: int | None = None, semantic: bool = False, hybrid: bool = False,
+        include_superseded: bool = False,
+    ) -> SearchResult:
+        """Memories of the subject ranked by relevance (``score`` in [0, 1])."""
+        return await self._client._send(search_call(subject_id, q, kinds, limit, semantic,
+                                                    hybrid, include_superseded))
