@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from cairn.core.ids import uuid7
-from cairn.store.schema import memories
+from cairn.core.scope import Scope
+from cairn.engine.compile import compile_scope
 from tests.web.conftest import LiveServer, unique
 
 pytestmark = pytest.mark.browser
@@ -29,24 +27,6 @@ def record(server: LiveServer, tenant: str, subject: str, n: int, **extra: Any) 
             assert r.status_code == 201, r.text
             out.append(r.json())
     return out
-
-
-def store_memory(server: LiveServer, tenant: str, subject: str, content: str, sources: list[str],
-                 *, kind: str = "fact", status: str = "active",
-                 superseded_by: uuid.UUID | None = None, at: datetime | None = None) -> uuid.UUID:
-    """Write a memory row as the compiler stores it (the compiler is not part of these tests)."""
-    mid = uuid7()
-    now = at or datetime.now(UTC)
-    with server.services.store.db.write() as conn:
-        conn.execute(memories.insert().values(
-            id=mid, tenant_id=tenant, runtime_id="default", user_id=subject, agent_id="",
-            session_id=None, kind=kind, content=content, summary="", confidence=0.9,
-            valid_from=now, valid_to=None, status=status,
-            source_episode_ids=[str(s) for s in sources], metadata={},
-            content_hash=hashlib.sha256(content.encode()).hexdigest(),
-            superseded_by=superseded_by, created_at=now, updated_at=now,
-        ))
-    return mid
 
 
 def test_sign_in_is_required_and_checks_the_key(page: Any, live_server: LiveServer) -> None:
@@ -115,41 +95,44 @@ def test_timeline_orders_links_and_filters(
     eps = [
         record(live_server, "a", subject, 1, session_id="s-1",
                occurred_at=(t0 + timedelta(minutes=i)).isoformat(),
-               payload={"text": text})[0]
-        for i, text in enumerate(["I live in Lisbon.", "Actually I moved to Porto.", "Hi again"])
+               payload={"role": "user", "name": "Ana", "content": text})[0]
+        for i, text in enumerate(["I live in Lisbon.", "I moved to Porto last month.", "Hi again"])
     ]
     record(live_server, "a", subject, 1, session_id="s-2",
            occurred_at=(t0 + timedelta(hours=1)).isoformat())
-    new = store_memory(live_server, "tenant-a", subject, "User lives in Porto.", [eps[1]["id"]],
-                       at=t0 + timedelta(minutes=1, seconds=30))
-    store_memory(live_server, "tenant-a", subject, "User lives in Lisbon.", [eps[0]["id"]],
-                 status="superseded", superseded_by=new, at=t0 + timedelta(seconds=30))
-    store_memory(live_server, "tenant-a", subject, "User prefers tea.", [eps[2]["id"]],
-                 kind="preference", at=t0 + timedelta(minutes=2, seconds=30))
+    # The real compiler: a turn per message, and a location fact that Porto supersedes.
+    compile_scope(live_server.services, "tenant-a", Scope.for_subject(subject))
     sign_in(page)
     page.goto(f"{live_server.url}/ui/subjects/{subject}")
     entries = page.get_by_test_id("timeline").locator("> li")
-    expect(entries).to_have_count(7)
-    kinds = entries.evaluate_all("els => els.map(e => e.dataset.kind)")
-    assert kinds == ["episode", "memory", "episode", "memory", "episode", "memory", "episode"]
+    expect(entries).to_have_count(10)
+    kinds = entries.evaluate_all(
+        "els => els.map(e => e.dataset.kind === 'episode' ? 'episode' : e.dataset.memoryKind)")
+    assert kinds == ["episode", "turn", "profile_fact", "episode", "turn", "profile_fact",
+                     "episode", "turn", "episode", "note"]
     old = page.locator("li[data-status='superseded']")
-    expect(old.get_by_test_id("successor")).to_contain_text("User lives in Porto.")
+    expect(old).to_have_count(1)
+    expect(old.locator(".content")).to_have_text("Ana lives in Lisbon.")
+    expect(old.get_by_test_id("successor")).to_contain_text("Ana lives in Porto")
     shoot(page, "timeline")
     old.get_by_test_id("successor").get_by_role("link").click()
-    expect(page).to_have_url(re.compile(f"#mem-{new}$"))
+    new = page.locator("li[data-memory-kind='profile_fact'][data-status='active']")
+    new_id = new.get_attribute("id")
+    expect(page).to_have_url(re.compile(f"#{new_id}$"))
     # A memory links to the episode it came from.
-    page.locator(f"li#mem-{new} a[data-source-episode]").click()
+    new.locator("a[data-source-episode]").click()
     expect(page).to_have_url(re.compile(f"#ep-{eps[1]['id']}$"))
 
-    page.get_by_label("Memory kind").select_option("preference")  # applies on change
-    expect(page).to_have_url(re.compile(r"kind=preference"))
-    expect(entries).to_have_count(1)
-    expect(entries.first).to_contain_text("User prefers tea.")
+    page.get_by_label("Memory kind").select_option("profile_fact")  # applies on change
+    expect(page).to_have_url(re.compile(r"kind=profile_fact"))
+    expect(entries).to_have_count(2)
     page.get_by_role("link", name="Clear filters").click()
     page.get_by_label("Session").select_option("s-2")
+    expect(entries).to_have_count(2)  # the episode and the note compiled from it
+    page.get_by_label("Show").select_option("episodes")
     expect(entries).to_have_count(1)
     expect(entries.first).to_have_attribute("data-kind", "episode")
-    page.get_by_label("Show").select_option("memories")
+    page.get_by_label("Memory kind").select_option("turn")
     expect(page.get_by_test_id("empty")).to_contain_text("Nothing matches")
 
     # An episode page shows the episode in full.

@@ -119,11 +119,11 @@ def _request_of(form: dict[str, str]) -> tuple[ContextRequest | None, list[str]]
     if errors:
         return None, errors
     try:
-        req = ContextRequest(
-            scope=Scope.for_subject(subject), query=form.get("query", ""),
-            conversation_id=form.get("session_id", ""), budget=Budget(**budget_values),
-            min_score=min_score,
-        )
+        req = ContextRequest.model_validate({
+            "scope": Scope.for_subject(subject), "query": form.get("query", ""),
+            "conversation_id": form.get("session_id", ""), "budget": Budget(**budget_values),
+            "min_score": min_score,
+        })
     except ValidationError as exc:
         for e in exc.errors():
             where = ".".join(str(p) for p in e["loc"] if p != "budget")

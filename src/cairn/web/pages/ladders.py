@@ -33,7 +33,7 @@ RUNS_PAGE = 50
 
 
 def _ladder(request: Request, name: str) -> Ladder:
-    return services_of(request).ladders.get(name)  # type: ignore[no-any-return]
+    return services_of(request).ladders.get(name)
 
 
 @router.get("/ui/ladders")

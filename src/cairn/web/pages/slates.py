@@ -25,7 +25,7 @@ EVICTIONS_SHOWN = 50
 
 
 def _slates(request: Request) -> Slates:
-    return services_of(request).slates  # type: ignore[no-any-return]
+    return services_of(request).slates
 
 
 def slate_url(ladder: str, slate: str, user_id: str | None = None, **params: Any) -> str:
