@@ -110,7 +110,7 @@ def test_errors_name_file_and_path(tmp_path: Path, text: str, where: str) -> Non
 
 def test_yaml_and_slate_errors_name_the_file(tmp_path: Path) -> None:
     path = write_ladder(tmp_path, "broken", "steps: [\n")
-    with pytest.raises(ConfigError, match="broken.yaml: not valid YAML"):
+    with pytest.raises(ConfigError, match=r"broken\.yaml: not valid YAML"):
         parse_ladder_file(path)
     path = write_ladder(tmp_path, "dup", SLATES + SLATES.replace("slates:\n", ""))
     with pytest.raises(ConfigError, match=r"dup.yaml.*duplicate slate name 'Memory'"):
@@ -125,7 +125,7 @@ def test_seed_001_blocks_validate_in_a_ladder(tmp_path: Path) -> None:
     assert list(spec.agents) == ["assistant"]
     assert spec.agents["assistant"].prepare[0].settings.output == "memory_items"
     bad = write_ladder(tmp_path, "bad-agent", SEED_AGENT.replace("memory: memories", "memory: x"))
-    with pytest.raises(ConfigError, match="names resource 'x', which is not declared"):
+    with pytest.raises(ConfigError, match=r"names resource 'x', which is not declared"):
         parse_ladder_file(bad)
     reserved = write_ladder(tmp_path, "reserved",
                             SEED_AGENT.replace("output: memory_items", "output: __items"))

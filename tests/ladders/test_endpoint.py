@@ -234,3 +234,10 @@ models: {"*": p}
         reply = ask(client_for(c, "echo"), "hello")
         assert reply.choices[0].message.content == "echo!"
         assert reply.model == "gpt-4o"
+
+
+def test_nul_characters_are_refused(cairn: Cairn) -> None:
+    r = httpx.post(f"{cairn.base('memory-ladder')}/chat/completions",
+                   headers={"Authorization": f"Bearer {cairn.key}"},
+                   json={"messages": [{"role": "user", "content": "a\u0000b"}]})
+    assert r.status_code == 422 and "NUL" in r.json()["error"]["message"]

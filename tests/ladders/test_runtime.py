@@ -102,7 +102,7 @@ def test_a_failed_run_is_taken_over_without_repeating_its_writes(services: Servi
     ladder = services.ladders.get("chain")
     req = request("tell me", run_id="k-1")
     # Simulate an attempt that applied the gated write, then died before finishing.
-    record, created = rt.runs.begin("t", "k-1", ladder="chain", request_hash=req.fingerprint(),
+    rt.runs.begin("t", "k-1", ladder="chain", request_hash=req.fingerprint(),
                                     model="")
     services.slates.write("t", "chain", "Notes", "log", "wins.md", "FINAL answer", run_id="k-1")
     rt.runs.add_effect("t", "k-1", ["final/if"])

@@ -61,9 +61,9 @@ def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
     from cairn.ladders.runtime import LadderRuntime, RunRequest
     from cairn.services import Services
 
-    services = Services.from_settings(
-        Settings(data_dir=data_dir, database_url=database_url, ladders_dir=ladders)
-    )
+    services = Services.from_settings(Settings.model_validate(
+        {"data_dir": data_dir, "database_url": database_url, "ladders_dir": ladders}
+    ))
     try:
         ladder = services.ladders.get("bench")
         runtime = LadderRuntime(services)

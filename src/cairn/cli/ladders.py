@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -32,7 +33,7 @@ def list_ladders(
         registry = LadderRegistry.load(settings)
     except Exception as exc:
         raise fail(exc) from exc
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"name": ld.name, "file": str(ld.path), "agent": ld.agent,
          "steps": [s.id for s in ld.steps], "slates": [s.title for s in ld.spec.slates]}
         for ld in registry.all()

@@ -23,7 +23,7 @@ from typing import Any
 
 from cairn.core.memory import get_assembly_impl
 from cairn.errors import ConfigError
-from cairn.ladders.config import LadderFile, StepSpec, TextField
+from cairn.ladders.config import LadderFile, StepSpec
 from cairn.ladders.hooks import (
     AgentHooks,
     AgentSpec,
@@ -64,16 +64,16 @@ class AgentBinding:
 
 def implicit_steps(spec: LadderFile, agent: str) -> list[StepSpec]:
     a = spec.agents[agent]
-    fields: list[TextField] = []
+    fields: list[dict[str, Any]] = []
     for i, hook in enumerate(a.prepare):
         # The recalled items (one ``- content`` line each), not the rendered text: a render
         # template is for steps that ask for it by name (``board.<render.output>``).
         name = "Memory" if i == 0 else f"Memory {i + 1}"
-        fields.append(TextField(name=name, type="text", source=f"board.{hook.settings.output}",
-                                fallback="(nothing recalled)"))
-    fields.append(TextField(name="Conversation", type="text", source="input.messages"))
-    return [StepSpec(id="reply", systemPrompt=a.systemPrompt or DEFAULT_SYSTEM_PROMPT,
-                     fields=fields)]
+        fields.append({"name": name, "type": "text", "from": f"board.{hook.settings.output}",
+                       "fallback": "(nothing recalled)"})
+    fields.append({"name": "Conversation", "type": "text", "from": "input.messages"})
+    return [StepSpec.model_validate({"id": "reply", "fields": fields,
+                                     "systemPrompt": a.systemPrompt or DEFAULT_SYSTEM_PROMPT})]
 
 
 def build_agents(path: Path, spec: LadderFile) -> dict[str, tuple[list[StepSpec], Any, None]]:

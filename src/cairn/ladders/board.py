@@ -21,7 +21,7 @@ Engine variables set by the runtime:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,7 +114,7 @@ class Board:
         *,
         run_id: str,
         ladder: str,
-        messages: list[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
         context_id: str = "",
         user_id: str = "",
     ) -> Board:

@@ -121,7 +121,7 @@ def compile_ladder(path: Path, settings: Settings, *, transport: Any = None) -> 
     router = ProviderRouter(providers, routes, default_model=spec.model or settings.llm_model)
     if not spec.agents:
         # No steps at all: one step without fields, a plain pass-through of the conversation.
-        steps = list(spec.steps) or [StepSpec(id="reply")]
+        steps = list(spec.steps) or [StepSpec.model_validate({"id": "reply"})]
         return [Ladder(name, name, path, spec, router, steps, secrets=secrets)]
     from cairn.ladders.agents import build_agents
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
 from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
 
+log = logging.getLogger("cairn.ladders")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,256}$")
 # A running run not finished after this long is taken to be dead (its process stopped).
 STALE_AFTER = timedelta(minutes=10)
@@ -241,6 +243,13 @@ class LadderRuntime:
             ])
             for hook in hooks.commit if hooks else []:
                 trace["commit"].append(run_hook(hook, board, ctx))
+        except GeneratorExit:
+            # The streaming client went away before the end: the run did not finish (its
+            # remaining writes and commit hooks did not run), so a retry may run it again.
+            trace["error"] = {"code": "client_disconnected",
+                              "message": "the client closed the stream before the run ended"}
+            self._fail(request.tenant, run_id, t0, trace, ladder, effects, "client disconnected")
+            raise
         except CairnError as exc:
             trace["error"] = {"code": exc.code, "message": exc.message}
             self._fail(request.tenant, run_id, t0, trace, ladder, effects, exc.message)
@@ -291,8 +300,11 @@ class LadderRuntime:
               effects: list[str], message: str) -> None:
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
-        self.runs.finish(tenant, run_id, status=FAILED, duration_ms=duration,
-                         trace=redact(trace, ladder.secrets), error=message, effects=effects)
+        try:
+            self.runs.finish(tenant, run_id, status=FAILED, duration_ms=duration,
+                             trace=redact(trace, ladder.secrets), error=message, effects=effects)
+        except Exception:  # never hide the run's own error behind a bookkeeping one
+            log.exception("could not record the failure of run %s", run_id)
 
 
 def run_hook(hook: Any, board: Board, ctx: RequestContext) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.api.auth import require_tenant, services_of
 from cairn.core.ids import uuid7
@@ -67,13 +67,30 @@ class ChatCompletionCreate(BaseModel):
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
 
+    @model_validator(mode="after")
+    def _no_nul(self) -> ChatCompletionCreate:
+        # NUL means nothing in a prompt, and PostgreSQL cannot store it in text or JSON.
+        if _has_nul(self.model_dump()):
+            raise ValueError("the request must not contain a NUL character")
+        return self
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
 
 def _runtime(request: Request) -> LadderRuntime:
     services = services_of(request)
     runtime = getattr(services, "ladder_runtime", None)
     if runtime is None:
         runtime = LadderRuntime(services)
-        services.ladder_runtime = runtime
+        setattr(services, "ladder_runtime", runtime)  # noqa: B010 - built once, on first use
     return runtime
 
 
