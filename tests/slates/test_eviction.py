@@ -176,6 +176,7 @@ def test_partitions_never_cross(slates: Slates) -> None:
     with pytest.raises(Exception) as info:
         slates.read(T, ladder, "S", "f", "a")
     assert getattr(info.value, "code", "") == "slate_user_required"
+    assert slates.read(T, ladder, "S", "f", "a", fallback="anonymous") == "anonymous"
     # The same slate title under another ladder is another slate.
     other_ladder = fresh_ladder(slates, spec)
     assert slates.read(T, other_ladder, "S", "f", "a", user_id="alice") == ""

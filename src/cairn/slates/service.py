@@ -13,7 +13,7 @@ from typing import Any
 
 from cairn.core.ids import utcnow
 from cairn.engine.tokens import get_tokenizer
-from cairn.errors import CairnError, InvalidInput, NotFound, Unavailable
+from cairn.errors import CairnError, InvalidInput
 from cairn.slates.config import (
     FolderSpec,
     SlateSpec,
@@ -221,7 +221,8 @@ class Slates:
         """What a ``slateRead`` field resolves to: a file's text or a metatag as JSON text.
 
         ``fallback`` replaces an empty result (empty text, or a metatag with no items) and a
-        read that fails (unknown slate/folder/file, database unavailable)."""
+        read that fails (unknown slate/folder/file, no user for a per-user slate, database
+        unavailable)."""
         del run_id  # reads are not recorded; the parameter keeps step calls uniform
         try:
             if metatag is None:
@@ -246,7 +247,8 @@ class Slates:
             if fallback is not None and result == []:
                 return fallback
             return json.dumps(result, ensure_ascii=False)
-        except (NotFound, Unavailable):
+        except CairnError:
+            # Any failed read (unknown path, no user for a per-user slate, database down).
             if fallback is None:
                 raise
             return fallback
@@ -421,4 +423,4 @@ class Slates:
             raise FileNotFound(f"folder {folder!r} has no file {file!r}")
 
 
-__all__ = ["CairnError", "Slates"]
+__all__ = ["Slates"]
