@@ -78,3 +78,49 @@ def slates(
     from cairn.bench.slates import run
 
     run(ops=ops, threads=threads, backends=tuple(backend), pg_url=pg_url)
+
+
+@app.command("context")
+def context(
+    sizes: list[int] = typer.Option([1_000, 10_000, 100_000], "--size",
+                                    help="Memories in the subject (repeat the option)."),
+    backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
+    requests: int = typer.Option(300, help="Sequential requests per size."),
+    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
+                               help="PostgreSQL server (a scratch database is made on it)."),
+) -> None:
+    """p50/p95 of context assembly over loopback HTTP (and in-process) by corpus size.
+
+    Example: cairn bench context --size 10000 --backend sqlite
+    """
+    from cairn.bench.context import run
+
+    run(sizes=tuple(sizes), backends=tuple(backend), requests=requests, pg_url=pg_url)
+
+
+@app.command("locomo-context")
+def locomo_context(
+    data: str = typer.Option(..., help="A LoCoMo JSON file (e.g. locomo-dev.json)."),
+    embedder: str = typer.Option("none", help="none or local."),
+    candidates: int = typer.Option(200, help="Candidates per long-term lane."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """LoCoMo evidence recall of the packed context at max_tokens 250 … 4000.
+
+    Example: cairn bench locomo-context --data locomo-dev.json --json
+    """
+    import json
+    from pathlib import Path
+
+    from cairn.bench.locomo import format_table
+    from cairn.bench.locomo_context import run
+
+    emb = None
+    if embedder == "local":
+        from cairn.engine.embedders import LocalEmbedder
+
+        emb = LocalEmbedder()
+    elif embedder != "none":
+        raise typer.BadParameter("embedder must be none or local")
+    report = run(Path(data), embedder=emb, candidates=candidates)
+    typer.echo(json.dumps(report.to_json()) if as_json else format_table(report))
