@@ -1,12 +1,15 @@
 """A Hypothesis state machine of random writes and reads on each policy and both backends.
 
-A plain-Python model of the folder predicts every step: after each write the folder is within
+Writes are appends and overwrites to two text files and ``mergeByKey`` to a JSON file. A
+plain-Python model of the folder predicts every step: after each write the folder is within
 its limit, exactly the evicted entries (and overwritten ones) are gone, evictions follow the
 policy's order (FIFO: oldest written; LRU: least recently used file first) and are minimal (one
 fewer would not have fit), and ``reject`` refuses exactly the writes that would not fit.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,10 +29,17 @@ from tests.slates.conftest import count, folder_slate, fresh_ladder
 
 T = "tenant"
 FILES = ["a", "b", "c"]
+JSON_FILE = "c"  # written only with mergeByKey: a JSON array of {"k", "v"} items
+
+
+def text_of(file: str, entries: list[str]) -> str:
+    if not entries:
+        return ""
+    return "[" + ", ".join(entries) + "]" if file == JSON_FILE else "\n".join(entries)
 
 
 def usage_of(model: dict[str, list[str]]) -> int:
-    return sum(count("\n".join(entries)) for entries in model.values())
+    return sum(count(text_of(f, entries)) for f, entries in model.items())
 
 
 def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
@@ -50,40 +60,58 @@ def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
                 return sorted(alive, key=lambda e: self.written_at[e])
             used = {**self.last_used, target: self.clock + 1}
             order = sorted(FILES, key=lambda f: (used[f], FILES.index(f)))
-            return [e for f in order for e in model[f] if e != new]
+            return [e for f in order
+                    for e in sorted(model[f], key=lambda e: self.written_at.get(e, self.clock + 1))
+                    if e != new]
 
-        @rule(file=st.sampled_from(FILES), words=st.integers(min_value=1, max_value=14),
+        @rule(file=st.sampled_from(FILES[:2]), words=st.integers(min_value=1, max_value=14),
               overwrite=st.booleans())
         def write(self, file: str, words: int, overwrite: bool) -> None:
             self.clock += 1
             text = f"e{self.clock}" + " w" * (words - 1)
             after = {f: list(v) for f, v in self.model.items()}
             after[file] = [text] if overwrite else [*after[file], text]
+            self.check_write(file, text, after, on="overwrite" if overwrite else "append")
+
+        @rule(key=st.integers(min_value=0, max_value=4),
+              words=st.integers(min_value=1, max_value=10))
+        def merge(self, key: int, words: int) -> None:
+            self.clock += 1
+            text = json.dumps({"k": key, "v": f"e{self.clock}" + " w" * (words - 1)})
+            after = {f: list(v) for f, v in self.model.items()}
+            items = after[JSON_FILE]
+            same = [i for i, e in enumerate(items) if json.loads(e)["k"] == key]
+            if same:
+                items[same[0]] = text
+            else:
+                items.append(text)
+            self.check_write(JSON_FILE, text, after, on="mergeByKey")
+
+        def check_write(self, file: str, text: str, after: dict[str, list[str]],
+                        on: str) -> None:
             fits = usage_of(after) <= self.limit
             try:
-                result = slates.write(T, self.ladder, "S", "f", file, text,
-                                      on="overwrite" if overwrite else "append")
+                result = slates.write(T, self.ladder, "S", "f", file, text, on=on, key="k")
             except SlateEntryTooLarge:
-                assert count(text) > self.limit
+                assert count(text_of(file, [text])) > self.limit
                 self.clock -= 1
                 return
             except SlateLimitExceeded:
                 assert self.policy == "reject" and not fits
                 self.clock -= 1
                 return
-            assert count(text) <= self.limit
+            assert count(text_of(file, [text])) <= self.limit
             assert fits or self.policy != "reject"
             evicted = [(e.file, e.preview) for e in result.evictions]
             expected = self.victim_order(after, file, text)
             assert [p for _, p in evicted] == expected[: len(evicted)]
+            planned = {f: list(v) for f, v in after.items()}
             for f, p in evicted:
                 after[f].remove(p)
             assert usage_of(after) <= self.limit
             if evicted:  # minimal: keeping the last victim would not have fitted
-                f, p = evicted[-1]
-                kept = {k: list(v) for k, v in after.items()}
-                kept[f].append(p)
-                kept[f].sort(key=lambda e: self.written_at.get(e, self.clock))
+                gone = set(evicted[:-1])
+                kept = {f: [e for e in v if (f, e) not in gone] for f, v in planned.items()}
                 assert usage_of(kept) > self.limit
             self.model = after
             self.written_at[text] = self.clock
@@ -93,7 +121,7 @@ def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
         @rule(file=st.sampled_from(FILES), peek=st.booleans())
         def read(self, file: str, peek: bool) -> None:
             text = slates.read(T, self.ladder, "S", "f", file, peek=peek)
-            assert text == "\n".join(self.model[file])
+            assert text == text_of(file, self.model[file])
             if not peek:
                 self.clock += 1
                 self.last_used[file] = self.clock
@@ -102,7 +130,7 @@ def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
         def matches_model_and_limit(self) -> None:
             tree = slates.inspect(T, self.ladder, "S")
             files = {f["file"]: f["content"] for f in tree["folders"][0]["files"]}
-            assert files == {f: "\n".join(v) for f, v in self.model.items()}
+            assert files == {f: text_of(f, v) for f, v in self.model.items()}
             assert tree["tokens"] == usage_of(self.model) <= self.limit
 
     return SlateMachine
@@ -111,7 +139,7 @@ def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
 def test_state_machine(store: Store) -> None:
     machine = make_machine(Slates(store))
     run_state_machine_as_test(machine, settings=settings(
-        max_examples=12, stateful_step_count=14, deadline=None, database=None,
+        max_examples=30, stateful_step_count=14, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow],
     ))
 
