@@ -13,6 +13,8 @@ from cairn.cli import ladders as ladders_cli
 from cairn.cli import templates as templates_cli
 from cairn.cli import slates as slates_cli
 from cairn.cli._common import console, err_console, fail, settings_with
+from cairn.cli import context as context_cli, ingest as ingest_cli, mcp as mcp_cli
+from cairn.cli import search as search_cli, subjects as subjects_cli, timeline as timeline_cli
 
 app = typer.Typer(
     help="Cairn: a memory runtime for AI agents.", no_args_is_help=True,
@@ -20,6 +22,12 @@ app = typer.Typer(
 )
 app.add_typer(keys.app, name="keys")
 app.add_typer(bench.app, name="bench")
+app.command("ingest")(ingest_cli.ingest)
+app.command("timeline")(timeline_cli.timeline)
+app.command("search")(search_cli.search)
+app.command("context")(context_cli.context)
+app.add_typer(subjects_cli.app, name="subjects")
+app.command("mcp")(mcp_cli.mcp)
 app.add_typer(templates_cli.app, name="templates")
 app.add_typer(slates_cli.app, name="slates")
 app.add_typer(ladders_cli.app, name="ladders")

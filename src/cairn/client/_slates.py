@@ -37,6 +37,11 @@ def read_call(ladder: str, slate: str, folder: str, file: str, user_id: str | No
     return Call("GET", _path(ladder, slate, folder, file), Any, params=params)
 
 
+def index_call(ladder: str, slate: str, folder: str, user_id: str | None) -> Call[Any]:
+    return Call("GET", _path(ladder, slate, folder), Any,
+                params=clean_params({"metatag": "index", "user_id": user_id}))
+
+
 def write_call(
     ladder: str, slate: str, folder: str, file: str, content: str | dict[str, Any] | list[Any],
     on: WritePolicy, key: str | None, match: dict[str, Any] | bool | None, field: str | None,
@@ -95,6 +100,11 @@ class Slates:
         return self._client._send(read_call(ladder, slate, folder, file, user_id, False,
                                             metatag))
 
+    def index(self, ladder: str, slate: str, folder: str, *,
+              user_id: str | None = None) -> Any:
+        """A folder's index: its files with their sizes."""
+        return self._client._send(index_call(ladder, slate, folder, user_id))
+
     def write(
         self, ladder: str, slate: str, folder: str, file: str,
         content: str | dict[str, Any] | list[Any], *, on: WritePolicy = "append",
@@ -150,6 +160,11 @@ class AsyncSlates:
         """A metatag of a file (``tags``) or its folder (``index``, ``tree``) as JSON."""
         return await self._client._send(read_call(ladder, slate, folder, file, user_id, False,
                                                   metatag))
+
+    async def index(self, ladder: str, slate: str, folder: str, *,
+                    user_id: str | None = None) -> Any:
+        """A folder's index: its files with their sizes."""
+        return await self._client._send(index_call(ladder, slate, folder, user_id))
 
     async def write(
         self, ladder: str, slate: str, folder: str, file: str,

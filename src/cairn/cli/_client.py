@@ -1,0 +1,95 @@
+"""How the data commands reach Cairn: through the SDK, to a server or in-process.
+
+With ``--url`` (or ``CAIRN_URL``) a command talks to that server; without, it runs the app
+in this process on the configured database (``--database-url`` / ``CAIRN_DATABASE_URL``), so
+the same code path, validation and errors apply either way. The key is ``--api-key`` or
+``CAIRN_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+
+from cairn.cli._common import EXIT_FAILED, err_console, fail, settings_with
+from cairn.client import APIConnectionError, APIError, Cairn, CairnClientError
+from cairn.errors import CairnError
+
+URL = typer.Option(
+    None, "--url", envvar="CAIRN_URL",
+    help="Server URL (CAIRN_URL). Without it, work in-process on the configured database.",
+)
+API_KEY = typer.Option(None, "--api-key", envvar="CAIRN_API_KEY",
+                       help="API key (CAIRN_API_KEY); decides the tenant.")
+DATABASE_URL = typer.Option(None, "--database-url",
+                            help="In-process only: database URL (CAIRN_DATABASE_URL).")
+JSON = typer.Option(False, "--json", help="Print JSON (errors as JSON on stderr).")
+
+
+def report_error(error: Exception, as_json: bool) -> typer.Exit:
+    """Print an SDK error (code, status, request id) and return exit 1."""
+    if isinstance(error, APIError):
+        if as_json:
+            sys.stderr.write(json.dumps({"error": {
+                "code": error.code, "status": error.status, "message": error.message,
+                "details": error.details, "request_id": error.request_id}}) + "\n")
+        else:
+            rid = f" [dim](request {error.request_id})[/]" if error.request_id else ""
+            err_console.print(f"[bold red]error[/] ({error.status} {error.code}): "
+                              f"{error.message}{rid}", highlight=False)
+            if error.code == "validation_error" and isinstance(error.details, list):
+                for d in error.details[:10]:
+                    err_console.print(f"  {d.get('field')}: {d.get('message')}", highlight=False)
+        return typer.Exit(EXIT_FAILED)
+    if as_json:
+        kind = "connection_error" if isinstance(error, APIConnectionError) else "client_error"
+        sys.stderr.write(json.dumps({"error": {"code": kind, "message": str(error)}}) + "\n")
+        return typer.Exit(EXIT_FAILED)
+    err_console.print(f"[bold red]error:[/] {error}", highlight=False)
+    return typer.Exit(EXIT_FAILED)
+
+
+def open_client(url: str | None, api_key: str | None, database_url: str | None) -> Cairn:
+    """A client of the server at ``url``, or of the app in this process."""
+    if url:
+        return Cairn(url, api_key=api_key or "")
+    try:
+        return Cairn.local(settings_with(database_url=database_url), api_key=api_key)
+    except CairnError as exc:  # e.g. ConfigError: an invalid ladder or template file
+        raise fail(exc) from exc
+    except Exception as exc:  # the database could not be opened
+        raise fail(exc) from exc
+
+
+@contextmanager
+def connected(url: str | None, api_key: str | None, database_url: str | None,
+              as_json: bool = False) -> Iterator[Cairn]:
+    """Open a client, turn SDK errors into a printed message and exit 1, always close."""
+    client = open_client(url, api_key, database_url)
+    try:
+        yield client
+    except CairnClientError as exc:
+        raise report_error(exc, as_json) from exc
+    except ValueError as exc:  # client-side validation of a request model
+        if as_json:
+            sys.stderr.write(json.dumps({"error": {"code": "validation_error",
+                                                   "message": str(exc)}}) + "\n")
+        else:
+            err_console.print(f"[bold red]invalid input:[/] {exc}", highlight=False)
+        raise typer.Exit(EXIT_FAILED) from exc
+    finally:
+        client.close()
+
+
+def dump(model: Any) -> Any:
+    """JSON-ready data of a response model (or list of them)."""
+    if isinstance(model, list):
+        return [dump(m) for m in model]
+    if hasattr(model, "model_dump"):
+        return model.model_dump(mode="json")
+    return model

@@ -1,0 +1,148 @@
+"""``cairn ingest``: record episodes from a file (JSONL, LoCoMo, chat export) in batches."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, report_error
+from cairn.cli._common import EXIT_FAILED, console, err_console, print_json
+from cairn.cli._importers import read
+from cairn.client import Cairn, CairnClientError, EpisodeCreate
+
+MAX_SHOWN_ERRORS = 20
+
+
+def _validate(items: Any) -> tuple[list[EpisodeCreate], list[dict[str, str]]]:
+    episodes: list[EpisodeCreate] = []
+    errors: list[dict[str, str]] = []
+    for where, data in items:
+        if isinstance(data, Exception):
+            errors.append({"where": where, "error": str(data)})
+            continue
+        try:
+            episodes.append(EpisodeCreate.model_validate(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(episode)"
+            errors.append({"where": where, "error": f"{field}: {first['msg']}"})
+    return episodes, errors
+
+
+def _compile(client: Cairn, subjects: list[str]) -> dict[str, int]:
+    created: dict[str, int] = {}
+    for subject in subjects:
+        total = 0
+        while True:
+            result = client.memories.compile(subject)
+            total += result.memories_created
+            if not result.has_more:
+                break
+        created[subject] = total
+    return created
+
+
+def ingest(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True,
+                                help="The file to import."),
+    fmt: str = typer.Option("auto", "--format", "-f",
+                            help="jsonl | locomo | chat | auto (guess from the content)."),
+    subject: str | None = typer.Option(None, "--subject",
+                                       help="Subject for records that name none."),
+    batch_size: int = typer.Option(100, "--batch-size", min=1, max=100,
+                                   help="Episodes per request (all-or-nothing each)."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid",
+                                      help="Import the valid records even if some are not."),
+    keys: bool = typer.Option(True, "--keys/--no-keys",
+                              help="JSONL: give each line without an idempotency_key one from "
+                                   "the file name and line number, so a re-run writes nothing."),
+    compile_after: bool = typer.Option(False, "--compile",
+                                       help="Compile the imported subjects afterwards."),
+    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+    as_json: bool = JSON,
+) -> None:
+    """Import episodes from a file, with a progress bar and a summary.
+
+    Every record is validated before anything is sent; by default one invalid record stops
+    the import with nothing written (exit 1). Example:
+
+        cairn ingest episodes.jsonl --compile
+
+        cairn ingest locomo10.json --format locomo --url http://127.0.0.1:8100
+    """
+    if fmt not in ("auto", "jsonl", "locomo", "chat"):
+        raise typer.BadParameter("choose jsonl, locomo, chat or auto", param_hint="--format")
+    started = time.perf_counter()
+    key_prefix = f"ingest:{file.name[:200]}" if keys else None
+    resolved, items = read(file, fmt, subject, key_prefix)  # type: ignore[arg-type]
+    episodes, errors = _validate(items)
+    summary: dict[str, Any] = {
+        "file": str(file), "format": resolved, "records": len(episodes) + len(errors),
+        "valid": len(episodes), "invalid": len(errors), "sent": 0, "created": 0,
+        "duplicates": 0, "subjects": len({e.subject_id for e in episodes}), "batches": 0,
+        "errors": errors[:MAX_SHOWN_ERRORS],
+    }
+    if errors and not skip_invalid:
+        _print_errors(errors, as_json, summary)
+        raise typer.Exit(EXIT_FAILED)
+    with connected(url, api_key, database_url, as_json) as client:
+        try:
+            _send(client, episodes, batch_size, summary, as_json)
+        except CairnClientError as exc:
+            summary["seconds"] = round(time.perf_counter() - started, 3)
+            if not as_json:
+                err_console.print(f"[red]stopped after {summary['sent']} episode(s) in "
+                                  f"{summary['batches']} batch(es)[/]")
+            raise report_error(exc, as_json) from exc
+        if compile_after and episodes:
+            summary["compiled"] = _compile(client, sorted({e.subject_id for e in episodes}))
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    if as_json:
+        print_json(summary)
+        return
+    _print_summary(summary)
+
+
+def _send(client: Cairn, episodes: list[EpisodeCreate], batch_size: int,
+          summary: dict[str, Any], quiet: bool) -> None:
+    with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, disable=quiet, transient=True) as progress:
+        task = progress.add_task("ingest", total=len(episodes))
+        for start in range(0, len(episodes), batch_size):
+            chunk = episodes[start:start + batch_size]
+            result = client.episodes.create_many(chunk)
+            summary["batches"] += 1
+            summary["sent"] += len(chunk)
+            summary["created"] += result.episodes_created
+            summary["duplicates"] += len(chunk) - result.episodes_created
+            progress.advance(task, len(chunk))
+
+
+def _print_errors(errors: list[dict[str, str]], as_json: bool, summary: dict[str, Any]) -> None:
+    if as_json:
+        print_json(summary)
+        return
+    for e in errors[:MAX_SHOWN_ERRORS]:
+        err_console.print(f"[red]{e['where']}[/]: {e['error']}", highlight=False)
+    if len(errors) > MAX_SHOWN_ERRORS:
+        err_console.print(f"... and {len(errors) - MAX_SHOWN_ERRORS} more")
+    err_console.print(f"[bold red]{len(errors)} invalid record(s); nothing was imported[/] "
+                      "(--skip-invalid imports the rest)")
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    table = Table(show_header=False, title="ingest summary", title_justify="left")
+    for key in ("file", "format", "records", "invalid", "sent", "created", "duplicates",
+                "subjects", "batches", "seconds"):
+        table.add_row(key, str(summary[key]))
+    if "compiled" in summary:
+        table.add_row("memories compiled", str(sum(summary["compiled"].values())))
+    console.print(table)
+    for e in summary["errors"]:
+        err_console.print(f"[yellow]skipped {e['where']}[/]: {e['error']}", highlight=False)
