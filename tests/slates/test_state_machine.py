@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -143,8 +142,3 @@ def test_state_machine(store: Store) -> None:
         suppress_health_check=[HealthCheck.too_slow],
     ))
 
-
-@pytest.mark.parametrize("words", [1, 3])
-def test_model_word_sizes(words: int) -> None:
-    # The model's entry texts are what the state machine writes: "eN w w …".
-    assert count("e7" + " w" * (words - 1)) >= words
