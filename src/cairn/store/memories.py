@@ -49,6 +49,23 @@ def row_to_memory(row: Row[Any]) -> Memory:
     )
 
 
+def _memory_of_row(row: dict[str, Any]) -> Memory:
+    """The Memory a freshly inserted row stands for (without reading it back)."""
+    return Memory.model_construct(
+        id=row["id"], tenant_id=row["tenant_id"],
+        scope=Scope.model_construct(
+            runtime_id=row["runtime_id"], user_id=row["user_id"], agent_id=row["agent_id"]
+        ),
+        kind=row["kind"], content=row["content"], summary=row["summary"],
+        confidence=row["confidence"], valid_from=row["valid_from"], valid_to=row["valid_to"],
+        status=row["status"],
+        source_episode_ids=[uuid.UUID(str(x)) for x in row["source_episode_ids"]],
+        metadata=row["metadata"], session_id=row["session_id"],
+        superseded_by=row["superseded_by"], created_at=row["created_at"],
+        updated_at=row["updated_at"], seq=0,
+    )
+
+
 # Weight of the words of neighbouring messages (indexed with a turn, not part of it)
 # relative to the memory's own words.
 CONTEXT_WEIGHT = 1.0
@@ -142,42 +159,40 @@ class MemoryRepository:
     # -- writes ------------------------------------------------------------------------------
 
     def insert_new(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[Memory]:
-        """Insert rows whose content is not stored yet; returns the rows actually inserted.
+        """Insert rows whose content is not stored yet; returns the memories actually new.
 
-        A row whose ``(scope, kind, content_hash)`` (or id) exists is skipped by the database
-        itself, so concurrent writers cannot both insert it. The skipped row's provenance is
-        merged into the stored memory.
+        Ids are derived from ``(tenant, scope, kind, content_hash)``, so a row already stored
+        is recognised by its id; its provenance is merged into the stored memory instead. The
+        database enforces the rest: ``ON CONFLICT DO NOTHING`` on the unique constraint means
+        two writers can never both store one memory. (The compiler holds the partition's
+        lock, so what this returns as new is exact.)
         """
         if not rows:
             return []
-        stmt = self.db.insert(t).on_conflict_do_nothing().returning(*_COLUMNS)
-        inserted: list[Memory] = []
-        # Executed row by row: RETURNING with executemany is not portable across drivers.
+        merged: dict[Any, dict[str, Any]] = {}
         for row in rows:
-            got = conn.execute(stmt, row).first()
-            if got is not None:
-                inserted.append(row_to_memory(got))
+            have = merged.get(row["id"])
+            if have is None:
+                merged[row["id"]] = dict(row)
             else:
-                self._merge_provenance(conn, row)
-        return inserted
-
-    def _merge_provenance(self, conn: Connection, row: dict[str, Any]) -> None:
-        found = conn.execute(
-            select(t.c.seq, t.c.source_episode_ids).where(
-                t.c.tenant_id == row["tenant_id"], t.c.runtime_id == row["runtime_id"],
-                t.c.user_id == row["user_id"], t.c.agent_id == row["agent_id"],
-                t.c.kind == row["kind"], t.c.content_hash == row["content_hash"],
-            )
-        ).first()
-        if found is None:
-            return
-        have = [str(x) for x in found[1]]
-        extra = [str(x) for x in row["source_episode_ids"] if str(x) not in have]
-        if extra:
-            conn.execute(
-                update(t).where(t.c.seq == found[0])
-                .values(source_episode_ids=have + extra, updated_at=row["updated_at"])
-            )
+                extra = [x for x in row["source_episode_ids"] if x not in have["source_episode_ids"]]
+                have["source_episode_ids"] = [*have["source_episode_ids"], *extra]
+        ids = list(merged)
+        existing: dict[Any, list[str]] = {}
+        for start in range(0, len(ids), 500):
+            stmt = select(t.c.id, t.c.source_episode_ids).where(t.c.id.in_(ids[start:start + 500]))
+            for r in conn.execute(stmt):
+                existing[r[0]] = [str(x) for x in r[1]]
+        new_rows = [row for key, row in merged.items() if key not in existing]
+        if new_rows:
+            conn.execute(self.db.insert(t).on_conflict_do_nothing(), new_rows)
+        for key, have in existing.items():
+            row = merged[key]
+            extra = [str(x) for x in row["source_episode_ids"] if str(x) not in have]
+            if extra:
+                conn.execute(update(t).where(t.c.id == key).values(
+                    source_episode_ids=have + extra, updated_at=row["updated_at"]))
+        return [_memory_of_row(row) for row in new_rows]
 
     def refresh_metadata(self, conn: Connection, row: dict[str, Any]) -> None:
         """Replace the metadata of the stored memory ``row`` restates (same content)."""
@@ -188,6 +203,12 @@ class MemoryRepository:
                 t.c.kind == row["kind"], t.c.content_hash == row["content_hash"],
             ).values(metadata=row["metadata"], updated_at=row["updated_at"])
         )
+
+    def set_metadata(
+        self, conn: Connection, memory_id: uuid.UUID, metadata: dict[str, Any], now: datetime
+    ) -> None:
+        conn.execute(update(t).where(t.c.id == memory_id)
+                     .values(metadata=metadata, updated_at=now))
 
     def set_sources(
         self, conn: Connection, memory_id: uuid.UUID, sources: list[str], now: datetime

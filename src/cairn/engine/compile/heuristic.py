@@ -72,7 +72,18 @@ def _parse_time(value: Any, default: datetime) -> datetime:
     return default
 
 
+_MESSAGES: dict[Any, list[Message]] = {}
+
+
 def messages_of(ep: Episode) -> list[Message]:
+    """The messages of a conversation episode (memoized while one batch compiles)."""
+    got = _MESSAGES.get(ep.id)
+    if got is None:
+        got = _MESSAGES[ep.id] = _parse_messages(ep)
+    return got
+
+
+def _parse_messages(ep: Episode) -> list[Message]:
     """The messages of a conversation episode (``payload.messages`` or a single message)."""
     payload = ep.payload
     raw = payload.get("messages")
@@ -168,7 +179,7 @@ def _facts(msg: Message) -> Iterator[MemoryDraft]:
         return  # facts are about the person speaking, not the assistant
     for slot, pattern, template in _FACTS:
         for m in pattern.finditer(msg.text):
-            groups = [g.strip() for g in m.groups() if g]
+            groups = [g.strip().rstrip(".,!?;:'’-").strip() for g in m.groups() if g]
             if template.count("{") == 3 and len(groups) == 2:  # favourite <kind> is <value>
                 kind_word, value = groups
                 key: str | None = f"favorite {kind_word.lower()}"
@@ -223,7 +234,7 @@ def _summary(session_id: str, episodes: list[Episode]) -> MemoryDraft | None:
         kind="episode_summary", content=content, source_episode_ids=sources,
         valid_from=start, summary=content[:200], confidence=0.6, session_id=session_id,
         slot=f"session:{session_id}",
-        metadata=_metadata(content, start, {
+        metadata=_metadata(" ".join(parts), start, {
             "speakers": speakers, "messages": len(msgs), "session_id": session_id,
         }),
     )
@@ -292,6 +303,13 @@ class HeuristicCompiler:
     version = VERSION
 
     def compile(self, batch: CompileInput) -> list[MemoryDraft]:
+        _MESSAGES.clear()
+        try:
+            return self._compile(batch)
+        finally:
+            _MESSAGES.clear()
+
+    def _compile(self, batch: CompileInput) -> list[MemoryDraft]:
         drafts: list[MemoryDraft] = []
         context, stale = _neighbours(batch)
         # Turns compiled earlier get the words of the messages that followed them.

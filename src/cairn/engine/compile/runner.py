@@ -147,6 +147,8 @@ def _apply(
             draft.content
         ):
             _add_sources(store, conn, old, draft.source_episode_ids, now)
+            if draft.kind == "episode_summary" and old.metadata != row["metadata"]:
+                store.memories.set_metadata(conn, old.id, row["metadata"], now)
             continue
         if old is not None and old.valid_from and old.valid_from > draft.valid_from:
             continue  # an older statement never replaces a newer one

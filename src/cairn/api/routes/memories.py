@@ -1,0 +1,135 @@
+"""Memories: compile (sync or as a job) and search.
+
+- ``POST /v1/memories/compile`` ``{subject_id}`` → 200 with what was compiled;
+  ``{subject_id, async: true}`` → 202 ``{job_id, status}``.
+- ``GET /v1/memories/compile/{job_id}`` → the job (404 for another tenant's job).
+- ``GET /v1/memories/search?subject_id=&q=&kind=&limit=&semantic=&hybrid=`` → scored memories.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn.api.auth import require_tenant, services_of
+from cairn.api.schemas import MemoryPublic, SubjectId
+from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.core.scope import Scope
+from cairn.engine.compile import KINDS, compile_scope
+from cairn.engine.search import search_memories
+from cairn.errors import InvalidInput, NotFound
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+
+class CompileRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    subject_id: str = SubjectId
+    run_async: bool = Field(False, alias="async", description="Queue a job and answer 202.")
+
+
+class CompilePublic(BaseModel):
+    subject_id: str
+    memories_created: int
+    memories: list[MemoryPublic]
+    has_more: bool
+    remaining_episodes: int
+
+
+class CompileJobQueued(BaseModel):
+    job_id: uuid.UUID
+    status: str
+
+
+class CompileJobPublic(BaseModel):
+    job_id: uuid.UUID
+    status: str
+    subject_id: str
+    memories_created: int
+    memories: list[MemoryPublic]
+    error: str | None
+
+
+class SearchPublic(BaseModel):
+    memories: list[MemoryPublic]
+
+
+@router.post("/compile", response_model=CompilePublic,
+             responses={202: {"model": CompileJobQueued}})
+def compile_memories(
+    body: CompileRequest, request: Request, tenant: str = Depends(require_tenant)
+) -> CompilePublic | JSONResponse:
+    """Compile the subject's uncompiled episodes (a batch per call: see ``has_more``)."""
+    services = services_of(request)
+    scope = Scope.for_subject(body.subject_id)
+    if body.run_async:
+        job = services.store.jobs.enqueue(tenant, scope)
+        worker = getattr(services, "compile_worker", None)
+        if worker is not None:
+            worker.wake()
+        return JSONResponse(
+            status_code=202, content={"job_id": str(job.id), "status": job.status}
+        )
+    result = compile_scope(services, tenant, scope)
+    return CompilePublic.model_construct(
+        subject_id=body.subject_id, memories_created=result.memories_created,
+        memories=[MemoryPublic.of(m) for m in result.memories], has_more=result.has_more,
+        remaining_episodes=result.remaining_episodes,
+    )
+
+
+@router.get("/compile/{job_id}", response_model=CompileJobPublic)
+def get_compile_job(
+    job_id: uuid.UUID, request: Request, tenant: str = Depends(require_tenant)
+) -> CompileJobPublic:
+    store = services_of(request).store
+    job = store.jobs.get(tenant, job_id)
+    if job is None:
+        raise NotFound(f"no compile job {job_id}", code="job_not_found")
+    with store.db.read() as conn:
+        memories = store.memories.by_ids(conn, tenant, job.memory_ids)
+    return CompileJobPublic.model_construct(
+        job_id=job.id, status=job.status, subject_id=job.scope.user_id,
+        memories_created=job.memories_created,
+        memories=[MemoryPublic.of(m) for m in memories], error=job.error,
+    )
+
+
+@router.get("/search", response_model=SearchPublic)
+def search(
+    request: Request,
+    subject_id: str = Query(pattern=SUBJECT_ID_PATTERN),
+    q: str = Query(min_length=1, max_length=2000, description="What to look for."),
+    kind: list[str] | None = Query(None, description="Only these kinds (repeatable)."),
+    limit: int = Query(10, ge=1, le=200),
+    semantic: bool = Query(False, description="Vector lane only (needs an embedder)."),
+    hybrid: bool = Query(False, description="Lexical and vector lanes (needs an embedder)."),
+    include_superseded: bool = Query(False, description="Also superseded memories."),
+    tenant: str = Depends(require_tenant),
+) -> SearchPublic:
+    """Memories of the subject ranked by relevance; each ``score`` is in [0, 1]."""
+    services = services_of(request)
+    kinds = [k for part in kind or [] for k in part.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise InvalidInput(
+            f"unknown kind {', '.join(unknown)}; kinds are {', '.join(KINDS)}",
+            code="unknown_kind",
+        )
+    embedder = getattr(services, "embedder", None)
+    lanes = None
+    if semantic and not hybrid:
+        lanes = ["vector"]
+    elif hybrid:
+        lanes = ["lexical", "vector"]
+    results = search_memories(
+        services, tenant, Scope.for_subject(subject_id), q, limit=limit, kinds=kinds or None,
+        include_superseded=include_superseded, embedder=embedder, lanes=lanes,
+    )
+    return SearchPublic.model_construct(
+        memories=[MemoryPublic.of(r.memory, score=r.score) for r in results]
+    )

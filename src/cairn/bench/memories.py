@@ -1,0 +1,161 @@
+"""Compile throughput and search latency with N memories in one subject.
+
+A synthetic conversation (seeded, so every run sees the same corpus) of N turns in sessions of
+20 is ingested as N episodes into one subject, compiled with the heuristic compiler (timed:
+episodes/s), and then searched with questions built from the same vocabulary (p50/p95 of
+``search_memories`` in-process, lexical and — with an embedder — hybrid).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.compile import compile_scope
+from cairn.engine.embedders import HashingEmbedder, LocalEmbedder
+from cairn.engine.search import embed_memories, search_memories
+from cairn.store import Store, open_store
+
+TENANT = "bench"
+_NOUNS = """garden painting guitar hiking camping dog cat school job interview museum concert
+beach mountain recipe bakery marathon book novel poem photo camera bike car trip vacation
+festival family sister brother mother father friend team project meeting conference workshop
+adoption agency shelter charity volunteer class course degree exam piano violin dance yoga
+pottery sculpture sunset sunrise lake river forest park city village country island hotel
+restaurant coffee tea pizza pasta salad cake cookie birthday wedding anniversary holiday
+christmas summer winter spring autumn rain snow storm game match season league coach
+painting canvas gallery exhibition award prize scholarship startup company office manager
+doctor nurse hospital clinic therapy support group counseling parade pride community""".split()
+_VERBS = """visited painted played joined started finished loved enjoyed bought made cooked baked
+read wrote watched learned taught organized attended hosted planned booked found lost won
+celebrated adopted volunteered climbed ran swam traveled moved signed""".split()
+_NAMES = ["Alice", "Bruno", "Chen", "Dana"]
+
+
+def synthetic_episodes(n: int, subject: str, seed: int = 7) -> list[NewEpisode]:
+    rng = random.Random(seed)
+    start = datetime(2023, 1, 1, 9, tzinfo=UTC)
+    scope = Scope.for_subject(subject)
+    out = []
+    for i in range(n):
+        speaker = _NAMES[i % 2] if (i // 200) % 2 == 0 else _NAMES[2 + i % 2]
+        words = [rng.choice(_VERBS), "the", rng.choice(_NOUNS), "with", "my",
+                 rng.choice(_NOUNS), "near", "the", rng.choice(_NOUNS)]
+        text = f"I {' '.join(words)} last week and it was about {rng.choice(_NOUNS)}."
+        out.append(NewEpisode(
+            scope=scope, source="bench", type="conversation.turn",
+            payload={"messages": [{"role": "user", "name": speaker, "content": text}]},
+            session_id=f"s{i // 20}",
+            occurred_at=start + timedelta(days=i // 20, seconds=i % 20),
+        ))
+    return out
+
+
+def questions(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        f"When did {rng.choice(_NAMES)} {rng.choice(_VERBS)} the {rng.choice(_NOUNS)} "
+        f"and the {rng.choice(_NOUNS)}?"
+        for _ in range(n)
+    ]
+
+
+def embedder_named(name: str) -> Any:
+    if name == "none":
+        return None
+    if name == "local":
+        return LocalEmbedder()
+    if name == "hashing":
+        return HashingEmbedder()
+    raise ValueError(f"unknown embedder {name!r}: none, local or hashing")
+
+
+def _percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(p * (len(ordered) - 1))]
+
+
+def measure(store: Store, memories: int, queries: int, embedder: Any) -> dict[str, Any]:
+    subject = f"bench-{uuid.uuid4().hex[:8]}"
+    scope = Scope.for_subject(subject)
+    episodes = synthetic_episodes(memories, subject)
+    for start in range(0, len(episodes), 1000):
+        store.episodes.append_many(TENANT, episodes[start:start + 1000])
+    t0 = time.perf_counter()
+    while compile_scope(store, TENANT, scope).has_more:
+        pass
+    compile_s = time.perf_counter() - t0
+    result: dict[str, Any] = {
+        "episodes": memories, "memories": store.memories.count(TENANT, scope),
+        "compile_eps": memories / compile_s,
+    }
+    qs = questions(queries)
+    modes: list[tuple[str, Any]] = [("lexical", None)]
+    if embedder is not None:
+        t1 = time.perf_counter()
+        embed_memories(store, embedder, TENANT, scope)
+        result["embed_s"] = time.perf_counter() - t1
+        modes.append(("hybrid", embedder))
+    for mode, emb in modes:
+        for q in qs[:20]:  # warm caches (vector matrix, query embeddings are not reused)
+            search_memories(store, TENANT, scope, q, limit=10, embedder=emb)
+        lat = []
+        for q in qs:
+            t = time.perf_counter()
+            search_memories(store, TENANT, scope, q + " ", limit=10, embedder=emb)
+            lat.append((time.perf_counter() - t) * 1000)
+        result[f"{mode}_p50"] = statistics.median(lat)
+        result[f"{mode}_p95"] = _percentile(lat, 0.95)
+    return result
+
+
+def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...],
+        pg_url: str) -> list[dict[str, Any]]:
+    from sqlalchemy import create_engine, text
+
+    console = Console()
+    rows = []
+    for backend in backends:
+        with tempfile.TemporaryDirectory() as tmp:
+            if backend == "sqlite":
+                url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+                admin = None
+            else:
+                name = f"cairn_bench_{uuid.uuid4().hex[:8]}"
+                admin = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1),
+                                      isolation_level="AUTOCOMMIT")
+                with admin.connect() as conn:
+                    conn.execute(text(f'CREATE DATABASE "{name}"'))
+                url = pg_url.rsplit("/", 1)[0] + f"/{name}"
+            store = open_store(url)
+            try:
+                row = measure(store, memories, queries, embedder)
+            finally:
+                store.close()
+                if admin is not None:
+                    with admin.connect() as conn:
+                        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                    admin.dispose()
+            row["backend"] = backend
+            rows.append(row)
+    table = Table(title=f"compile + search, {memories} episodes in one subject")
+    for col in ("backend", "memories", "compile ep/s", "lexical p50/p95 ms",
+                "hybrid p50/p95 ms"):
+        table.add_column(col)
+    for r in rows:
+        hybrid = (f"{r['hybrid_p50']:.2f} / {r['hybrid_p95']:.2f}" if "hybrid_p50" in r else "-")
+        table.add_row(r["backend"], str(r["memories"]), f"{r['compile_eps']:.0f}",
+                      f"{r['lexical_p50']:.2f} / {r['lexical_p95']:.2f}", hybrid)
+    console.print(table)
+    return rows
