@@ -15,6 +15,7 @@ from cairn.api.routes.templates import router as templates_router
 from cairn.api.routes.slates import router as slates_router
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
+from cairn.api.routes.memories import router as memories_router
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.web import install_web
@@ -27,6 +28,7 @@ ROUTERS = [
     slates_router,
     context_router,
     ladders_router,
+    memories_router,
 ]
 
 

@@ -80,6 +80,12 @@ def slates(
     run(ops=ops, threads=threads, backends=tuple(backend), pg_url=pg_url)
 
 
+from cairn.cli.memories_bench import locomo_command, memories_command  # noqa: E402
+
+app.command("locomo")(locomo_command)
+app.command("memories")(memories_command)
+
+
 @app.command("context")
 def context(
     sizes: list[int] = typer.Option([1_000, 10_000, 100_000], "--size",

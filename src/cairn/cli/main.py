@@ -9,6 +9,7 @@ import typer
 
 from cairn import __version__
 from cairn.cli import bench, keys
+from cairn.cli import worker as worker_cli
 from cairn.cli import ladders as ladders_cli
 from cairn.cli import templates as templates_cli
 from cairn.cli import slates as slates_cli
@@ -28,6 +29,7 @@ app.command("search")(search_cli.search)
 app.command("context")(context_cli.context)
 app.add_typer(subjects_cli.app, name="subjects")
 app.command("mcp")(mcp_cli.mcp)
+app.command("worker")(worker_cli.worker)
 app.add_typer(templates_cli.app, name="templates")
 app.add_typer(slates_cli.app, name="slates")
 app.add_typer(ladders_cli.app, name="ladders")
