@@ -80,6 +80,13 @@ def test_init_larger_than_folder_is_a_config_error(tmp_path: Path) -> None:
     assert "big.yaml: slates[0].folders[1].files[1].init" in str(info.value)
 
 
+def test_files_without_slates_are_skipped(tmp_path: Path) -> None:
+    write(tmp_path, "settings.yaml", "- a list, e.g. a hook's settings file\n")
+    write(tmp_path, "plain.yaml", "name: memory-ladder\nsteps: []\n")
+    write(tmp_path, "memory-ladder.yaml", SEED_YAML)
+    assert list(load_slate_declarations(tmp_path)) == ["memory-ladder"]
+
+
 def test_duplicate_ladder_names_and_bad_yaml(tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", "name: same\n" + SEED_YAML)
     write(tmp_path, "b.yaml", "name: same\n" + SEED_YAML)

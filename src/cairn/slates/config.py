@@ -319,8 +319,9 @@ def load_slate_declarations(
 ) -> dict[str, list[SlateSpec]]:
     """Parse the ``slates:`` block of every ``*.yaml``/``*.yml`` in ``ladders_dir``.
 
-    Other top-level keys (steps, agents, resources, models …) are left to the ladder loader.
-    Returns ``{ladder name: [SlateSpec, …]}``; raises ``ConfigError`` naming file and path.
+    Other top-level keys (steps, agents, resources, models …) are left to the ladder loader;
+    files without a ``slates`` key are skipped. Returns ``{ladder name: [SlateSpec, …]}``;
+    raises ``ConfigError`` naming file and path.
     """
     if ladders_dir is None:
         return {}
@@ -334,10 +335,10 @@ def load_slate_declarations(
             document = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"{path}: cannot read YAML: {exc}") from None
-        if document is None:
-            document = {}
-        if not isinstance(document, dict):
-            raise ConfigError(f"{path}: (top): a ladder file must be a mapping")
+        if not isinstance(document, dict) or "slates" not in document:
+            # Declares no slates. It may not even be a ladder (a hook's settings file can sit
+            # beside the ladders); the ladder loader reports what is wrong with real ladders.
+            continue
         name = ladder_name(path, document)
         if name in origin:
             raise ConfigError(f"{path}: ladder name {name!r} is already used by {origin[name]}")
