@@ -78,6 +78,14 @@ def _stop(server: uvicorn.Server, thread: threading.Thread, services: Services) 
     services.close()
 
 
+def make_ladders_dir(target: Path) -> Path:
+    """The docs' example ladders plus this directory's ``ladders/*.yaml``, copied to ``target``."""
+    shutil.copytree(ROOT / "examples" / "ladders", target)
+    for path in (Path(__file__).parent / "ladders").glob("*.yaml"):
+        shutil.copy(path, target)
+    return target
+
+
 def server_settings(data_dir: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {"data_dir": data_dir}
     values.update(overrides)
@@ -89,10 +97,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     """A server that requires keys: tenant ``a`` and tenant ``b`` each have one. Its ladders
     are the example ladder of the docs and ``ladders/web-notes.yaml`` (small slates)."""
     data_dir = tmp_path_factory.mktemp("web-server")
-    ladders = data_dir / "ladders"
-    shutil.copytree(ROOT / "examples" / "ladders", ladders)
-    for path in (Path(__file__).parent / "ladders").glob("*.yaml"):
-        shutil.copy(path, ladders)
+    ladders = make_ladders_dir(data_dir / "ladders")
     services = Services.from_settings(server_settings(data_dir, ladders_dir=ladders))
     key_a, _ = services.store.keys.create("tenant-a", name="web tests")
     key_b, _ = services.store.keys.create("tenant-b", name="web tests")

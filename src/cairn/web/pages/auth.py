@@ -23,6 +23,7 @@ def safe_next(target: str | None) -> str:
 
 
 @router.get("/ui")
+@router.get("/ui/")
 def home() -> RedirectResponse:
     return see_other(HOME)
 

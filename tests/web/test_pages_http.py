@@ -1,0 +1,113 @@
+"""The inspector over plain HTTP (no browser): sessions, CSRF, redirects, error pages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cairn.api.app import create_app
+from cairn.services import Services
+from tests.web.conftest import make_ladders_dir, server_settings
+
+
+@pytest.fixture
+def app_services(tmp_path: Path) -> Iterator[Services]:
+    ladders = make_ladders_dir(tmp_path / "ladders")
+    s = Services.from_settings(server_settings(tmp_path / "data", ladders_dir=ladders))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def web(app_services: Services) -> Iterator[TestClient]:
+    with TestClient(create_app(services=app_services), follow_redirects=False) as c:
+        yield c
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, "no CSRF field on the page"
+    return found.group(1)
+
+
+def signed_in(web: TestClient, key: str) -> None:
+    token = csrf_of(web.get("/ui/login").text)
+    r = web.post("/ui/login", data={"csrf": token, "api_key": key, "next": "/ui/subjects"})
+    assert r.status_code == 303 and r.headers["location"] == "/ui/subjects"
+
+
+def test_session_cookie_redirects_and_revocation(web: TestClient, app_services: Services) -> None:
+    key, info = app_services.store.keys.create("acme")
+    app_services.store.keys.create("other")  # so revoking acme's key does not open the server
+    assert web.get("/ui/").headers["location"] == "/ui/subjects"
+    r = web.get("/ui/subjects?prefix=a")
+    assert r.status_code == 303
+    assert r.headers["location"] == "/ui/login?next=%2Fui%2Fsubjects%3Fprefix%3Da"
+
+    token = csrf_of(web.get("/ui/login").text)
+    # An absolute or protocol-relative `next` never leaves the inspector.
+    r = web.post("/ui/login", data={"csrf": token, "api_key": key, "next": "//evil.example/"})
+    assert r.headers["location"] == "/ui/subjects"
+    cookie = next(h for h in r.headers.get_list("set-cookie") if h.startswith("cairn_session="))
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+    page = web.get("/ui/subjects")
+    assert page.status_code == 200 and "acme" in page.text
+    assert page.headers["content-type"].startswith("text/html")
+    assert page.headers["cache-control"] == "no-store"
+
+    app_services.store.keys.revoke(info.id)
+    r = web.get("/ui/subjects")
+    assert r.status_code == 303 and "reason=" in r.headers["location"]
+
+
+def test_forms_need_the_csrf_token(web: TestClient, app_services: Services) -> None:
+    key, _ = app_services.store.keys.create("acme")
+    r = web.post("/ui/login", data={"api_key": key})
+    assert r.status_code == 403
+    assert "csrf_failed" in r.text and "cairn_session" not in r.headers.get("set-cookie", "")
+    signed_in(web, key)
+    web.post("/v1/episodes", headers={"X-API-Key": key}, json={
+        "subject_id": "s1", "source": "t", "type": "t", "payload": {}})
+    r = web.post("/ui/subjects/s1/delete", data={"csrf": "forged"})
+    assert r.status_code == 403
+    listed = web.get("/v1/subjects", headers={"X-API-Key": key}).json()
+    assert listed["total"] == 1
+
+
+def test_errors_are_pages_and_the_api_stays_json(web: TestClient) -> None:
+    # Open mode: no key exists yet.
+    r = web.get("/ui/nowhere")
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert "There is no page at /ui/nowhere" in r.text
+    r = web.get("/v1/nowhere")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    r = web.get("/ui/runs/run-unknown")
+    assert r.status_code == 404 and "run_not_found" in r.text
+    r = web.get("/ui/context", params={"subject_id": "bad id", "query": "x"})
+    assert r.status_code == 422 and "subject_id" in r.text
+    assert web.get("/ui/static/cairn.css").status_code == 200
+    assert web.get("/openapi.json").json()["paths"].keys().isdisjoint(
+        {p for p in web.get("/openapi.json").json()["paths"] if p.startswith("/ui")})
+
+
+def test_a_per_user_slate_asks_for_the_user(web: TestClient) -> None:
+    r = web.get("/ui/slates/web-notes/Profile")
+    assert r.status_code == 200 and "enter a user id" in r.text
+    token = csrf_of(web.get("/ui/slates/web-notes/Notes").text)
+    r = web.post("/ui/slates/web-notes/Profile/write", data={
+        "csrf": token, "folder": "prefs", "file": "likes.md", "content": "green tea",
+        "user_id": "ana"})
+    assert r.status_code == 303
+    assert r.headers["location"].startswith("/ui/slates/web-notes/Profile?user_id=ana&wrote=")
+    page = web.get("/ui/slates/web-notes/Profile", params={"user_id": "ana"}).text
+    assert "green tea" in page
+    assert "green tea" not in web.get("/ui/slates/web-notes/Profile",
+                                      params={"user_id": "bob"}).text
+    # A write without the user is refused on the page, and writes nothing.
+    r = web.post("/ui/slates/web-notes/Profile/write", data={
+        "csrf": token, "folder": "prefs", "file": "likes.md", "content": "coffee"})
+    assert r.status_code == 422 and "slate_user_required" in r.text
