@@ -233,7 +233,7 @@ class LadderRuntime:
                 usage["prompt_tokens"] += reply.prompt_tokens
                 usage["completion_tokens"] += reply.completion_tokens
                 step_trace["writes"] = self._writes(step, reply.content, slates, done, effects,
-                                                    request.tenant, run_id)
+                                                    request.tenant, run_id, record_now=not last)
                 step_trace["duration_ms"] = round((time.perf_counter() - ts) * 1000, 3)
             content = reply.content if reply is not None else ""
             board.set_engine(REPLY, content)
@@ -273,9 +273,14 @@ class LadderRuntime:
 
     def _writes(
         self, step: Any, output: str, slates: SlateAccess, done: set[str], effects: list[str],
-        tenant: str, run_id: str,
+        tenant: str, run_id: str, *, record_now: bool,
     ) -> list[dict[str, Any]]:
-        """Apply the step's slateWrite blocks and its gated write; record each applied one."""
+        """Apply the step's slateWrite blocks and its gated write.
+
+        Each applied write is recorded in the run's ``effects`` at once when more model calls
+        follow (a process dying during them must not repeat it on a retry); the last step's
+        writes are recorded with the run's end (``finish`` or ``_fail``), which comes right
+        after, saving a database round trip per call."""
         out: list[dict[str, Any]] = []
         jobs: list[tuple[str, Any]] = [
             (f"{step.id}/slateWrite/{k}", w) for k, w in enumerate(step.slate_writes())
@@ -293,7 +298,8 @@ class LadderRuntime:
             out.append(result)
             if result.get("written"):
                 effects.append(key)
-                self.runs.add_effect(tenant, run_id, effects)
+                if record_now:
+                    self.runs.add_effect(tenant, run_id, effects)
         return out
 
     def _fail(self, tenant: str, run_id: str, t0: float, trace: dict[str, Any], ladder: Ladder,
