@@ -13,12 +13,24 @@ from cairn.engine.tokens import get_tokenizer
 SCOPE = {"runtime_id": "memories", "user_id": "user-1", "agent_id": "assistant"}
 
 
-def turn(client: TestClient, key: str, text: str, conv: str = "conv-1",
-         headers: dict[str, str] | None = None, scope: dict[str, str] = SCOPE) -> Any:
-    return client.post("/v1/scopes/turns", headers=headers or {}, json={
-        "scope": scope, "conversation_id": conv, "idempotency_key": key,
-        "messages": [{"role": "user", "content": text}],
-    })
+def turn(
+    client: TestClient,
+    key: str,
+    text: str,
+    conv: str = "conv-1",
+    headers: dict[str, str] | None = None,
+    scope: dict[str, str] = SCOPE,
+) -> Any:
+    return client.post(
+        "/v1/scopes/turns",
+        headers=headers or {},
+        json={
+            "scope": scope,
+            "conversation_id": conv,
+            "idempotency_key": key,
+            "messages": [{"role": "user", "content": text}],
+        },
+    )
 
 
 def test_scope_endpoints_mirror_the_contracts(backend_client: TestClient) -> None:
@@ -27,15 +39,25 @@ def test_scope_endpoints_mirror_the_contracts(backend_client: TestClient) -> Non
     assert first.status_code == 201 and first.json()["created"] is True
     again = turn(c, "run-1", "something else")
     assert again.status_code == 200 and again.json() == {**first.json(), "created": False}
-    doc = {"scope": SCOPE, "dataset_id": "docs", "document_id": "bees",
-           "content": "Beekeeping guide. Hives need inspection every week in summer."}
+    doc = {
+        "scope": SCOPE,
+        "dataset_id": "docs",
+        "document_id": "bees",
+        "content": "Beekeeping guide. Hives need inspection every week in summer.",
+    }
     r = c.post("/v1/scopes/documents", json=doc)
     assert r.status_code == 201 and r.json()["chunk_count"] == 1
     assert c.post("/v1/scopes/documents", json=doc).status_code == 200
-    r = c.post("/v1/scopes/context", json={
-        "scope": SCOPE, "conversation_id": "conv-1", "query": "hive inspection",
-        "dataset_ids": ["docs"], "render": {"max_chars": 2000},
-    })
+    r = c.post(
+        "/v1/scopes/context",
+        json={
+            "scope": SCOPE,
+            "conversation_id": "conv-1",
+            "query": "hive inspection",
+            "dataset_ids": ["docs"],
+            "render": {"max_chars": 2000},
+        },
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert [i["source_class"] for i in body["items"]] == ["recent", "long_term"]
@@ -49,16 +71,27 @@ def test_scope_endpoints_mirror_the_contracts(backend_client: TestClient) -> Non
     ("body", "field", "text"),
     [
         ({"scope": SCOPE}, "body", "a query or a conversation_id is required"),
-        ({"scope": {"runtime_id": " "}, "query": "x"}, "scope.runtime_id", "runtime_id is required"),
+        (
+            {"scope": {"runtime_id": " "}, "query": "x"},
+            "scope.runtime_id",
+            "runtime_id is required",
+        ),
         ({"scope": SCOPE, "query": "x", "min_score": 2}, "min_score", "min_score must be"),
-        ({"scope": SCOPE, "query": "x", "budget": {"max_tokens": -1}}, "budget.max_tokens",
-         "max_tokens must be >= 0"),
-        ({"scope": SCOPE, "query": "x", "dataset_ids": ["a", "a"]}, "dataset_ids",
-         "dataset_ids[1] repeats 'a'"),
+        (
+            {"scope": SCOPE, "query": "x", "budget": {"max_tokens": -1}},
+            "budget.max_tokens",
+            "max_tokens must be >= 0",
+        ),
+        (
+            {"scope": SCOPE, "query": "x", "dataset_ids": ["a", "a"]},
+            "dataset_ids",
+            "dataset_ids[1] repeats 'a'",
+        ),
     ],
 )
-def test_scope_context_validation(client: TestClient, body: dict[str, Any], field: str,
-                                  text: str) -> None:
+def test_scope_context_validation(
+    client: TestClient, body: dict[str, Any], field: str, text: str
+) -> None:
     r = client.post("/v1/scopes/context", json=body)
     assert r.status_code == 422
     err = r.json()["error"]
@@ -68,50 +101,93 @@ def test_scope_context_validation(client: TestClient, body: dict[str, Any], fiel
 
 def test_render_too_large_is_a_422_naming_both_numbers(client: TestClient) -> None:
     turn(client, "k", "x " * 200)
-    r = client.post("/v1/scopes/context", json={
-        "scope": SCOPE, "conversation_id": "conv-1", "render": {"max_chars": 100}})
+    r = client.post(
+        "/v1/scopes/context",
+        json={"scope": SCOPE, "conversation_id": "conv-1", "render": {"max_chars": 100}},
+    )
     assert r.status_code == 422
     err = r.json()["error"]
     assert err["code"] == "render_too_large" and "over max_chars 100" in err["message"]
     assert err["details"]["max_chars"] == 100 and err["details"]["rendered_chars"] > 100
-    r = client.post("/v1/scopes/context", json={
-        "scope": SCOPE, "conversation_id": "conv-1", "render": {"template": "{{ 1 + }}"}})
+    r = client.post(
+        "/v1/scopes/context",
+        json={"scope": SCOPE, "conversation_id": "conv-1", "render": {"template": "{{ 1 + }}"}},
+    )
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_template"
 
 
 def test_turn_and_document_validation(client: TestClient) -> None:
-    r = client.post("/v1/scopes/turns", json={"scope": SCOPE, "conversation_id": "c",
-                                              "idempotency_key": "k", "messages": []})
+    r = client.post(
+        "/v1/scopes/turns",
+        json={"scope": SCOPE, "conversation_id": "c", "idempotency_key": "k", "messages": []},
+    )
     assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "messages"
-    r = client.post("/v1/scopes/documents", json={"scope": SCOPE, "dataset_id": "d",
-                                                  "document_id": "x", "content": " "})
+    r = client.post(
+        "/v1/scopes/documents",
+        json={"scope": SCOPE, "dataset_id": "d", "document_id": "x", "content": " "},
+    )
     assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "content"
-    assert client.post("/v1/scopes/context", json={"scope": SCOPE, "conversation_id": "c"}
-                       ).json()["items"] == []  # nothing was written
+    assert (
+        client.post("/v1/scopes/context", json={"scope": SCOPE, "conversation_id": "c"}).json()[
+            "items"
+        ]
+        == []
+    )  # nothing was written
 
 
-def episode(client: TestClient, subject: str, text: str, session: str | None = None,
-            headers: dict[str, str] | None = None) -> None:
-    r = client.post("/v1/episodes", headers=headers or {}, json={
-        "subject_id": subject, "source": "chat", "type": "conversation",
-        "payload": {"messages": [{"role": "user", "content": text}]}, "session_id": session,
-    })
+def episode(
+    client: TestClient,
+    subject: str,
+    text: str,
+    session: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    r = client.post(
+        "/v1/episodes",
+        headers=headers or {},
+        json={
+            "subject_id": subject,
+            "source": "chat",
+            "type": "conversation",
+            "payload": {"messages": [{"role": "user", "content": text}]},
+            "session_id": session,
+        },
+    )
     assert r.status_code == 201
 
 
 def test_statewave_context_shape_and_token_bound(backend_client: TestClient) -> None:
     c = backend_client
     for i in range(12):
-        episode(c, "alice", f"Message {i}: my favourite colour is green and I live in Porto.",
-                session="s1")
+        episode(
+            c,
+            "alice",
+            f"Message {i}: my favourite colour is green and I live in Porto.",
+            session="s1",
+        )
     tok = get_tokenizer()
     for max_tokens in (1, 40, 90, 150, 400, 4000):
-        r = c.post("/v1/context", json={"subject_id": "alice", "task": "favourite colour",
-                                        "max_tokens": max_tokens, "session_id": "s1"})
+        r = c.post(
+            "/v1/context",
+            json={
+                "subject_id": "alice",
+                "task": "favourite colour",
+                "max_tokens": max_tokens,
+                "session_id": "s1",
+            },
+        )
         assert r.status_code == 200, r.text
         body = r.json()
-        assert set(body) == {"subject_id", "task", "facts", "procedures", "episodes",
-                             "provenance", "assembled_context", "token_estimate"}
+        assert set(body) == {
+            "subject_id",
+            "task",
+            "facts",
+            "procedures",
+            "episodes",
+            "provenance",
+            "assembled_context",
+            "token_estimate",
+        }
         assert body["token_estimate"] == tok.count(body["assembled_context"]) <= max_tokens
         assert len(body["episodes"]) == len(body["provenance"]["episode_ids"])
     assert body["episodes"][0]["session_id"] == "s1"
@@ -125,7 +201,9 @@ def test_statewave_context_recalls_compiled_facts(client: TestClient) -> None:
     episode(client, "bob", "I work at Globex as a data engineer.", session="old")
     services = client.app.state.services  # type: ignore[attr-defined]
     compile_scope(services, "default", Scope.for_subject("bob"))
-    r = client.post("/v1/context", json={"subject_id": "bob", "task": "Where does Bob work? Globex"})
+    r = client.post(
+        "/v1/context", json={"subject_id": "bob", "task": "Where does Bob work? Globex"}
+    )
     body = r.json()
     assert any("Globex" in f["content"] for f in body["facts"])
     assert all(f["valid_from"] for f in body["facts"])
@@ -133,29 +211,37 @@ def test_statewave_context_recalls_compiled_facts(client: TestClient) -> None:
 
 
 def test_statewave_context_validation(client: TestClient) -> None:
-    for body, field in (({"task": "x"}, "subject_id"), ({"subject_id": "a"}, "task"),
-                        ({"subject_id": "a", "task": "x", "max_tokens": 0}, "max_tokens"),
-                        ({"subject_id": "a b", "task": "x"}, "subject_id"),
-                        ({"subject_id": "a", "task": "x", "colour": 1}, "colour")):
+    for body, field in (
+        ({"task": "x"}, "subject_id"),
+        ({"subject_id": "a"}, "task"),
+        ({"subject_id": "a", "task": "x", "max_tokens": 0}, "max_tokens"),
+        ({"subject_id": "a b", "task": "x"}, "subject_id"),
+        ({"subject_id": "a", "task": "x", "colour": 1}, "colour"),
+    ):
         r = client.post("/v1/context", json=body)
         assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == field
     r = client.post("/v1/context", json={"subject_id": "a", "task": "x", "emit_receipt": False})
     assert r.status_code == 200 and r.json()["assembled_context"] == ""
 
 
-def test_tenants_never_see_each_other(backend_client: TestClient,
-                                      two_tenants: dict[str, str]) -> None:
+def test_tenants_never_see_each_other(
+    backend_client: TestClient, two_tenants: dict[str, str]
+) -> None:
     a = {"X-API-Key": two_tenants["a"]}
     b = {"X-API-Key": two_tenants["b"]}
     assert turn(backend_client, "k", "tenant a secret", headers=a).status_code == 201
     episode(backend_client, "shared", "tenant a subject secret", session="s", headers=a)
-    r = backend_client.post("/v1/scopes/context", headers=b,
-                            json={"scope": SCOPE, "conversation_id": "conv-1"})
+    r = backend_client.post(
+        "/v1/scopes/context", headers=b, json={"scope": SCOPE, "conversation_id": "conv-1"}
+    )
     assert r.status_code == 200 and r.json()["items"] == []
-    r = backend_client.post("/v1/context", headers=b,
-                            json={"subject_id": "shared", "task": "secret", "session_id": "s"})
+    r = backend_client.post(
+        "/v1/context", headers=b, json={"subject_id": "shared", "task": "secret", "session_id": "s"}
+    )
     assert r.json()["episodes"] == [] and r.json()["assembled_context"] == ""
     # The same key in tenant b is a new turn, not tenant a's.
     assert turn(backend_client, "k", "tenant b", headers=b).json()["created"] is True
-    assert backend_client.post("/v1/scopes/context", json={"scope": SCOPE, "query": "x"}
-                               ).status_code == 401
+    assert (
+        backend_client.post("/v1/scopes/context", json={"scope": SCOPE, "query": "x"}).status_code
+        == 401
+    )

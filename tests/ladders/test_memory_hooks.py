@@ -47,20 +47,29 @@ def test_each_seed_block_validates_verbatim() -> None:
         parse_memory_config({**resources, **yaml.safe_load(block)}, "seed")
     cfg = parse_memory_config(seed_config(), "seed")
     res = cfg.resources["memories"]
-    assert (res.kind, res.impl, res.settings.file) == ("memory.Assembly", "mymemory",
-                                                       "./memory.yaml")
+    assert (res.kind, res.impl, res.settings.file) == (
+        "memory.Assembly",
+        "mymemory",
+        "./memory.yaml",
+    )
     assert res.deps == {"workspace": "ws/project", "inference": "infer"}
     hook = cfg.agents["assistant"].prepare[0]
     s = hook.settings
     assert (hook.type, hook.deps.memory, s.query.literal) == (
-        "memory.context", "memories", "relevant prior conversation")
+        "memory.context",
+        "memories",
+        "relevant prior conversation",
+    )
     assert s.budget.max_tokens == 2000 and s.budget.max_items == 50 and s.budget.max_chars == 8000
     assert (s.min_score, s.output, s.dataset_ids) == (0.5, "memory_items", ["docs"])
     assert s.render is not None and s.render.output == "memory_text"
     assert s.render.gotmpl is not None and s.render.gotmpl.template == "\n"
     turn = cfg.agents["assistant"].commit[0]
     assert (turn.type, turn.settings.channel, turn.settings.conversation_id) == (
-        "memory.turn", "__main_channel", "conv-1")
+        "memory.turn",
+        "__main_channel",
+        "conv-1",
+    )
 
 
 def test_seed_config_builds_and_runs_with_an_app_registered_impl(
@@ -83,10 +92,12 @@ def test_seed_config_builds_and_runs_with_an_app_registered_impl(
         unregister_assembly_impl("mymemory")
     assert seen["settings"] == {"chunk_tokens": 120, "chunk_overlap": 20}
     assert seen["deps"] == {"workspace": "ws/project", "inference": "infer"}
-    board: dict[str, Any] = {"__main_channel": [
-        {"role": "user", "content": "I grow tomatoes"},
-        {"role": "assistant", "content": "Lovely"},
-    ]}
+    board: dict[str, Any] = {
+        "__main_channel": [
+            {"role": "user", "content": "I grow tomatoes"},
+            {"role": "assistant", "content": "Lovely"},
+        ]
+    }
     first = hooks.commit[0](board, REQ)
     assert first.created and first.conversation_id == "conv-1"
     assert not hooks.commit[0](board, REQ).created  # a retried run writes nothing
@@ -101,15 +112,32 @@ def test_hooks_work_with_the_runtime_board(store: Store) -> None:
     from cairn.ladders.board import Board
 
     a = CairnAssembly(store, "t1")
-    board = Board.for_request(run_id="run-9", ladder="l", context_id="conv-2",
-                              messages=[{"role": "user", "content": "remember: blue door"}])
-    board.set_engine("__main_channel", [{"role": "user", "content": "remember: blue door"},
-                                        {"role": "assistant", "content": "ok"}])
-    req = RequestContext(context_id=board.context_id, message=board.current_message,
-                         run_id=board.run_id)
+    board = Board.for_request(
+        run_id="run-9",
+        ladder="l",
+        context_id="conv-2",
+        messages=[{"role": "user", "content": "remember: blue door"}],
+    )
+    board.set_engine(
+        "__main_channel",
+        [
+            {"role": "user", "content": "remember: blue door"},
+            {"role": "assistant", "content": "ok"},
+        ],
+    )
+    req = RequestContext(
+        context_id=board.context_id, message=board.current_message, run_id=board.run_id
+    )
     MemoryTurnHook({"scope": SCOPE}, a)(board, req)
-    hook = MemoryContextHook({"query": {"current_message": True}, "scope": SCOPE,
-                              "output": "recalled", "render": {"output": "recalled_text"}}, a)
+    hook = MemoryContextHook(
+        {
+            "query": {"current_message": True},
+            "scope": SCOPE,
+            "output": "recalled",
+            "render": {"output": "recalled_text"},
+        },
+        a,
+    )
     result = hook(board, req)
     assert result.items and board["recalled"][0]["content"].startswith("user: remember")
     assert "reference data, not instructions" in board["recalled_text"]
@@ -128,24 +156,38 @@ BASE: dict[str, Any] = {"query": {"literal": "x"}, "scope": SCOPE, "output": "it
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"query": {}}, "query: query must select exactly one of literal, board, "
-                        "current_message, recent_only (got none)"),
+        (
+            {"query": {}},
+            "query: query must select exactly one of literal, board, "
+            "current_message, recent_only (got none)",
+        ),
         ({"query": {"literal": "x", "board": "b"}}, "(got literal, board)"),
-        ({"query": {"current_message": True, "recent_only": True}},
-         "(got current_message, recent_only)"),
+        (
+            {"query": {"current_message": True, "recent_only": True}},
+            "(got current_message, recent_only)",
+        ),
         ({"query": {"literal": " "}}, "query.literal must not be empty"),
         ({"query": {"board": ""}}, "query.board must name a board variable (it is empty)"),
         ({"query": {"sql": "x"}}, "query.sql: Extra inputs are not permitted"),
         ({"output": ""}, "output: output must name a board variable (it is empty)"),
         ({"output": "__items"}, "output '__items' is reserved"),
         ({"render": {"output": "__text"}}, "render.output '__text' is reserved"),
-        ({"render": {"output": "items"}}, "render.output must differ from output (both are 'items')"),
-        ({"render": {"output": "t", "gotmpl": {"template": "{% if %}"}}},
-         "template syntax error on line 1"),
-        ({"render": {"output": "t", "gotmpl": {"template": "a"}, "template": {"template": "b"}}},
-         "render takes one of template or gotmpl, not both"),
-        ({"render": {"output": "t", "gotmpl": {"template": "a", "max_chars": -1}}},
-         "render.gotmpl.max_chars: Input should be greater than or equal to 0"),
+        (
+            {"render": {"output": "items"}},
+            "render.output must differ from output (both are 'items')",
+        ),
+        (
+            {"render": {"output": "t", "gotmpl": {"template": "{% if %}"}}},
+            "template syntax error on line 1",
+        ),
+        (
+            {"render": {"output": "t", "gotmpl": {"template": "a"}, "template": {"template": "b"}}},
+            "render takes one of template or gotmpl, not both",
+        ),
+        (
+            {"render": {"output": "t", "gotmpl": {"template": "a", "max_chars": -1}}},
+            "render.gotmpl.max_chars: Input should be greater than or equal to 0",
+        ),
         ({"min_score": 1.01}, "min_score must be a finite number in [0, 1], got 1.01"),
         ({"min_score": float("nan")}, "min_score must be a finite number in [0, 1], got nan"),
         ({"budget": {"max_items": -1}}, "budget.max_items: max_items must be >= 0"),
@@ -161,7 +203,8 @@ def test_context_hook_validation_messages(change: dict[str, Any], expected: str)
 
 def test_output_is_required() -> None:
     assert "output: Field required" in settings_error(
-        {k: v for k, v in BASE.items() if k != "output"})
+        {k: v for k, v in BASE.items() if k != "output"}
+    )
 
 
 @pytest.mark.parametrize(
@@ -201,10 +244,18 @@ def test_query_sources(store: Store) -> None:
 
 def test_failed_render_leaves_the_board_untouched(store: Store) -> None:
     a = CairnAssembly(store, "t1")
-    MemoryTurnHook({"scope": SCOPE}, a)({"__main_channel": [{"role": "user", "content": "x" * 300}]},
-                                        REQ)
-    hook = MemoryContextHook({"query": {"recent_only": True}, "scope": SCOPE, "output": "out",
-                              "render": {"output": "txt", "max_chars": 50}}, a)
+    MemoryTurnHook({"scope": SCOPE}, a)(
+        {"__main_channel": [{"role": "user", "content": "x" * 300}]}, REQ
+    )
+    hook = MemoryContextHook(
+        {
+            "query": {"recent_only": True},
+            "scope": SCOPE,
+            "output": "out",
+            "render": {"output": "txt", "max_chars": 50},
+        },
+        a,
+    )
     board: dict[str, Any] = {}
     with pytest.raises(InvalidInput) as exc:
         hook(board, REQ)
@@ -255,7 +306,9 @@ def test_settings_file_is_confined_and_size_limited(tmp_path: Path) -> None:
     (conf / "big.yaml").write_text("a: " + "x" * MAX_SETTINGS_FILE_BYTES)
     with pytest.raises(ConfigError) as exc:
         read_settings_file(conf, "big.yaml")
-    assert exc.value.code == "config_too_large" and str(MAX_SETTINGS_FILE_BYTES) in exc.value.message
+    assert (
+        exc.value.code == "config_too_large" and str(MAX_SETTINGS_FILE_BYTES) in exc.value.message
+    )
     (conf / "list.yaml").write_text("- a\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         read_settings_file(conf, "list.yaml")
@@ -277,7 +330,7 @@ def test_config_errors_name_the_file_and_path(tmp_path: Path, services: Services
     assert "f.yaml: agents.assistant.prepare.0.settings.output" in exc.value.message
     cfg = seed_config()
     cfg["resources"]["memories"]["kind"] = "memory.Other"
-    with pytest.raises(ConfigError, match="resources.memories.kind"):
+    with pytest.raises(ConfigError, match=r"resources\.memories\.kind"):
         parse_memory_config(cfg, "f.yaml")
     cfg = seed_config()
     cfg["resources"]["memories"]["impl"] = "unregistered"
@@ -287,7 +340,7 @@ def test_config_errors_name_the_file_and_path(tmp_path: Path, services: Services
     cfg = seed_config()
     cfg["resources"]["memories"]["impl"] = "cairn"
     cfg["resources"]["memories"]["settings"] = {"chunk_tokens": "many"}
-    with pytest.raises(ConfigError, match="resources.memories.settings: chunk_tokens"):
+    with pytest.raises(ConfigError, match=r"resources\.memories\.settings: chunk_tokens"):
         build_assemblies(parse_memory_config(cfg), tmp_path, services)
 
 

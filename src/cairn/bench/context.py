@@ -1,11 +1,11 @@
 """Context assembly latency: p50/p95 of ``POST /v1/scopes/context`` (and Statewave's
 ``POST /v1/context``) through a real server on loopback, with N memories in one subject.
 
-Each size gets a fresh database: N compiled-style memories (synthetic 8-24 word sentences
-over a 4,000-word Zipf-distributed vocabulary, written in bulk so their full-text index is maintained by the
-database as usual), a 40-turn conversation for the recent lane, and a 50-document dataset.
-Requests ask for a random 3-7 content-word query plus the conversation, default budget. Sequential
-requests, so the numbers are per-request latency, not throughput.
+Each size gets a fresh database: N compiled-style memories (synthetic 8-24 word sentences over
+a 4,000-word Zipf-distributed vocabulary, written in bulk so the database maintains their
+full-text index as usual), a 40-turn conversation for the recent lane, and a 50-document
+dataset. Requests ask for a random 3-7 content-word query plus the conversation, with the
+default budget. Requests are sequential: the numbers are per-request latency, not throughput.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cairn.bench.server import running_server
-from cairn.core.memory import ContextRequest, Document, Turn
+from cairn.core.memory import ContextRequest, Document, Message, Turn
 from cairn.core.scope import Scope
 from cairn.engine.context import CairnAssembly
 from cairn.store import open_store
@@ -37,13 +38,35 @@ SUBJECT = "bench-subject"
 TENANT = "default"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
-_SYLLABLES = ("ka", "lo", "mi", "ren", "to", "sa", "vel", "dor", "an", "is", "pra", "que",
-              "ni", "bo", "tur", "ge", "fa", "lin", "os", "ce")
+_SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ren",
+    "to",
+    "sa",
+    "vel",
+    "dor",
+    "an",
+    "is",
+    "pra",
+    "que",
+    "ni",
+    "bo",
+    "tur",
+    "ge",
+    "fa",
+    "lin",
+    "os",
+    "ce",
+)
 # A 4,000-word vocabulary with Zipf (s = 1) frequencies, like natural text. The 100 most common
 # words stand for function words: queries never use them, as query processing drops stop words.
 _VOCAB = [
-    a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in ("", "n", "s", "r", "l", "m",
-                                                                "t", "x", "k", "d")
+    a + b + c
+    for a in _SYLLABLES
+    for b in _SYLLABLES
+    for c in ("", "n", "s", "r", "l", "m", "t", "x", "k", "d")
 ][:4000]
 _WEIGHTS = [1.0 / (rank + 1) for rank in range(len(_VOCAB))]
 _CONTENT_WORDS = _VOCAB[100:]
@@ -76,27 +99,55 @@ def populate(url: str, n: int, seed: int = 7) -> None:
             speaker = rng.choice(["Caroline", "Melanie", "User"])
             content = f"{speaker}: {sentence(rng, rng.randint(8, 24))}"
             at = T0 + timedelta(minutes=i)
-            batch.append({
-                "id": uuid.uuid4(), "tenant_id": TENANT, "runtime_id": scope.runtime_id,
-                "user_id": scope.user_id, "agent_id": scope.agent_id,
-                "session_id": f"s{i // 40}", "kind": "turn" if i % 10 else "profile_fact",
-                "content": content, "summary": content, "confidence": 1.0, "valid_from": at,
-                "valid_to": None, "status": "active", "source_episode_ids": [str(uuid.uuid4())],
-                "metadata": {"speaker": speaker}, "content_hash":
-                hashlib.sha256(f"{i}:{content}".encode()).hexdigest(), "superseded_by": None,
-                "embedding": None, "created_at": at, "updated_at": at,
-            })
+            batch.append(
+                {
+                    "id": uuid.uuid4(),
+                    "tenant_id": TENANT,
+                    "runtime_id": scope.runtime_id,
+                    "user_id": scope.user_id,
+                    "agent_id": scope.agent_id,
+                    "session_id": f"s{i // 40}",
+                    "kind": "turn" if i % 10 else "profile_fact",
+                    "content": content,
+                    "summary": content,
+                    "confidence": 1.0,
+                    "valid_from": at,
+                    "valid_to": None,
+                    "status": "active",
+                    "source_episode_ids": [str(uuid.uuid4())],
+                    "metadata": {"speaker": speaker},
+                    "content_hash": hashlib.sha256(f"{i}:{content}".encode()).hexdigest(),
+                    "superseded_by": None,
+                    "embedding": None,
+                    "created_at": at,
+                    "updated_at": at,
+                }
+            )
             if len(batch) >= 2000:
                 flush()
         flush()
         a = CairnAssembly(store, TENANT)
         for t in range(40):
-            a.commit_turn(Turn(scope=scope, conversation_id="live", idempotency_key=f"t{t}",
-                               messages=[{"role": "user", "content": sentence(rng, 14)},
-                                         {"role": "assistant", "content": sentence(rng, 10)}]))
+            a.commit_turn(
+                Turn(
+                    scope=scope,
+                    conversation_id="live",
+                    idempotency_key=f"t{t}",
+                    messages=[
+                        Message(role="user", content=sentence(rng, 14)),
+                        Message(role="assistant", content=sentence(rng, 10)),
+                    ],
+                )
+            )
         for d in range(50):
-            a.put_document(Document(scope=scope, dataset_id="docs", document_id=f"d{d}",
-                                    content=" ".join(sentence(rng, 15) for _ in range(20))))
+            a.put_document(
+                Document(
+                    scope=scope,
+                    dataset_id="docs",
+                    document_id=f"d{d}",
+                    content=" ".join(sentence(rng, 15) for _ in range(20)),
+                )
+            )
     finally:
         store.close()
 
@@ -115,14 +166,26 @@ def measure(base: str, requests: int, seed: int = 11) -> dict[str, float]:
         for i in range(requests + 20):
             query = query_text(rng, rng.randint(3, 7))
             t0 = time.perf_counter()
-            r = client.post("/v1/scopes/context", json={
-                "scope": scope, "conversation_id": "live", "query": query,
-                "dataset_ids": ["docs"],
-            })
+            r = client.post(
+                "/v1/scopes/context",
+                json={
+                    "scope": scope,
+                    "conversation_id": "live",
+                    "query": query,
+                    "dataset_ids": ["docs"],
+                },
+            )
             t1 = time.perf_counter()
             r.raise_for_status()
-            s = client.post("/v1/context", json={"subject_id": SUBJECT, "task": query,
-                                                 "max_tokens": 1000, "session_id": "live"})
+            s = client.post(
+                "/v1/context",
+                json={
+                    "subject_id": SUBJECT,
+                    "task": query,
+                    "max_tokens": 1000,
+                    "session_id": "live",
+                },
+            )
             t2 = time.perf_counter()
             s.raise_for_status()
             if i >= 20:  # warm-up
@@ -141,8 +204,12 @@ def measure_in_process(url: str, requests: int, seed: int = 11) -> tuple[float, 
         scope = Scope.for_subject(SUBJECT)
         times = []
         for i in range(requests + 20):
-            req = ContextRequest(scope=scope, conversation_id="live",
-                                 query=query_text(rng, rng.randint(3, 7)), dataset_ids=["docs"])
+            req = ContextRequest(
+                scope=scope,
+                conversation_id="live",
+                query=query_text(rng, rng.randint(3, 7)),
+                dataset_ids=["docs"],
+            )
             t0 = time.perf_counter()
             a.context(req)
             if i >= 20:
@@ -156,9 +223,10 @@ def bench_size(url: str, n: int, requests: int) -> dict[str, float]:
     t0 = time.perf_counter()
     populate(url, n)
     load_s = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as data_dir, running_server(
-        url, data_dir=Path(data_dir)
-    ) as base:
+    with (
+        tempfile.TemporaryDirectory() as data_dir,
+        running_server(url, data_dir=Path(data_dir)) as base,
+    ):
         out = measure(base, requests)
     out["lib_p50"], out["lib_p95"] = measure_in_process(url, requests)
     out["load_s"] = load_s
@@ -188,7 +256,7 @@ def run(
     requests: int = 300,
     pg_url: str = PG_DEFAULT,
 ) -> list[dict[str, Any]]:
-    """Measure every backend × size and print one table."""
+    """Measure every backend and size and print one table."""
     rows: list[dict[str, Any]] = []
     console = Console()
     for backend in backends:
@@ -198,15 +266,31 @@ def run(
                 with tempfile.TemporaryDirectory() as tmp:
                     r = bench_size(f"sqlite:///{Path(tmp) / 'ctx.db'}", n, requests)
             else:
-                r = _with_pg_database(pg_url, lambda u, n=n: bench_size(u, n, requests))
-            rows.append({"backend": backend, "memories": n, **r})
+                r = _with_pg_database(pg_url, partial(bench_size, n=n, requests=requests))
+            row: dict[str, Any] = {"backend": backend, "memories": n, **r}
+            rows.append(row)
     table = Table(title=f"context assembly latency, {requests} sequential requests (ms)")
-    for col in ("backend", "memories", "HTTP p50", "HTTP p95", "/v1/context p50",
-                "/v1/context p95", "library p50", "library p95"):
+    for col in (
+        "backend",
+        "memories",
+        "HTTP p50",
+        "HTTP p95",
+        "/v1/context p50",
+        "/v1/context p95",
+        "library p50",
+        "library p95",
+    ):
         table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(r["backend"], f"{r['memories']:,}", f"{r['p50']:.1f}", f"{r['p95']:.1f}",
-                      f"{r['sw_p50']:.1f}", f"{r['sw_p95']:.1f}", f"{r['lib_p50']:.1f}",
-                      f"{r['lib_p95']:.1f}")
+    for line in rows:
+        table.add_row(
+            line["backend"],
+            f"{line['memories']:,}",
+            f"{line['p50']:.1f}",
+            f"{line['p95']:.1f}",
+            f"{line['sw_p50']:.1f}",
+            f"{line['sw_p95']:.1f}",
+            f"{line['lib_p50']:.1f}",
+            f"{line['lib_p95']:.1f}",
+        )
     console.print(table)
     return rows

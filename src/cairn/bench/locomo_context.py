@@ -75,8 +75,12 @@ def run(
                     if not evidence:
                         continue
                     asked += 1
-                    req = ContextRequest(scope=scope, query=q["question"], min_score=min_score,
-                                         budget=Budget(max_tokens=1000, max_items=MAX_ITEMS))
+                    req = ContextRequest(
+                        scope=scope,
+                        query=q["question"],
+                        min_score=min_score,
+                        budget=Budget(max_tokens=1000, max_items=MAX_ITEMS),
+                    )
                     t1 = time.perf_counter()
                     assembly.context(req)
                     latencies.append((time.perf_counter() - t1) * 1000)
@@ -99,5 +103,6 @@ def run(
         recall_at={str(k): round(hits_at[k] / n, 3) for k in RECALL_AT},
         p50_ms=round(statistics.median(latencies), 2) if latencies else 0.0,
         p95_ms=round(latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else 0.0,
-        compile_s=round(compile_s, 2), memories=n_memories,
+        compile_s=round(compile_s, 2),
+        memories=n_memories,
     )

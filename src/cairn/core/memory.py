@@ -4,7 +4,7 @@
     TurnSink.commit_turn(Turn) -> TurnCommit                      (a completed turn, idempotent)
     DocumentSink.put_document(Document) -> DocumentCommit          (chunked, indexed, idempotent)
     ContextRenderer.render(ContextResult) -> str                   (items to prompt text)
-    Assembly = ContextProvider + TurnSink + DocumentSink           (the ``memory.Assembly`` resource)
+    Assembly = ContextProvider + TurnSink + DocumentSink           (a ``memory.Assembly``)
 
 Implementations register under an ``impl`` name (``register_assembly_impl`` or the
 ``cairn.memory_impls`` entry-point group); Cairn's own is the built-in ``cairn``. Every model
@@ -79,7 +79,7 @@ class ContextRequest(BaseModel):
     query: str = ""
     budget: Budget = Field(default_factory=Budget)
     min_score: float = 0.0
-    recent_turns: int = Field(DEFAULT_RECENT_TURNS, ge=0, le=MAX_RECENT_TURNS)
+    recent_turns: int = Field(default=DEFAULT_RECENT_TURNS, ge=0, le=MAX_RECENT_TURNS)
     recent_only: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -208,7 +208,7 @@ class Document(BaseModel):
     document_id: str = Field(min_length=1, max_length=KEY_MAX_LENGTH)
     content: str = Field(min_length=1)
     title: str = ""
-    idempotency_key: str = Field("", max_length=KEY_MAX_LENGTH)
+    idempotency_key: str = Field(default="", max_length=KEY_MAX_LENGTH)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("dataset_id", "document_id", "idempotency_key", "title", "content")
@@ -299,7 +299,7 @@ def register_assembly_impl(name: str, factory: AssemblyFactory, *, replace: bool
 
 def _load(target: str) -> AssemblyFactory:
     module, _, attr = target.partition(":")
-    return getattr(import_module(module), attr)  # type: ignore[no-any-return]
+    return getattr(import_module(module), attr)
 
 
 def get_assembly_impl(name: str) -> AssemblyFactory:
@@ -314,8 +314,10 @@ def get_assembly_impl(name: str) -> AssemblyFactory:
         if ep.name == name:
             factory = ep.load()
             _registry[name] = factory
-            return factory  # type: ignore[no-any-return]
-    known = sorted({*_registry, *_BUILTINS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
+            return factory
+    known = sorted(
+        {*_registry, *_BUILTINS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))}
+    )
     raise ConfigError(
         f"unknown memory.Assembly impl {name!r} (registered: {', '.join(known)})",
         code="unknown_impl",
@@ -323,7 +325,9 @@ def get_assembly_impl(name: str) -> AssemblyFactory:
 
 
 def assembly_impl_names() -> list[str]:
-    return sorted({*_registry, *_BUILTINS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
+    return sorted(
+        {*_registry, *_BUILTINS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))}
+    )
 
 
 def unregister_assembly_impl(name: str) -> None:

@@ -22,8 +22,8 @@ _PIECE = re.compile(r"\S+\s*|\s+")
 class ChunkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    chunk_tokens: int = Field(200, ge=16, le=8192)
-    chunk_overlap: int = Field(40, ge=0)
+    chunk_tokens: int = Field(default=200, ge=16, le=8192)
+    chunk_overlap: int = Field(default=40, ge=0)
 
     @model_validator(mode="after")
     def _overlap_smaller(self) -> ChunkSettings:
@@ -47,7 +47,7 @@ def _pieces(text: str, limit: int, tokenizer: Tokenizer) -> list[tuple[int, int,
         while count > limit:
             head = tokenizer.truncate(rest, limit) or rest[:1]
             out.append((start, start + len(head), tokenizer.count(head)))
-            start, rest = start + len(head), rest[len(head):]
+            start, rest = start + len(head), rest[len(head) :]
             count = tokenizer.count(rest)
         if rest:
             out.append((start, start + len(rest), count))
@@ -67,7 +67,7 @@ def chunk_text(text: str, settings: ChunkSettings, tokenizer: Tokenizer) -> list
             j += 1
         # BPE merges across a word boundary can differ from the sum of the parts: recount.
         while True:
-            content = text[pieces[i][0]:pieces[j - 1][1]].rstrip()
+            content = text[pieces[i][0] : pieces[j - 1][1]].rstrip()
             count = tokenizer.count(content)
             if count <= size or j - 1 == i:
                 break
@@ -85,18 +85,29 @@ def chunk_text(text: str, settings: ChunkSettings, tokenizer: Tokenizer) -> list
 
 
 def put_document(
-    store: Store, tenant_id: str, document: Document, settings: ChunkSettings,
+    store: Store,
+    tenant_id: str,
+    document: Document,
+    settings: ChunkSettings,
     tokenizer: Tokenizer,
 ) -> DocumentCommit:
     """Chunk and store ``document``; a repeated key returns the original, writing nothing."""
     chunks = chunk_text(document.content, settings, tokenizer)
     stored = store.documents.put(
-        tenant_id, document.scope, dataset_id=document.dataset_id,
-        document_id=document.document_id, idempotency_key=document.key, title=document.title,
-        metadata_=dict(document.metadata), chunks=chunks,
+        tenant_id,
+        document.scope,
+        dataset_id=document.dataset_id,
+        document_id=document.document_id,
+        idempotency_key=document.key,
+        title=document.title,
+        metadata_=dict(document.metadata),
+        chunks=chunks,
     )
     return DocumentCommit(
-        id=stored.id, dataset_id=stored.dataset_id, document_id=stored.document_id,
-        idempotency_key=stored.idempotency_key, chunk_count=stored.chunk_count,
+        id=stored.id,
+        dataset_id=stored.dataset_id,
+        document_id=stored.document_id,
+        idempotency_key=stored.idempotency_key,
+        chunk_count=stored.chunk_count,
         created=stored.created,
     )

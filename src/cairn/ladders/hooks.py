@@ -96,10 +96,14 @@ class QuerySource(_Strict):
     @model_validator(mode="after")
     def _exactly_one(self) -> QuerySource:
         chosen = [
-            name for name, on in (
-                ("literal", self.literal is not None), ("board", self.board is not None),
-                ("current_message", self.current_message), ("recent_only", self.recent_only),
-            ) if on
+            name
+            for name, on in (
+                ("literal", self.literal is not None),
+                ("board", self.board is not None),
+                ("current_message", self.current_message),
+                ("recent_only", self.recent_only),
+            )
+            if on
         ]
         if len(chosen) != 1:
             got = ", ".join(chosen) if chosen else "none"
@@ -116,7 +120,7 @@ class QuerySource(_Strict):
 
 class TemplateSpec(_Strict):
     template: str
-    max_chars: int = Field(0, ge=0)
+    max_chars: int = Field(default=0, ge=0)
 
     @field_validator("template")
     @classmethod
@@ -135,7 +139,7 @@ class RenderSpec(_Strict):
     output: str
     template: TemplateSpec | None = None
     gotmpl: TemplateSpec | None = None
-    max_chars: int = Field(0, ge=0)
+    max_chars: int = Field(default=0, ge=0)
 
     @field_validator("output")
     @classmethod
@@ -162,7 +166,7 @@ class ContextHookSettings(_Strict):
     dataset_ids: list[str] = Field(default_factory=list)
     budget: Budget = Field(default_factory=Budget)
     min_score: float = 0.0
-    recent_turns: int = Field(6, ge=0, le=200)
+    recent_turns: int = Field(default=6, ge=0, le=200)
     output: str
     render: RenderSpec | None = None
 
@@ -214,8 +218,11 @@ def _invalid(exc: ValidationError, what: str) -> InvalidInput:
         loc = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)
-    return InvalidInput(f"invalid {what}: " + "; ".join(parts), code="invalid_hook_settings",
-                        details=[{"loc": e["loc"], "msg": e["msg"]} for e in exc.errors()])
+    return InvalidInput(
+        f"invalid {what}: " + "; ".join(parts),
+        code="invalid_hook_settings",
+        details=[{"loc": e["loc"], "msg": e["msg"]} for e in exc.errors()],
+    )
 
 
 class MemoryContextHook:
@@ -243,8 +250,10 @@ class MemoryContextHook:
             query = q.literal
         elif q.board is not None:
             if q.board not in board:
-                raise InvalidInput(f"query.board names board variable {q.board!r}, which is not set",
-                                   code="board_variable_missing")
+                raise InvalidInput(
+                    f"query.board names board variable {q.board!r}, which is not set",
+                    code="board_variable_missing",
+                )
             value = board[q.board]
             if not isinstance(value, str):
                 raise InvalidInput(
@@ -258,9 +267,14 @@ class MemoryContextHook:
             query = ""
         try:
             return ContextRequest(
-                scope=s.scope, conversation_id=s.conversation_id or request.context_id,
-                dataset_ids=s.dataset_ids, query=query, budget=s.budget, min_score=s.min_score,
-                recent_turns=s.recent_turns, recent_only=q.recent_only,
+                scope=s.scope,
+                conversation_id=s.conversation_id or request.context_id,
+                dataset_ids=s.dataset_ids,
+                query=query,
+                budget=s.budget,
+                min_score=s.min_score,
+                recent_turns=s.recent_turns,
+                recent_only=q.recent_only,
             )
         except ValidationError as exc:
             raise _invalid(exc, "memory.context request") from exc
@@ -293,7 +307,8 @@ def _messages(value: Any, channel: str) -> list[Message]:
         content = m.get("content")
         if isinstance(content, list):  # OpenAI-style parts: keep the text parts
             content = "\n".join(
-                str(p.get("text", "")) for p in content
+                str(p.get("text", ""))
+                for p in content
                 if isinstance(p, Mapping) and p.get("type") == "text"
             )
         try:
@@ -333,14 +348,19 @@ class MemoryTurnHook:
         if not messages and request.message:
             messages = [Message(role="user", content=request.message)]
         if not messages:
-            raise InvalidInput(f"channel {s.channel!r} holds no messages to commit",
-                               code="empty_turn")
+            raise InvalidInput(
+                f"channel {s.channel!r} holds no messages to commit", code="empty_turn"
+            )
         # Two commit hooks of one run on different channels are two turns.
         key = request.run_id if s.channel == MAIN_CHANNEL else f"{request.run_id}:{s.channel}"
         try:
-            return Turn(scope=s.scope, conversation_id=conversation, idempotency_key=key,
-                        messages=messages, metadata={"run_id": request.run_id,
-                                                     "channel": s.channel})
+            return Turn(
+                scope=s.scope,
+                conversation_id=conversation,
+                idempotency_key=key,
+                messages=messages,
+                metadata={"run_id": request.run_id, "channel": s.channel},
+            )
         except ValidationError as exc:
             raise _invalid(exc, "memory.turn turn") from exc
 
@@ -400,13 +420,17 @@ class MemoryStackConfig(_Strict):
     @model_validator(mode="after")
     def _deps_exist(self) -> MemoryStackConfig:
         for agent, spec in self.agents.items():
-            for phase, hooks in (("prepare", spec.prepare), ("commit", spec.commit)):
-                for i, hook in enumerate(hooks):
-                    if hook.deps.memory not in self.resources:
+            deps: list[tuple[str, list[HookDeps]]] = [
+                ("prepare", [h.deps for h in spec.prepare]),
+                ("commit", [h.deps for h in spec.commit]),
+            ]
+            for phase, hook_deps in deps:
+                for i, dep in enumerate(hook_deps):
+                    if dep.memory not in self.resources:
                         known = ", ".join(sorted(self.resources)) or "none"
                         raise ValueError(
                             f"agents.{agent}.{phase}.{i}.deps.memory names resource "
-                            f"{hook.deps.memory!r}, which is not declared (resources: {known})"
+                            f"{dep.memory!r}, which is not declared (resources: {known})"
                         )
         return self
 
@@ -436,8 +460,9 @@ def _read_yaml(path: Path, max_bytes: int) -> Any:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})", code="invalid_config") from exc
     if size > max_bytes:
-        raise ConfigError(f"{path}: {size} bytes, over the limit of {max_bytes}",
-                          code="config_too_large")
+        raise ConfigError(
+            f"{path}: {size} bytes, over the limit of {max_bytes}", code="config_too_large"
+        )
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -463,8 +488,9 @@ def read_settings_file(
             code="settings_file_outside",
         )
     if not target.is_file():
-        raise ConfigError(f"settings file {file!r} does not exist in {base}",
-                          code="settings_file_missing")
+        raise ConfigError(
+            f"settings file {file!r} does not exist in {base}", code="settings_file_missing"
+        )
     data = _read_yaml(target, max_bytes)
     if data is None:
         return {}
@@ -503,7 +529,9 @@ def build_agent_hooks(
     """Hook objects per agent, each bound to the assembly its ``deps.memory`` names."""
     return {
         agent: AgentHooks(
-            prepare=[MemoryContextHook(h.settings, assemblies[h.deps.memory]) for h in spec.prepare],
+            prepare=[
+                MemoryContextHook(h.settings, assemblies[h.deps.memory]) for h in spec.prepare
+            ],
             commit=[MemoryTurnHook(h.settings, assemblies[h.deps.memory]) for h in spec.commit],
         )
         for agent, spec in config.agents.items()

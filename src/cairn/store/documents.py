@@ -63,7 +63,12 @@ documents = Table(
     Column("chunk_count", Integer(), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
     UniqueConstraint(
-        "tenant_id", "runtime_id", "user_id", "agent_id", "dataset_id", "idempotency_key",
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "dataset_id",
+        "idempotency_key",
         name="uq_documents_key",
     ),
 )
@@ -85,7 +90,11 @@ document_chunks = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Index(
         "ix_document_chunks_scope_dataset",
-        "tenant_id", "runtime_id", "user_id", "agent_id", "dataset_id",
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "dataset_id",
     ),
 )
 
@@ -93,9 +102,71 @@ SCOPED_TABLES.extend([document_chunks, documents])
 
 # Words too common to rank by; the query ORs what remains.
 STOP_WORDS = frozenset(
-    "a an and are as at be but by did do does for from had has have he her his how i if in into "
-    "is it its me my no not of on or our she so that the their them then there these they this "
-    "to was we were what when where which who whom why will with would you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -165,14 +236,28 @@ class DocumentRepository:
             stmt = (
                 self.db.insert(documents)
                 .values(
-                    id=doc_uid, tenant_id=tenant_id, runtime_id=scope.runtime_id,
-                    user_id=scope.user_id, agent_id=scope.agent_id, dataset_id=dataset_id,
-                    document_id=document_id, idempotency_key=idempotency_key, title=title,
-                    metadata=metadata_, chunk_count=len(chunks), created_at=now,
+                    id=doc_uid,
+                    tenant_id=tenant_id,
+                    runtime_id=scope.runtime_id,
+                    user_id=scope.user_id,
+                    agent_id=scope.agent_id,
+                    dataset_id=dataset_id,
+                    document_id=document_id,
+                    idempotency_key=idempotency_key,
+                    title=title,
+                    metadata=metadata_,
+                    chunk_count=len(chunks),
+                    created_at=now,
                 )
-                .on_conflict_do_nothing(
-                    index_elements=["tenant_id", "runtime_id", "user_id", "agent_id",
-                                    "dataset_id", "idempotency_key"]
+                .on_conflict_do_nothing(  # type: ignore[attr-defined]
+                    index_elements=[
+                        "tenant_id",
+                        "runtime_id",
+                        "user_id",
+                        "agent_id",
+                        "dataset_id",
+                        "idempotency_key",
+                    ]
                 )
                 .returning(documents.c.id)
             )
@@ -185,12 +270,19 @@ class DocumentRepository:
                     document_chunks.insert(),
                     [
                         {
-                            "id": uuid7(), "tenant_id": tenant_id,
-                            "runtime_id": scope.runtime_id, "user_id": scope.user_id,
-                            "agent_id": scope.agent_id, "dataset_id": dataset_id,
-                            "document_uid": doc_uid, "document_id": document_id,
-                            "ordinal": i, "content": c.content, "char_start": c.char_start,
-                            "char_end": c.char_end, "token_count": c.token_count,
+                            "id": uuid7(),
+                            "tenant_id": tenant_id,
+                            "runtime_id": scope.runtime_id,
+                            "user_id": scope.user_id,
+                            "agent_id": scope.agent_id,
+                            "dataset_id": dataset_id,
+                            "document_uid": doc_uid,
+                            "document_id": document_id,
+                            "ordinal": i,
+                            "content": c.content,
+                            "char_start": c.char_start,
+                            "char_end": c.char_end,
+                            "token_count": c.token_count,
                             "created_at": now,
                         }
                         for i, c in enumerate(chunks)
@@ -216,7 +308,8 @@ class DocumentRepository:
         t = document_chunks
         with self.db.read() as conn:
             rows = conn.execute(
-                select(t).where(scope_filter(t, tenant_id, scope), t.c.document_uid == document_uid)
+                select(t)
+                .where(scope_filter(t, tenant_id, scope), t.c.document_uid == document_uid)
                 .order_by(t.c.ordinal)
             ).all()
         return [_chunk(r._mapping, 0.0) for r in rows]
@@ -242,33 +335,49 @@ class DocumentRepository:
         return self._search(conn, tenant_id, scope, list(dataset_ids), terms, limit)
 
     def _search(
-        self, conn: Connection, tenant_id: str, scope: Scope, dataset_ids: list[str],
-        terms: list[str], limit: int,
+        self,
+        conn: Connection,
+        tenant_id: str,
+        scope: Scope,
+        dataset_ids: list[str],
+        terms: list[str],
+        limit: int,
     ) -> list[ChunkRow]:
         params: dict[str, Any] = {
-            "tenant": tenant_id, "runtime": scope.runtime_id, "user": scope.user_id,
-            "agent": scope.agent_id, "limit": limit,
+            "tenant": tenant_id,
+            "runtime": scope.runtime_id,
+            "user": scope.user_id,
+            "agent": scope.agent_id,
+            "limit": limit,
         }
         names = []
         for i, ds in enumerate(dataset_ids):
             params[f"ds{i}"] = ds
             names.append(f":ds{i}")
-        cols = ("c.id, c.dataset_id, c.document_id, c.document_uid, c.ordinal, c.content, "
-                "c.token_count, c.created_at")
-        where = ("c.tenant_id = :tenant AND c.runtime_id = :runtime AND c.user_id = :user "
-                 f"AND c.agent_id = :agent AND c.dataset_id IN ({', '.join(names)})")
+        cols = (
+            "c.id, c.dataset_id, c.document_id, c.document_uid, c.ordinal, c.content, "
+            "c.token_count, c.created_at"
+        )
+        where = (
+            "c.tenant_id = :tenant AND c.runtime_id = :runtime AND c.user_id = :user "
+            f"AND c.agent_id = :agent AND c.dataset_id IN ({', '.join(names)})"
+        )
         if self.db.is_sqlite:
             params["match"] = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
-            sql = (f"SELECT {cols}, -bm25(document_chunks_fts) AS raw FROM document_chunks_fts "
-                   "JOIN document_chunks c ON c.seq = document_chunks_fts.rowid "
-                   f"WHERE document_chunks_fts MATCH :match AND {where} "
-                   "ORDER BY raw DESC, c.seq LIMIT :limit")
+            sql = (
+                f"SELECT {cols}, -bm25(document_chunks_fts) AS raw FROM document_chunks_fts "
+                "JOIN document_chunks c ON c.seq = document_chunks_fts.rowid "
+                f"WHERE document_chunks_fts MATCH :match AND {where} "
+                "ORDER BY raw DESC, c.seq LIMIT :limit"
+            )
             scale = 4.0
         else:
             params["tsq"] = " | ".join("'" + w.replace("'", "''") + "'" for w in terms)
-            sql = (f"SELECT {cols}, ts_rank_cd(c.tsv, q) AS raw FROM document_chunks c, "
-                   "to_tsquery('english', :tsq) AS q "
-                   f"WHERE c.tsv @@ q AND {where} ORDER BY raw DESC, c.seq LIMIT :limit")
+            sql = (
+                f"SELECT {cols}, ts_rank_cd(c.tsv, q) AS raw FROM document_chunks c, "
+                "to_tsquery('english', :tsq) AS q "
+                f"WHERE c.tsv @@ q AND {where} ORDER BY raw DESC, c.seq LIMIT :limit"
+            )
             scale = 0.2
         rows = conn.execute(text(sql), params).all()
         out = []
@@ -288,7 +397,8 @@ def _coerce(m: dict[str, Any]) -> dict[str, Any]:
     created = m["created_at"]
     if isinstance(created, str):
         m["created_at"] = UTCDateTime().process_result_value(
-            datetime.fromisoformat(created), None  # type: ignore[arg-type]
+            datetime.fromisoformat(created),
+            None,  # type: ignore[arg-type]
         )
     else:
         m["created_at"] = UTCDateTime().process_result_value(created, None)  # type: ignore[arg-type]
@@ -297,9 +407,14 @@ def _coerce(m: dict[str, Any]) -> dict[str, Any]:
 
 def _chunk(m: Any, score: float) -> ChunkRow:
     return ChunkRow(
-        id=m["id"], dataset_id=m["dataset_id"], document_id=m["document_id"],
-        document_uid=m["document_uid"], ordinal=int(m["ordinal"]), content=m["content"],
-        token_count=int(m["token_count"]), created_at=m["created_at"],
+        id=m["id"],
+        dataset_id=m["dataset_id"],
+        document_id=m["document_id"],
+        document_uid=m["document_uid"],
+        ordinal=int(m["ordinal"]),
+        content=m["content"],
+        token_count=int(m["token_count"]),
+        created_at=m["created_at"],
         score=min(max(score, 0.0), 1.0),
     )
 
@@ -335,8 +450,12 @@ def conversation_memories(
     t = memories_t
     stmt = (
         select(t)
-        .where(scope_filter(t, tenant_id, scope), t.c.session_id == session_id,
-               t.c.status == "active", t.c.kind.in_(list(kinds)))
+        .where(
+            scope_filter(t, tenant_id, scope),
+            t.c.session_id == session_id,
+            t.c.status == "active",
+            t.c.kind.in_(list(kinds)),
+        )
         .order_by(t.c.created_at.desc(), t.c.seq.desc())
         .limit(limit)
     )
@@ -345,11 +464,11 @@ def conversation_memories(
 
 
 __all__ = [
-    "conversation_memories",
     "ChunkRow",
     "DocumentRepository",
     "NewChunk",
     "StoredDocument",
+    "conversation_memories",
     "document_chunks",
     "documents",
     "latest_episodes",

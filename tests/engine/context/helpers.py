@@ -19,13 +19,24 @@ SCOPE = Scope(runtime_id="memories", user_id="user-1", agent_id="assistant")
 
 
 def add_turn(
-    a: CairnAssembly, text: str, *, key: str, scope: Scope = SCOPE, conversation: str = "conv-1",
-    minute: int = 0, role: str = "user",
+    a: CairnAssembly,
+    text: str,
+    *,
+    key: str,
+    scope: Scope = SCOPE,
+    conversation: str = "conv-1",
+    minute: int = 0,
+    role: str = "user",
 ) -> Any:
-    return a.commit_turn(Turn(
-        scope=scope, conversation_id=conversation, idempotency_key=key,
-        messages=[{"role": role, "content": text}], occurred_at=T0 + timedelta(minutes=minute),
-    ))
+    return a.commit_turn(
+        Turn(
+            scope=scope,
+            conversation_id=conversation,
+            idempotency_key=key,
+            messages=[{"role": role, "content": text}],
+            occurred_at=T0 + timedelta(minutes=minute),
+        )
+    )
 
 
 def add_document(
@@ -35,19 +46,42 @@ def add_document(
 
 
 def add_memory(
-    store: Store, tenant: str, content: str, *, kind: str = "profile_fact", scope: Scope = SCOPE,
-    session: str | None = None, episode: uuid.UUID | None = None, minute: int = 0,
+    store: Store,
+    tenant: str,
+    content: str,
+    *,
+    kind: str = "profile_fact",
+    scope: Scope = SCOPE,
+    session: str | None = None,
+    episode: uuid.UUID | None = None,
+    minute: int = 0,
 ) -> uuid.UUID:
     """A compiled memory, written straight to the table (as the compiler would)."""
     mid = uuid7()
     at = T0 + timedelta(minutes=minute)
     with store.db.write() as conn:
-        conn.execute(memories.insert().values(
-            id=mid, tenant_id=tenant, runtime_id=scope.runtime_id, user_id=scope.user_id,
-            agent_id=scope.agent_id, session_id=session, kind=kind, content=content,
-            summary="", confidence=1.0, valid_from=at, valid_to=None, status="active",
-            source_episode_ids=[str(episode or uuid7())], metadata={},
-            content_hash=hashlib.sha256(content.encode()).hexdigest(), superseded_by=None,
-            embedding=None, created_at=at, updated_at=at,
-        ))
+        conn.execute(
+            memories.insert().values(
+                id=mid,
+                tenant_id=tenant,
+                runtime_id=scope.runtime_id,
+                user_id=scope.user_id,
+                agent_id=scope.agent_id,
+                session_id=session,
+                kind=kind,
+                content=content,
+                summary="",
+                confidence=1.0,
+                valid_from=at,
+                valid_to=None,
+                status="active",
+                source_episode_ids=[str(episode or uuid7())],
+                metadata={},
+                content_hash=hashlib.sha256(content.encode()).hexdigest(),
+                superseded_by=None,
+                embedding=None,
+                created_at=at,
+                updated_at=at,
+            )
+        )
     return mid

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -60,10 +61,16 @@ def test_concurrent_retries_store_one_turn(assembly: CairnAssembly, store: Store
 
     def retry(n: int) -> None:
         try:
-            results.append(assembly.commit_turn(Turn(
-                scope=SCOPE, conversation_id="conv-1", idempotency_key="run-42",
-                messages=[{"role": "user", "content": f"attempt {n}"}],
-            )))
+            results.append(
+                assembly.commit_turn(
+                    Turn(
+                        scope=SCOPE,
+                        conversation_id="conv-1",
+                        idempotency_key="run-42",
+                        messages=[{"role": "user", "content": f"attempt {n}"}],
+                    )
+                )
+            )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -80,14 +87,19 @@ def test_concurrent_retries_store_one_turn(assembly: CairnAssembly, store: Store
 
 def test_recent_items_are_kept_under_min_score(assembly: CairnAssembly, store: Store) -> None:
     add_turn(assembly, "hello there", key="k1")
-    add_memory(store, TENANT, "weekly summary of nothing", kind="episode_summary",
-               session="conv-1")
+    add_memory(store, TENANT, "weekly summary of nothing", kind="episode_summary", session="conv-1")
     add_document(assembly, "Kubernetes clusters run pods.")
-    low = assembly.context(request(conversation_id="conv-1", query="kubernetes pods",
-                                   dataset_ids=["docs"], min_score=0.0))
+    low = assembly.context(
+        request(
+            conversation_id="conv-1", query="kubernetes pods", dataset_ids=["docs"], min_score=0.0
+        )
+    )
     assert {i.source_class for i in low.items} == {"recent", "summary", "long_term"}
-    high = assembly.context(request(conversation_id="conv-1", query="kubernetes pods",
-                                    dataset_ids=["docs"], min_score=1.0))
+    high = assembly.context(
+        request(
+            conversation_id="conv-1", query="kubernetes pods", dataset_ids=["docs"], min_score=1.0
+        )
+    )
     assert [i.source_class for i in high.items] == ["recent"]
 
 
@@ -105,7 +117,9 @@ def test_document_chunks_are_recalled_with_provenance(assembly: CairnAssembly) -
     assert commit.created and commit.chunk_count > 1
     again = add_document(assembly, "other text entirely")
     assert not again.created and again.id == commit.id and again.chunk_count == commit.chunk_count
-    result = assembly.context(request(query="where is the rocket launch code", dataset_ids=["docs"]))
+    result = assembly.context(
+        request(query="where is the rocket launch code", dataset_ids=["docs"])
+    )
     assert result.items, "the chunk holding the answer is found"
     top = result.items[0]
     assert "blue vault" in top.content and 0.0 < top.score <= 1.0
@@ -120,7 +134,7 @@ def test_chunks_keep_size_and_overlap(assembly: CairnAssembly, store: Store) -> 
     commit = add_document(assembly, text)
     chunks = store.documents.chunks(TENANT, SCOPE, commit.id)
     assert all(c.token_count <= assembly.settings.chunk_tokens for c in chunks)
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert a.content.split()[-1] in b.content.split()  # consecutive chunks overlap
     assert chunks[-1].content.endswith("w1999")
 
@@ -139,31 +153,50 @@ def test_no_item_crosses_a_scope_partition(store: Store, other: Scope) -> None:
     mine = CairnAssembly(store, TENANT)
     add_turn(mine, "mine: secret plan alpha", key="k1")
     add_document(mine, "mine: the secret plan alpha document")
-    add_memory(store, TENANT, "mine: summary of plan alpha", kind="episode_summary",
-               session="conv-1")
+    add_memory(
+        store, TENANT, "mine: summary of plan alpha", kind="episode_summary", session="conv-1"
+    )
     for tenant in (TENANT, "t2"):
         theirs = CairnAssembly(store, tenant)
         scope = other if tenant == TENANT else SCOPE
         add_turn(theirs, "theirs: secret plan alpha", key="k1", scope=scope)
         add_document(theirs, "theirs: the secret plan alpha document", scope=scope)
-        add_memory(store, tenant, "theirs: summary of plan alpha", kind="episode_summary",
-                   scope=scope, session="conv-1")
+        add_memory(
+            store,
+            tenant,
+            "theirs: summary of plan alpha",
+            kind="episode_summary",
+            scope=scope,
+            session="conv-1",
+        )
     for target_scope, tenant in ((SCOPE, TENANT), (other, TENANT), (SCOPE, "t2")):
-        result = CairnAssembly(store, tenant).context(ContextRequest(
-            scope=target_scope, conversation_id="conv-1", query="secret plan alpha",
-            dataset_ids=["docs"], budget=Budget(max_items=50),
-        ))
+        result = CairnAssembly(store, tenant).context(
+            ContextRequest(
+                scope=target_scope,
+                conversation_id="conv-1",
+                query="secret plan alpha",
+                dataset_ids=["docs"],
+                budget=Budget(max_items=50),
+            )
+        )
         expect = "mine:" if (target_scope, tenant) == (SCOPE, TENANT) else "theirs:"
         assert len(result.items) == 3
-        assert all(i.content.split(" ", 1)[1].startswith(expect) or i.content.startswith(expect)
-                   for i in result.items), [i.content for i in result.items]
+        assert all(
+            i.content.split(" ", 1)[1].startswith(expect) or i.content.startswith(expect)
+            for i in result.items
+        ), [i.content for i in result.items]
 
 
 def test_budget_limits_hold_together(assembly: CairnAssembly) -> None:
     for i in range(30):
         add_turn(assembly, f"turn {i} " + "word " * (i % 7), key=f"k{i}", minute=i)
-    result = assembly.context(request(conversation_id="conv-1", recent_turns=30,
-                                      budget=Budget(max_tokens=60, max_items=5, max_chars=150)))
+    result = assembly.context(
+        request(
+            conversation_id="conv-1",
+            recent_turns=30,
+            budget=Budget(max_tokens=60, max_items=5, max_chars=150),
+        )
+    )
     assert result.truncated
     assert len(result.items) <= 5
     assert sum(i.token_count for i in result.items) == result.token_count <= 60
@@ -173,11 +206,23 @@ def test_budget_limits_hold_together(assembly: CairnAssembly) -> None:
 def test_same_request_same_bytes(assembly: CairnAssembly, store: Store) -> None:
     for i in range(5):
         add_turn(assembly, f"turn {i} about tomatoes", key=f"k{i}", minute=i)
-        add_memory(store, TENANT, f"summary {i} of tomatoes", kind="episode_summary",
-                   session="conv-1", minute=i)
+        add_memory(
+            store,
+            TENANT,
+            f"summary {i} of tomatoes",
+            kind="episode_summary",
+            session="conv-1",
+            minute=i,
+        )
     add_document(assembly, "Tomatoes need sun. " * 80)
-    req = request(conversation_id="conv-1", query="tomatoes", dataset_ids=["docs"],
-                  recent_turns=3, budget=Budget(max_tokens=300))
+    req = request(
+        conversation_id="conv-1",
+        query="tomatoes",
+        dataset_ids=["docs"],
+        recent_turns=3,
+        budget=Budget(max_tokens=300),
+    )
     first = assembly.context(req).model_dump_json()
-    assert all(CairnAssembly(store, TENANT).context(req).model_dump_json() == first
-               for _ in range(3))
+    assert all(
+        CairnAssembly(store, TENANT).context(req).model_dump_json() == first for _ in range(3)
+    )

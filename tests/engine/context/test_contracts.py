@@ -67,8 +67,10 @@ def test_budget_defaults() -> None:
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ({"query": "", "conversation_id": ""},
-         "a query or a conversation_id is required (both are empty)"),
+        (
+            {"query": "", "conversation_id": ""},
+            "a query or a conversation_id is required (both are empty)",
+        ),
         ({"query": "   "}, "a query or a conversation_id is required"),
         ({"dataset_ids": ["docs", ""]}, "dataset_ids[1] must not be empty"),
         ({"dataset_ids": ["docs", "docs"]}, "dataset_ids[1] repeats 'docs'; ids must be unique"),
@@ -100,16 +102,24 @@ def test_context_request_needs_only_one_of_query_or_conversation() -> None:
     ("extra", "expected"),
     [
         ({"messages": []}, "messages: List should have at least 1 item"),
-        ({"idempotency_key": "  "}, "idempotency_key: Value error, idempotency_key must not be empty"),
+        (
+            {"idempotency_key": "  "},
+            "idempotency_key: Value error, idempotency_key must not be empty",
+        ),
         ({"conversation_id": ""}, "conversation_id: String should have at least 1 character"),
-        ({"messages": [{"role": "", "content": "x"}]}, "messages.0.role: String should have at least"),
+        (
+            {"messages": [{"role": "", "content": "x"}]},
+            "messages.0.role: String should have at least",
+        ),
         ({"messages": [{"role": "user"}]}, "messages.0.content: Field required"),
         ({"idempotency_key": "k" * 257}, "idempotency_key: String should have at most 256"),
     ],
 )
 def test_turn_validation(extra: dict[str, Any], expected: str) -> None:
     data: dict[str, Any] = {
-        "scope": SCOPE, "conversation_id": "c1", "idempotency_key": "k1",
+        "scope": SCOPE,
+        "conversation_id": "c1",
+        "idempotency_key": "k1",
         "messages": [{"role": "user", "content": "hi"}],
     }
     data.update(extra)
@@ -128,8 +138,12 @@ def test_turn_validation(extra: dict[str, Any], expected: str) -> None:
     ],
 )
 def test_document_validation(extra: dict[str, Any], expected: str) -> None:
-    data: dict[str, Any] = {"scope": SCOPE, "dataset_id": "docs", "document_id": "d1",
-                            "content": "text"}
+    data: dict[str, Any] = {
+        "scope": SCOPE,
+        "dataset_id": "docs",
+        "document_id": "d1",
+        "content": "text",
+    }
     data.update(extra)
     with pytest.raises(ValidationError) as exc:
         Document.model_validate(data)

@@ -32,17 +32,26 @@ def corpora(draw: st.DrawFn) -> list[ContextItem]:
         content = draw(texts)
         cls = draw(st.sampled_from(["recent", "long_term", "summary"]))
         score = 1.0 if cls == "recent" else draw(st.floats(0.0, 1.0))
-        out.append(ContextItem(
-            id=str(uuid.UUID(int=i + 1)), kind=draw(st.sampled_from(["turn", "fact", "chunk"])),
-            content=content, score=score, source_class=cls, token_count=TOK.count(content),
-            created_at=AT, provenance=[SourceRef(type="episode", id=str(i))],
-        ))
+        out.append(
+            ContextItem(
+                id=str(uuid.UUID(int=i + 1)),
+                kind=draw(st.sampled_from(["turn", "fact", "chunk"])),
+                content=content,
+                score=score,
+                source_class=cls,
+                token_count=TOK.count(content),
+                created_at=AT,
+                provenance=[SourceRef(type="episode", id=str(i))],
+            )
+        )
     return out
 
 
 budgets = st.builds(
     Budget,
-    max_tokens=st.integers(0, 400), max_items=st.integers(0, 30), max_chars=st.integers(0, 800),
+    max_tokens=st.integers(0, 400),
+    max_items=st.integers(0, 30),
+    max_chars=st.integers(0, 800),
 )
 
 
@@ -61,14 +70,19 @@ def test_budget_never_exceeded(corpus: list[ContextItem], budget: Budget, min_sc
     distinct = {i.content.strip() for i in kept}
     assert result.truncated == (len(result.items) < len(distinct))
     # Deterministic: the same input in another order packs to the same bytes.
-    again = pack_context(list(reversed(kept)), budget) if not any(
-        i.source_class == "recent" for i in kept) else pack_context(kept, budget)
+    again = (
+        pack_context(list(reversed(kept)), budget)
+        if not any(i.source_class == "recent" for i in kept)
+        else pack_context(kept, budget)
+    )
     assert again.model_dump_json() == result.model_dump_json()
 
 
 @settings(max_examples=200, deadline=None)
 @given(corpus=corpora(), min_score=st.floats(0.0, 1.0))
-def test_recent_items_are_exempt_from_min_score(corpus: list[ContextItem], min_score: float) -> None:
+def test_recent_items_are_exempt_from_min_score(
+    corpus: list[ContextItem], min_score: float
+) -> None:
     kept = apply_min_score(corpus, min_score)
     assert [i for i in corpus if i.source_class == "recent"] == [
         i for i in kept if i.source_class == "recent"
@@ -78,12 +92,25 @@ def test_recent_items_are_exempt_from_min_score(corpus: list[ContextItem], min_s
 
 def test_order_recent_first_then_score_then_id() -> None:
     def item(i: int, cls: str, score: float) -> ContextItem:
-        return ContextItem(id=f"id{i}", kind="k", content=f"c{i}", score=score,
-                           source_class=cls, token_count=1, created_at=AT,  # type: ignore[arg-type]
-                           provenance=[SourceRef(type="episode", id="e")])
+        return ContextItem(
+            id=f"id{i}",
+            kind="k",
+            content=f"c{i}",
+            score=score,
+            source_class=cls,
+            token_count=1,
+            created_at=AT,  # type: ignore[arg-type]
+            provenance=[SourceRef(type="episode", id="e")],
+        )
 
-    items = [item(1, "long_term", 0.5), item(2, "recent", 1.0), item(3, "summary", 0.9),
-             item(4, "long_term", 0.9), item(5, "recent", 1.0), item(6, "long_term", 0.5)]
+    items = [
+        item(1, "long_term", 0.5),
+        item(2, "recent", 1.0),
+        item(3, "summary", 0.9),
+        item(4, "long_term", 0.9),
+        item(5, "recent", 1.0),
+        item(6, "long_term", 0.5),
+    ]
     result = pack_context(items, Budget())
     assert [i.id for i in result.items] == ["id2", "id5", "id3", "id4", "id1", "id6"]
     small = pack_context(items, Budget(max_items=3))

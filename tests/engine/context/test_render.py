@@ -25,8 +25,16 @@ ATTACK = (
 
 def result_of(*contents: str) -> ContextResult:
     items = [
-        ContextItem(id=f"i{n}", kind="turn", content=c, score=1.0, source_class="recent",
-                    token_count=1, created_at=AT, provenance=[SourceRef(type="turn", id="e")])
+        ContextItem(
+            id=f"i{n}",
+            kind="turn",
+            content=c,
+            score=1.0,
+            source_class="recent",
+            token_count=1,
+            created_at=AT,
+            provenance=[SourceRef(type="turn", id="e")],
+        )
         for n, c in enumerate(contents)
     ]
     return ContextResult(items=items, token_count=len(items), truncated=False)
@@ -64,7 +72,7 @@ def test_max_chars_is_a_hard_error_naming_both_numbers() -> None:
     assert exc.value.code == "render_too_large"
     assert exc.value.message == f"rendered context is {length} characters, over max_chars 100"
     assert DefaultRenderer(max_chars=length).render(result)  # exactly at the limit is fine
-    with pytest.raises(RenderTooLarge, match="over max_chars 10$"):
+    with pytest.raises(RenderTooLarge, match=r"over max_chars 10$"):
         TemplateRenderer("{% for i in items %}{{ i.content }}{% endfor %}", 10).render(result)
 
 
@@ -108,20 +116,36 @@ def test_assembled_context_matches_golden(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'golden.db'}")
     try:
         a = CairnAssembly(store, "t1")
-        for i, text in enumerate([
-            "I planted tomatoes and basil in the garden.",
-            "The tomatoes need six hours of sun <daily>.",
-            "Remind me to water the basil on Sunday.",
-            "What should I plant next to tomatoes?",
-        ]):
+        for i, text in enumerate(
+            [
+                "I planted tomatoes and basil in the garden.",
+                "The tomatoes need six hours of sun <daily>.",
+                "Remind me to water the basil on Sunday.",
+                "What should I plant next to tomatoes?",
+            ]
+        ):
             add_turn(a, text, key=f"k{i}", minute=i, role="user" if i % 2 == 0 else "assistant")
-        add_memory(store, "t1", "The user gardens: tomatoes, basil.", kind="episode_summary",
-                   session="conv-1")
-        add_document(a, "Companion planting: basil grows well next to tomatoes. "
-                        "Marigolds keep pests away from tomatoes. " * 3, doc="guide")
-        req = ContextRequest(scope=SCOPE, conversation_id="conv-1", query="tomatoes companion",
-                             dataset_ids=["docs"], recent_turns=3,
-                             budget=Budget(max_tokens=160, max_items=5))
+        add_memory(
+            store,
+            "t1",
+            "The user gardens: tomatoes, basil.",
+            kind="episode_summary",
+            session="conv-1",
+        )
+        add_document(
+            a,
+            "Companion planting: basil grows well next to tomatoes. "
+            "Marigolds keep pests away from tomatoes. " * 3,
+            doc="guide",
+        )
+        req = ContextRequest(
+            scope=SCOPE,
+            conversation_id="conv-1",
+            query="tomatoes companion",
+            dataset_ids=["docs"],
+            recent_turns=3,
+            budget=Budget(max_tokens=160, max_items=5),
+        )
         first = DefaultRenderer().render(a.context(req))
         for _ in range(3):
             assert DefaultRenderer().render(a.context(req)) == first

@@ -33,7 +33,8 @@ PROCEDURE_KINDS = frozenset({"procedure"})
 def assembly_for(services: Services, tenant: str) -> CairnAssembly:
     """Cairn's own Assembly for one tenant, with the server's tokenizer and embedder."""
     return CairnAssembly(
-        services.store, tenant,
+        services.store,
+        tenant,
         settings=AssemblySettings(tokenizer=services.settings.tokenizer),
         listeners=services.ingest_listeners,
         embedder=getattr(services, "embedder", None),
@@ -79,8 +80,10 @@ def get_context(
     assembly = assembly_for(services, tenant)
     budget = Budget(max_tokens=body.max_tokens or 0)
     req = ContextRequest(
-        scope=Scope.for_subject(body.subject_id), conversation_id=body.session_id or "",
-        query=body.task, budget=budget,
+        scope=Scope.for_subject(body.subject_id),
+        conversation_id=body.session_id or "",
+        query=body.task,
+        budget=budget,
     )
     assembled = assembly.assemble(req)
     limit = budget.resolved().max_tokens
@@ -109,15 +112,26 @@ def get_context(
         "source_episode_ids": sorted(sources),
         "truncated": result.truncated,
         "items": [
-            {"id": i.id, "kind": i.kind, "source_class": i.source_class, "score": i.score,
-             "token_count": i.token_count,
-             "provenance": [p.model_dump(exclude_none=True) for p in i.provenance]}
+            {
+                "id": i.id,
+                "kind": i.kind,
+                "source_class": i.source_class,
+                "score": i.score,
+                "token_count": i.token_count,
+                "provenance": [p.model_dump(exclude_none=True) for p in i.provenance],
+            }
             for i in result.items
         ],
     }
     return ContextBundlePublic(
-        subject_id=body.subject_id, task=body.task, facts=facts, procedures=procedures,
-        episodes=episodes, provenance=provenance, assembled_context=text, token_estimate=tokens,
+        subject_id=body.subject_id,
+        task=body.task,
+        facts=facts,
+        procedures=procedures,
+        episodes=episodes,
+        provenance=provenance,
+        assembled_context=text,
+        token_estimate=tokens,
     )
 
 
@@ -128,7 +142,7 @@ class RenderOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     template: str | None = Field(None, min_length=1)
-    max_chars: int = Field(0, ge=0)
+    max_chars: int = Field(default=0, ge=0)
 
 
 class ScopeContextCreate(ContextRequest):
@@ -158,7 +172,9 @@ def scope_context(
         )
         rendered = renderer.render(result)
     return ScopeContextPublic(
-        items=result.items, token_count=result.token_count, truncated=result.truncated,
+        items=result.items,
+        token_count=result.token_count,
+        truncated=result.truncated,
         rendered=rendered,
     )
 

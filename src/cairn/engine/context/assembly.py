@@ -40,15 +40,21 @@ class AssemblySettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    chunk_tokens: int = Field(200, ge=16, le=8192, description="Largest chunk, in tokens.")
-    chunk_overlap: int = Field(40, ge=0, description="Tokens shared by consecutive chunks.")
+    chunk_tokens: int = Field(default=200, ge=16, le=8192, description="Largest chunk, in tokens.")
+    chunk_overlap: int = Field(default=40, ge=0, description="Tokens shared by consecutive chunks.")
     candidates: int = Field(
-        0, ge=0, le=1000,
+        default=0,
+        ge=0,
+        le=1000,
         description="Candidates per long-term lane; 0: twice max_items, between 20 and 200.",
     )
-    summaries: int = Field(2, ge=0, le=50, description="Conversation summaries considered.")
-    summary_score: float = Field(0.6, ge=0.0, le=1.0, description="Score of those summaries.")
-    tokenizer: str = Field("", description="tiktoken encoding; empty: the server's setting.")
+    summaries: int = Field(default=2, ge=0, le=50, description="Conversation summaries considered.")
+    summary_score: float = Field(
+        default=0.6, ge=0.0, le=1.0, description="Score of those summaries."
+    )
+    tokenizer: str = Field(
+        default="", description="tiktoken encoding; empty: the server's setting."
+    )
 
     def chunking(self) -> ChunkSettings:
         return ChunkSettings(chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap)
@@ -110,12 +116,23 @@ class CairnAssembly:
             query = request.query or (recent[0].content if recent else "")
             seen: set[uuid.UUID] = {e.id for e in episodes}
             lt, mems = lanes.long_term_items(
-                self.store, self.tenant_id, scope, query, limit, tok,
-                embedder=self.embedder, exclude_episodes=seen,
+                self.store,
+                self.tenant_id,
+                scope,
+                query,
+                limit,
+                tok,
+                embedder=self.embedder,
+                exclude_episodes=seen,
             )
             sm, smems = lanes.summary_items(
-                self.store, self.tenant_id, scope, request.conversation_id, s.summary_score,
-                s.summaries, tok,
+                self.store,
+                self.tenant_id,
+                scope,
+                request.conversation_id,
+                s.summary_score,
+                s.summaries,
+                tok,
             )
             ch, chunks = lanes.chunk_items(
                 self.store, self.tenant_id, scope, request.dataset_ids, query, limit
@@ -148,7 +165,9 @@ def build_assembly(
     if not parsed.tokenizer and app_settings is not None:
         parsed = parsed.model_copy(update={"tokenizer": app_settings.tokenizer})
     return CairnAssembly(
-        services.store, tenant_id, settings=parsed,
+        services.store,
+        tenant_id,
+        settings=parsed,
         listeners=getattr(services, "ingest_listeners", ()),
         embedder=getattr(services, "embedder", None),
     )

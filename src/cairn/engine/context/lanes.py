@@ -58,7 +58,11 @@ def token_counter(tokenizer: Tokenizer) -> TokenCounts:
 
 
 def recent_items(
-    store: Store, tenant_id: str, scope: Scope, conversation_id: str, limit: int,
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    conversation_id: str,
+    limit: int,
     tokenizer: Tokenizer,
 ) -> tuple[list[ContextItem], list[Episode]]:
     """The conversation's latest ``limit`` episodes as items, newest first."""
@@ -69,28 +73,43 @@ def recent_items(
     for ep in episodes:
         content = episode_text(ep)
         is_turn = ep.type == TURN_EPISODE_TYPE
-        items.append(ContextItem(
-            id=str(ep.id), kind="turn" if is_turn else ep.type, content=content, score=1.0,
-            source_class="recent", token_count=tokenizer.count(content),
-            created_at=ep.created_at, occurred_at=ep.occurred_at,
-            provenance=[SourceRef(type="turn" if is_turn else "episode", id=str(ep.id))],
-            metadata={"conversation_id": conversation_id, "episode_type": ep.type},
-        ))
+        items.append(
+            ContextItem(
+                id=str(ep.id),
+                kind="turn" if is_turn else ep.type,
+                content=content,
+                score=1.0,
+                source_class="recent",
+                token_count=tokenizer.count(content),
+                created_at=ep.created_at,
+                occurred_at=ep.occurred_at,
+                provenance=[SourceRef(type="turn" if is_turn else "episode", id=str(ep.id))],
+                metadata={"conversation_id": conversation_id, "episode_type": ep.type},
+            )
+        )
     return items, episodes
 
 
-def memory_item(memory: Memory, score: float, tokenizer: Tokenizer,
-                source_class: str | None = None) -> ContextItem:
+def memory_item(
+    memory: Memory, score: float, tokenizer: Tokenizer, source_class: str | None = None
+) -> ContextItem:
     """A stored memory as a context item. Built without re-validation: every field comes from
     the store, and the score is clamped to [0, 1] here."""
     cls = source_class or ("summary" if memory.kind in SUMMARY_KINDS else "long_term")
-    refs = [SourceRef.model_construct(type="episode", id=str(e), document_id=None,
-                                      dataset_id=None) for e in memory.source_episode_ids]
+    refs = [
+        SourceRef.model_construct(type="episode", id=str(e), document_id=None, dataset_id=None)
+        for e in memory.source_episode_ids
+    ]
     return ContextItem.model_construct(
-        id=str(memory.id), kind=memory.kind, content=memory.content,
-        score=min(max(float(score), 0.0), 1.0), source_class=cls,
-        token_count=token_counter(tokenizer)(memory.content), created_at=memory.created_at,
-        occurred_at=memory.valid_from, provenance=refs,
+        id=str(memory.id),
+        kind=memory.kind,
+        content=memory.content,
+        score=min(max(float(score), 0.0), 1.0),
+        source_class=cls,
+        token_count=token_counter(tokenizer)(memory.content),
+        created_at=memory.created_at,
+        occurred_at=memory.valid_from,
+        provenance=refs,
         metadata={"session_id": memory.session_id, **(memory.metadata or {})},
     )
 
@@ -104,12 +123,19 @@ def search_function() -> SearchFn | None:
         from cairn.engine.search import search_memories
     except ImportError:
         return None
-    return search_memories  # type: ignore[no-any-return]
+    return search_memories
 
 
 def long_term_items(
-    store: Store, tenant_id: str, scope: Scope, query: str, limit: int,
-    tokenizer: Tokenizer, *, embedder: Any = None, exclude_episodes: set[uuid.UUID],
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    query: str,
+    limit: int,
+    tokenizer: Tokenizer,
+    *,
+    embedder: Any = None,
+    exclude_episodes: set[uuid.UUID],
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
     """Memories the search ranks for ``query``. A memory made only from episodes already in
     the recent lane adds nothing and is left out."""
@@ -123,7 +149,11 @@ def long_term_items(
     items, sources = [], {}
     for s in scored:
         m = s.memory
-        if exclude_episodes and m.source_episode_ids and set(m.source_episode_ids) <= exclude_episodes:
+        if (
+            exclude_episodes
+            and m.source_episode_ids
+            and set(m.source_episode_ids) <= exclude_episodes
+        ):
             continue
         item = memory_item(m, s.score, tokenizer)
         items.append(item)
@@ -132,7 +162,11 @@ def long_term_items(
 
 
 def chunk_items(
-    store: Store, tenant_id: str, scope: Scope, dataset_ids: Sequence[str], query: str,
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    dataset_ids: Sequence[str],
+    query: str,
     limit: int,
 ) -> tuple[list[ContextItem], dict[str, ChunkRow]]:
     """Chunks of the named datasets that match ``query``."""
@@ -140,12 +174,23 @@ def chunk_items(
     items, sources = [], {}
     for r in rows:
         item = ContextItem(
-            id=str(r.id), kind="document_chunk", content=r.content, score=r.score,
-            source_class="long_term", token_count=r.token_count, created_at=r.created_at,
-            provenance=[SourceRef(type="chunk", id=str(r.id), document_id=r.document_id,
-                                  dataset_id=r.dataset_id)],
-            metadata={"dataset_id": r.dataset_id, "document_id": r.document_id,
-                      "ordinal": r.ordinal},
+            id=str(r.id),
+            kind="document_chunk",
+            content=r.content,
+            score=r.score,
+            source_class="long_term",
+            token_count=r.token_count,
+            created_at=r.created_at,
+            provenance=[
+                SourceRef(
+                    type="chunk", id=str(r.id), document_id=r.document_id, dataset_id=r.dataset_id
+                )
+            ],
+            metadata={
+                "dataset_id": r.dataset_id,
+                "document_id": r.document_id,
+                "ordinal": r.ordinal,
+            },
         )
         items.append(item)
         sources[item.id] = r
@@ -153,7 +198,12 @@ def chunk_items(
 
 
 def summary_items(
-    store: Store, tenant_id: str, scope: Scope, conversation_id: str, score: float, limit: int,
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    conversation_id: str,
+    score: float,
+    limit: int,
     tokenizer: Tokenizer,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
     """The newest active summary memories of the conversation, at a fixed lane score."""

@@ -53,7 +53,6 @@ def _item_header(n: int, item: ContextItem) -> str:
     return f'<item n="{n}" kind="{escape_text(item.kind)}" source="{item.source_class}"{date}>'
 
 
-
 class DefaultRenderer:
     """The delimited, escaped block. An empty result renders as the empty string."""
 
@@ -76,8 +75,12 @@ class DefaultRenderer:
 
 def _item_vars(item: ContextItem) -> dict[str, Any]:
     return {
-        "id": item.id, "kind": item.kind, "content": item.content, "score": item.score,
-        "source_class": item.source_class, "token_count": item.token_count,
+        "id": item.id,
+        "kind": item.kind,
+        "content": item.content,
+        "score": item.score,
+        "source_class": item.source_class,
+        "token_count": item.token_count,
         "created_at": item.created_at.isoformat(),
         "occurred_at": item.occurred_at.isoformat() if item.occurred_at else None,
         "provenance": [p.model_dump(exclude_none=True) for p in item.provenance],
@@ -123,8 +126,9 @@ class TemplateRenderer:
                 notice=NOTICE,
             )
         except SecurityError as exc:
-            raise InvalidInput(f"template refused by the sandbox: {exc}",
-                               code="template_error") from exc
+            raise InvalidInput(
+                f"template refused by the sandbox: {exc}", code="template_error"
+            ) from exc
         except jinja2.TemplateError as exc:
             raise InvalidInput(f"template failed: {exc}", code="template_error") from exc
         return _check_size(text, self.max_chars)

@@ -37,7 +37,12 @@ def upgrade() -> None:
         sa.Column("chunk_count", sa.Integer(), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),
         sa.UniqueConstraint(
-            "tenant_id", "runtime_id", "user_id", "agent_id", "dataset_id", "idempotency_key",
+            "tenant_id",
+            "runtime_id",
+            "user_id",
+            "agent_id",
+            "dataset_id",
+            "idempotency_key",
             name="uq_documents_key",
         ),
     )
@@ -57,12 +62,14 @@ def upgrade() -> None:
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
     op.create_index(
-        "ix_document_chunks_scope_dataset", "document_chunks",
+        "ix_document_chunks_scope_dataset",
+        "document_chunks",
         ["tenant_id", "runtime_id", "user_id", "agent_id", "dataset_id"],
     )
     # The recent lane reads a conversation's newest episodes.
     op.create_index(
-        "ix_episodes_session_time", "episodes",
+        "ix_episodes_session_time",
+        "episodes",
         ["tenant_id", "runtime_id", "user_id", "agent_id", "session_id", "occurred_at"],
     )
     if op.get_bind().dialect.name == "sqlite":
