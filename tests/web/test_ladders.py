@@ -78,7 +78,7 @@ def test_validate_a_ladder(page: Any, live_server: LiveServer, sign_in: Any) -> 
     page.goto(f"{live_server.url}/ui/ladders/web-notes")
     page.get_by_role("button", name="Validate the file on disk").click()
     expect(page.get_by_test_id("validation")).to_contain_text(
-        "Valid: ladder web-notes; 1 slate(s); steps: reply")
+        "Valid: ladder web-notes; 2 slate(s); steps: reply")
 
     page.goto(f"{live_server.url}/ui/validate-ladder")
     page.get_by_label("Ladder YAML").fill(
