@@ -1,0 +1,204 @@
+"""``ingest``, ``timeline``, ``search``, ``context``, ``subjects``: happy paths and failures,
+in-process (the default) and against a live server (``--url``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cairn.api.app import create_app
+from cairn.cli.main import app
+from cairn.services import Services
+from tests.client.conftest import free_port, live_server
+from tests.conftest import make_settings
+
+runner = CliRunner()
+
+EPISODES = [
+    {"subject_id": "user-1", "source": "chat", "type": "message", "session_id": "s1",
+     "payload": {"role": "user", "text": "I prefer green tea in the morning"}},
+    {"subject_id": "user-1", "source": "chat", "type": "message", "session_id": "s1",
+     "payload": {"role": "user", "text": "My sister Maya lives in Porto"}},
+    {"subject_id": "user-2", "source": "chat", "type": "message",
+     "payload": {"text": "hello"}},
+]
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    env["CAIRN_DATA_DIR"] = str(tmp_path / "data")
+    return env
+
+
+def run(tmp_path: Path, *args: str, input: str | None = None) -> Any:
+    return runner.invoke(app, list(args), env=env_for(tmp_path), input=input)
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_ingest_jsonl_summary_and_rerun_writes_nothing(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "eps.jsonl", EPISODES)
+    first = run(tmp_path, "ingest", str(src), "--json")
+    assert first.exit_code == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert (summary["format"], summary["created"], summary["subjects"]) == ("jsonl", 3, 2)
+    again = json.loads(run(tmp_path, "ingest", str(src), "--json").stdout)
+    assert (again["created"], again["duplicates"]) == (0, 3)
+    pretty = run(tmp_path, "ingest", str(src))
+    assert pretty.exit_code == 0 and "ingest summary" in pretty.stdout
+
+
+def test_ingest_rejects_a_bad_file_and_writes_nothing(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "bad.jsonl", [EPISODES[0], "{not json",
+                                               {**EPISODES[1], "subject_id": "bad id"}])
+    result = run(tmp_path, "ingest", str(src))
+    assert result.exit_code == 1
+    assert "line 2" in result.stderr and "line 3" in result.stderr
+    assert "nothing was imported" in result.stderr
+    listed = json.loads(run(tmp_path, "subjects", "list", "--json").stdout)
+    assert listed["total"] == 0
+    skipped = json.loads(run(tmp_path, "ingest", str(src), "--skip-invalid", "--json").stdout)
+    assert (skipped["created"], skipped["invalid"]) == (1, 2)
+    assert run(tmp_path, "ingest", str(src), "--format", "xml").exit_code == 2
+
+
+def locomo_file(path: Path) -> Path:
+    sample = {
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Caroline", "speaker_b": "Melanie",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group."},
+                {"speaker": "Melanie", "dia_id": "D1:2", "text": "I love painting sunsets."},
+            ],
+            "session_2_date_time": "2:10 pm on 25 May, 2023",
+            "session_2": [
+                {"speaker": "Caroline", "dia_id": "D2:1", "text": "I adopted a dog named Rex."},
+            ],
+        },
+        "qa": [],
+    }
+    path.write_text(json.dumps([sample]))
+    return path
+
+
+def test_ingest_locomo_then_compile_search_and_timeline(tmp_path: Path) -> None:
+    src = locomo_file(tmp_path / "locomo.json")
+    result = run(tmp_path, "ingest", str(src), "--compile", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["format"], summary["created"]) == ("locomo", 3)
+    assert summary["compiled"]["locomo:conv-1"] >= 1
+    timeline = json.loads(run(tmp_path, "timeline", "locomo:conv-1", "--json").stdout)
+    assert [e["metadata"]["dia_id"] for e in timeline["episodes"]] == ["D1:1", "D1:2", "D2:1"]
+    assert [e["session_id"] for e in timeline["episodes"]] == ["session_1"] * 2 + ["session_2"]
+    found = json.loads(run(tmp_path, "search", "locomo:conv-1", "dog Rex", "--json").stdout)
+    assert any("Rex" in m["content"] for m in found["memories"])
+    pretty = run(tmp_path, "search", "locomo:conv-1", "dog Rex")
+    assert pretty.exit_code == 0 and "Rex" in pretty.stdout
+    bad_kind = run(tmp_path, "search", "locomo:conv-1", "dog", "--kind", "nope")
+    assert bad_kind.exit_code == 1 and "unknown_kind" in bad_kind.stderr
+
+
+def test_ingest_chat_export(tmp_path: Path) -> None:
+    src = tmp_path / "chats.jsonl"
+    write_jsonl(src, [{"id": "c1", "messages": [
+        {"role": "user", "content": "Book me a table for two"},
+        {"role": "assistant", "content": "Done, 8pm at Lupa."}]}])
+    result = run(tmp_path, "ingest", str(src), "--subject", "user-7", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["format"] == "chat"
+    timeline = json.loads(run(tmp_path, "timeline", "user-7", "--json").stdout)
+    assert [e["payload"]["messages"][0]["role"] for e in timeline["episodes"]] == [
+        "user", "assistant"]
+    no_subject = run(tmp_path, "ingest", str(src), "--json")
+    assert no_subject.exit_code == 1
+
+
+def test_timeline_context_and_subjects(tmp_path: Path) -> None:
+    run(tmp_path, "ingest", str(write_jsonl(tmp_path / "e.jsonl", EPISODES)))
+    pretty = run(tmp_path, "timeline", "user-1")
+    assert pretty.exit_code == 0 and "green tea" in pretty.stdout
+    bad = run(tmp_path, "timeline", "bad id")
+    assert bad.exit_code == 1 and "validation_error" in bad.stderr
+    bad_json = run(tmp_path, "timeline", "bad id", "--json")
+    assert json.loads(bad_json.stderr)["error"]["code"] == "validation_error"
+    ctx = json.loads(run(tmp_path, "context", "user-1", "what does the user drink?",
+                         "--session", "s1", "--max-tokens", "300", "--json").stdout)
+    assert "green tea" in ctx["assembled_context"] and ctx["token_estimate"] <= 300
+    text = run(tmp_path, "context", "user-1", "drink", "--session", "s1", "--text")
+    assert text.stdout.startswith("<recalled-memory>")
+    table = run(tmp_path, "context", "user-1", "drink", "--session", "s1")
+    assert table.exit_code == 0 and "context for user-1" in table.stdout
+    assert run(tmp_path, "context", "user-1", "drink", "--max-tokens", "0").exit_code == 2
+    listed = run(tmp_path, "subjects", "list")
+    assert "user-1" in listed.stdout and "2 subject(s)" in listed.stdout
+    refused = run(tmp_path, "subjects", "delete", "user-2", input="n\n")
+    assert refused.exit_code == 1
+    deleted = json.loads(run(tmp_path, "subjects", "delete", "user-2", "--yes", "--json").stdout)
+    assert deleted["episodes_deleted"] == 1
+    assert json.loads(run(tmp_path, "subjects", "list", "--json").stdout)["total"] == 1
+
+
+def test_commands_against_a_server_with_a_key(tmp_path: Path) -> None:
+    services = Services.from_settings(make_settings(tmp_path / "server"))
+    key, _ = services.store.keys.create("acme")
+    src = write_jsonl(tmp_path / "e.jsonl", EPISODES)
+    try:
+        with live_server(create_app(services=services)) as url:
+            ok = run(tmp_path, "ingest", str(src), "--url", url, "--api-key", key, "--json")
+            assert ok.exit_code == 0 and json.loads(ok.stdout)["created"] == 3
+            listed = run(tmp_path, "subjects", "list", "--url", url, "--api-key", key, "--json")
+            assert json.loads(listed.stdout)["total"] == 2
+            wrong = run(tmp_path, "timeline", "user-1", "--url", url, "--api-key", "nope")
+            assert wrong.exit_code == 1 and "invalid_api_key" in wrong.stderr
+        # The local database of the CLI was never touched: everything went to the server.
+        assert json.loads(run(tmp_path, "subjects", "list", "--json").stdout)["total"] == 0
+    finally:
+        services.close()
+    down = run(tmp_path, "subjects", "list", "--url", f"http://127.0.0.1:{free_port()}")
+    assert down.exit_code == 1 and "error" in down.stderr
+
+
+def test_an_invalid_ladder_file_is_a_config_error(tmp_path: Path) -> None:
+    ladders = tmp_path / "ladders"
+    ladders.mkdir()
+    (ladders / "broken.yaml").write_text("slates: 7\n")
+    env = env_for(tmp_path) | {"CAIRN_LADDERS_DIR": str(ladders)}
+    result = runner.invoke(app, ["subjects", "list"], env=env)
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    assert "configuration error" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["ingest", "timeline", "search", "context", "subjects list",
+                                     "subjects delete", "mcp"])
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = runner.invoke(app, [*command.split(), "--help"])
+    assert result.exit_code == 0
+    assert "Example" in result.stdout or "example" in result.stdout
+
+
+def test_ingest_and_timeline_in_a_real_process(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "e.jsonl", EPISODES)
+    env = env_for(tmp_path)
+    cmd = [sys.executable, "-m", "cairn.cli.main"]
+    done = subprocess.run([*cmd, "ingest", str(src), "--json"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["created"] == 3
+    shown = subprocess.run([*cmd, "timeline", "user-1", "--json"], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert shown.returncode == 0
+    assert len(json.loads(shown.stdout)["episodes"]) == 2
+    assert run(tmp_path, "ingest", str(tmp_path / "nope.jsonl")).exit_code == 2
