@@ -26,7 +26,7 @@ from cairn.web._session import Viewer, check_csrf, current_viewer
 router = APIRouter(route_class=WebRoute)
 
 PAGE_SIZE = 50
-TIMELINE_PAGE = 200
+TIMELINE_PAGE = 100
 
 
 @dataclass(frozen=True, slots=True)
