@@ -46,6 +46,8 @@ async def drive_stdio(env: dict[str, str]) -> None:
         for tool in tools.values():
             assert tool.description and tool.input_schema["type"] == "object"
         assert "subject_id" in tools["record_episode"].input_schema["required"]
+        assert tools["get_context"].annotations.read_only_hint is True
+        assert tools["write_slate"].annotations.read_only_hint is False
 
         episode = data(await session.call_tool("record_episode", {
             "subject_id": "user-1", "text": "I prefer green tea in the morning",

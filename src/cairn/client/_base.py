@@ -88,7 +88,7 @@ def parse_response(call: Call[T], response: httpx.Response) -> T:
     if call.response is str:
         return response.text  # type: ignore[return-value]
     try:
-        return _adapter(call.response).validate_python(response.json())  # type: ignore[no-any-return]
+        return _adapter(call.response).validate_python(response.json())
     except (ValueError, ValidationError) as exc:
         raise UnexpectedResponseError(
             f"{call.method} {call.path}: unexpected response body ({exc})"

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from cairn.client._client import AsyncCairn, Cairn
 
 WritePolicy = Literal["append", "overwrite", "mergeByKey"]
+# Aliases keep annotations clear of the resources' own ``list`` methods.
+Content = str | dict[str, Any] | list[Any]
+Tags = list[str]
 
 
 def _path(*parts: str) -> str:
@@ -43,9 +46,9 @@ def index_call(ladder: str, slate: str, folder: str, user_id: str | None) -> Cal
 
 
 def write_call(
-    ladder: str, slate: str, folder: str, file: str, content: str | dict[str, Any] | list[Any],
+    ladder: str, slate: str, folder: str, file: str, content: Content,
     on: WritePolicy, key: str | None, match: dict[str, Any] | bool | None, field: str | None,
-    tags: list[str] | None, run_id: str | None, user_id: str | None,
+    tags: Tags | None, run_id: str | None, user_id: str | None,
 ) -> Call[SlateWriteResult]:
     body: dict[str, Any] = {"content": content, "on": on}
     optional = {"key": key, "match": match, "field": field, "tags": tags, "run_id": run_id}
@@ -107,9 +110,9 @@ class Slates:
 
     def write(
         self, ladder: str, slate: str, folder: str, file: str,
-        content: str | dict[str, Any] | list[Any], *, on: WritePolicy = "append",
+        content: Content, *, on: WritePolicy = "append",
         key: str | None = None, match: dict[str, Any] | bool | None = None,
-        field: str | None = None, tags: list[str] | None = None, run_id: str | None = None,
+        field: str | None = None, tags: Tags | None = None, run_id: str | None = None,
         user_id: str | None = None,
     ) -> SlateWriteResult:
         """Write to a file under the folder's token limit and eviction policy."""
@@ -168,9 +171,9 @@ class AsyncSlates:
 
     async def write(
         self, ladder: str, slate: str, folder: str, file: str,
-        content: str | dict[str, Any] | list[Any], *, on: WritePolicy = "append",
+        content: Content, *, on: WritePolicy = "append",
         key: str | None = None, match: dict[str, Any] | bool | None = None,
-        field: str | None = None, tags: list[str] | None = None, run_id: str | None = None,
+        field: str | None = None, tags: Tags | None = None, run_id: str | None = None,
         user_id: str | None = None,
     ) -> SlateWriteResult:
         """Write to a file under the folder's token limit and eviction policy."""

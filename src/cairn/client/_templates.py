@@ -9,6 +9,8 @@ from cairn.client._base import Call, path_segment
 from cairn.client._feature_models import MemoryTemplate, MemoryTemplateList
 from cairn.client._models import Episode
 
+Templates_ = list[MemoryTemplate]  # an alias: the classes below define their own ``list``
+
 if TYPE_CHECKING:
     from cairn.client._client import AsyncCairn, Cairn
 
@@ -42,7 +44,7 @@ class Templates:
     def __init__(self, client: Cairn) -> None:
         self._client = client
 
-    def list(self) -> list[MemoryTemplate]:
+    def list(self) -> Templates_:
         """Every template with its full field schema, ordered by id."""
         return self._client._send(_list()).templates
 
@@ -66,7 +68,7 @@ class AsyncTemplates:
     def __init__(self, client: AsyncCairn) -> None:
         self._client = client
 
-    async def list(self) -> list[MemoryTemplate]:
+    async def list(self) -> Templates_:
         """Every template with its full field schema, ordered by id."""
         return (await self._client._send(_list())).templates
 
