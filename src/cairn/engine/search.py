@@ -27,6 +27,7 @@ from cairn.engine.query import query_terms
 from cairn.errors import InvalidInput
 
 LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.1}
+DEGENERATE = 1e-3
 DEFAULT_WEIGHTS = {"lexical": 0.5, "vector": 0.5}
 
 
@@ -54,6 +55,13 @@ def lexical_lane(
         tenant_id, scope, terms, limit=pool, kinds=kinds,
         include_superseded=include_superseded, conn=conn,
     )
+    if not raw:
+        return {}
+    top = max(s for _, s in raw)
+    if 0 < top < DEGENERATE:
+        # Terms in most rows of a tiny index get a near-zero IDF: keep the relative order
+        # with a modest absolute score instead of reporting every match as 0.
+        return {seq: 0.5 * s / top for seq, s in raw}
     k = LEXICAL_K.get(store.db.dialect, 1.0)
     return {seq: (s / (s + k) if s > 0 else 0.0) for seq, s in raw}
 

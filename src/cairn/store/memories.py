@@ -68,8 +68,8 @@ def _memory_of_row(row: dict[str, Any]) -> Memory:
 
 # Weight of the words of neighbouring messages (indexed with a turn, not part of it)
 # relative to the memory's own words.
-CONTEXT_WEIGHT = 1.0
-PG_CONTEXT_WEIGHT = 1.0
+CONTEXT_WEIGHT = 0.5
+PG_CONTEXT_WEIGHT = 0.5
 
 # Every column but the embedding (which only the vector lane reads, in bulk).
 _COLUMNS = [c for c in t.c if c.name != "embedding"]

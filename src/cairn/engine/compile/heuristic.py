@@ -153,7 +153,8 @@ _NAME_PART = r"([A-Z][\w'’&.\-]*(?:\s+[A-Z][\w'’&.\-]*){0,3})"
 _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
     ("name", re.compile(r"\bmy name is " + _NAME_PART), "{s}'s name is {v}"),
     ("employer", re.compile(
-        r"\bI(?: now| currently)? (?:work|am working|'m working) (?:at|for) " + _NAME_PART),
+        r"\bI(?: now| currently)? (?:work|am working|'m working) (?:at|for) (?:the )?"
+        + _NAME_PART),
         "{s} works at {v}"),
     ("employer", re.compile(
         r"\bI (?:just )?(?:started|joined|got a job at|started working at|started a new job at)"

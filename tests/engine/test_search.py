@@ -1,0 +1,134 @@
+"""``search_memories`` on both backends: lanes, calibration, fusion, filters, isolation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.compile import compile_scope
+from cairn.engine.embedders import HashingEmbedder
+from cairn.engine.query import query_terms
+from cairn.engine.search import ScoredMemory, embed_memories, search_memories
+from cairn.store import Store
+
+TENANT = "t1"
+TEXTS = [
+    ("Ann", "I adopted a golden retriever puppy named Max last spring."),
+    ("Ben", "We went hiking in the Rocky Mountains in July 2022."),
+    ("Ann", "My sister is a nurse at the city hospital."),
+    ("Ben", "I started pottery classes, the clay bowls came out great."),
+    ("Ann", "I work at Acme Corp."),
+    ("Ann", "I work at Globex now."),
+]
+
+
+def seed(store: Store, subject: str = "s", tenant: str = TENANT) -> Scope:
+    scope = Scope.for_subject(subject)
+    t0 = datetime(2023, 5, 1, tzinfo=UTC)
+    store.episodes.append_many(tenant, [
+        NewEpisode(scope=scope, source="t", type="conversation.turn",
+                   payload={"messages": [{"role": "user", "name": n, "content": text}]},
+                   occurred_at=t0 + timedelta(days=i))
+        for i, (n, text) in enumerate(TEXTS)
+    ])
+    compile_scope(store, tenant, scope)
+    return scope
+
+
+def test_lexical_ranks_the_matching_turn_first(store: Store) -> None:
+    scope = seed(store)
+    results = search_memories(store, TENANT, scope, "What is the name of Ann's puppy?")
+    assert results and isinstance(results[0], ScoredMemory)
+    assert "puppy" in results[0].memory.content
+    assert set(results[0].lanes) == {"lexical"}
+    assert all(0.0 <= r.score <= 1.0 for r in results)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_stemming_and_stop_words(store: Store) -> None:
+    scope = seed(store)
+    results = search_memories(store, TENANT, scope, "Where did they hike?", kinds=["turn"])
+    assert "hiking" in results[0].memory.content
+    assert query_terms("What did you do?") == ["what", "did", "you", "do"]  # nothing else left
+    assert query_terms("When did Ben go hiking in 2022?") == ["ben", "go", "hiking", "2022"]
+
+
+def test_superseded_excluded_unless_asked(store: Store) -> None:
+    scope = seed(store)
+    plain = search_memories(store, TENANT, scope, "Ann works at", kinds=["profile_fact"])
+    assert [r.memory.content for r in plain] == ["Ann works at Globex"]
+    both = search_memories(store, TENANT, scope, "Ann works at", kinds=["profile_fact"],
+                           include_superseded=True)
+    assert {r.memory.content for r in both} == {"Ann works at Globex", "Ann works at Acme Corp"}
+
+
+def test_partitions_never_mix(store: Store) -> None:
+    seed(store, "a")
+    other = Scope(runtime_id="default", user_id="a", agent_id="bot")
+    assert search_memories(store, TENANT, other, "puppy") == []
+    assert search_memories(store, "tenant-2", Scope.for_subject("a"), "puppy") == []
+
+
+def test_ties_break_deterministically(store: Store) -> None:
+    scope = seed(store)
+    first = search_memories(store, TENANT, scope, "Ann", limit=50)
+    for _ in range(3):
+        again = search_memories(store, TENANT, scope, "Ann", limit=50)
+        assert [r.memory.id for r in again] == [r.memory.id for r in first]
+
+
+def test_vector_and_hybrid_lanes_with_a_deterministic_embedder(store: Store) -> None:
+    scope = seed(store)
+    emb = HashingEmbedder()
+    assert embed_memories(store, emb, TENANT, scope) > 0
+    assert embed_memories(store, emb, TENANT, scope) == 0  # all have vectors now
+    semantic = search_memories(store, TENANT, scope, "clay bowls pottery", embedder=emb,
+                               lanes=["vector"])
+    assert "pottery" in semantic[0].memory.content
+    assert set(semantic[0].lanes) == {"vector"}
+    hybrid = search_memories(store, TENANT, scope, "clay bowls pottery", embedder=emb)
+    assert set(hybrid[0].lanes) == {"lexical", "vector"}
+    assert "pottery" in hybrid[0].memory.content
+    assert all(0.0 <= r.score <= 1.0 and all(0 <= v <= 1 for v in r.lanes.values())
+               for r in hybrid)
+    # New memories are seen by the cached vector index.
+    store.episodes.append_many(TENANT, [NewEpisode(
+        scope=scope, source="t", type="note", payload={"text": "Zebra crossing stripes."})])
+    compile_scope(store, TENANT, scope, embedder=emb)
+    found = search_memories(store, TENANT, scope, "zebra stripes", embedder=emb,
+                            lanes=["vector"])
+    assert "Zebra" in found[0].memory.content
+
+
+def test_semantic_without_embedder_is_a_clear_error(store: Store) -> None:
+    import pytest
+
+    from cairn.errors import InvalidInput
+
+    scope = seed(store)
+    with pytest.raises(InvalidInput) as err:
+        search_memories(store, TENANT, scope, "x", lanes=["vector"])
+    assert err.value.code == "embedder_not_configured"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=80))
+def check_any_query_is_safe_and_scores_stay_in_range(query: str) -> None:
+    # Arbitrary text (quotes, operators, NUL-free unicode) never breaks the FTS syntax.
+    results = search_memories(_STORE["s"], TENANT, _STORE["scope"], query.replace("\x00", ""))
+    assert all(0.0 <= r.score <= 1.0 for r in results)
+
+
+_STORE: dict[str, object] = {}
+
+
+def test_fuzz_queries(store: Store) -> None:
+    _STORE["s"], _STORE["scope"] = store, seed(store)
+    try:
+        check_any_query_is_safe_and_scores_stay_in_range()
+    finally:
+        _STORE.clear()
