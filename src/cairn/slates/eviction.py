@@ -75,7 +75,10 @@ def plan_write(
     change = apply_mode(target, mode, content, key=key, clock=state.clock, now=now,
                         run_id=run_id, count=count)
     clock = change.clock
-    minimal = count(render(change.kind, change.written))
+    if change.kind == "text" and len(change.written) == 1:
+        minimal = change.written[0].tokens  # a one-entry text file is just the entry
+    else:
+        minimal = count(render(change.kind, change.written))
     if minimal > state.token_limit:
         raise SlateEntryTooLarge(
             f"the write needs {minimal} tokens on its own; folder {state.name!r} holds at most "

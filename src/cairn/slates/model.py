@@ -28,7 +28,7 @@ class Entry:
     position: int
     content: str
     tokens: int
-    written_at: datetime
+    written_at: datetime | None = None  # set on new entries (not loaded back: not needed)
     run_id: str | None = None
     id: int | None = None
 

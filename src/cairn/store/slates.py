@@ -141,8 +141,8 @@ _SELECT_FOLDER = select(_F.id, _F.clock).where(_BY_KEY)
 _LOCK_FOLDER = _SELECT_FOLDER.with_for_update()
 _SELECT_FILES = (select(slate_files).where(_FI.folder_id == bindparam("folder_id"))
                  .order_by(_FI.ordinal, _FI.id))
-_SELECT_ENTRIES = (select(slate_entries).where(_E.folder_id == bindparam("folder_id"))
-                   .order_by(_E.position))
+_SELECT_ENTRIES = (select(_E.id, _E.file, _E.seq, _E.position, _E.content, _E.tokens)
+                   .where(_E.folder_id == bindparam("folder_id")).order_by(_E.position))
 _SAVE_FILE = update(slate_files).where(_FI.id == bindparam("file_id")).values(
     kind=bindparam("kind"), tokens=bindparam("tokens"), bytes=bindparam("bytes_"),
     last_used=bindparam("last_used"), tags=bindparam("tags", type_=JsonType),
@@ -201,15 +201,11 @@ class SlateRepository:
                 id=int(m["id"]),
             )
         entries = conn.execute(_SELECT_ENTRIES, {"folder_id": folder_id})
-        for r in entries:
-            m = r._mapping
-            f = files.get(m["file"])
+        for entry_id, name, seq, position, content, tokens in entries:
+            f = files.get(name)
             if f is not None:
-                f.entries.append(Entry(
-                    file=m["file"], seq=int(m["seq"]), position=int(m["position"]),
-                    content=m["content"], tokens=int(m["tokens"]), written_at=m["written_at"],
-                    run_id=m["run_id"], id=int(m["id"]),
-                ))
+                f.entries.append(Entry(name, int(seq), int(position), content, int(tokens),
+                                       id=int(entry_id)))
         return files
 
     def add_file(self, conn: Connection, folder_id: int, f: FileState, now: datetime) -> int:
