@@ -70,6 +70,7 @@ def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
         provider, model = ladder.router.resolve("gpt-4o")
         totals: list[float] = []
         model_times: list[float] = []
+        phases: dict[str, list[float]] = {"read": [], "write": [], "rest": []}
         for i in range(warmup + calls):
             req = RunRequest(tenant="bench", ladder="bench", model="gpt-4o",
                              messages=[{"role": "user", "content": f"fact number {i}?"}])
@@ -84,6 +85,10 @@ def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
             if i >= warmup:
                 totals.append(elapsed)
                 model_times.append(model_ms)
+                t = out.trace["steps"][0]["timings_ms"]  # type: ignore[index]
+                phases["read"].append(t["render"])
+                phases["write"].append(t["writes"])
+                phases["rest"].append(elapsed - t["render"] - t["writes"] - t["model"])
                 assert out.trace["steps"][0]["writes"][0]["written"]  # type: ignore[index]
         overheads = [t - m for t, m in zip(totals, model_times, strict=True)]
         return {
@@ -91,6 +96,11 @@ def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
             "model_p50_ms": percentile(model_times, 50),
             "overhead_p50_ms": percentile(overheads, 50),
             "overhead_p95_ms": percentile(overheads, 95),
+            # Medians of where the time goes: the slate read (field rendering), the slate write
+            # (extraction, schema, eviction, commit), and the rest (run claim, trace, finish).
+            "slate_read_p50_ms": percentile(phases["read"], 50),
+            "slate_write_p50_ms": percentile(phases["write"], 50),
+            "bookkeeping_p50_ms": percentile(phases["rest"], 50),
         }
     finally:
         services.close()
@@ -148,5 +158,13 @@ def run(*, calls: int = 1000, warmup: int = 50, backends: tuple[str, ...] = ("sq
         table.add_row(r["backend"], r["path"], f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}",
                       *(f"{r[k]:.2f}" if k in r else "—"
                         for k in ("model_p50_ms", "overhead_p50_ms", "overhead_p95_ms")))
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    split = Table("backend", "slate read p50 ms", "slate write p50 ms",
+                  "run bookkeeping p50 ms", title="Where the in-process time goes")
+    for r in rows:
+        if "slate_read_p50_ms" in r:
+            split.add_row(r["backend"], f"{r['slate_read_p50_ms']:.2f}",
+                          f"{r['slate_write_p50_ms']:.2f}", f"{r['bookkeeping_p50_ms']:.2f}")
+    console.print(split)
     return rows

@@ -211,6 +211,7 @@ class LadderRuntime:
                 if step.maxTokens is not None:
                     options["max_tokens"] = step.maxTokens
                 chat = ChatRequest(model=model, messages=rendered.messages, options=options)
+                tm = time.perf_counter()
                 step_trace: dict[str, Any] = {
                     "id": step.id, "provider": provider.name, "model": model,
                     "fields": [f.trace() for f in rendered.fields],
@@ -232,9 +233,15 @@ class LadderRuntime:
                                        "completion_tokens": reply.completion_tokens}
                 usage["prompt_tokens"] += reply.prompt_tokens
                 usage["completion_tokens"] += reply.completion_tokens
+                tw = time.perf_counter()
                 step_trace["writes"] = self._writes(step, reply.content, slates, done, effects,
                                                     request.tenant, run_id, record_now=not last)
-                step_trace["duration_ms"] = round((time.perf_counter() - ts) * 1000, 3)
+                end = time.perf_counter()
+                # Where the step's time went: fields (slate reads), the model, the writes.
+                step_trace["timings_ms"] = {"render": round((tm - ts) * 1000, 3),
+                                            "model": round((tw - tm) * 1000, 3),
+                                            "writes": round((end - tw) * 1000, 3)}
+                step_trace["duration_ms"] = round((end - ts) * 1000, 3)
             content = reply.content if reply is not None else ""
             board.set_engine(REPLY, content)
             board.set_engine(MAIN_CHANNEL, [
