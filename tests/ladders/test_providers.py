@@ -168,3 +168,83 @@ def test_no_provider_configured_is_503(tmp_path: Path) -> None:
                        json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 503
         assert r.json()["error"]["code"] == "provider_not_configured"
+
+
+SLOW_LADDER = """
+slates:
+  - title: Memory
+    folders:
+      - name: facts
+        tokenLimit: 500
+        evictionPolicy: FIFO
+        files:
+          - { name: core.md, init: blank }
+providers:
+  fake: {kind: openai, baseUrl: "BASE", retries: 0}
+models: {"*": fake}
+steps:
+  - id: answer
+    fields:
+      - { name: Question, type: text, from: input.context }
+    slateWrite:
+      to: { slate: Memory, folder: facts, file: core.md }
+      field: fact
+      match: {type: object, required: [fact]}
+"""
+
+
+def test_concurrent_retries_of_one_run_id_write_once(
+    tmp_path: Path, fake_model: tuple[FakeModel, str],
+) -> None:
+    """Two requests with one Idempotency-Key at once: one runs, the other is refused with 409
+    run_in_progress (or, if it comes after, replayed); the slate gets one entry."""
+    import threading
+
+    model, url = fake_model
+    model.reply = lambda body: '{"fact": "written once"}'
+    model.delay_s = 0.5
+    ladders = tmp_path / "ladders"
+    ladders.mkdir()
+    write_ladder(ladders, "slow", SLOW_LADDER.replace("BASE", url))
+    with running_cairn(tmp_path, ladders) as c:
+        results: list[httpx.Response] = []
+
+        def call() -> None:
+            results.append(httpx.post(
+                f"{c.base('slow')}/chat/completions", timeout=30,
+                headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "same"},
+                json={"messages": [{"role": "user", "content": "go"}]}))
+
+        threads = [threading.Thread(target=call) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        statuses = sorted(r.status_code for r in results)
+        assert statuses in ([200, 200], [200, 409]), [r.text for r in results]
+        refused = [r for r in results if r.status_code == 409]
+        assert all(r.json()["error"]["code"] == "run_in_progress" for r in refused)
+        assert len(model.requests) == 1
+        text = c.services.slates.read_file("tenant-a", "slow", "Memory", "facts", "core.md")
+        assert text == "written once"
+
+
+def test_streaming_errors_before_the_first_token_are_http_errors(tmp_path: Path) -> None:
+    import openai
+
+    ladders = tmp_path / "ladders"
+    ladders.mkdir()
+    write_ladder(ladders, "picky", """
+providers:
+  s: {kind: scripted, rules: [{contains: "magic", reply: "ok"}]}
+models: {"*": s}
+""")
+    with running_cairn(tmp_path, ladders) as c:
+        client = openai.OpenAI(base_url=c.base("picky"), api_key=c.key, max_retries=0)
+        with pytest.raises(openai.InternalServerError) as err:
+            list(client.chat.completions.create(
+                model="m", stream=True, messages=[{"role": "user", "content": "no match"}]))
+        assert err.value.status_code == 502 and err.value.body["code"] == "provider_error"
+        chunks = client.chat.completions.create(
+            model="m", stream=True, messages=[{"role": "user", "content": "magic"}])
+        assert "".join(x.choices[0].delta.content or "" for x in chunks if x.choices) == "ok"
