@@ -130,3 +130,17 @@ def locomo_context(
         raise typer.BadParameter("embedder must be none or local")
     report = run(Path(data), embedder=emb, candidates=candidates)
     typer.echo(json.dumps(report.to_json()) if as_json else format_table(report))
+
+
+@app.command("sdk")
+def sdk(
+    calls: int = typer.Option(1000, help="Calls per client and mode."),
+    episodes: int = typer.Option(10_000, help="Episodes for the cairn ingest runs."),
+) -> None:
+    """SDK per-call latency (loopback vs in-process, vs raw httpx) and cairn ingest episodes/s.
+
+    Example: cairn bench sdk --calls 1000 --episodes 10000
+    """
+    from cairn.bench.sdk import run
+
+    run(calls=calls, episodes=episodes)
