@@ -52,7 +52,8 @@ def mcp(
 
     async def run() -> None:
         async with client:
-            await client.version()  # fail now, not on the first tool call, if unreachable
+            # Fail now, not on every tool call, if the API is unreachable or the key is wrong.
+            await client.subjects.list(limit=1)
             if transport == "stdio":
                 await server.run_stdio_async()
             else:

@@ -83,7 +83,7 @@ def parse_response(call: Call[T], response: httpx.Response) -> T:
     """The typed answer, or the ``APIError`` for an error status."""
     if response.status_code >= 400:
         raise error_from_response(response)
-    if call.response is None:
+    if call.response is None or not response.content:
         return None  # type: ignore[return-value]
     if call.response is str:
         return response.text  # type: ignore[return-value]
