@@ -95,6 +95,8 @@ def test_errors_are_pages_and_the_api_stays_json(web: TestClient) -> None:
 
 
 def test_a_per_user_slate_asks_for_the_user(web: TestClient) -> None:
+    listed = web.get("/ui/slates").text
+    assert 'href="/ui/slates/web-notes/Profile"' in listed and "kept per user" in listed
     r = web.get("/ui/slates/web-notes/Profile")
     assert r.status_code == 200 and "enter a user id" in r.text
     token = csrf_of(web.get("/ui/slates/web-notes/Notes").text)
@@ -105,6 +107,7 @@ def test_a_per_user_slate_asks_for_the_user(web: TestClient) -> None:
     assert r.headers["location"].startswith("/ui/slates/web-notes/Profile?user_id=ana&wrote=")
     page = web.get("/ui/slates/web-notes/Profile", params={"user_id": "ana"}).text
     assert "green tea" in page
+    assert 'href="/ui/slates/web-notes/Profile?user_id=ana"' in web.get("/ui/slates").text
     assert "green tea" not in web.get("/ui/slates/web-notes/Profile",
                                       params={"user_id": "bob"}).text
     # A write without the user is refused on the page, and writes nothing.

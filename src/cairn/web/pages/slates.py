@@ -50,10 +50,25 @@ def slates_page(
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
     """Every slate instance of the tenant, grouped by ladder."""
-    instances = _slates(request).instances(viewer.tenant, ladder)
+    slates = _slates(request)
+    instances = slates.instances(viewer.tenant, ladder)
     by_ladder: dict[str, list[dict[str, Any]]] = {}
     for inst in instances:
         by_ladder.setdefault(inst["ladder"], []).append(inst)
+    # A per-user slate has instances only once a user wrote to it; list it anyway, so it can be
+    # opened for a user id.
+    for lname in slates.ladders():
+        if ladder is not None and lname != ladder:
+            continue
+        for spec in slates.specs(lname):
+            if spec.partition == "user":
+                by_ladder.setdefault(lname, []).append({
+                    "ladder": lname, "slate": spec.title, "partition": "user", "user_id": None,
+                    "folders": len(spec.folders), "any_user": True,
+                    "tokenLimit": sum(f.token_limit for f in spec.folders),
+                })
+    for items in by_ladder.values():
+        items.sort(key=lambda i: (i["slate"], i.get("user_id") or ""))
     return render(request, "slates.html", {
         "by_ladder": by_ladder, "ladder": ladder, "slate_url": slate_url,
         "usage_class": usage_class,
