@@ -13,7 +13,7 @@ from cairn.config import Settings
 async def _every_method(c: AsyncCairn) -> None:
     assert (await c.health()).status == "ok"
     assert (await c.ready()).status == "ready"
-    assert (await c.version()).database == "sqlite"
+    assert (await c.version()).database in ("sqlite", "postgresql")
     ep = await c.episodes.create("u-1", source="chat", type="message", session_id="s",
                                  payload={"text": "I live in Lisbon"}, idempotency_key="k")
     assert (await c.episodes.create("u-1", source="chat", type="message", payload={},
@@ -64,9 +64,14 @@ async def _every_method(c: AsyncCairn) -> None:
         await c.templates.get("nope")
 
 
-def test_every_async_method_in_process(sdk_settings: Settings) -> None:
+def test_every_async_method_in_process_on_each_backend(
+    sdk_settings: Settings, db_url: str
+) -> None:
+    # A compile worker in the process (the default only on SQLite) runs the queued job.
+    settings = sdk_settings.model_copy(update={"database_url": db_url, "worker_in_process": True})
+
     async def main() -> None:
-        async with AsyncCairn.local(sdk_settings) as c:
+        async with AsyncCairn.local(settings) as c:
             await _every_method(c)
 
     asyncio.run(main())
