@@ -42,7 +42,7 @@ class Services:
         # Ladders (steps, hooks, model providers) from ladders_dir; a bad file is a ConfigError.
         from cairn.ladders.registry import LadderRegistry
 
-        self.ladders = LadderRegistry.load(settings)
+        self.ladders = LadderRegistry.load(settings, services=self)
         if settings.api_key:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cairn.config import Settings
-from cairn.errors import ConfigError, NotFound
+from cairn.errors import CairnError, ConfigError, NotFound
 from cairn.ladders.config import (
     LadderFile,
     ScriptedFile,
@@ -136,6 +136,18 @@ def compile_ladder(path: Path, settings: Settings, *, transport: Any = None) -> 
     return out
 
 
+def check_binding(path: Path, binding: Any, services: Any) -> None:
+    """Build an agent's resources and hooks once, turning any failure into a ConfigError."""
+    from cairn.core.tenants import DEFAULT_TENANT
+
+    try:
+        binding.hooks_for(services, DEFAULT_TENANT)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.message}", code=exc.code) from exc
+    except (CairnError, ValidationError) as exc:
+        raise ConfigError(f"{path}: agents.{binding.agent}: {exc}", code="invalid_ladder") from exc
+
+
 def referenced_files(paths: list[Path]) -> set[Path]:
     """Files the ladder files name as a resource's ``settings.file`` or a scripted provider's
     ``file``: they may sit beside the ladders (the seed's ``./memory.yaml``) but are not ladders."""
@@ -176,8 +188,11 @@ class LadderRegistry:
         self._by_name[ladder.name] = ladder
 
     @classmethod
-    def load(cls, settings: Settings, **kwargs: Any) -> LadderRegistry:
-        """Every ``*.yaml``/``*.yml`` of ``settings.ladders_dir`` (none when unset)."""
+    def load(cls, settings: Settings, *, services: Any = None, **kwargs: Any) -> LadderRegistry:
+        """Every ``*.yaml``/``*.yml`` of ``settings.ladders_dir`` (none when unset).
+
+        With ``services``, each agent's memory resources are also built once (for the default
+        tenant), so a settings file the impl rejects stops the start, naming the file."""
         directory = settings.ladders_dir
         if directory is None:
             return cls()
@@ -190,6 +205,8 @@ class LadderRegistry:
             if path.resolve() in referenced:
                 continue  # a settings or replies file of a ladder, not a ladder
             for ladder in compile_ladder(path, settings, **kwargs):
+                if services is not None and ladder.binding is not None:
+                    check_binding(path, ladder.binding, services)
                 registry.add(ladder)
         return registry
 
