@@ -88,6 +88,11 @@ class LocalEmbedder:
                 "CAIRN_EMBEDDER=local needs the local extra: pip install 'cairn[local]' "
                 "(install torch==2.13.0 CPU first)"
             ) from exc
+        import torch
+
+        # One intra-op thread: a server shares its cores with requests and other workers,
+        # and oversubscribed torch threads make a single query 20x slower.
+        torch.set_num_threads(1)
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._model: Any = SentenceTransformer(

@@ -1,0 +1,131 @@
+"""Embedders: the deterministic hashing one, the OpenAI-compatible one against a fake server,
+the local extra (real model when installed, a clear error when not), and the hybrid API."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cairn.api.app import create_app
+from cairn.config import Settings
+from cairn.engine.embedders import (
+    EmbedderError,
+    HashingEmbedder,
+    OpenAIEmbedder,
+    get_embedder,
+    local_embedder_available,
+)
+from cairn.errors import ConfigError
+from cairn.services import Services
+from tests.conftest import make_settings
+
+
+def test_hashing_embedder_is_deterministic_and_normalized() -> None:
+    emb = HashingEmbedder(64)
+    a, b = emb.embed(["the red fox", "the red fox"])
+    assert a == b and len(a) == 64
+    assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-9)
+    assert emb.embed([""])[0] == [0.0] * 64
+
+
+@pytest.fixture
+def fake_embeddings() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            seen.append({"path": self.path, "body": body})
+            if body["model"] == "broken":
+                self.send_response(500)
+                self.end_headers()
+                return
+            data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                    for i, t in enumerate(body["input"])]
+            payload = json.dumps({"data": list(reversed(data))}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_openai_embedder_against_a_fake_server(
+        fake_embeddings: tuple[str, list[dict[str, Any]]]) -> None:
+    url, seen = fake_embeddings
+    emb = get_embedder(Settings(embedder="openai", llm_base_url=url, embedding_model="e1"))
+    assert isinstance(emb, OpenAIEmbedder)
+    vectors = emb.embed(["ab", "abcd"])
+    assert seen[0]["path"] == "/v1/embeddings" and seen[0]["body"]["model"] == "e1"
+    assert vectors[0] == pytest.approx([2 / math.sqrt(5), 1 / math.sqrt(5), 0.0])  # by index
+    assert emb.dim == 3
+    broken = OpenAIEmbedder(url, "broken")
+    with pytest.raises(EmbedderError):
+        broken.embed(["x"])
+    emb.close()
+    broken.close()
+
+
+def test_embedder_settings() -> None:
+    assert get_embedder(Settings()) is None
+    with pytest.raises(ConfigError):
+        get_embedder(Settings(embedder="openai"))  # no base URL / model
+
+
+def test_local_embedder_extra() -> None:
+    """With the ``local`` extra installed, the real model runs offline; without it, asking
+    for it is a configuration error that names the install command."""
+    if not local_embedder_available():
+        with pytest.raises(ConfigError) as err:
+            get_embedder(Settings(embedder="local"))
+        assert "cairn[local]" in err.value.message
+        return
+    emb = get_embedder(Settings(embedder="local"))
+    assert emb is not None and emb.dim == 384
+    cat, kitten, tax = emb.embed(["a cat sleeps on the sofa", "a kitten naps on the couch",
+                                  "quarterly tax filing deadline"])
+
+    def cos(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    assert cos(cat, kitten) > cos(cat, tax) + 0.2
+
+
+def test_hybrid_search_through_the_api(tmp_path: Any) -> None:
+    services = Services.from_settings(make_settings(tmp_path))
+    services.embedder = HashingEmbedder()
+    try:
+        with TestClient(create_app(services=services)) as client:
+            client.post("/v1/episodes/batch", json={"episodes": [
+                {"subject_id": "u", "source": "s", "type": "note",
+                 "payload": {"text": text}}
+                for text in ("Clay bowls from pottery class.", "Hiking boots for the trail.")
+            ]})
+            assert client.post("/v1/memories/compile", json={"subject_id": "u"}).status_code == 200
+            for params in ({"hybrid": "true"}, {"semantic": "true"}, {}):
+                r = client.get("/v1/memories/search",
+                               params={"subject_id": "u", "q": "pottery clay", **params})
+                assert r.status_code == 200, r.text
+                top = r.json()["memories"][0]
+                assert "pottery" in top["content"] and 0 < top["score"] <= 1
+    finally:
+        services.close()
