@@ -114,3 +114,51 @@ def test_a_per_user_slate_asks_for_the_user(web: TestClient) -> None:
     r = web.post("/ui/slates/web-notes/Profile/write", data={
         "csrf": token, "folder": "prefs", "file": "likes.md", "content": "coffee"})
     assert r.status_code == 422 and "slate_user_required" in r.text
+
+
+@pytest.fixture
+def backend_web(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
+    """The inspector on each storage backend (parametrized by ``backend``), in open mode."""
+    ladders = make_ladders_dir(tmp_path / "ladders")
+    services = Services.from_settings(
+        server_settings(tmp_path / "data", ladders_dir=ladders, database_url=db_url))
+    with TestClient(create_app(services=services), follow_redirects=False) as c:
+        yield c
+    services.close()
+
+
+def test_every_page_on_each_backend(backend_web: TestClient) -> None:
+    web = backend_web
+    token = csrf_of(web.get("/ui/templates/user-preference").text)
+    r = web.post("/ui/templates/user-preference", data={
+        "csrf": token, "subject_id": "ana", "session_id": "s1",
+        "field.subject": "drinks", "field.preference": "Ana prefers green tea."})
+    assert r.status_code == 201 and "Episode created" in r.text
+    web.post("/v1/episodes", json={"subject_id": "ana", "source": "chat", "type": "message",
+                                   "payload": {"role": "user", "content": "I live in Lisbon."}})
+    web.post("/v1/memories/compile", json={"subject_id": "ana"}).raise_for_status()
+    r = web.post("/ui/slates/memory-ladder/Memory/write", data={
+        "csrf": token, "folder": "facts", "file": "core.md", "content": "Ana likes tea."})
+    assert r.status_code == 303
+    r = web.post("/ui/ladders/memory-ladder/chat", data={
+        "csrf": token, "message": "What is the capital of France?", "history": "[]"})
+    assert r.status_code == 200 and "Paris." in r.text
+    run_id = re.search(r'href="/ui/runs/(run-[0-9a-f]+)"', r.text)
+    assert run_id is not None
+    pages = {
+        "/ui/subjects?prefix=an": "ana",
+        "/ui/subjects/ana": "Ana prefers green tea.",
+        "/ui/subjects/ana/delete": "delete-episodes",
+        "/ui/context?subject_id=ana&query=tea": "Ana prefers green tea.",
+        "/ui/slates": "memory-ladder",
+        "/ui/slates/memory-ladder/Memory": "Ana likes tea.",
+        "/ui/ladders/memory-ladder": "Try it",
+        f"/ui/runs/{run_id.group(1)}": "Paris is the capital of France.",
+        "/ui/runs?ladder=memory-ladder": run_id.group(1),
+    }
+    for path, text in pages.items():
+        r = web.get(path)
+        assert r.status_code == 200, (path, r.text[:300])
+        assert text in r.text, path
+    r = web.post("/ui/subjects/ana/delete", data={"csrf": token})
+    assert r.headers["location"].startswith("/ui/subjects?deleted=ana&episodes_deleted=2")
