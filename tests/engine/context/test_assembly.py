@@ -226,3 +226,16 @@ def test_same_request_same_bytes(assembly: CairnAssembly, store: Store) -> None:
     assert all(
         CairnAssembly(store, TENANT).context(req).model_dump_json() == first for _ in range(3)
     )
+
+
+def test_deleting_a_scope_removes_documents_and_their_index(
+    assembly: CairnAssembly, store: Store
+) -> None:
+    add_document(assembly, "The heron nests by the old mill.")
+    req = request(query="heron mill", dataset_ids=["docs"])
+    assert assembly.context(req).items
+    counts = store.subjects.delete_scope(TENANT, SCOPE)
+    assert counts["documents"] == 1 and counts["document_chunks"] == 1
+    assert assembly.context(req).items == []
+    # The key is free again: the same document can be stored anew.
+    assert add_document(assembly, "The heron nests by the old mill.").created
