@@ -29,13 +29,16 @@ def record(server: LiveServer, tenant: str, subject: str, n: int, **extra: Any) 
     return out
 
 
-def test_sign_in_is_required_and_checks_the_key(page: Any, live_server: LiveServer) -> None:
+def test_sign_in_is_required_and_checks_the_key(
+    page: Any, live_server: LiveServer, shoot: Any
+) -> None:
     page.goto(f"{live_server.url}/ui/subjects?prefix=x")
     expect(page).to_have_url(re.compile(r"/ui/login\?next="))
     expect(page.get_by_label("API key")).to_be_focused()
     page.get_by_label("API key").fill("not-a-key")
     page.keyboard.press("Enter")
     expect(page.get_by_test_id("login-error")).to_contain_text("invalid_api_key")
+    shoot(page, "sign-in")
     page.get_by_label("API key").fill(live_server.keys["a"])
     page.get_by_role("button", name="Sign in").click()
     # Back where the viewer wanted to go, signed in as the key's tenant.
@@ -78,6 +81,7 @@ def test_subjects_list_search_and_delete(
     page.get_by_role("link", name=f"Delete {base}:alice").click()
     expect(page.get_by_test_id("delete-episodes")).to_have_text("3")
     expect(page.get_by_test_id("delete-memories")).to_have_text("0")
+    shoot(page, "subject-delete")
     page.get_by_role("button", name=f"Delete {base}:alice").click()
     expect(page.get_by_test_id("deleted-notice")).to_contain_text("3 episodes")
     with live_server.api("a") as api:
