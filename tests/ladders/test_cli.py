@@ -26,8 +26,19 @@ def test_list(tmp_path: Path) -> None:
     r = runner.invoke(app, ["ladders", "list", "--json"], env=env_for(tmp_path))
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
-    assert rows == [{"name": "memory-ladder", "file": str(EXAMPLES / "memory-ladder.yaml"),
-                     "agent": None, "steps": ["answer"], "slates": ["Memory"]}]
+    assert [r["name"] for r in rows] == ["assistant", "assistant:assistant", "memory-ladder"]
+    assert rows[2] == {"name": "memory-ladder", "file": str(EXAMPLES / "memory-ladder.yaml"),
+                       "agent": None, "steps": ["answer"], "slates": ["Memory"]}
+    assert rows[0]["agent"] == "assistant" and rows[0]["steps"] == ["reply"]
+
+
+def test_the_example_agent_remembers(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    args = ["ladders", "run", "assistant", "--conversation", "demo"]
+    r = runner.invoke(app, [*args[:3], "My favourite colour is teal.", *args[3:]], env=env)
+    assert r.exit_code == 0 and r.stdout.strip() == "Noted.", r.output
+    r = runner.invoke(app, [*args[:3], "What is my favourite colour?", *args[3:]], env=env)
+    assert r.stdout.strip() == "Your favourite colour is teal."
 
 
 def test_validate_good_and_bad(tmp_path: Path) -> None:
