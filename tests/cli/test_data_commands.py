@@ -130,6 +130,12 @@ def test_timeline_context_and_subjects(tmp_path: Path) -> None:
     run(tmp_path, "ingest", str(write_jsonl(tmp_path / "e.jsonl", EPISODES)))
     pretty = run(tmp_path, "timeline", "user-1")
     assert pretty.exit_code == 0 and "green tea" in pretty.stdout
+    markup = write_jsonl(tmp_path / "m.jsonl", [{**EPISODES[2], "subject_id": "user-3",
+                                                  "payload": {"text": "[bold]not markup[/bold]"}}])
+    run(tmp_path, "ingest", str(markup))
+    shown = run(tmp_path, "timeline", "user-3")
+    # Stored text is shown as it is, never read as Rich markup.
+    assert "[bold]" in shown.stdout and "[/bold]" in shown.stdout
     bad = run(tmp_path, "timeline", "bad id")
     assert bad.exit_code == 1 and "validation_error" in bad.stderr
     bad_json = run(tmp_path, "timeline", "bad id", "--json")
@@ -143,12 +149,12 @@ def test_timeline_context_and_subjects(tmp_path: Path) -> None:
     assert table.exit_code == 0 and "context for user-1" in table.stdout
     assert run(tmp_path, "context", "user-1", "drink", "--max-tokens", "0").exit_code == 2
     listed = run(tmp_path, "subjects", "list")
-    assert "user-1" in listed.stdout and "2 subject(s)" in listed.stdout
+    assert "user-1" in listed.stdout and "3 subject(s)" in listed.stdout
     refused = run(tmp_path, "subjects", "delete", "user-2", input="n\n")
     assert refused.exit_code == 1
     deleted = json.loads(run(tmp_path, "subjects", "delete", "user-2", "--yes", "--json").stdout)
     assert deleted["episodes_deleted"] == 1
-    assert json.loads(run(tmp_path, "subjects", "list", "--json").stdout)["total"] == 1
+    assert json.loads(run(tmp_path, "subjects", "list", "--json").stdout)["total"] == 2
 
 
 def test_commands_against_a_server_with_a_key(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
 from cairn.cli._common import console, print_json
@@ -35,12 +37,12 @@ def context(
     items = bundle.provenance.get("items", [])
     table = Table("#", "kind", "source", "score", "tokens", "id")
     for n, item in enumerate(items, 1):
-        table.add_row(str(n), str(item.get("kind")), str(item.get("source_class")),
+        table.add_row(str(n), escape(str(item.get("kind"))), str(item.get("source_class")),
                       f"{float(item.get('score') or 0):.3f}", str(item.get("token_count")),
                       str(item.get("id"))[:8])
     console.print(table)
-    console.print(Panel(bundle.assembled_context or "[dim](empty)[/]",
-                        title=f"context for {subject_id}",
-                        subtitle=f"{bundle.token_estimate} tokens", highlight=False))
+    body = Text(bundle.assembled_context) if bundle.assembled_context else Text("(empty)", "dim")
+    console.print(Panel(body, title=f"context for {escape(subject_id)}",
+                        subtitle=f"{bundle.token_estimate} tokens"))
     if bundle.provenance.get("truncated"):
         console.print("[dim]some candidates did not fit the budget[/]")

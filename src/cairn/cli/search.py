@@ -31,10 +31,10 @@ def search(
         print_json(dump(result))
         return
     if not result.memories:
-        console.print(f"[dim]no memories of {subject_id} match (compiled yet? "
+        console.print(f"[dim]no memories of {_short(subject_id)} match (compiled yet? "
                       f"'cairn ingest --compile' or POST /v1/memories/compile)[/]")
         return
     table = Table("score", "kind", "content", "id")
     for m in result.memories:
-        table.add_row(f"{m.score or 0:.3f}", m.kind, _short(m.content, 90), str(m.id)[:8])
+        table.add_row(f"{m.score or 0:.3f}", _short(m.kind), _short(m.content, 90), str(m.id)[:8])
     console.print(table)

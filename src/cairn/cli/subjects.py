@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
@@ -30,7 +31,7 @@ def list_subjects(
         return
     table = Table("subject", "episodes", "memories")
     for s in result.subjects:
-        table.add_row(s.subject_id, str(s.episode_count), str(s.memory_count))
+        table.add_row(escape(s.subject_id), str(s.episode_count), str(s.memory_count))
     console.print(table)
     console.print(f"[dim]{result.total} subject(s)[/]")
 

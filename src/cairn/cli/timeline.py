@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
@@ -12,9 +13,10 @@ from cairn.cli._common import console, print_json
 
 
 def _short(value: object, width: int = 80) -> str:
+    """One line of at most ``width`` characters, escaped so stored text is never Rich markup."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return escape(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def timeline(
@@ -34,17 +36,17 @@ def timeline(
         print_json(dump(result))
         return
     episodes = Table("occurred", "type", "source", "session", "payload",
-                     title=f"episodes of {subject_id}", title_justify="left")
+                     title=f"episodes of {escape(subject_id)}", title_justify="left")
     for e in result.episodes:
-        episodes.add_row(f"{e.occurred_at:%Y-%m-%d %H:%M:%S}", e.type, e.source,
-                         e.session_id or "", _short(e.payload))
+        episodes.add_row(f"{e.occurred_at:%Y-%m-%d %H:%M:%S}", _short(e.type), _short(e.source),
+                         _short(e.session_id or ""), _short(e.payload))
     console.print(episodes)
     if result.episodes_has_more:
         console.print(f"[dim]more episodes: --offset {offset + limit}[/]")
-    memories = Table("kind", "status", "conf", "content", title=f"memories of {subject_id}",
+    memories = Table("kind", "status", "conf", "content", title=f"memories of {escape(subject_id)}",
                      title_justify="left")
     for m in result.memories:
-        memories.add_row(m.kind, m.status, f"{m.confidence:.2f}", _short(m.content))
+        memories.add_row(_short(m.kind), m.status, f"{m.confidence:.2f}", _short(m.content))
     console.print(memories)
     if result.memories_has_more:
         console.print(f"[dim]more memories: --offset {offset + limit}[/]")
