@@ -135,3 +135,25 @@ def test_tenants_are_isolated(api: TestClient, slate_services: Services) -> None
     assert api.get(f"{BASE}/facts/core.md", headers=spoofed).status_code == 403
     assert api.get(f"{BASE}/facts/core.md").status_code == 401
     assert api.get(f"{BASE}/facts/core.md", headers=a).json() == {"content": "secret"}
+
+
+def test_hostile_input_is_a_clear_4xx_and_changes_nothing(api: TestClient) -> None:
+    cases = [
+        ({"content": "a\u0000b"}, {}, "slate_invalid_write"),
+        ({"content": "ok", "tags": ["a\u0000"]}, {}, "slate_invalid_write"),
+        ({"content": "ok", "tags": [""]}, {}, "slate_invalid_write"),
+        ({"content": "ok", "tags": ["x" * 129]}, {}, "slate_invalid_write"),
+        ({"content": "ok", "run_id": "r" * 257}, {}, "validation_error"),
+    ]
+    for body, params, code in cases:
+        r = api.post(f"{BASE}/facts/core.md", json=body, params=params)
+        assert (r.status_code, r.json()["error"]["code"]) == (422, code), (body, r.text)
+    r = api.get("/v1/slates/per-user/Notes/inbox/todo.md", params={"user_id": "a\u0000b"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "slate_user_required"
+    assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
+    # A schema mismatch whose message quotes a NUL is still recorded as a no-op.
+    r = api.post(f"{BASE}/facts/core.md", json={"content": '{"fact": "\\u0000"}',
+                                               "match": {"properties": {"fact": {"minLength": 5}}}})
+    assert r.status_code == 200 and r.json()["reason"] == "schema_mismatch"
+    # JSON content is stored escaped, so a NUL inside it is fine.
+    assert api.post(f"{BASE}/facts/core.md", json={"content": {"x": "\u0000"}}).status_code == 200

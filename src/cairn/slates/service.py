@@ -88,6 +88,9 @@ class Slates:
                     f"slate {sspec.title!r} is kept per user (partition: user): give a user id",
                     code="slate_user_required",
                 )
+            if len(user_id) > 256 or "\x00" in user_id:
+                raise InvalidInput("a user id has at most 256 characters and no NUL",
+                                   code="slate_user_required")
             return FolderKey(tenant, ladder, user_id, sspec.title, folder)
         return FolderKey(tenant, ladder, "", sspec.title, folder)
 
@@ -265,9 +268,15 @@ class Slates:
             raise InvalidSlateWrite("on: mergeByKey needs 'key'", code="slate_merge_key_missing")
         if content is None or content == "":
             raise InvalidSlateWrite("nothing to write: content is empty", code="slate_empty_write")
+        if isinstance(content, str) and "\x00" in content:
+            # Neither backend stores NUL in text; refuse it instead of failing in the driver.
+            raise InvalidSlateWrite("content must not contain a NUL character")
         for tag in tags or []:
-            if not isinstance(tag, str) or not tag or len(tag) > 128:
-                raise InvalidSlateWrite("tags must be non-empty strings of at most 128 characters")
+            if not isinstance(tag, str) or not tag or len(tag) > 128 or "\x00" in tag:
+                raise InvalidSlateWrite(
+                    "tags must be non-empty strings of at most 128 characters, without NUL")
+        if run_id is not None and len(run_id) > 256:
+            raise InvalidSlateWrite("run_id has at most 256 characters")
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         new_file = None

@@ -295,7 +295,8 @@ class SlateRepository:
         with self.db.write() as conn:
             conn.execute(slate_skips.insert().values(
                 tenant_id=key.tenant, ladder=key.ladder, user_id=key.user_id, slate=key.slate,
-                folder=key.folder, file=file, reason=reason, detail=detail[:2000], run_id=run_id,
+                folder=key.folder, file=file, reason=reason,
+                detail=detail[:2000].replace("\x00", "\\0"), run_id=run_id,
                 created_at=now,
             ))
 
