@@ -142,3 +142,56 @@ def test_redaction() -> None:
     assert clean == {"api_key": "[redacted]", "nested": [{"Authorization": "[redacted]"}],
                      "text": "use [redacted] and Bearer [redacted] and [redacted]",
                      "prompt_tokens": 12}
+
+
+METATAGS = """
+slates:
+  - title: Memory
+    folders:
+      - name: facts
+        tokenLimit: 100
+        files:
+          - { name: core.md, init: "seeded fact" }
+providers:
+  s: {kind: scripted, default: '{"fact": "a new fact"}'}
+models: {"*": s}
+steps:
+  - id: look
+    fields:
+      - name: FileList
+        type: slateRead
+        from: { slate: Memory, folder: facts, metatag: index }
+      - name: Tags
+        type: slateRead
+        from: { slate: Memory, folder: facts, file: core.md, metatag: tags }
+        fallback: "no tags"
+      - name: Core
+        type: slateRead
+        from: { slate: Memory, folder: facts, file: core.md }
+    slateWrite:
+      to: { slate: Memory, folder: facts, file: core.md }
+      field: fact
+      tags: [learnt]
+"""
+
+
+def test_metatag_reads_and_tags(tmp_path: Path) -> None:
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "meta", METATAGS)
+    s = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    try:
+        rt = LadderRuntime(s)
+        ladder = s.ladders.get("meta")
+        first = rt.run(ladder, RunRequest(tenant="t", ladder="meta",
+                                          messages=[{"role": "user", "content": "x"}]))
+        prompt = first.trace["steps"][0]["messages"][0]["content"]  # type: ignore[index]
+        assert '## FileList\n[{"name": "core.md"' in prompt
+        assert "## Tags\nno tags\n\n## Core\nseeded fact" in prompt
+        second = rt.run(ladder, RunRequest(tenant="t", ladder="meta",
+                                           messages=[{"role": "user", "content": "y"}]))
+        prompt = second.trace["steps"][0]["messages"][0]["content"]  # type: ignore[index]
+        assert '## Tags\n["learnt"]' in prompt
+        assert "## Core\nseeded fact\na new fact" in prompt
+    finally:
+        s.close()

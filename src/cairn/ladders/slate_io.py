@@ -26,11 +26,12 @@ class SlateAccess:
             raise CairnError("the slates service is not configured", code="slates_unavailable")
         return slates
 
-    def read(self, ref: SlateReadSource) -> str:
-        """The text a ``slateRead`` field sees (fallbacks are the step's business)."""
+    def read(self, ref: SlateReadSource, fallback: str | None = None) -> str:
+        """The text a ``slateRead`` field sees; ``fallback`` replaces an empty result (an empty
+        file, a metatag with no items) and a failed read, as the slates service defines."""
         return str(self.slates.read(
             self.tenant, self.ladder, ref.slate, ref.folder, ref.file, user_id=self.user,
-            metatag=ref.metatag, depth=ref.depth, run_id=self.run_id,
+            metatag=ref.metatag, depth=ref.depth, fallback=fallback, run_id=self.run_id,
         ))
 
     def write(self, spec: SlateWriteSpec, output: str) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from cairn.ladders.board import STEPS, Board, message_text
 from cairn.ladders.config import SlateReadField, StepSpec, TextField
 from cairn.slates.config import SlateReadSource
 
-# Reads a slate file or metatag and returns its text; raises on failure.
-SlateReader = Callable[[SlateReadSource], str]
+# Reads a slate file or metatag (with an optional fallback) and returns its text.
+SlateReader = Callable[[SlateReadSource, str | None], str]
 
 
 @dataclass
@@ -109,13 +109,12 @@ def resolve_slate_read(f: SlateReadField, read: SlateReader) -> ResolvedField:
     where = ref.model_dump(exclude_none=True)
     label = f"slate:{ref.slate}/{ref.folder}" + (f"/{ref.file}" if ref.file else "")
     try:
-        value = read(ref)
+        value = read(ref, f.fallback)
         error = None
-    except CairnError as exc:
-        value, error = "", f"{exc.code}: {exc.message}"
-    if not value and f.fallback is not None:
-        return ResolvedField(f.name, f.fallback, label, True, error, where)
-    return ResolvedField(f.name, value, label, False, error, where)
+    except CairnError as exc:  # a failed read is recorded, and reads as the fallback or ''
+        value, error = f.fallback or "", f"{exc.code}: {exc.message}"
+    used = f.fallback is not None and value == f.fallback
+    return ResolvedField(f.name, value, label, used, error, where)
 
 
 def render_step(step: StepSpec, board: Board, read: SlateReader) -> RenderedStep:
