@@ -53,6 +53,9 @@ async def _every_method(c: AsyncCairn) -> None:
     assert (await c.slates.reset("notes", "Memory", "facts"))["reset"] is True
     assert (await c.ladders.models()).data[0].id == "notes"
     assert (await c.ladders.chat("notes", [{"role": "user", "content": "hi"}])).text == "echo!"
+    streamed = [ch async for ch in c.ladders.stream("notes", [{"role": "user", "content": "hi"}])]
+    assert "".join(ch.text for ch in streamed) == "echo!"
+    assert streamed[-1].choices[0]["finish_reason"] == "stop"
     runs = await c.runs.list()
     assert (await c.runs.get(runs.runs[0].id)).status == "completed"
     assert (await c.request("GET", "/v1/version"))["version"]

@@ -191,9 +191,13 @@ def test_ladders_and_runs(local: Cairn) -> None:
         local.ladders.chat("notes", [{"role": "user", "content": "other"}],
                            idempotency_key="run-a")
     assert reused.value.code == "idempotency_key_reused"
+    chunks = list(local.ladders.stream("notes", [{"role": "user", "content": "hello"}]))
+    assert "".join(c.text for c in chunks) == "echo!"
+    with pytest.raises(NotFoundError):
+        list(local.ladders.stream("missing", [{"role": "user", "content": "hi"}]))
     runs = local.runs.list(ladder="notes")
-    assert runs.total == 1 and runs.runs[0].status == "completed"
-    run = local.runs.get(runs.runs[0].id)
+    assert runs.total == 2 and {r.status for r in runs.runs} == {"completed"}
+    run = local.runs.get(reply.id.removeprefix("chatcmpl-"))
     assert run.response["choices"][0]["message"]["content"] == "echo!"
     with pytest.raises(NotFoundError) as info:
         local.ladders.chat("missing", [{"role": "user", "content": "hi"}])
@@ -227,3 +231,19 @@ def test_memories_compile_jobs_and_search(local: Cairn) -> None:
     with pytest.raises(NotFoundError) as nf:
         local.memories.job(uuid.uuid4())
     assert nf.value.code == "job_not_found"
+
+
+def test_an_error_event_in_a_stream_raises_with_its_code() -> None:
+    from cairn.client._ladders import chunks
+
+    lines = [
+        'data: {"id": "chatcmpl-r", "choices": [{"index": 0, "delta": {"content": "Hel"}}]}',
+        "",
+        'data: {"error": {"code": "slate_limit_exceeded", "message": "full", "details": null,'
+        ' "request_id": null}}',
+    ]
+    seen: list[str] = []
+    with pytest.raises(InvalidRequestError) as info:
+        for chunk in chunks(lines):
+            seen.append(chunk.text)
+    assert seen == ["Hel"] and info.value.code == "slate_limit_exceeded"

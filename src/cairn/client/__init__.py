@@ -24,6 +24,7 @@ from cairn.client._errors import (
 )
 from cairn.client._feature_models import (
     Budget,
+    ChatChunk,
     ChatCompletion,
     CompileJob,
     CompileJobQueued,
@@ -67,6 +68,7 @@ __all__ = [
     "Budget",
     "Cairn",
     "CairnClientError",
+    "ChatChunk",
     "ChatCompletion",
     "CompileJob",
     "CompileJobQueued",

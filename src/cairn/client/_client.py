@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,7 +35,7 @@ from cairn.client._episodes import (
     Subjects,
     timeline_call,
 )
-from cairn.client._errors import APIConnectionError, APITimeoutError
+from cairn.client._errors import APIConnectionError, APITimeoutError, error_from_response
 from cairn.client._feature_models import ContextBundle
 from cairn.client._inprocess import LOCAL_BASE_URL, ASGIAppTransport, LocalApp
 from cairn.client._ladders import AsyncLadders, AsyncRuns, Ladders, Runs
@@ -131,6 +132,18 @@ class Cairn:
                 attempt += 1
                 continue
             return parse_response(call, response)
+
+    def _stream_lines(self, call: Call[Any]) -> Iterator[str]:
+        """The lines of a streamed answer (server-sent events); sent once, never retried."""
+        try:
+            with self._http.stream(call.method, call.path, params=call.params, json=call.json,
+                                   headers=call.headers or None) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise error_from_response(response)
+                yield from response.iter_lines()
+        except httpx.TransportError as exc:
+            raise _connection_error(exc, call) from exc
 
     def request(self, method: str, path: str, *, json: Any = None,
                 params: dict[str, Any] | None = None, idempotent: bool | None = None) -> Any:
@@ -249,6 +262,21 @@ class AsyncCairn:
                 attempt += 1
                 continue
             return parse_response(call, response)
+
+    async def _stream_lines(self, call: Call[Any]) -> AsyncIterator[str]:
+        """The lines of a streamed answer (server-sent events); sent once, never retried."""
+        await self._start()
+        try:
+            async with self._http.stream(call.method, call.path, params=call.params,
+                                         json=call.json, headers=call.headers or None
+                                         ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_from_response(response)
+                async for line in response.aiter_lines():
+                    yield line
+        except httpx.TransportError as exc:
+            raise _connection_error(exc, call) from exc
 
     async def request(self, method: str, path: str, *, json: Any = None,
                       params: dict[str, Any] | None = None,

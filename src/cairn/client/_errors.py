@@ -83,7 +83,8 @@ class ServerError(APIError):
     """5xx: the server failed or is unavailable."""
 
 
-def _class_for(status: int) -> type[APIError]:
+def error_class(status: int) -> type[APIError]:
+    """The ``APIError`` subclass for an HTTP status."""
     if status in (401, 403):
         return AuthenticationError
     if status == 404:
@@ -121,6 +122,6 @@ def error_from_response(response: httpx.Response) -> APIError:
         message = text[:500] if text else (response.reason_phrase or f"HTTP {status}")
         details = body
         request_id = header_id
-    return _class_for(status)(
+    return error_class(status)(
         message, code=code, status=status, details=details, request_id=request_id
     )

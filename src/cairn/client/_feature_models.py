@@ -192,6 +192,24 @@ class ChatCompletion(Response):
         return content if isinstance(content, str) else ""
 
 
+class ChatChunk(Response):
+    """One streamed delta of a chat completion; ``text`` is the first choice's new content."""
+
+    id: str
+    object: str = "chat.completion.chunk"
+    created: int = 0
+    model: str = ""
+    choices: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        if not self.choices:
+            return ""
+        content = (self.choices[0].get("delta") or {}).get("content")
+        return content if isinstance(content, str) else ""
+
+
 class Model(Response):
     id: str
     object: str = "model"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from cairn.client._base import Call, clean_params, path_segment
-from cairn.client._feature_models import ChatCompletion, ModelList, Run, RunList
+from cairn.client._errors import UnexpectedResponseError, error_class
+from cairn.client._feature_models import ChatChunk, ChatCompletion, ModelList, Run, RunList
 
 if TYPE_CHECKING:
     from cairn.client._client import AsyncCairn, Cairn
@@ -30,6 +33,48 @@ def chat_call(
     # The Idempotency-Key is the run id: a repeat replays the recorded run.
     return Call("POST", f"/v1/local/{path_segment(ladder)}/chat/completions", ChatCompletion,
                 json=body, headers=headers, idempotent=bool(idempotency_key))
+
+
+def stream_call(
+    ladder: str, messages: list[dict[str, Any]], model: str | None, user: str | None,
+    idempotency_key: str | None, conversation_id: str | None, options: dict[str, Any],
+) -> Call[ChatChunk]:
+    call = chat_call(ladder, messages, model, user, idempotency_key, conversation_id, options)
+    return Call(call.method, call.path, ChatChunk, json={**call.json, "stream": True},
+                headers=call.headers, idempotent=False)
+
+
+def parse_event(line: str) -> ChatChunk | None:
+    """One server-sent event line: a chunk, ``None`` for anything that is not data.
+    Raises ``StopIteration``-free markers: ``[DONE]`` gives an empty-id sentinel chunk."""
+    if not line.startswith("data:"):
+        return None
+    data = line[5:].strip()
+    if data == "[DONE]":
+        return ChatChunk(id="")
+    try:
+        event = json.loads(data)
+    except ValueError as exc:
+        raise UnexpectedResponseError(f"not a JSON event: {data[:200]!r}") from exc
+    error = event.get("error") if isinstance(event, dict) else None
+    if isinstance(error, dict):
+        # The status line (200) was already sent when the run failed: the error is an event.
+        code = str(error.get("code") or "internal_error")
+        status = 500 if code == "internal_error" else 422
+        raise error_class(status)(str(error.get("message") or code), code=code, status=status,
+                                  details=error.get("details"),
+                                  request_id=error.get("request_id"))
+    return ChatChunk.model_validate(event)
+
+
+def chunks(lines: Iterable[str]) -> Iterator[ChatChunk]:
+    for line in lines:
+        chunk = parse_event(line)
+        if chunk is None:
+            continue
+        if not chunk.id:
+            return
+        yield chunk
 
 
 def models_call() -> Call[ModelList]:
@@ -62,6 +107,18 @@ class Ladders:
         return self._client._send(chat_call(ladder, messages, model, user, idempotency_key,
                                             conversation_id, options))
 
+    def stream(
+        self, ladder: str, messages: list[dict[str, Any]], *, model: str | None = None,
+        user: str | None = None, idempotency_key: str | None = None,
+        conversation_id: str | None = None, **options: Any,
+    ) -> Iterator[ChatChunk]:
+        """Run the ladder and yield its answer as it is produced (``stream: true``); each
+        chunk's ``text`` is the new content. An error before the first token raises like any
+        call; one during the stream raises an ``APIError`` from the event. Never retried."""
+        call = stream_call(ladder, messages, model, user, idempotency_key, conversation_id,
+                           options)
+        yield from chunks(self._client._stream_lines(call))
+
     def models(self) -> ModelList:
         """Every ladder as an OpenAI model (``GET /v1/local/models``)."""
         return self._client._send(models_call())
@@ -81,6 +138,22 @@ class AsyncLadders:
         """Run the ladder on ``messages`` (see ``Ladders.chat``)."""
         return await self._client._send(chat_call(ladder, messages, model, user,
                                                   idempotency_key, conversation_id, options))
+
+    async def stream(
+        self, ladder: str, messages: list[dict[str, Any]], *, model: str | None = None,
+        user: str | None = None, idempotency_key: str | None = None,
+        conversation_id: str | None = None, **options: Any,
+    ) -> AsyncIterator[ChatChunk]:
+        """Run the ladder and yield its answer as it is produced (see ``Ladders.stream``)."""
+        call = stream_call(ladder, messages, model, user, idempotency_key, conversation_id,
+                           options)
+        async for line in self._client._stream_lines(call):
+            chunk = parse_event(line)
+            if chunk is None:
+                continue
+            if not chunk.id:
+                return
+            yield chunk
 
     async def models(self) -> ModelList:
         """Every ladder as an OpenAI model."""
