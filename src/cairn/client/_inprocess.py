@@ -22,7 +22,8 @@ LOCAL_BASE_URL = "http://cairn.local"
 
 
 class ASGIAppTransport(httpx.BaseTransport):
-    """A sync httpx transport that calls an ASGI app in this process.
+    """A sync httpx transport that calls an ASGI app in this process. Each response is read
+    whole before it is returned (a streamed answer arrives in one piece).
 
     Example::
 
