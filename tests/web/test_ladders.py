@@ -23,7 +23,8 @@ def test_chat_with_a_ladder_and_open_its_trace(
 ) -> None:
     sign_in(page)
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Ladders").click()
-    expect(page.get_by_test_id("ladders").locator("tbody tr")).to_have_count(2)
+    expect(page.get_by_test_id("ladders").locator("tbody tr")).to_have_count(
+        len(live_server.services.ladders.names()))
     shoot(page, "ladders")
     page.get_by_role("link", name="memory-ladder", exact=True).click()
     expect(page.get_by_test_id("chat-empty")).to_be_visible()
@@ -39,6 +40,8 @@ def test_chat_with_a_ladder_and_open_its_trace(
     expect(chat.locator(".msg.assistant").last).to_contain_text(
         "from what I learnt before: Paris is the capital of France")
     expect(page.get_by_label("Message")).to_be_focused()
+    # The script posted in the background: the page did not navigate to the form's action.
+    expect(page).to_have_url(re.compile(r"/ui/ladders/memory-ladder$"))
     shoot(page, "ladder-chat")
 
     chat.get_by_test_id("trace-link").last.click()
