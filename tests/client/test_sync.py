@@ -247,3 +247,16 @@ def test_an_error_event_in_a_stream_raises_with_its_code() -> None:
         for chunk in chunks(lines):
             seen.append(chunk.text)
     assert seen == ["Hel"] and info.value.code == "slate_limit_exceeded"
+
+
+def test_one_in_process_client_shared_by_threads(local: Cairn) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def record(n: int) -> str:
+        return str(local.episodes.create(f"t-{n % 4}", source="s", type="t", payload={"n": n},
+                                         idempotency_key=f"k-{n}").id)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = list(pool.map(record, range(80)))
+    assert len(set(ids)) == 80
+    assert sum(s.episode_count for s in local.subjects.list().subjects) == 80

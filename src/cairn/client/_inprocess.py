@@ -8,6 +8,7 @@ request to it. ``LocalApp`` builds the app on the configured database and runs i
 
 from __future__ import annotations
 
+import threading
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +41,15 @@ class ASGIAppTransport(httpx.BaseTransport):
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
         self._lifespan_cm: AbstractContextManager[Any] | None = None
+        self._lock = threading.Lock()  # two threads' first requests start one loop, not two
 
     @property
     def portal(self) -> BlockingPortal:
         """The event loop thread the app runs on (started on first use)."""
+        with self._lock:
+            return self._portal if self._portal is not None else self._start()
+
+    def _start(self) -> BlockingPortal:
         if self._portal is None:
             self._portal_cm = start_blocking_portal()
             self._portal = self._portal_cm.__enter__()
