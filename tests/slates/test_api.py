@@ -157,3 +157,14 @@ def test_hostile_input_is_a_clear_4xx_and_changes_nothing(api: TestClient) -> No
     assert r.status_code == 200 and r.json()["reason"] == "schema_mismatch"
     # JSON content is stored escaped, so a NUL inside it is fine.
     assert api.post(f"{BASE}/facts/core.md", json={"content": {"x": "\u0000"}}).status_code == 200
+
+
+def test_deleting_a_subject_removes_its_per_user_slate_state(api: TestClient) -> None:
+    todo = "/v1/slates/per-user/Notes/inbox/todo.md"
+    for user in ("ann", "bob"):
+        assert api.post(todo, params={"user_id": user}, json={"content": f"for {user}"}).is_success
+    api.post(f"{BASE}/facts/core.md", json={"content": "shared"})
+    assert api.delete("/v1/subjects/ann").status_code == 200
+    assert api.get(todo, params={"user_id": "ann"}).json() == {"content": "nothing yet"}
+    assert api.get(todo, params={"user_id": "bob"}).json() == {"content": "nothing yet\nfor bob"}
+    assert api.get(f"{BASE}/facts/core.md").json() == {"content": "shared"}

@@ -31,9 +31,20 @@ from sqlalchemy import (
     update,
 )
 
+from cairn.core.scope import DEFAULT_RUNTIME
 from cairn.slates.model import Entry, Eviction, FileState, FolderKey, FolderState
 from cairn.store.database import Database
-from cairn.store.schema import JsonType, SeqType, UTCDateTime, metadata
+from cairn.store.schema import SCOPED_TABLES, JsonType, SeqType, UTCDateTime, metadata
+
+
+def _subject_columns() -> list[Column[Any]]:
+    # Constant today: they make per-user slate state part of the subject ``("default", user,
+    # "")``, so ``DELETE /v1/subjects/{user}`` removes it with the rest of the user's data.
+    return [
+        Column("runtime_id", String(256), nullable=False, server_default=DEFAULT_RUNTIME),
+        Column("agent_id", String(256), nullable=False, server_default=""),
+    ]
+
 
 slate_folders = Table(
     "slate_folders",
@@ -42,6 +53,7 @@ slate_folders = Table(
     Column("tenant_id", String(128), nullable=False),
     Column("ladder", String(256), nullable=False),
     Column("user_id", String(256), nullable=False, server_default=""),
+    *_subject_columns(),
     Column("slate", String(128), nullable=False),
     Column("folder", String(128), nullable=False),
     Column("clock", BigInteger(), nullable=False, server_default="0"),
@@ -91,6 +103,7 @@ slate_evictions = Table(
     Column("tenant_id", String(128), nullable=False),
     Column("ladder", String(256), nullable=False),
     Column("user_id", String(256), nullable=False, server_default=""),
+    *_subject_columns(),
     Column("slate", String(128), nullable=False),
     Column("folder", String(128), nullable=False),
     Column("file", String(128), nullable=False),
@@ -109,6 +122,7 @@ slate_skips = Table(
     Column("tenant_id", String(128), nullable=False),
     Column("ladder", String(256), nullable=False),
     Column("user_id", String(256), nullable=False, server_default=""),
+    *_subject_columns(),
     Column("slate", String(128), nullable=False),
     Column("folder", String(128), nullable=False),
     Column("file", String(128), nullable=False),
@@ -118,6 +132,13 @@ slate_skips = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Index("ix_slate_skips_slate", "tenant_id", "ladder", "slate", "user_id", "id"),
 )
+
+
+# Deleting a subject deletes its folders (files and entries follow by ON DELETE CASCADE),
+# evictions and skipped writes.
+for _table in (slate_folders, slate_evictions, slate_skips):
+    if _table not in SCOPED_TABLES:
+        SCOPED_TABLES.append(_table)
 
 
 @dataclass(frozen=True, slots=True)
