@@ -104,33 +104,6 @@ def context(
     run(sizes=tuple(sizes), backends=tuple(backend), requests=requests, pg_url=pg_url)
 
 
-@app.command("locomo-context")
-def locomo_context(
-    data: str = typer.Option(..., help="A LoCoMo JSON file (e.g. locomo-dev.json)."),
-    embedder: str = typer.Option("none", help="none or local."),
-    candidates: int = typer.Option(200, help="Candidates per long-term lane."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-) -> None:
-    """LoCoMo evidence recall of the packed context at max_tokens 250 … 4000.
-
-    Example: cairn bench locomo-context --data locomo-dev.json --json
-    """
-    import json
-    from pathlib import Path
-
-    from cairn.bench.locomo import format_table
-    from cairn.bench.locomo_context import run
-
-    emb = None
-    if embedder == "local":
-        from cairn.engine.embedders import LocalEmbedder
-
-        emb = LocalEmbedder()
-    elif embedder != "none":
-        raise typer.BadParameter("embedder must be none or local")
-    report = run(Path(data), embedder=emb, candidates=candidates)
-    typer.echo(json.dumps(report.to_json()) if as_json else format_table(report))
-
 
 @app.command("sdk")
 def sdk(

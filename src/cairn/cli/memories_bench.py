@@ -17,6 +17,8 @@ def locomo_command(
     embedder: str = typer.Option("none", "--embedder", help="none, local or hashing."),
     limit: int = typer.Option(200, "--limit", min=10, help="Results asked of search per question."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    through: str = typer.Option("search", "--through",
+                                help="search, or context: recall of the packed context."),
 ) -> None:
     """Evidence recall within token budgets on LoCoMo (each conversation is one subject).
 
@@ -27,8 +29,16 @@ def locomo_command(
 
     try:
         emb = embedder_named(embedder)
-        report = run(data, embedder=emb, limit=limit,
-                     progress=None if as_json else err_console.print)
+        if through == "context":  # cairn.bench.locomo_context: the same data, through context
+            from cairn.bench.locomo_context import run as run_through_context
+
+            report = run_through_context(data, embedder=emb, candidates=limit,
+                                         progress=None if as_json else err_console.print)
+        elif through == "search":
+            report = run(data, embedder=emb, limit=limit,
+                         progress=None if as_json else err_console.print)
+        else:
+            raise typer.BadParameter("--through must be search or context")
     except Exception as exc:
         raise fail(exc) from exc
     if as_json:
