@@ -55,8 +55,9 @@ class Services:
         return cls(settings, store)
 
     def auth_required(self) -> bool:
-        """False only while no key exists at all (local development on loopback)."""
-        return bool(self.settings.api_key) or self.store.keys.active_count() > 0
+        """False only while no key was ever configured or created (local development on
+        loopback). Revoking every key does not reopen the server."""
+        return bool(self.settings.api_key) or self.store.keys.any_key_exists()
 
     def close(self) -> None:
         self.store.close()

@@ -110,3 +110,24 @@ def _scope():  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/v1/version", "/metrics"])
 def test_health_endpoints_need_no_key(backend_client: TestClient, two_tenants: dict, path: str) -> None:
     assert backend_client.get(path).status_code == 200
+
+
+def test_revoking_every_key_does_not_reopen_the_server(
+    backend_client: TestClient, backend_services: Services
+) -> None:
+    key, info = backend_services.store.keys.create("only")
+    backend_services.store.keys.revoke(info.id)
+    r = backend_client.get("/v1/subjects")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"
+
+
+def test_open_mode_refuses_requests_to_a_public_bind(client: TestClient) -> None:
+    """However the app was started, a server bound beyond loopback needs a key."""
+    from cairn.api.auth import tenant_for_key
+    from cairn.errors import MissingApiKey
+
+    services = client.app.state.services  # type: ignore[attr-defined]
+    assert tenant_for_key(services, None, "127.0.0.1") == "default"
+    assert tenant_for_key(services, None, "cairn.local") == "default"
+    with pytest.raises(MissingApiKey):
+        tenant_for_key(services, None, "0.0.0.0")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from fastapi import Request
 
 from cairn.core.tenants import DEFAULT_TENANT
@@ -26,10 +28,14 @@ def api_key_of(request: Request) -> str | None:
     return None
 
 
-def tenant_for_key(services: Services, key: str | None) -> str:
-    """Resolve a tenant; raises MissingApiKey / InvalidApiKey."""
+def tenant_for_key(services: Services, key: str | None, server_host: str | None = None) -> str:
+    """Resolve a tenant; raises MissingApiKey / InvalidApiKey.
+
+    Without any key the server is open, but only to a server bound to loopback: however the
+    app was started (``cairn serve`` checks this too), a non-loopback bind still needs a key.
+    """
     if key is None:
-        if services.auth_required():
+        if services.auth_required() or (server_host and _bound_beyond_loopback(server_host)):
             raise MissingApiKey(
                 "an API key is required: send 'X-API-Key: <key>' or 'Authorization: Bearer <key>'"
             )
@@ -42,9 +48,20 @@ def tenant_for_key(services: Services, key: str | None) -> str:
 
 def require_tenant(request: Request) -> str:
     """FastAPI dependency: the caller's tenant."""
-    tenant = tenant_for_key(services_of(request), api_key_of(request))
+    server = request.scope.get("server")
+    tenant = tenant_for_key(services_of(request), api_key_of(request), server[0] if server else None)
     claimed = request.headers.get("x-tenant-id")
     if claimed is not None and claimed != tenant:
         raise TenantMismatch("X-Tenant-ID does not match the tenant of the API key")
     request.scope.setdefault("state", {})["tenant"] = tenant
     return tenant
+
+
+
+def _bound_beyond_loopback(host: str) -> bool:
+    """Whether the server socket listens on a non-loopback IP (e.g. 0.0.0.0). In-process
+    transports name a host instead of an address and are not network listeners."""
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -105,10 +105,8 @@ class KeyRepository:
             )
             return int(res.rowcount or 0)
 
-    def active_count(self) -> int:
+    def any_key_exists(self) -> bool:
+        """Whether a key was ever created (revoked ones count: revoking the last key must
+        not turn authentication off)."""
         with self.db.read() as conn:
-            return int(
-                conn.execute(
-                    select(func.count()).select_from(api_keys).where(api_keys.c.revoked_at.is_(None))
-                ).scalar_one()
-            )
+            return conn.execute(select(func.count()).select_from(api_keys)).scalar_one() > 0
