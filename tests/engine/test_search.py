@@ -82,7 +82,12 @@ def test_ties_break_deterministically(store: Store) -> None:
 
 
 def test_vector_and_hybrid_lanes_with_a_deterministic_embedder(store: Store) -> None:
-    scope = seed(store)
+    scope = Scope.for_subject("v")
+    store.episodes.append_many(TENANT, [
+        NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
+        for _, text in TEXTS
+    ])
+    compile_scope(store, TENANT, scope)
     emb = HashingEmbedder()
     assert embed_memories(store, emb, TENANT, scope) > 0
     assert embed_memories(store, emb, TENANT, scope) == 0  # all have vectors now

@@ -43,16 +43,44 @@ celebrated adopted volunteered climbed ran swam traveled moved signed""".split()
 _NAMES = ["Alice", "Bruno", "Chen", "Dana"]
 
 
-def synthetic_episodes(n: int, subject: str, seed: int = 7) -> list[NewEpisode]:
+def _vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
+    """Pronounceable pseudo-words; used with Zipf weights, like real text's word counts."""
+    onsets = ["b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "br",
+              "st", "tr", "pl", "gr"]
+    vowels = ["a", "e", "i", "o", "u", "ai", "ou"]
+    words: list[str] = []
+    seen = set()
+    while len(words) < size:
+        w = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.choice((2, 3))))
+        w += rng.choice(("", "n", "r", "st", "l"))
+        if w not in seen:
+            seen.add(w)
+            words.append(w)
+    return words
+
+
+_RNG_SEED = 7
+
+
+def _corpus_words(seed: int) -> tuple[list[str], list[float]]:
     rng = random.Random(seed)
+    vocab = _NOUNS + _VERBS + _vocabulary(rng)
+    rng.shuffle(vocab)
+    weights = [1.0 / (rank + 10) for rank in range(len(vocab))]
+    return vocab, weights
+
+
+def synthetic_episodes(n: int, subject: str, seed: int = _RNG_SEED) -> list[NewEpisode]:
+    """``n`` turns of a seeded conversation: a speaker, a date, 8–20 Zipf-distributed words."""
+    rng = random.Random(seed)
+    vocab, weights = _corpus_words(seed)
     start = datetime(2023, 1, 1, 9, tzinfo=UTC)
     scope = Scope.for_subject(subject)
     out = []
     for i in range(n):
         speaker = _NAMES[i % 2] if (i // 200) % 2 == 0 else _NAMES[2 + i % 2]
-        words = [rng.choice(_VERBS), "the", rng.choice(_NOUNS), "with", "my",
-                 rng.choice(_NOUNS), "near", "the", rng.choice(_NOUNS)]
-        text = f"I {' '.join(words)} last week and it was about {rng.choice(_NOUNS)}."
+        words = rng.choices(vocab, weights=weights, k=rng.randint(8, 20))
+        text = f"I {' '.join(words)}."
         out.append(NewEpisode(
             scope=scope, source="bench", type="conversation.turn",
             payload={"messages": [{"role": "user", "name": speaker, "content": text}]},
@@ -62,13 +90,18 @@ def synthetic_episodes(n: int, subject: str, seed: int = 7) -> list[NewEpisode]:
     return out
 
 
-def questions(n: int, seed: int = 11) -> list[str]:
+def questions(n: int, seed: int = 11, corpus: int = 10_000) -> list[str]:
+    """Questions about things said in the corpus: two or three words of one random turn."""
+    episodes = synthetic_episodes(corpus, "q")
     rng = random.Random(seed)
-    return [
-        f"When did {rng.choice(_NAMES)} {rng.choice(_VERBS)} the {rng.choice(_NOUNS)} "
-        f"and the {rng.choice(_NOUNS)}?"
-        for _ in range(n)
-    ]
+    out = []
+    for _ in range(n):
+        ep = rng.choice(episodes)
+        msg = ep.payload["messages"][0]
+        words = msg["content"].rstrip(".").split()[1:]
+        picked = rng.sample(words, k=min(len(words), rng.choice((2, 3))))
+        out.append(f"When did {msg['name']} talk about the {' and the '.join(picked)}?")
+    return out
 
 
 def embedder_named(name: str) -> Any:

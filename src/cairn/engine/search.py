@@ -151,6 +151,16 @@ def vector_lane(
     return {int(m.seqs[i]): max(0.0, min(1.0, float(sims[i]))) for i in top}
 
 
+EMBED_CONTEXT = True
+
+
+def embedding_text(content: str, metadata: dict[str, Any]) -> str:
+    """What is embedded for a memory: its content, plus (for turns) the words of the
+    neighbouring messages the compiler indexed, so a reply sits near its question."""
+    context = metadata.get("context_terms") if EMBED_CONTEXT else None
+    return f"{content} ({context})" if context else content
+
+
 def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope: Scope,
                    batch: int = 256) -> int:
     """Embed the partition's memories that have no vector yet; returns how many."""
@@ -161,11 +171,11 @@ def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope:
             todo = store.memories.without_embedding(conn, tenant_id, scope, limit=batch)
         if not todo:
             return done
-        vectors = embedder.embed([content for _, content in todo])
+        vectors = embedder.embed([embedding_text(content, meta) for _, content, meta in todo])
         blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
         with store.db.write() as conn:
             store.memories.set_embeddings(
-                conn, [(seq, blob) for (seq, _), blob in zip(todo, blobs, strict=True)]
+                conn, [(row[0], blob) for row, blob in zip(todo, blobs, strict=True)]
             )
         done += len(todo)
 

@@ -67,8 +67,7 @@ def _memory_of_row(row: dict[str, Any]) -> Memory:
 
 
 # Weight of the words of neighbouring messages (indexed with a turn, not part of it)
-# relative to the memory's own words.
-CONTEXT_WEIGHT = 0.5
+# relative to the memory's own words (SQLite's is the FTS5 rank set by the migration).
 PG_CONTEXT_WEIGHT = 0.5
 
 # Every column but the embedding (which only the vector lane reads, in bulk).
@@ -136,8 +135,16 @@ class MemoryRepository:
         """Memories of one partition by ``seq`` (others' rows are never returned)."""
         if not seqs:
             return {}
-        stmt = select(*_COLUMNS).where(scope_filter(t, tenant_id, scope), t.c.seq.in_(list(seqs)))
-        return {int(r._mapping["seq"]): row_to_memory(r) for r in conn.execute(stmt)}
+        # By primary key only (a scope predicate tempts SQLite into scanning the partition's
+        # index); the partition is checked on each row instead.
+        stmt = select(*_COLUMNS).where(t.c.seq.in_(list(seqs)))
+        out = {}
+        for r in conn.execute(stmt):
+            m = r._mapping
+            if (m["tenant_id"] == tenant_id and m["runtime_id"] == scope.runtime_id
+                    and m["user_id"] == scope.user_id and m["agent_id"] == scope.agent_id):
+                out[int(m["seq"])] = row_to_memory(r)
+        return out
 
     def by_ids(self, conn: Connection, tenant_id: str, ids: Sequence[uuid.UUID]) -> list[Memory]:
         if not ids:
@@ -269,13 +276,7 @@ class MemoryRepository:
                 names.append(f":k{i}")
             where.append(f"m.kind IN ({', '.join(names)})")
         if self.db.is_sqlite:
-            params["q"] = " OR ".join(f'"{term}"' for term in terms)
-            sql = (
-                f"SELECT m.seq, -bm25(memories_fts, 1.0, {CONTEXT_WEIGHT}) AS s FROM memories_fts "
-                "JOIN memories m ON m.seq = memories_fts.rowid "
-                f"WHERE memories_fts MATCH :q AND {' AND '.join(where)} "
-                "ORDER BY s DESC, m.seq LIMIT :limit"
-            )
+            return self._fts5(tenant_id, scope, terms, where, params, limit, conn)
         else:
             params["q"] = " | ".join(terms)
             doc = ("(setweight(to_tsvector('english'::regconfig, m.content || ' ' || "
@@ -292,6 +293,43 @@ class MemoryRepository:
             return [(int(r[0]), float(r[1])) for r in conn.execute(text(sql), params)]
         with self.db.read() as own:
             return [(int(r[0]), float(r[1])) for r in own.execute(text(sql), params)]
+
+    def _fts5(
+        self, tenant_id: str, scope: Scope, terms: Sequence[str], where: list[str],
+        params: dict[str, Any], limit: int, conn: Connection | None,
+    ) -> list[tuple[int, float]]:
+        """FTS5 ranks inside the partition (its ``part`` token) and returns the best
+        ``inner`` rows; the join re-checks partition, status and kind. If filtering leaves
+        fewer than ``limit`` while more matches may exist, it asks again for more."""
+        key = "\x1f".join((tenant_id, scope.runtime_id, scope.user_id, scope.agent_id))
+        part = "p" + key.encode().hex().upper()
+        params["q"] = f'part : "{part}" AND (' + " OR ".join(f'"{t}"' for t in terms) + ")"
+        inner = limit * 2 + 50
+        while True:
+            params["inner"] = inner
+            sql = (
+                "SELECT m.seq, -f.rank AS s FROM (SELECT rowid, rank FROM memories_fts "
+                "WHERE memories_fts MATCH :q ORDER BY rank LIMIT :inner) f "
+                f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
+                "ORDER BY f.rank, m.seq LIMIT :limit"
+            )
+            if conn is not None:
+                rows = conn.execute(text(sql), params).all()
+            else:
+                with self.db.read() as own:
+                    rows = own.execute(text(sql), params).all()
+            if len(rows) >= limit or inner >= 1_000_000:
+                return [(int(r[0]), float(r[1])) for r in rows]
+            # Fewer than asked: either that is all there is, or filters ate the window.
+            count_sql = ("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH :q")
+            if conn is not None:
+                total = conn.execute(text(count_sql), params).scalar_one()
+            else:
+                with self.db.read() as own:
+                    total = own.execute(text(count_sql), params).scalar_one()
+            if total <= inner:
+                return [(int(r[0]), float(r[1])) for r in rows]
+            inner *= 4
 
     def vector_stamp(self, conn: Connection, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """(number of embeddings, largest seq) of a partition: changes when vectors do."""
@@ -312,12 +350,13 @@ class MemoryRepository:
 
     def without_embedding(
         self, conn: Connection, tenant_id: str, scope: Scope, limit: int = 10_000
-    ) -> list[tuple[int, str]]:
+    ) -> list[tuple[int, str, dict[str, Any]]]:
+        """``(seq, content, metadata)`` of memories that have no vector yet."""
         rows = conn.execute(
-            select(t.c.seq, t.c.content)
+            select(t.c.seq, t.c.content, t.c.metadata)
             .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_(None),
                    t.c.status != "deleted")
             .order_by(t.c.seq)
             .limit(limit)
         ).all()
-        return [(int(r[0]), str(r[1])) for r in rows]
+        return [(int(r[0]), str(r[1]), dict(r[2] or {})) for r in rows]

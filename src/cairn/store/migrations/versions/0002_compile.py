@@ -19,6 +19,11 @@ depends_on = None
 
 _SQLITE_BODY = "{r}.content || ' ' || coalesce(json_extract({r}.metadata, '$.keywords'), '')"
 _SQLITE_CONTEXT = "coalesce(json_extract({r}.metadata, '$.context_terms'), '')"
+# One token naming the row's partition, so FTS5 itself can narrow a query to one partition
+# and rank inside it (``ORDER BY rank LIMIT n`` without visiting other partitions' rows).
+_SQLITE_PART = ("'p' || hex({r}.tenant_id || char(31) || {r}.runtime_id || char(31) || "
+                "{r}.user_id || char(31) || {r}.agent_id)")
+_SQLITE_VALUES = ("{r}.seq, " + _SQLITE_BODY + ", " + _SQLITE_CONTEXT + ", " + _SQLITE_PART)
 
 
 def upgrade() -> None:
@@ -26,26 +31,20 @@ def upgrade() -> None:
     if bind.dialect.name == "sqlite":
         op.execute(
             "CREATE VIRTUAL TABLE memories_fts USING fts5("
-            "body, context, content='', tokenize='porter unicode61 remove_diacritics 2')"
+            "body, context, part, content='', tokenize='porter unicode61 remove_diacritics 2')"
         )
         op.execute(
-            "CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN "
-            "INSERT INTO memories_fts(rowid, body, context) VALUES "
-            f"(new.seq, {_SQLITE_BODY.format(r='new')}, {_SQLITE_CONTEXT.format(r='new')});"
-            " END"
+            "INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.0)')"
         )
+        insert_new = ("INSERT INTO memories_fts(rowid, body, context, part) VALUES "
+                      f"({_SQLITE_VALUES.format(r='new')});")
+        delete_old = ("INSERT INTO memories_fts(memories_fts, rowid, body, context, part) "
+                      f"VALUES ('delete', {_SQLITE_VALUES.format(r='old')});")
+        op.execute(f"CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN {insert_new} END")
+        op.execute(f"CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN {delete_old} END")
         op.execute(
-            "CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN "
-            "INSERT INTO memories_fts(memories_fts, rowid, body, context) VALUES ('delete', "
-            f"old.seq, {_SQLITE_BODY.format(r='old')}, {_SQLITE_CONTEXT.format(r='old')}); END"
-        )
-        op.execute(
-            "CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, metadata ON memories BEGIN "
-            "INSERT INTO memories_fts(memories_fts, rowid, body, context) VALUES ('delete', "
-            f"old.seq, {_SQLITE_BODY.format(r='old')}, {_SQLITE_CONTEXT.format(r='old')}); "
-            "INSERT INTO memories_fts(rowid, body, context) VALUES "
-            f"(new.seq, {_SQLITE_BODY.format(r='new')}, {_SQLITE_CONTEXT.format(r='new')});"
-            " END"
+            "CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, metadata ON memories "
+            f"BEGIN {delete_old} {insert_new} END"
         )
     else:
         op.execute(
