@@ -36,7 +36,8 @@ from cairn.ladders.steps import render_step
 from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
 
 log = logging.getLogger("cairn.ladders")
-IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,256}$")
+# Run ids appear in URL paths (GET /v1/runs/{run_id}), so they keep to path-safe characters.
+IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9._:~@+=\-]{1,256}$")
 # A running run not finished after this long is taken to be dead (its process stopped).
 STALE_AFTER = timedelta(minutes=10)
 
@@ -110,7 +111,7 @@ class RunOutcome:
 def check_run_id(value: str) -> str:
     if not IDEMPOTENCY_KEY_RE.match(value):
         raise InvalidInput(
-            "Idempotency-Key must be 1-256 visible ASCII characters without spaces",
+            "Idempotency-Key must be 1-256 characters of A-Z a-z 0-9 . _ : ~ @ + = -",
             code="invalid_idempotency_key",
         )
     return value
