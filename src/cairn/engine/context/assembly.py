@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.memory import (
+    Budget,
     ContextItem,
     ContextRequest,
     ContextResult,
@@ -35,6 +36,15 @@ from cairn.store import Store
 from cairn.store.documents import ChunkRow
 
 
+def candidate_limit(budget: Budget) -> int:
+    """Candidates per long-term lane when the settings leave it to the budget: about as many
+    items as can fit (by count, and by tokens at ~16 per item) plus a margin for skipped ones,
+    between 20 and 200. Fetching more costs time on every request and rarely changes the pack.
+    """
+    limits = budget.resolved()
+    return max(20, min(min(limits.max_items, limits.max_tokens // 16) + 10, 200))
+
+
 class AssemblySettings(BaseModel):
     """Settings of the ``cairn`` impl (the YAML of a resource's ``settings: {file:}``)."""
 
@@ -46,7 +56,7 @@ class AssemblySettings(BaseModel):
         default=0,
         ge=0,
         le=1000,
-        description="Candidates per long-term lane; 0: twice max_items, between 20 and 200.",
+        description="Candidates per long-term lane; 0: sized from the budget (20-200).",
     )
     summaries: int = Field(default=2, ge=0, le=50, description="Conversation summaries considered.")
     summary_score: float = Field(
@@ -103,7 +113,7 @@ class CairnAssembly:
     def candidates(self, request: ContextRequest) -> Assembled:
         """Every lane's candidates, before ``min_score`` and packing."""
         s, tok, scope = self.settings, self.tokenizer, request.scope
-        limit = s.candidates or min(max(20, 2 * request.budget.resolved().max_items), 200)
+        limit = s.candidates or candidate_limit(request.budget)
         out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
         items: list[ContextItem] = []
         recent, episodes = lanes.recent_items(
