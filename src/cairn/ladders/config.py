@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.core.scope import Scope
 from cairn.errors import ConfigError
 from cairn.ladders.hooks import AgentSpec, MemoryStackConfig, ResourceSpec
 from cairn.slates.config import (
@@ -31,6 +33,7 @@ from cairn.slates.config import (
 )
 
 MAX_LADDER_BYTES = 1_048_576
+SUBJECT_ID_RE = re.compile(SUBJECT_ID_PATTERN)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 STEP_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 TEXT_SOURCE_RE = re.compile(
@@ -55,12 +58,16 @@ class TextField(Strict):
     @field_validator("source")
     @classmethod
     def _source(cls, value: str) -> str:
-        if not TEXT_SOURCE_RE.match(value):
-            raise ValueError(
-                f"unknown text source {value!r}: use input.context, input.messages, "
-                "board.NAME or steps.ID"
-            )
-        return value
+        return check_text_source(value)
+
+
+def check_text_source(value: str) -> str:
+    if not TEXT_SOURCE_RE.match(value):
+        raise ValueError(
+            f"unknown text source {value!r}: use input.context, input.messages, "
+            "board.NAME or steps.ID"
+        )
+    return value
 
 
 class SlateReadField(Strict):
@@ -75,6 +82,41 @@ class SlateReadField(Strict):
 FieldSpec = Annotated[TextField | SlateReadField, Field(discriminator="type")]
 
 
+class TemplateValue(Strict):
+    """A template value taken from a text source (as a text field's ``from``), optionally one
+    member (``field``) of the JSON found in it."""
+
+    source: str = Field(alias="from")
+    field: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        return check_text_source(value)
+
+
+class TemplateRecordSpec(Strict):
+    """``recordTemplate:`` — after the step, apply a memory template (seed 000) and record its
+    episode, once per run (the idempotency key is ``RUN_ID:STEP_ID``)."""
+
+    template: str = Field(min_length=1)
+    subject_id: str | None = None
+    scope: Scope | None = None
+    session_id: str | None = Field(None, min_length=1, max_length=256)
+    values: dict[str, str | TemplateValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> TemplateRecordSpec:
+        if (self.subject_id is None) == (self.scope is None):
+            raise ValueError("recordTemplate needs exactly one of subject_id or scope")
+        if self.subject_id is not None and not SUBJECT_ID_RE.match(self.subject_id):
+            raise ValueError(f"subject_id {self.subject_id!r} must match {SUBJECT_ID_RE.pattern}")
+        return self
+
+    def target(self) -> Scope:
+        return self.scope if self.scope is not None else Scope.for_subject(self.subject_id or "")
+
+
 class StepSpec(Strict):
     """One model call. Its output is ``steps.ID`` for later steps; the last one is the reply."""
 
@@ -84,6 +126,7 @@ class StepSpec(Strict):
     fields: list[FieldSpec] = Field(default_factory=list)
     slateWrite: SlateWriteSpec | None = None
     gate: GateSpec | None = Field(None, alias="if")
+    recordTemplate: TemplateRecordSpec | None = None
     temperature: float | None = Field(None, ge=0, le=2)
     maxTokens: int | None = Field(None, gt=0)
 
@@ -238,6 +281,14 @@ def check_steps(steps: list[StepSpec], ladder: LadderFile, where: str) -> None:
                 check_slate_ref(slates, f.source, f"{where}[{i}].fields[{j}].from")
         for w in step.slate_writes():
             check_slate_ref(slates, w.to, f"{where}[{i}].slateWrite.to")
+        for name, v in (step.recordTemplate.values.items() if step.recordTemplate else []):
+            if isinstance(v, TemplateValue) and v.source.startswith("steps."):
+                ref = v.source.split(".")[1]
+                if ref not in seen and ref != step.id:
+                    raise ValueError(
+                        f"{where}[{i}].recordTemplate.values.{name}.from: {v.source!r} must "
+                        "name this step or an earlier one"
+                    )
         if step.gate is not None:
             check_slate_ref(slates, step.gate.then_.write.to, f"{where}[{i}].if.then.write.to")
             if step.gate.else_ is not None:

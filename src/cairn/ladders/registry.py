@@ -148,6 +148,20 @@ def check_binding(path: Path, binding: Any, services: Any) -> None:
         raise ConfigError(f"{path}: agents.{binding.agent}: {exc}", code="invalid_ladder") from exc
 
 
+def check_templates(path: Path, ladder: Ladder, services: Any) -> None:
+    """Every ``recordTemplate`` names a template of the catalogue."""
+    catalogue = getattr(services, "templates", None)
+    if catalogue is None:
+        return
+    for i, step in enumerate(ladder.steps):
+        spec = step.recordTemplate
+        if spec is not None and spec.template not in catalogue:
+            raise ConfigError(
+                f"{path}: steps[{i}].recordTemplate.template: no memory template "
+                f"{spec.template!r}", code="invalid_ladder",
+            )
+
+
 def referenced_files(paths: list[Path]) -> set[Path]:
     """Files the ladder files name as a resource's ``settings.file`` or a scripted provider's
     ``file``: they may sit beside the ladders (the seed's ``./memory.yaml``) but are not ladders."""
@@ -207,6 +221,8 @@ class LadderRegistry:
             for ladder in compile_ladder(path, settings, **kwargs):
                 if services is not None and ladder.binding is not None:
                     check_binding(path, ladder.binding, services)
+                if services is not None:
+                    check_templates(path, ladder, services)
                 registry.add(ladder)
         return registry
 

@@ -29,6 +29,7 @@ from cairn.errors import CairnError, Conflict, InvalidInput
 from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEPS, Board
 from cairn.ladders.hooks import RequestContext
 from cairn.ladders.providers import ChatReply, ChatRequest
+from cairn.ladders.records import record_template
 from cairn.ladders.redact import redact
 from cairn.ladders.registry import Ladder
 from cairn.ladders.slate_io import SlateAccess
@@ -236,7 +237,8 @@ class LadderRuntime:
                 usage["completion_tokens"] += reply.completion_tokens
                 tw = time.perf_counter()
                 step_trace["writes"] = self._writes(step, reply.content, slates, done, effects,
-                                                    request.tenant, run_id, record_now=not last)
+                                                    request.tenant, run_id, board,
+                                                    record_now=not last)
                 end = time.perf_counter()
                 # Where the step's time went: fields (slate reads), the model, the writes.
                 step_trace["timings_ms"] = {"render": round((tm - ts) * 1000, 3),
@@ -281,7 +283,7 @@ class LadderRuntime:
 
     def _writes(
         self, step: Any, output: str, slates: SlateAccess, done: set[str], effects: list[str],
-        tenant: str, run_id: str, *, record_now: bool,
+        tenant: str, run_id: str, board: Board, *, record_now: bool,
     ) -> list[dict[str, Any]]:
         """Apply the step's slateWrite blocks and its gated write.
 
@@ -295,13 +297,20 @@ class LadderRuntime:
         ]
         if step.gate is not None:
             jobs.append((f"{step.id}/if", step.gate))
+        if step.recordTemplate is not None:
+            jobs.append((f"{step.id}/recordTemplate", step.recordTemplate))
         for key, spec in jobs:
             if key in done:
                 out.append({"effect": key, "written": False,
                             "reason": "already applied by an earlier attempt of this run"})
                 continue
-            result = (slates.gated(spec, output) if key.endswith("/if")
-                      else slates.write(spec, output))
+            if key.endswith("/if"):
+                result = slates.gated(spec, output)
+            elif key.endswith("/recordTemplate"):
+                result = record_template(self.services, tenant, spec, board,
+                                         f"{run_id}:{step.id}")
+            else:
+                result = slates.write(spec, output)
             result = {"effect": key, **result}
             out.append(result)
             if result.get("written"):

@@ -88,17 +88,22 @@ def to_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
 
 
+def source_text(src: str, board: Board) -> str:
+    """The text of a source: ``input.context``, ``input.messages``, ``board.NAME``,
+    ``steps.ID``."""
+    if src == "input.context":
+        return board.current_message
+    if src == "input.messages":
+        return transcript(board.messages)
+    if src.startswith("board."):
+        return to_text(board.get(src[len("board."):]))
+    step_id = src.split(".")[1]  # steps.ID[.output]
+    return to_text(board.get(STEPS, {}).get(step_id))
+
+
 def resolve_text(f: TextField, board: Board) -> ResolvedField:
     src = f.source
-    if src == "input.context":
-        value = board.current_message
-    elif src == "input.messages":
-        value = transcript(board.messages)
-    elif src.startswith("board."):
-        value = to_text(board.get(src[len("board."):]))
-    else:  # steps.ID[.output]
-        step_id = src.split(".")[1]
-        value = to_text(board.get(STEPS, {}).get(step_id))
+    value = source_text(src, board)
     if not value and f.fallback is not None:
         return ResolvedField(f.name, f.fallback, src, fallback_used=True)
     return ResolvedField(f.name, value, src)
@@ -136,4 +141,5 @@ def render_step(step: StepSpec, board: Board, read: SlateReader) -> RenderedStep
     return RenderedStep(messages=messages, fields=resolved)
 
 
-__all__ = ["RenderedStep", "ResolvedField", "SlateReader", "render_step", "to_text", "transcript"]
+__all__ = ["RenderedStep", "ResolvedField", "SlateReader", "render_step", "source_text",
+           "to_text", "transcript"]

@@ -1,0 +1,92 @@
+"""``recordTemplate``: a step records a memory-template episode (seed 000), once per run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.core.scope import Scope
+from cairn.errors import ConfigError
+from cairn.ladders.runtime import LadderRuntime, RunRequest
+from cairn.services import Services
+from cairn.templates import TEMPLATE_SOURCE
+from tests.conftest import make_settings
+from tests.ladders.conftest import write_ladder
+
+LADDER = """
+providers:
+  s:
+    kind: scripted
+    rules:
+      - contains: "French"
+        reply: 'Noted. {"about": "reply language", "pref": "French, always"}'
+    default: "Nothing to note."
+models: {"*": s}
+steps:
+  - id: note
+    fields:
+      - { name: Message, type: text, from: input.context }
+    recordTemplate:
+      template: user-preference
+      subject_id: user-42
+      values:
+        subject: { from: steps.note, field: about }
+        preference: { from: steps.note, field: pref }
+        rationale: { from: input.context }
+"""
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "notes", LADDER)
+    s = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    yield s
+    s.close()
+
+
+def run(services: Services, text: str, run_id: str | None = None) -> dict:
+    out = LadderRuntime(services).run(services.ladders.get("notes"), RunRequest(
+        tenant="t", ladder="notes", run_id=run_id,
+        messages=[{"role": "user", "content": text}]))
+    return out.trace["steps"][0]["writes"][0]  # type: ignore[index]
+
+
+def test_a_step_records_a_template_episode_once_per_run(services: Services) -> None:
+    write = run(services, "Please always answer me in French.", "pref-1")
+    assert write["written"] is True and write["created"] is True
+    assert write["subject_id"] == "user-42"
+    episodes = services.store.episodes.list("t", Scope.for_subject("user-42"))
+    assert len(episodes) == 1
+    ep = episodes[0]
+    assert ep.source == TEMPLATE_SOURCE and ep.payload["template_id"] == "user-preference"
+    assert ep.payload["fields"] == {"subject": "reply language", "preference": "French, always",
+                                    "rationale": "Please always answer me in French."}
+    assert ep.idempotency_key == "pref-1:note"
+    # A replay of the run records nothing; so does a take-over that already recorded it.
+    again = LadderRuntime(services).run(services.ladders.get("notes"), RunRequest(
+        tenant="t", ladder="notes", run_id="pref-1",
+        messages=[{"role": "user", "content": "Please always answer me in French."}]))
+    assert again.replayed
+    assert len(services.store.episodes.list("t", Scope.for_subject("user-42"))) == 1
+
+
+def test_missing_values_record_nothing_and_say_why(services: Services) -> None:
+    write = run(services, "Hello there.")
+    assert write["written"] is False and write["reason"] == "value_missing"
+    assert "no member 'about'" in write["detail"]
+    assert services.store.episodes.list("t", Scope.for_subject("user-42")) == []
+
+
+def test_unknown_template_is_a_config_error(tmp_path: Path) -> None:
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "notes", LADDER.replace("user-preference", "no-such-template"))
+    with pytest.raises(ConfigError, match=r"recordTemplate.template: no memory template"):
+        Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    write_ladder(d, "notes", LADDER.replace("subject_id: user-42", "subject_id: 'bad id'"))
+    with pytest.raises(ConfigError, match="subject_id 'bad id' must match"):
+        Services.from_settings(make_settings(tmp_path, ladders_dir=d))
