@@ -201,9 +201,7 @@ def test_statewave_context_recalls_compiled_facts(client: TestClient) -> None:
     episode(client, "bob", "I work at Globex as a data engineer.", session="old")
     services = client.app.state.services  # type: ignore[attr-defined]
     compile_scope(services, "default", Scope.for_subject("bob"))
-    r = client.post(
-        "/v1/context", json={"subject_id": "bob", "task": "Where does the user work?"}
-    )
+    r = client.post("/v1/context", json={"subject_id": "bob", "task": "Where does the user work?"})
     body = r.json()
     assert any("Globex" in f["content"] for f in body["facts"])
     assert all(f["valid_from"] for f in body["facts"])
