@@ -195,3 +195,53 @@ def test_metatag_reads_and_tags(tmp_path: Path) -> None:
         assert "## Core\nseeded fact\na new fact" in prompt
     finally:
         s.close()
+
+
+PER_USER = """
+slates:
+  - title: Prefs
+    partition: user
+    folders:
+      - name: p
+        tokenLimit: 100
+        files:
+          - { name: me.md, init: blank }
+providers:
+  s: {kind: scripted, rules: [{regex: "I like (\\\\w+)", reply: '{"v": "likes it"}'}], default: "?"}
+models: {"*": s}
+steps:
+  - id: s
+    fields:
+      - name: Known
+        type: slateRead
+        from: { slate: Prefs, folder: p, file: me.md }
+        fallback: "nothing"
+      - { name: Msg, type: text, from: input.context }
+    slateWrite: { to: { slate: Prefs, folder: p, file: me.md }, field: v }
+"""
+
+
+def test_per_user_slates_follow_the_request_user(tmp_path: Path) -> None:
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "prefs", PER_USER)
+    s = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    try:
+        rt, ladder = LadderRuntime(s), s.ladders.get("prefs")
+
+        def call(user: str, text: str) -> str:
+            out = rt.run(ladder, RunRequest(tenant="t", ladder="prefs", user=user,
+                                            messages=[{"role": "user", "content": text}]))
+            return str(out.trace["steps"][0]["messages"][0]["content"])  # type: ignore[index]
+
+        call("alice", "I like tea")
+        assert call("alice", "hello").startswith("## Known\nlikes it")
+        assert call("bob", "hello").startswith("## Known\nnothing")
+        # Without a user the per-user slate cannot be read or written: traced, not a failure.
+        out = rt.run(ladder, RunRequest(tenant="t", ladder="prefs",
+                                        messages=[{"role": "user", "content": "I like x"}]))
+        step = out.trace["steps"][0]  # type: ignore[index]
+        assert step["fields"][0]["fallback_used"] is True
+        assert step["writes"][0]["written"] is False and step["writes"][0]["reason"]
+    finally:
+        s.close()
