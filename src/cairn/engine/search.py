@@ -182,6 +182,34 @@ def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope:
 
 # --------------------------------------------------------------------------- search
 
+FUSION = "weighted"
+
+
+def fuse(scores: dict[str, dict[int, float]], lanes: Sequence[str],
+         weights: dict[str, float], method: str = "weighted") -> dict[int, float]:
+    """Combine calibrated lane scores into one score in [0, 1].
+
+    ``weighted``: weighted mean of the calibrated scores. ``minmax``: the same after scaling
+    each lane by its best score of this query (lanes on different scales weigh as meant).
+    ``rrf``: weighted reciprocal-rank fusion (k = 60), scaled so rank 1 in every lane is 1.
+    """
+    total_w = sum(weights.get(lane, 0.0) for lane in lanes) or 1.0
+    fused: dict[int, float] = {}
+    for lane in lanes:
+        w = weights.get(lane, 0.0) / total_w
+        lane_scores = scores[lane]
+        if method == "rrf":
+            ranked = sorted(lane_scores, key=lambda seq: (-lane_scores[seq], seq))
+            for rank, seq in enumerate(ranked):
+                fused[seq] = fused.get(seq, 0.0) + w * 61.0 / (61.0 + rank)
+            continue
+        top = max(lane_scores.values(), default=0.0)
+        scale = 1.0 / top if method == "minmax" and top > 0 else 1.0
+        for seq, s in lane_scores.items():
+            fused[seq] = fused.get(seq, 0.0) + w * s * scale
+    return fused
+
+
 
 def search_memories(
     store: Any,
@@ -227,12 +255,7 @@ def search_memories(
             scores["vector"] = vector_lane(
                 store, tenant_id, scope, query, embedder, pool=pool * 2, conn=conn
             )
-        total_w = sum(weights.get(lane, 0.0) for lane in lanes) or 1.0
-        fused: dict[int, float] = {}
-        for lane in lanes:
-            w = weights.get(lane, 0.0) / total_w
-            for seq, s in scores[lane].items():
-                fused[seq] = fused.get(seq, 0.0) + w * s
+        fused = fuse(scores, lanes, weights, FUSION)
         order = sorted(fused, key=lambda seq: (-fused[seq], seq))
         out: list[ScoredMemory] = []
         # Fetch in slices: the vector lane has not filtered status and kind yet.

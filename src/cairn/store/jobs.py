@@ -186,20 +186,26 @@ class CompileQueries:
         return int(conn.execute(stmt).scalar_one())
 
     def sessions(
-        self, conn: Connection, tenant_id: str, scope: Scope, session_ids: list[str]
+        self, conn: Connection, tenant_id: str, scope: Scope, batch: list[Episode]
     ) -> dict[str, list[Episode]]:
-        """Every episode of the named sessions, in time order."""
-        if not session_ids:
+        """Every episode of the sessions ``batch`` touches, in time order: the batch's own
+        plus those compiled before (only those are read)."""
+        out: dict[str, list[Episode]] = {}
+        for ep in batch:
+            if ep.session_id:
+                out.setdefault(ep.session_id, []).append(ep)
+        if not out:
             return {}
         stmt = (
             select(episodes)
-            .where(scope_filter(episodes, tenant_id, scope), episodes.c.session_id.in_(session_ids))
-            .order_by(episodes.c.occurred_at, episodes.c.seq)
+            .where(scope_filter(episodes, tenant_id, scope),
+                   episodes.c.session_id.in_(sorted(out)), episodes.c.compiled.is_(True))
         )
-        out: dict[str, list[Episode]] = {}
         for r in conn.execute(stmt):
             ep = row_to_episode(r)
-            out.setdefault(ep.session_id or "", []).append(ep)
+            out[ep.session_id or ""].append(ep)
+        for eps in out.values():
+            eps.sort(key=lambda e: (e.occurred_at, e.seq))
         return out
 
     def mark_compiled(self, conn: Connection, ids: list[uuid.UUID]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -122,17 +123,28 @@ def _note_text(ep: Episode) -> str:
     return "\n".join(lines)
 
 
-def _context_words(text: str, limit: int = CONTEXT_WORDS) -> list[str]:
-    """Content words of a neighbouring message, indexed (not shown) with a turn."""
+@lru_cache(maxsize=8192)
+def _content_words(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for w in words(text):
         if w not in STOP_WORDS and len(w) > 2 and w not in out:
             out.append(w)
-    return out[:limit]
+    return tuple(out)
+
+
+def _context_words(neighbours: tuple[str, ...], limit: int = CONTEXT_WORDS) -> list[str]:
+    """Content words of the neighbouring messages, indexed (not shown) with a turn."""
+    out: dict[str, None] = {}
+    for text in neighbours:
+        for w in _content_words(text):
+            out.setdefault(w)
+            if len(out) >= limit:
+                return list(out)
+    return list(out)
 
 
 def _metadata(text: str, at: datetime, extra: dict[str, Any],
-              context: str = "") -> dict[str, Any]:
+              context: tuple[str, ...] = ()) -> dict[str, Any]:
     dates = resolve_dates(text, at)
     keywords = date_keywords([at.date().isoformat(), *dates])
     meta: dict[str, Any] = {
@@ -258,17 +270,19 @@ def _chunks(text: str) -> list[str]:
     return out
 
 
-def _neighbours(batch: CompileInput) -> tuple[dict[tuple[Any, int], str], list[tuple[Any, Any]]]:
+def _neighbours(
+    batch: CompileInput,
+) -> tuple[dict[tuple[Any, int], tuple[str, ...]], list[tuple[Any, Any]]]:
     """The words around each message, and the already-compiled messages whose context the
     batch extends.
 
     A turn is indexed with the ``CONTEXT_BEFORE`` messages before it and the
     ``CONTEXT_AFTER`` after it in its session (outside sessions: in the batch), so a reply is
-    found by the words of its question. Returns ``(episode id, index) → context text`` and the
+    found by the words of its question. Returns ``(episode id, index) → their texts`` and the
     ``(episode, message)`` pairs compiled earlier whose following messages arrived now.
     """
     new_ids = {ep.id for ep in batch.episodes}
-    out: dict[tuple[Any, int], str] = {}
+    out: dict[tuple[Any, int], tuple[str, ...]] = {}
     stale: list[tuple[Any, Any]] = []
     streams = [batch.sessions[k] for k in sorted(batch.sessions)]
     streams.append([ep for ep in batch.episodes if not ep.session_id])
@@ -278,14 +292,15 @@ def _neighbours(batch: CompileInput) -> tuple[dict[tuple[Any, int], str], list[t
         for i, (ep, msg) in enumerate(flat):
             ctx = [m.text for _, m in flat[max(0, i - CONTEXT_BEFORE):i]]
             ctx += [m.text for _, m in flat[i + 1:i + 1 + CONTEXT_AFTER]]
-            out[(ep.id, msg.index)] = " ".join(ctx)
+            out[(ep.id, msg.index)] = tuple(ctx)
             if (first_new is not None and ep.id not in new_ids
                     and first_new - CONTEXT_AFTER <= i < first_new):
                 stale.append((ep, msg))
     return out, stale
 
 
-def _turn(ep: Episode, msg: Message, context: str, refresh: bool = False) -> MemoryDraft:
+def _turn(ep: Episode, msg: Message, context: tuple[str, ...],
+          refresh: bool = False) -> MemoryDraft:
     return MemoryDraft(
         kind="turn", content=f"{msg.speaker}: {msg.text}", source_episode_ids=(ep.id,),
         valid_from=msg.at, summary=msg.text[:200], confidence=1.0, session_id=ep.session_id,
@@ -315,12 +330,12 @@ class HeuristicCompiler:
         context, stale = _neighbours(batch)
         # Turns compiled earlier get the words of the messages that followed them.
         for ep, msg in stale:
-            drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ""), refresh=True))
+            drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ()), refresh=True))
         for ep in batch.episodes:
             msgs = messages_of(ep)
             if msgs:
                 for msg in msgs:
-                    drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), "")))
+                    drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ())))
                     drafts.extend(_facts(msg))
                 continue
             text = _note_text(ep)

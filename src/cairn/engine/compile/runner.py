@@ -91,8 +91,7 @@ def compile_scope(
 
     with store.db.read() as conn:
         batch = q.uncompiled(conn, tenant_id, scope, max_episodes)
-        session_ids = sorted({ep.session_id for ep in batch if ep.session_id})
-        sessions = q.sessions(conn, tenant_id, scope, session_ids)
+        sessions = q.sessions(conn, tenant_id, scope, batch)
     if not batch:
         return CompileResult(memories_created=0)
     drafts = compiler.compile(CompileInput(batch, sessions))
