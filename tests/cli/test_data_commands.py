@@ -208,3 +208,34 @@ def test_ingest_and_timeline_in_a_real_process(tmp_path: Path) -> None:
     assert shown.returncode == 0
     assert len(json.loads(shown.stdout)["episodes"]) == 2
     assert run(tmp_path, "ingest", str(tmp_path / "nope.jsonl")).exit_code == 2
+
+
+def test_ingest_a_chatgpt_export_follows_the_current_thread(tmp_path: Path) -> None:
+    def node(nid: str, parent: str | None, role: str | None, text: str, t: float) -> Any:
+        message = None if role is None else {
+            "author": {"role": role}, "create_time": t,
+            "content": {"content_type": "text", "parts": [text]}}
+        return {"id": nid, "parent": parent, "message": message, "children": []}
+
+    conversation = {
+        "id": "conv-9", "title": "Trip", "current_node": "a2",
+        "mapping": {
+            "root": node("root", None, None, "", 0),
+            "sys": node("sys", "root", "system", "You are helpful", 1_700_000_000),
+            "u1": node("u1", "sys", "user", "Plan a trip to Kyoto", 1_700_000_010),
+            "a1-old": node("a1-old", "u1", "assistant", "An abandoned answer", 1_700_000_020),
+            "a1": node("a1", "u1", "assistant", "Day 1: Fushimi Inari", 1_700_000_030),
+            "u2": node("u2", "a1", "user", "Add a tea ceremony", 1_700_000_040),
+            "a2": node("a2", "u2", "assistant", "Day 2: tea in Uji", 1_700_000_050),
+        },
+    }
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([conversation]))
+    result = run(tmp_path, "ingest", str(src), "--subject", "me", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["format"] == "chat"
+    episodes = json.loads(run(tmp_path, "timeline", "me", "--json").stdout)["episodes"]
+    assert [e["payload"]["messages"][0]["content"] for e in episodes] == [
+        "Plan a trip to Kyoto", "Day 1: Fushimi Inari", "Add a tea ceremony", "Day 2: tea in Uji"]
+    assert {e["session_id"] for e in episodes} == {"conv-9"}
+    assert episodes[0]["occurred_at"].startswith("2023-11-14T22:13:30")

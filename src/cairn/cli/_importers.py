@@ -2,9 +2,11 @@
 
 - ``jsonl``: one episode object per line (the ``POST /v1/episodes`` body).
 - ``locomo``: a LoCoMo JSON file; each conversation becomes a subject, each turn an episode.
-- ``chat``: chat exports, JSON or JSONL; each record is a conversation
+- ``chat``: chat exports, JSON or JSONL; each record is a conversation, either
   ``{"id"?, "subject_id"?, "messages": [{"role", "content", "timestamp"?}]}`` (OpenAI-style
-  message lists); each message becomes an episode of the conversation's session.
+  message lists) or a ChatGPT export conversation (``conversations.json``: a ``mapping`` tree
+  of message nodes, read along the thread that ends at ``current_node``); each message becomes
+  an episode of the conversation's session.
 
 Each reader yields ``(where, data)``: a location to name in errors (``line 7``,
 ``conv-26 D1:3``) and the episode body, which the caller validates.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +35,8 @@ def detect(path: Path) -> Literal["jsonl", "locomo", "chat"]:
         record = json.loads(first)
     except ValueError:
         return "jsonl"
-    if isinstance(record, dict) and "messages" in record and "payload" not in record:
+    if isinstance(record, dict) and ("messages" in record or "mapping" in record) \
+            and "payload" not in record:
         return "chat"
     return "jsonl"
 
@@ -112,6 +115,31 @@ def _conversations(path: Path) -> Iterator[tuple[str, Any]]:
                 yield f"line {n}", ValueError(f"not JSON: {exc}")
 
 
+def _thread_of(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ChatGPT export conversation as a message list: follow ``parent`` links from
+    ``current_node`` to the root, keep user/assistant text, oldest first."""
+    mapping: dict[str, Any] = record["mapping"]
+    node_id = record.get("current_node")
+    if node_id not in mapping:  # no pointer: the last node in the file
+        node_id = next(reversed(mapping), None)
+    chain: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while node_id and node_id in mapping and node_id not in seen:
+        seen.add(node_id)
+        node = mapping[node_id] or {}
+        msg = node.get("message") or {}
+        role = (msg.get("author") or {}).get("role")
+        content = msg.get("content") or {}
+        parts = [p for p in content.get("parts") or [] if isinstance(p, str) and p.strip()]
+        if role in ("user", "assistant") and parts:
+            out: dict[str, Any] = {"role": role, "content": "\n".join(parts)}
+            if isinstance(msg.get("create_time"), int | float):
+                out["timestamp"] = datetime.fromtimestamp(msg["create_time"], UTC).isoformat()
+            chain.append(out)
+        node_id = node.get("parent")
+    return list(reversed(chain))
+
+
 def read_chat(path: Path, subject_id: str | None) -> Iterator[Item]:
     """Chat exports: one episode per message, the conversation id as session."""
     stem = path.stem
@@ -119,8 +147,10 @@ def read_chat(path: Path, subject_id: str | None) -> Iterator[Item]:
         if isinstance(record, Exception):
             yield where, record
             continue
+        if isinstance(record, dict) and isinstance(record.get("mapping"), dict):
+            record = {**record, "messages": _thread_of(record)}
         if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
-            yield where, ValueError("expected an object with a 'messages' list")
+            yield where, ValueError("expected an object with a 'messages' list or a 'mapping'")
             continue
         conv_id = str(record.get("id") or record.get("conversation_id") or f"{stem}-{where}")
         conv_id = conv_id.replace(" ", "-")
