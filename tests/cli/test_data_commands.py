@@ -239,3 +239,13 @@ def test_ingest_a_chatgpt_export_follows_the_current_thread(tmp_path: Path) -> N
         "Plan a trip to Kyoto", "Day 1: Fushimi Inari", "Add a tea ceremony", "Day 2: tea in Uji"]
     assert {e["session_id"] for e in episodes} == {"conv-9"}
     assert episodes[0]["occurred_at"].startswith("2023-11-14T22:13:30")
+
+
+def test_ingest_reads_standard_input(tmp_path: Path) -> None:
+    lines = "\n".join(json.dumps({k: v for k, v in e.items() if k != "subject_id"})
+                      for e in EPISODES[:2])
+    result = run(tmp_path, "ingest", "-", "--subject", "piped", "--json", input=lines)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["created"] == 2
+    again = run(tmp_path, "ingest", "-", "--subject", "piped", "--json", input=lines)
+    assert json.loads(again.stdout)["duplicates"] == 2  # keys from "stdin" and the line number

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,21 @@ def _validate(items: Any) -> tuple[list[EpisodeCreate], list[dict[str, str]]]:
     return episodes, errors
 
 
+@contextmanager
+def _input(file: str) -> Iterator[Path]:
+    """The file to read; standard input is first copied to a temporary file."""
+    if file != "-":
+        path = Path(file)
+        if not path.is_file():
+            raise typer.BadParameter(f"{file} is not a readable file", param_hint="FILE")
+        yield path
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "stdin"
+        path.write_text(sys.stdin.read(), encoding="utf-8")
+        yield path
+
+
 def _compile(client: Cairn, subjects: list[str]) -> dict[str, int]:
     created: dict[str, int] = {}
     for subject in subjects:
@@ -49,8 +68,7 @@ def _compile(client: Cairn, subjects: list[str]) -> dict[str, int]:
 
 
 def ingest(
-    file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True,
-                                help="The file to import."),
+    file: str = typer.Argument(..., help="The file to import; '-' reads standard input."),
     fmt: str = typer.Option("auto", "--format", "-f",
                             help="jsonl | locomo | chat | auto (guess from the content)."),
     subject: str | None = typer.Option(None, "--subject",
@@ -75,15 +93,18 @@ def ingest(
         cairn ingest episodes.jsonl --compile
 
         cairn ingest locomo10.json --format locomo --url http://127.0.0.1:8100
+
+        cat events.jsonl | cairn ingest - --subject user-1
     """
     if fmt not in ("auto", "jsonl", "locomo", "chat"):
         raise typer.BadParameter("choose jsonl, locomo, chat or auto", param_hint="--format")
     started = time.perf_counter()
-    key_prefix = f"ingest:{file.name[:200]}" if keys else None
-    resolved, items = read(file, fmt, subject, key_prefix)  # type: ignore[arg-type]
-    episodes, errors = _validate(items)
+    with _input(file) as path:
+        key_prefix = f"ingest:{(path.name if file != '-' else 'stdin')[:200]}" if keys else None
+        resolved, items = read(path, fmt, subject, key_prefix)  # type: ignore[arg-type]
+        episodes, errors = _validate(items)
     summary: dict[str, Any] = {
-        "file": str(file), "format": resolved, "records": len(episodes) + len(errors),
+        "file": file, "format": resolved, "records": len(episodes) + len(errors),
         "valid": len(episodes), "invalid": len(errors), "sent": 0, "created": 0,
         "duplicates": 0, "subjects": len({e.subject_id for e in episodes}), "batches": 0,
         "errors": errors[:MAX_SHOWN_ERRORS],
