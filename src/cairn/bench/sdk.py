@@ -70,6 +70,33 @@ def _latencies(base: str, data_dir: Path, calls: int) -> list[tuple[str, str, li
     return rows
 
 
+def _mcp(data_dir: Path, calls: int) -> list[tuple[str, list[float]]]:
+    """Tool calls through an in-memory MCP client into ``build_server`` (in-process API)."""
+    from cairn.mcp import build_server
+    from mcp import Client
+
+    async def go() -> list[tuple[str, list[float]]]:
+        api = AsyncCairn.local(Settings(data_dir=data_dir))  # type: ignore[call-arg]
+        async with api, Client(build_server(api)) as mcp:
+            rows = []
+            for tool, args in (
+                ("record_episode", lambda i: {"subject_id": "mcp", "text": f"note {i}",
+                                              "session_id": "s"}),
+                ("get_context", lambda i: {"subject_id": "mcp", "task": "notes",
+                                           "session_id": "s"}),
+            ):
+                out = []
+                for i in range(calls):
+                    t0 = time.perf_counter()
+                    result = await mcp.call_tool(tool, args(i))
+                    out.append((time.perf_counter() - t0) * 1000)
+                    assert not result.is_error
+                rows.append((tool, out))
+            return rows
+
+    return asyncio.run(go())
+
+
 def _ingest(args: list[str], data_dir: Path) -> float:
     env = {"CAIRN_DATA_DIR": str(data_dir), "PATH": "", "CAIRN_LOG_LEVEL": "WARNING"}
     done = subprocess.run([sys.executable, "-m", "cairn.cli.main", "ingest", *args, "--json"],
@@ -88,6 +115,7 @@ def run(calls: int = 1000, episodes: int = 10_000) -> None:
                                for i in range(episodes)))
         with running_server(f"sqlite:///{server_dir / 'cairn.db'}", data_dir=server_dir) as base:
             rows = _latencies(base, local_dir, calls)
+            mcp_rows = _mcp(root / "mcp", calls)
             remote = _ingest([str(src), "--url", base], root / "unused")
         local = _ingest([str(src)], root / "ingest-local")
     table = Table("client", "mode", "calls", "p50 ms", "p95 ms", "mean ms",
@@ -96,6 +124,11 @@ def run(calls: int = 1000, episodes: int = 10_000) -> None:
         table.add_row(client, mode, str(len(lat)), f"{_pct(lat, 50):.2f}",
                       f"{_pct(lat, 95):.2f}", f"{statistics.fmean(lat):.2f}")
     console.print(table)
+    tools = Table("tool", "calls", "p50 ms", "p95 ms",
+                  title="MCP tool calls (in-memory MCP client, in-process API)")
+    for tool, lat in mcp_rows:
+        tools.add_row(tool, str(len(lat)), f"{_pct(lat, 50):.2f}", f"{_pct(lat, 95):.2f}")
+    console.print(tools)
     ingest = Table("mode", "episodes", "episodes/s", title="cairn ingest (JSONL, 100 per batch)")
     ingest.add_row("--url (loopback server)", str(episodes), f"{remote:,.0f}")
     ingest.add_row("in-process", str(episodes), f"{local:,.0f}")
