@@ -28,7 +28,7 @@ from cairn.errors import InvalidInput
 
 LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.1}
 DEGENERATE = 1e-3
-DEFAULT_WEIGHTS = {"lexical": 0.5, "vector": 0.5}
+DEFAULT_WEIGHTS = {"lexical": 0.7, "vector": 0.3}
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope:
 
 # --------------------------------------------------------------------------- search
 
-FUSION = "weighted"
+FUSION = "minmax"
 
 
 def fuse(scores: dict[str, dict[int, float]], lanes: Sequence[str],
@@ -256,22 +256,22 @@ def search_memories(
                 store, tenant_id, scope, query, embedder, pool=pool * 2, conn=conn
             )
         fused = fuse(scores, lanes, weights, FUSION)
-        order = sorted(fused, key=lambda seq: (-fused[seq], seq))
-        out: list[ScoredMemory] = []
-        # Fetch in slices: the vector lane has not filtered status and kind yet.
-        start = 0
-        while len(out) < limit and start < len(order):
-            chunk = order[start:start + limit - len(out) + 8]
-            start += len(chunk)
-            found = store.memories.by_seqs(tenant_id, scope, chunk, conn)
-            for seq in chunk:
-                mem = found.get(seq)
-                if mem is None or mem.status not in allowed or (kinds and mem.kind not in kinds):
-                    continue
-                out.append(ScoredMemory(
-                    memory=mem, score=round(max(0.0, min(1.0, fused[seq])), 6),
-                    lanes={lane: round(scores[lane].get(seq, 0.0), 6) for lane in lanes},
-                ))
-                if len(out) >= limit:
-                    break
+        # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
+        # extracted fact or summary; status and kind filters apply to the vector lane here.
+        facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
+        final: dict[int, float] = {}
+        for seq, value in fused.items():
+            got = facts.get(seq)
+            if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
+                continue
+            final[seq] = max(0.0, min(1.0, value * got[0]))
+        order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
+        found = store.memories.by_seqs(tenant_id, scope, order, conn)
+        out = [
+            ScoredMemory(
+                memory=found[seq], score=round(final[seq], 6),
+                lanes={lane: round(scores[lane].get(seq, 0.0), 6) for lane in lanes},
+            )
+            for seq in order if seq in found
+        ]
     return out

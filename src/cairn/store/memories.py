@@ -150,6 +150,21 @@ class MemoryRepository:
                 out[int(m["seq"])] = row_to_memory(r)
         return out
 
+    def rank_facts(
+        self, tenant_id: str, scope: Scope, seqs: Sequence[int], conn: Connection
+    ) -> dict[int, tuple[float, str, str]]:
+        """``seq → (confidence, status, kind)`` of the partition's rows among ``seqs``."""
+        out: dict[int, tuple[float, str, str]] = {}
+        for start in range(0, len(seqs), 500):
+            stmt = select(t.c.seq, t.c.confidence, t.c.status, t.c.kind, t.c.tenant_id,
+                          t.c.runtime_id, t.c.user_id, t.c.agent_id).where(
+                t.c.seq.in_(list(seqs[start:start + 500])))
+            for r in conn.execute(stmt):
+                if (r[4], r[5], r[6], r[7]) == (tenant_id, scope.runtime_id, scope.user_id,
+                                                scope.agent_id):
+                    out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]))
+        return out
+
     def by_ids(self, conn: Connection, tenant_id: str, ids: Sequence[uuid.UUID]) -> list[Memory]:
         if not ids:
             return []
