@@ -1,6 +1,7 @@
 """LoCoMo evidence recall (a thin wrapper of ``cairn bench locomo``).
 
-Usage: python bench/locomo.py --data ../shared/data/locomo/locomo-dev.json [--embedder local] [--json]
+Usage:
+    python bench/locomo.py --data ../shared/data/locomo/locomo-dev.json [--embedder local] [--json]
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def fake_server() -> Iterator[tuple[str, FakeModel]]:
     model = FakeModel()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
             model.requests.append({"path": self.path, "body": body,

@@ -28,18 +28,27 @@ from cairn.engine.search import embed_memories, search_memories
 from cairn.store import Store, open_store
 
 TENANT = "bench"
-_NOUNS = """garden painting guitar hiking camping dog cat school job interview museum concert
-beach mountain recipe bakery marathon book novel poem photo camera bike car trip vacation
-festival family sister brother mother father friend team project meeting conference workshop
-adoption agency shelter charity volunteer class course degree exam piano violin dance yoga
-pottery sculpture sunset sunrise lake river forest park city village country island hotel
-restaurant coffee tea pizza pasta salad cake cookie birthday wedding anniversary holiday
-christmas summer winter spring autumn rain snow storm game match season league coach
-painting canvas gallery exhibition award prize scholarship startup company office manager
-doctor nurse hospital clinic therapy support group counseling parade pride community""".split()
-_VERBS = """visited painted played joined started finished loved enjoyed bought made cooked baked
-read wrote watched learned taught organized attended hosted planned booked found lost won
-celebrated adopted volunteered climbed ran swam traveled moved signed""".split()
+_NOUNS = [
+    "garden", "painting", "guitar", "hiking", "camping", "dog", "cat", "school", "job",
+    "interview", "museum", "concert", "beach", "mountain", "recipe", "bakery", "marathon", "book",
+    "novel", "poem", "photo", "camera", "bike", "car", "trip", "vacation", "festival", "family",
+    "sister", "brother", "mother", "father", "friend", "team", "project", "meeting", "conference",
+    "workshop", "adoption", "agency", "shelter", "charity", "volunteer", "class", "course",
+    "degree", "exam", "piano", "violin", "dance", "yoga", "pottery", "sculpture", "sunset",
+    "sunrise", "lake", "river", "forest", "park", "city", "village", "country", "island", "hotel",
+    "restaurant", "coffee", "tea", "pizza", "pasta", "salad", "cake", "cookie", "birthday",
+    "wedding", "anniversary", "holiday", "christmas", "summer", "winter", "spring", "autumn",
+    "rain", "snow", "storm", "game", "match", "season", "league", "coach", "painting", "canvas",
+    "gallery", "exhibition", "award", "prize", "scholarship", "startup", "company", "office",
+    "manager", "doctor", "nurse", "hospital", "clinic", "therapy", "support", "group",
+    "counseling", "parade", "pride", "community",
+]
+_VERBS = [
+    "visited", "painted", "played", "joined", "started", "finished", "loved", "enjoyed", "bought",
+    "made", "cooked", "baked", "read", "wrote", "watched", "learned", "taught", "organized",
+    "attended", "hosted", "planned", "booked", "found", "lost", "won", "celebrated", "adopted",
+    "volunteered", "climbed", "ran", "swam", "traveled", "moved", "signed",
+]
 _NAMES = ["Alice", "Bruno", "Chen", "Dana"]
 
 
@@ -71,7 +80,7 @@ def _corpus_words(seed: int) -> tuple[list[str], list[float]]:
 
 
 def synthetic_episodes(n: int, subject: str, seed: int = _RNG_SEED) -> list[NewEpisode]:
-    """``n`` turns of a seeded conversation: a speaker, a date, 8–20 Zipf-distributed words."""
+    """``n`` turns of a seeded conversation: a speaker, a date, 8 to 20 Zipf-distributed words."""
     rng = random.Random(seed)
     vocab, weights = _corpus_words(seed)
     start = datetime(2023, 1, 1, 9, tzinfo=UTC)

@@ -13,7 +13,8 @@ from cairn.cli._common import err_console, fail
 
 def locomo_command(
     data: Path = typer.Option(..., "--data", exists=True, dir_okay=False,
-                              help="A LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json)."),
+                              help="A LoCoMo JSON file, e.g. "
+                              "../shared/data/locomo/locomo-dev.json."),
     embedder: str = typer.Option("none", "--embedder", help="none, local or hashing."),
     limit: int = typer.Option(200, "--limit", min=10, help="Results asked of search per question."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),

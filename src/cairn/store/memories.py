@@ -78,6 +78,9 @@ COMMON_TERM_MIN_ROWS = 2000
 _COLUMNS = [c for c in t.c if c.name != "embedding"]
 
 
+_list = list  # ``MemoryRepository.list`` shadows the builtin in its body
+
+
 @dataclass(frozen=True, slots=True)
 class VectorRows:
     """Embeddings of one partition: parallel lists of ``seq`` and float32 bytes."""
@@ -102,7 +105,7 @@ class MemoryRepository:
         include_superseded: bool = True,
         kind: str | None = None,
         conn: Connection | None = None,
-    ) -> list[Memory]:
+    ) -> _list[Memory]:
         """Memories of one partition in time order (``valid_from``, then creation)."""
         stmt = select(*_COLUMNS).where(scope_filter(t, tenant_id, scope), t.c.status != "deleted")
         if not include_superseded:
@@ -165,7 +168,7 @@ class MemoryRepository:
                     out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]))
         return out
 
-    def by_ids(self, conn: Connection, tenant_id: str, ids: Sequence[uuid.UUID]) -> list[Memory]:
+    def by_ids(self, conn: Connection, tenant_id: str, ids: Sequence[uuid.UUID]) -> _list[Memory]:
         if not ids:
             return []
         stmt = select(*_COLUMNS).where(t.c.tenant_id == tenant_id, t.c.id.in_(list(ids)))
@@ -174,7 +177,7 @@ class MemoryRepository:
 
     def active_of_kind(
         self, conn: Connection, tenant_id: str, scope: Scope, kind: str
-    ) -> list[Memory]:
+    ) -> _list[Memory]:
         stmt = (
             select(*_COLUMNS)
             .where(scope_filter(t, tenant_id, scope), t.c.kind == kind, t.c.status == "active")
@@ -184,7 +187,7 @@ class MemoryRepository:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def insert_new(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[Memory]:
+    def insert_new(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> _list[Memory]:
         """Insert rows whose content is not stored yet; returns the memories actually new.
 
         Ids are derived from ``(tenant, scope, kind, content_hash)``, so a row already stored
@@ -201,23 +204,25 @@ class MemoryRepository:
             if have is None:
                 merged[row["id"]] = dict(row)
             else:
-                extra = [x for x in row["source_episode_ids"] if x not in have["source_episode_ids"]]
+                known: _list[str] = have["source_episode_ids"]
+                extra = [x for x in row["source_episode_ids"] if x not in known]
                 have["source_episode_ids"] = [*have["source_episode_ids"], *extra]
         ids = list(merged)
-        existing: dict[Any, list[str]] = {}
+        existing: dict[Any, _list[str]] = {}
         for start in range(0, len(ids), 500):
             stmt = select(t.c.id, t.c.source_episode_ids).where(t.c.id.in_(ids[start:start + 500]))
             for r in conn.execute(stmt):
                 existing[r[0]] = [str(x) for x in r[1]]
         new_rows = [row for key, row in merged.items() if key not in existing]
         if new_rows:
-            conn.execute(self.db.insert(t).on_conflict_do_nothing(), new_rows)
-        for key, have in existing.items():
+            insert = self.db.insert(t).on_conflict_do_nothing()  # type: ignore[attr-defined]
+            conn.execute(insert, new_rows)
+        for key, stored in existing.items():
             row = merged[key]
-            extra = [str(x) for x in row["source_episode_ids"] if str(x) not in have]
+            extra = [str(x) for x in row["source_episode_ids"] if str(x) not in stored]
             if extra:
                 conn.execute(update(t).where(t.c.id == key).values(
-                    source_episode_ids=have + extra, updated_at=row["updated_at"]))
+                    source_episode_ids=stored + extra, updated_at=row["updated_at"]))
         return [_memory_of_row(row) for row in new_rows]
 
     def refresh_metadata(self, conn: Connection, row: dict[str, Any]) -> None:
@@ -237,7 +242,7 @@ class MemoryRepository:
                      .values(metadata=metadata, updated_at=now))
 
     def set_sources(
-        self, conn: Connection, memory_id: uuid.UUID, sources: list[str], now: datetime
+        self, conn: Connection, memory_id: uuid.UUID, sources: _list[str], now: datetime
     ) -> None:
         conn.execute(update(t).where(t.c.id == memory_id)
                      .values(source_episode_ids=sources, updated_at=now))
@@ -272,7 +277,7 @@ class MemoryRepository:
         kinds: Sequence[str] | None = None,
         include_superseded: bool = False,
         conn: Connection | None = None,
-    ) -> list[tuple[int, float]]:
+    ) -> _list[tuple[int, float]]:
         """``(seq, raw score)`` of the best full-text matches, any term matching (OR).
 
         ``terms`` are plain lowercase words (letters and digits only); the backend stems
@@ -303,7 +308,8 @@ class MemoryRepository:
                    "setweight(to_tsvector('english'::regconfig, "
                    "coalesce(m.metadata->>'context_terms', '')), 'D'))")
             sql = (
-                f"SELECT m.seq, ts_rank('{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}', {doc}, q, 1) AS s "
+                f"SELECT m.seq, ts_rank('{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}', {doc}, q, 1) "
+                "AS s "
                 "FROM memories m, to_tsquery('english'::regconfig, :q) q "
                 f"WHERE {doc} @@ q AND {' AND '.join(where)} "
                 "ORDER BY s DESC, m.seq LIMIT :limit"
@@ -314,9 +320,9 @@ class MemoryRepository:
             return [(int(r[0]), float(r[1])) for r in own.execute(text(sql), params)]
 
     def _fts5(
-        self, tenant_id: str, scope: Scope, terms: Sequence[str], where: list[str],
+        self, tenant_id: str, scope: Scope, terms: Sequence[str], where: _list[str],
         params: dict[str, Any], limit: int, conn: Connection | None,
-    ) -> list[tuple[int, float]]:
+    ) -> _list[tuple[int, float]]:
         """FTS5 ranks inside the partition (its ``part`` token) and returns the best
         ``inner`` rows; the join re-checks partition, status and kind. If filtering leaves
         fewer than ``limit`` while more matches may exist, it asks again for more."""
@@ -354,7 +360,7 @@ class MemoryRepository:
 
     def _without_common_terms(
         self, part: str, terms: Sequence[str], conn: Connection | None
-    ) -> list[str]:
+    ) -> _list[str]:
         """In a partition of ``COMMON_TERM_MIN_ROWS`` rows or more, drop terms found in more
         than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight is
         small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
@@ -365,7 +371,7 @@ class MemoryRepository:
                 text("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH :q"), {"q": q}
             ).scalar_one())
 
-        def run(c: Connection) -> list[str]:
+        def run(c: Connection) -> _list[str]:
             total = count(f'part : "{part}"', c)
             if total < COMMON_TERM_MIN_ROWS:
                 return list(terms)  # small partitions are cheap to score in full
@@ -397,7 +403,7 @@ class MemoryRepository:
 
     def without_embedding(
         self, conn: Connection, tenant_id: str, scope: Scope, limit: int = 10_000
-    ) -> list[tuple[int, str, dict[str, Any]]]:
+    ) -> _list[tuple[int, str, dict[str, Any]]]:
         """``(seq, content, metadata)`` of memories that have no vector yet."""
         rows = conn.execute(
             select(t.c.seq, t.c.content, t.c.metadata)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from functools import lru_cache
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from cairn.core.episodes import Episode
@@ -161,7 +161,7 @@ def _metadata(text: str, at: datetime, extra: dict[str, Any],
 
 
 # Patterns of first-person facts: (slot or None for multi-valued, regex, content template).
-_NAME_PART = r"([A-Z][\w'’&.\-]*(?:\s+[A-Z][\w'’&.\-]*){0,3})"
+_NAME_PART = r"([A-Z][\w'\u2019&.\-]*(?:\s+[A-Z][\w'\u2019&.\-]*){0,3})"
 _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
     ("name", re.compile(r"\bmy name is " + _NAME_PART), "{s}'s name is {v}"),
     ("employer", re.compile(
@@ -192,7 +192,7 @@ def _facts(msg: Message) -> Iterator[MemoryDraft]:
         return  # facts are about the person speaking, not the assistant
     for slot, pattern, template in _FACTS:
         for m in pattern.finditer(msg.text):
-            groups = [g.strip().rstrip(".,!?;:'’-").strip() for g in m.groups() if g]
+            groups = [g.strip().rstrip(".,!?;:'\u2019-").strip() for g in m.groups() if g]
             if template.count("{") == 3 and len(groups) == 2:  # favourite <kind> is <value>
                 kind_word, value = groups
                 key: str | None = f"favorite {kind_word.lower()}"

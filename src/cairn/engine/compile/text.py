@@ -9,36 +9,44 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-STOP_WORDS = frozenset("""
-a about above after again against all am an and any are aren't as at be because been before
-being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-don't down during each few for from further had hadn't has hasn't have haven't having he he'd
-he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
-is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
-or other ought our ours ourselves out over own same shan't she she'd she'll she's should
-shouldn't so some such than that that's the their theirs them themselves then there there's
-these they they'd they'll they're they've this those through to too under until up very was
-wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
-who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours
-yourself yourselves also just really would will shall may might must ever kind sort likely
-s t d ll m re ve
-""".split())
+STOP_WORDS = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+    "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+    "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does",
+    "doesn't", "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had",
+    "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her",
+    "here", "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd",
+    "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself",
+    "let's", "me", "more", "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "off",
+    "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over",
+    "own", "same", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so",
+    "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves",
+    "then", "there", "there's", "these", "they", "they'd", "they'll", "they're", "they've",
+    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn't",
+    "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what", "what's", "when",
+    "when's", "where", "where's", "which", "while", "who", "who's", "whom", "why", "why's",
+    "with", "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your",
+    "yours", "yourself", "yourselves", "also", "just", "really", "would", "will", "shall", "may",
+    "might", "must", "ever", "kind", "sort", "likely", "s", "t", "d", "ll", "m", "re", "ve",
+])
 
 MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
 )
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’]*")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019]*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 # A run of capitalized words, e.g. "New York", "Dr Seuss", "LGBTQ".
-_ENTITY = re.compile(r"\b([A-Z][a-zA-Z0-9'’\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’\-]*)*)")
+_ENTITY = re.compile(
+    r"\b([A-Z][a-zA-Z0-9'\u2019\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'\u2019\-]*)*)"
+)
 _NOT_ENTITIES = frozenset(
     {"i", "i'm", "i've", "i'll", "i'd", "oh", "hey", "hi", "hello", "yes", "yeah", "no", "ok",
      "okay", "wow", "thanks", "thank", "sure", "well", "so", "and", "but", "the", "a", "it",
      "that", "this", "what", "how", "my", "we", "you", "they", "he", "she", "haha", "lol",
      "awesome", "great", "cool", "nice", "definitely", "absolutely", "sounds", "good", "glad",
-     "congrats", "congratulations", "aw", "aww", "omg", "wow", "totally", "sorry", "love",
+     "congrats", "congratulations", "aw", "aww", "omg", "totally", "sorry", "love",
      "also", "just", "really", "for", "in", "on", "at", "when", "where", "why", "there",
      "these", "those", "its", "it's", "our", "your", "his", "her", "their", "me", "us", "him",
      "them", "all", "any", "if", "as", "not", "do", "did", "have", "is", "are", "was",
@@ -48,12 +56,12 @@ _NOT_ENTITIES = frozenset(
 
 def words(text: str) -> list[str]:
     """Lowercase words (apostrophes kept inside words, curly ones made straight)."""
-    return [w.lower().replace("’", "'").strip("'") for w in _WORD.findall(text)]
+    return [w.lower().replace("\u2019", "'").strip("'") for w in _WORD.findall(text)]
 
 
 def normalize_for_hash(text: str) -> str:
     """Case, punctuation and spacing folded away: near-identical texts share one form."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("’", "'")))
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("\u2019", "'")))
 
 
 def sentences(text: str) -> list[str]:
@@ -66,7 +74,7 @@ def entities(text: str) -> list[str]:
     """Capitalized names in order of first appearance (a heuristic, no model)."""
     out: list[str] = []
     for match in _ENTITY.finditer(text):
-        name = match.group(1).strip(" '’-")
+        name = match.group(1).strip(" '\u2019-")
         tokens = name.split()
         while tokens and tokens[0].lower() in _NOT_ENTITIES:
             tokens = tokens[1:]
@@ -91,7 +99,8 @@ _AGO = re.compile(
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
         "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a few": 3, "a couple of": 2}
 _ABS = re.compile(
-    r"\b(\d{1,2})?\s*(" + "|".join(MONTHS) + r")\s*(\d{1,2})?(?:st|nd|rd|th)?,?\s*((?:19|20)\d\d)?\b"
+    r"\b(\d{1,2})?\s*(" + "|".join(MONTHS)
+    + r")\s*(\d{1,2})?(?:st|nd|rd|th)?,?\s*((?:19|20)\d\d)?\b"
 )
 _YEAR = re.compile(r"\b(?:in|since|of|from)\s+((?:19|20)\d\d)\b")
 

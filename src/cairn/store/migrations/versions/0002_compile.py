@@ -40,8 +40,12 @@ def upgrade() -> None:
                       f"({_SQLITE_VALUES.format(r='new')});")
         delete_old = ("INSERT INTO memories_fts(memories_fts, rowid, body, context, part) "
                       f"VALUES ('delete', {_SQLITE_VALUES.format(r='old')});")
-        op.execute(f"CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN {insert_new} END")
-        op.execute(f"CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN {delete_old} END")
+        op.execute(
+            f"CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN {insert_new} END"
+        )
+        op.execute(
+            f"CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN {delete_old} END"
+        )
         op.execute(
             "CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, metadata ON memories "
             f"BEGIN {delete_old} {insert_new} END"
