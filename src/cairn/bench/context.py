@@ -269,6 +269,11 @@ def run(
                 r = _with_pg_database(pg_url, partial(bench_size, n=n, requests=requests))
             row: dict[str, Any] = {"backend": backend, "memories": n, **r}
             rows.append(row)
+            console.print(
+                f"[dim]  HTTP p50 {r['p50']:.1f} / p95 {r['p95']:.1f} ms, /v1/context p50 "
+                f"{r['sw_p50']:.1f} / p95 {r['sw_p95']:.1f} ms, library p50 {r['lib_p50']:.1f} "
+                f"/ p95 {r['lib_p95']:.1f} ms (load {r['load_s']:.0f} s)[/dim]"
+            )
     table = Table(title=f"context assembly latency, {requests} sequential requests (ms)")
     for col in (
         "backend",
