@@ -133,3 +133,17 @@ def test_tenants_are_isolated(backend_client: TestClient, two_tenants: dict[str,
     assert r.status_code == 404
     assert backend_client.post("/v1/memories/compile", json={"subject_id": "u1"}
                                ).status_code == 401
+
+
+def test_compile_on_ingest(tmp_path: Any) -> None:
+    services = Services.from_settings(make_settings(tmp_path, compile_on_ingest=True))
+    try:
+        with TestClient(create_app(services=services)) as client:
+            ingest(client)
+            found = client.get("/v1/memories/search",
+                               params={"subject_id": "u1", "q": "FBI"}).json()["memories"]
+            assert found and "FBI" in found[0]["content"]
+            r = client.post("/v1/memories/compile", json={"subject_id": "u1"}).json()
+            assert r["memories_created"] == 0 and r["remaining_episodes"] == 0
+    finally:
+        services.close()
