@@ -444,7 +444,13 @@ def latest_episodes(
 
 
 def conversation_memories(
-    db: Database, tenant_id: str, scope: Scope, session_id: str, kinds: Sequence[str], limit: int
+    db: Database,
+    tenant_id: str,
+    scope: Scope,
+    session_id: str,
+    kinds: Sequence[str],
+    limit: int,
+    conn: Connection | None = None,
 ) -> list[Memory]:
     """The newest active memories of the given kinds made from one conversation."""
     t = memories_t
@@ -459,8 +465,10 @@ def conversation_memories(
         .order_by(t.c.created_at.desc(), t.c.seq.desc())
         .limit(limit)
     )
-    with db.read() as conn:
+    if conn is not None:
         return [row_to_memory(r) for r in conn.execute(stmt)]
+    with db.read() as own:
+        return [row_to_memory(r) for r in own.execute(stmt)]
 
 
 __all__ = [

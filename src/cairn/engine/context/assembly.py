@@ -7,7 +7,6 @@ store, for one tenant.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,25 +115,24 @@ class CairnAssembly:
         limit = s.candidates or candidate_limit(request.budget)
         out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
         items: list[ContextItem] = []
-        recent, episodes = lanes.recent_items(
-            self.store, self.tenant_id, scope, request.conversation_id, request.recent_turns, tok
-        )
-        items += recent
-        out.episodes = {str(e.id): e for e in episodes}
-        if not request.recent_only:
-            # Without a query, the conversation's latest turn is what to recall for.
-            query = request.query or (recent[0].content if recent else "")
-            seen: set[uuid.UUID] = {e.id for e in episodes}
-            lt, mems = lanes.long_term_items(
+        # The search opens its own read; the other lanes share one (a round trip each less).
+        with self.store.db.read() as conn:
+            recent, episodes = lanes.recent_items(
                 self.store,
                 self.tenant_id,
                 scope,
-                query,
-                limit,
+                request.conversation_id,
+                request.recent_turns,
                 tok,
-                embedder=self.embedder,
-                exclude_episodes=seen,
+                conn,
             )
+            items += recent
+            out.episodes = {str(e.id): e for e in episodes}
+            if request.recent_only:
+                out.result = ContextResult(items=items, token_count=0, truncated=False)
+                return out
+            # Without a query, the conversation's latest turn is what to recall for.
+            query = request.query or (recent[0].content if recent else "")
             sm, smems = lanes.summary_items(
                 self.store,
                 self.tenant_id,
@@ -143,14 +141,25 @@ class CairnAssembly:
                 s.summary_score,
                 s.summaries,
                 tok,
+                conn,
             )
             ch, chunks = lanes.chunk_items(
-                self.store, self.tenant_id, scope, request.dataset_ids, query, limit
+                self.store, self.tenant_id, scope, request.dataset_ids, query, limit, conn
             )
-            # A summary found by both lanes keeps its better score (packing keeps the first).
-            items += sorted([*lt, *sm], key=lambda i: -i.score) + ch
-            out.memories = {**smems, **mems}
-            out.chunks = chunks
+        lt, mems = lanes.long_term_items(
+            self.store,
+            self.tenant_id,
+            scope,
+            query,
+            limit,
+            tok,
+            embedder=self.embedder,
+            exclude_episodes={e.id for e in episodes},
+        )
+        # A summary found by both lanes keeps its better score (packing keeps the first).
+        items += sorted([*lt, *sm], key=lambda i: -i.score) + ch
+        out.memories = {**smems, **mems}
+        out.chunks = chunks
         out.result = ContextResult(items=items, token_count=0, truncated=False)
         return out
 

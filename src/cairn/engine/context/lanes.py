@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sqlalchemy import Connection
+
 from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.memory import ContextItem, SourceRef
@@ -64,11 +66,12 @@ def recent_items(
     conversation_id: str,
     limit: int,
     tokenizer: Tokenizer,
+    conn: Connection | None = None,
 ) -> tuple[list[ContextItem], list[Episode]]:
     """The conversation's latest ``limit`` episodes as items, newest first."""
     if not conversation_id or limit <= 0:
         return [], []
-    episodes = latest_episodes(store.db, tenant_id, scope, conversation_id, limit)
+    episodes = latest_episodes(store.db, tenant_id, scope, conversation_id, limit, conn)
     items = []
     for ep in episodes:
         content = episode_text(ep)
@@ -168,9 +171,12 @@ def chunk_items(
     dataset_ids: Sequence[str],
     query: str,
     limit: int,
+    conn: Connection | None = None,
 ) -> tuple[list[ContextItem], dict[str, ChunkRow]]:
     """Chunks of the named datasets that match ``query``."""
-    rows = store.documents.search_chunks(tenant_id, scope, dataset_ids, query, limit=limit)
+    rows = store.documents.search_chunks(
+        tenant_id, scope, dataset_ids, query, limit=limit, conn=conn
+    )
     items, sources = [], {}
     for r in rows:
         item = ContextItem(
@@ -205,12 +211,13 @@ def summary_items(
     score: float,
     limit: int,
     tokenizer: Tokenizer,
+    conn: Connection | None = None,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
     """The newest active summary memories of the conversation, at a fixed lane score."""
     if not conversation_id or limit <= 0:
         return [], {}
     found = conversation_memories(
-        store.db, tenant_id, scope, conversation_id, sorted(SUMMARY_KINDS), limit
+        store.db, tenant_id, scope, conversation_id, sorted(SUMMARY_KINDS), limit, conn
     )
     items = [memory_item(m, score, tokenizer, "summary") for m in found]
     return items, {i.id: m for i, m in zip(items, found, strict=True)}
