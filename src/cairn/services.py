@@ -7,6 +7,7 @@ The HTTP app, the web inspector, the CLI, the MCP server and the worker all star
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from cairn.config import Settings
@@ -24,6 +25,9 @@ class Services:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
+        self._auth_required = False
+        self._auth_checked_at = float("-inf")
+        self._auth_generation = -1
         # Bundled + CAIRN_TEMPLATE_DIRS; a bad file raises ConfigError: the server will not start.
         self.templates: TemplateCatalogue = load_catalogue(settings.template_dirs)
         # Called with (tenant, scopes) after new episodes are stored.
@@ -56,8 +60,21 @@ class Services:
 
     def auth_required(self) -> bool:
         """False only while no key was ever configured or created (local development on
-        loopback). Revoking every key does not reopen the server."""
-        return bool(self.settings.api_key) or self.store.keys.any_key_exists()
+        loopback). Revoking every key does not reopen the server.
+
+        Once a key exists the answer can never go back to False, so True is kept for good; a
+        False is re-checked after a second, so a key made by another process (``cairn keys
+        create``) closes an open server within a second without a query per request.
+        """
+        if self._auth_required:
+            return True
+        now = time.monotonic()
+        keys = self.store.keys
+        if now - self._auth_checked_at > 1.0 or keys.generation != self._auth_generation:
+            self._auth_generation = keys.generation
+            self._auth_required = bool(self.settings.api_key) or keys.any_key_exists()
+            self._auth_checked_at = now
+        return self._auth_required
 
     def close(self) -> None:
         self.store.close()

@@ -27,6 +27,9 @@ def new_key() -> str:
 class KeyRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
+        # Bumped whenever this process stores a key, so cached "no key exists" answers
+        # are dropped at once (see Services.auth_required).
+        self.generation = 0
 
     def ensure_tenant(self, tenant_id: str) -> None:
         with self.db.write() as conn:
@@ -51,6 +54,7 @@ class KeyRepository:
                     name=name, created_at=info.created_at,
                 )
             )
+        self.generation += 1
         return key, info
 
     def ensure_key(self, tenant_id: str, key: str, name: str = "settings") -> None:
@@ -65,6 +69,7 @@ class KeyRepository:
                 )
                 .on_conflict_do_nothing(index_elements=["key_hash"])
             )
+        self.generation += 1
 
     def tenant_for(self, key: str) -> str | None:
         """The tenant of an active key, or None. The digest is compared in constant time."""
