@@ -9,19 +9,47 @@ vector lane reads float32 embeddings stored with the memory.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, func, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Row,
+    String,
+    Table,
+    bindparam,
+    func,
+    select,
+    text,
+    update,
+)
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store.database import Database
 from cairn.store.episodes import scope_filter
+from cairn.store.schema import SCOPED_TABLES, metadata
 from cairn.store.schema import memories as t
+
+# One row per partition with vectors; ``version`` grows whenever its vectors change, so the
+# vector lane's in-memory matrix is checked with one primary-key read.
+vector_versions = Table(
+    "memory_vector_versions",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("runtime_id", String(256), primary_key=True),
+    Column("user_id", String(256), primary_key=True, server_default=""),
+    Column("agent_id", String(256), primary_key=True, server_default=""),
+    Column("version", BigInteger(), nullable=False),
+)
+if vector_versions not in SCOPED_TABLES:
+    SCOPED_TABLES.append(vector_versions)
 
 
 def row_to_memory(row: Row[Any]) -> Memory:
@@ -257,13 +285,27 @@ class MemoryRepository:
             .values(status="superseded", valid_to=at, superseded_by=new_id, updated_at=now)
         )
 
-    def set_embeddings(self, conn: Connection, items: Iterable[tuple[int, bytes]]) -> None:
+    def set_embeddings(
+        self, conn: Connection, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
+    ) -> None:
+        """Store vectors of the partition's rows and bump its vector version."""
         params = [{"s": seq, "e": blob} for seq, blob in items]
-        if params:
-            conn.execute(
-                update(t).where(t.c.seq == bindparam("s")).values(embedding=bindparam("e")),
-                params,
-            )
+        if not params:
+            return
+        conn.execute(
+            update(t).where(t.c.seq == bindparam("s")).values(embedding=bindparam("e")),
+            params,
+        )
+        key = {"tenant_id": tenant_id, "runtime_id": scope.runtime_id,
+               "user_id": scope.user_id, "agent_id": scope.agent_id}
+        # A clock value, not a counter: a subject deleted and rebuilt never repeats a version
+        # that a cache may still hold.
+        version = time.time_ns() // 1000
+        stmt = self.db.insert(vector_versions).values(**key, version=version)
+        stmt = stmt.on_conflict_do_update(  # type: ignore[attr-defined]
+            index_elements=list(key), set_={"version": version}
+        )
+        conn.execute(stmt)
 
     # -- search ------------------------------------------------------------------------------
 
@@ -385,13 +427,12 @@ class MemoryRepository:
             return run(own)
 
     def vector_stamp(self, conn: Connection, tenant_id: str, scope: Scope) -> tuple[int, int]:
-        """(number of embeddings, largest seq) of a partition: changes when vectors do."""
-        row = conn.execute(
-            select(func.count(t.c.embedding), func.max(t.c.seq)).where(
-                scope_filter(t, tenant_id, scope)
-            )
-        ).one()
-        return int(row[0] or 0), int(row[1] or 0)
+        """The partition's vector version (0: none yet): changes when its vectors do."""
+        version = conn.execute(
+            select(vector_versions.c.version).where(scope_filter(vector_versions, tenant_id,
+                                                                 scope))
+        ).scalar()
+        return int(version or 0), 0
 
     def vectors(self, conn: Connection, tenant_id: str, scope: Scope) -> VectorRows:
         rows = conn.execute(

@@ -83,9 +83,19 @@ def upgrade() -> None:
         sa.Column("finished_at", UTCDateTime(), nullable=True),
     )
     op.create_index("ix_compile_jobs_status", "compile_jobs", ["status", "created_at"])
+    # Bumped whenever a partition's vectors change: the vector lane's cache key.
+    op.create_table(
+        "memory_vector_versions",
+        sa.Column("tenant_id", sa.String(128), primary_key=True),
+        sa.Column("runtime_id", sa.String(256), primary_key=True),
+        sa.Column("user_id", sa.String(256), primary_key=True, server_default=""),
+        sa.Column("agent_id", sa.String(256), primary_key=True, server_default=""),
+        sa.Column("version", sa.BigInteger(), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("memory_vector_versions")
     op.drop_table("compile_jobs")
     op.drop_index("ix_episodes_uncompiled", "episodes")
     op.drop_index("ix_memories_scope_kind", "memories")
