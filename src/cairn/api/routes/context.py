@@ -73,7 +73,7 @@ class ContextBundlePublic(BaseModel):
 @router.post("/v1/context", response_model=ContextBundlePublic)
 def get_context(
     body: ContextCreate, request: Request, tenant: str = Depends(require_tenant)
-) -> ContextBundlePublic:
+) -> Response:
     """Ranked, token-bounded context for a subject; ``token_estimate`` (the rendered
     ``assembled_context`` counted with the server's tokenizer) never exceeds ``max_tokens``."""
     services = services_of(request)
@@ -123,7 +123,7 @@ def get_context(
             for i in result.items
         ],
     }
-    return ContextBundlePublic(
+    bundle = ContextBundlePublic.model_construct(
         subject_id=body.subject_id,
         task=body.task,
         facts=facts,
@@ -133,6 +133,13 @@ def get_context(
         assembled_context=text,
         token_estimate=tokens,
     )
+    return _json(bundle)
+
+
+def _json(model: BaseModel) -> Response:
+    """Serialize once: the models are built here from validated parts, so FastAPI's
+    dump-validate-dump of the response model would only repeat work on the hot path."""
+    return Response(content=model.model_dump_json(), media_type="application/json")
 
 
 class RenderOptions(BaseModel):
@@ -158,7 +165,7 @@ class ScopeContextPublic(ContextResult):
 @router.post("/v1/scopes/context", response_model=ScopeContextPublic)
 def scope_context(
     body: ScopeContextCreate, request: Request, tenant: str = Depends(require_tenant)
-) -> ScopeContextPublic:
+) -> Response:
     """``ContextProvider.context``: packed items for one scope (and optional rendered text)."""
     assembly = assembly_for(services_of(request), tenant)
     req = ContextRequest.model_validate(body.model_dump(exclude={"render"}))
@@ -171,11 +178,13 @@ def scope_context(
             else DefaultRenderer(body.render.max_chars)
         )
         rendered = renderer.render(result)
-    return ScopeContextPublic(
-        items=result.items,
-        token_count=result.token_count,
-        truncated=result.truncated,
-        rendered=rendered,
+    return _json(
+        ScopeContextPublic.model_construct(
+            items=result.items,
+            token_count=result.token_count,
+            truncated=result.truncated,
+            rendered=rendered,
+        )
     )
 
 
