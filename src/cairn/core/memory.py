@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -332,7 +332,3 @@ def assembly_impl_names() -> list[str]:
 
 def unregister_assembly_impl(name: str) -> None:
     _registry.pop(name, None)
-
-
-def scope_key(scope: Scope) -> Mapping[str, str]:
-    return {"runtime_id": scope.runtime_id, "user_id": scope.user_id, "agent_id": scope.agent_id}
