@@ -122,3 +122,18 @@ def test_subjects_list_and_delete(backend_client: TestClient) -> None:
     assert r.json() == {"subject_id": "alice", "episodes_deleted": 2, "memories_deleted": 0}
     assert backend_client.get("/v1/subjects").json()["total"] == 1
     assert backend_client.get("/v1/timeline", params={"subject_id": "alice"}).json()["episodes"] == []
+
+
+def test_timeline_newest_first_pages_from_the_end(backend_client: TestClient) -> None:
+    for day in range(1, 6):
+        backend_client.post(
+            "/v1/episodes",
+            json={**EPISODE, "payload": {"day": day}, "occurred_at": f"2024-01-0{day}T00:00:00Z"},
+        )
+    params = {"subject_id": "user:42", "limit": 2, "newest_first": "true"}
+    first = backend_client.get("/v1/timeline", params=params).json()
+    assert [e["payload"]["day"] for e in first["episodes"]] == [4, 5]
+    assert first["episodes_has_more"] is True
+    last = backend_client.get("/v1/timeline", params={**params, "offset": 4}).json()
+    assert [e["payload"]["day"] for e in last["episodes"]] == [1]
+    assert last["episodes_has_more"] is False

@@ -173,19 +173,30 @@ class EpisodeRepository:
         offset: int = 0,
         session_id: str | None = None,
         uncompiled_only: bool = False,
+        newest_first: bool = False,
         conn: Connection | None = None,
     ) -> list[Episode]:
-        """Episodes of one partition in time order (``occurred_at``, then insertion)."""
+        """Episodes of one partition in time order (``occurred_at``, then insertion).
+
+        ``newest_first`` takes the window from the newest end (``offset`` counts back from
+        the newest row); the rows of the window are still returned oldest first.
+        """
         stmt = select(t).where(scope_filter(t, tenant_id, scope))
         if session_id is not None:
             stmt = stmt.where(t.c.session_id == session_id)
         if uncompiled_only:
             stmt = stmt.where(t.c.compiled.is_(False))
-        stmt = stmt.order_by(t.c.occurred_at, t.c.seq).limit(limit).offset(offset)
+        if newest_first:
+            stmt = stmt.order_by(t.c.occurred_at.desc(), t.c.seq.desc())
+        else:
+            stmt = stmt.order_by(t.c.occurred_at, t.c.seq)
+        stmt = stmt.limit(limit).offset(offset)
         if conn is not None:
-            return [row_to_episode(r) for r in conn.execute(stmt)]
-        with self.db.read() as own:
-            return [row_to_episode(r) for r in own.execute(stmt)]
+            rows = [row_to_episode(r) for r in conn.execute(stmt)]
+        else:
+            with self.db.read() as own:
+                rows = [row_to_episode(r) for r in own.execute(stmt)]
+        return rows[::-1] if newest_first else rows
 
     def count(self, tenant_id: str, scope: Scope, conn: Connection | None = None) -> int:
         stmt = select(func.count()).select_from(t).where(scope_filter(t, tenant_id, scope))

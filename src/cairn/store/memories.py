@@ -132,19 +132,30 @@ class MemoryRepository:
         offset: int = 0,
         include_superseded: bool = True,
         kind: str | None = None,
+        newest_first: bool = False,
         conn: Connection | None = None,
     ) -> _list[Memory]:
-        """Memories of one partition in time order (``valid_from``, then creation)."""
+        """Memories of one partition in time order (``valid_from``, then creation).
+
+        ``newest_first`` takes the window from the newest end (``offset`` counts back from
+        the newest row); the rows of the window are still returned oldest first.
+        """
         stmt = select(*_COLUMNS).where(scope_filter(t, tenant_id, scope), t.c.status != "deleted")
         if not include_superseded:
             stmt = stmt.where(t.c.status == "active")
         if kind is not None:
             stmt = stmt.where(t.c.kind == kind)
-        stmt = stmt.order_by(t.c.valid_from, t.c.seq).limit(limit).offset(offset)
+        if newest_first:
+            stmt = stmt.order_by(t.c.valid_from.desc(), t.c.seq.desc())
+        else:
+            stmt = stmt.order_by(t.c.valid_from, t.c.seq)
+        stmt = stmt.limit(limit).offset(offset)
         if conn is not None:
-            return [row_to_memory(r) for r in conn.execute(stmt)]
-        with self.db.read() as own:
-            return [row_to_memory(r) for r in own.execute(stmt)]
+            rows = [row_to_memory(r) for r in conn.execute(stmt)]
+        else:
+            with self.db.read() as own:
+                rows = [row_to_memory(r) for r in own.execute(stmt)]
+        return rows[::-1] if newest_first else rows
 
     def count(self, tenant_id: str, scope: Scope, conn: Connection | None = None) -> int:
         stmt = (

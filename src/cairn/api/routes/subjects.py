@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from cairn.api.auth import require_tenant, services_of
@@ -17,6 +19,7 @@ from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.scope import Scope
 
 router = APIRouter(tags=["subjects"])
+T = TypeVar("T")
 
 
 @router.get("/v1/timeline", response_model=TimelinePublic)
@@ -25,21 +28,35 @@ def timeline(
     subject_id: str = Query(pattern=SUBJECT_ID_PATTERN),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
+    newest_first: bool = Query(False, description="Page from the newest end."),
     tenant: str = Depends(require_tenant),
 ) -> TimelinePublic:
-    """Episodes and memories of a subject in time order, each paged by limit/offset."""
+    """Episodes and memories of a subject in time order, each paged by limit/offset.
+
+    With ``newest_first`` the window is taken from the newest end (``offset`` counts back);
+    rows inside a page are always oldest first.
+    """
     store = services_of(request).store
     scope = Scope.for_subject(subject_id)
+    page = {"limit": limit + 1, "offset": offset, "newest_first": newest_first}
     with store.db.read() as conn:
-        episodes = store.episodes.list(tenant, scope, limit=limit + 1, offset=offset, conn=conn)
-        memories = store.memories.list(tenant, scope, limit=limit + 1, offset=offset, conn=conn)
+        episodes = store.episodes.list(tenant, scope, **page, conn=conn)  # type: ignore[arg-type]
+        memories = store.memories.list(tenant, scope, **page, conn=conn)  # type: ignore[arg-type]
+    episodes, episodes_more = _window(episodes, limit, newest_first)
+    memories, memories_more = _window(memories, limit, newest_first)
     return TimelinePublic.model_construct(
         subject_id=subject_id,
-        episodes=[EpisodePublic.of(e) for e in episodes[:limit]],
-        memories=[MemoryPublic.of(m) for m in memories[:limit]],
-        episodes_has_more=len(episodes) > limit,
-        memories_has_more=len(memories) > limit,
+        episodes=[EpisodePublic.of(e) for e in episodes],
+        memories=[MemoryPublic.of(m) for m in memories],
+        episodes_has_more=episodes_more,
+        memories_has_more=memories_more,
     )
+
+
+def _window(rows: list[T], limit: int, newest_first: bool) -> tuple[list[T], bool]:
+    """Cut the one extra row fetched to tell whether more exist (the oldest one when paging
+    from the newest end)."""
+    return (rows[-limit:] if newest_first else rows[:limit]), len(rows) > limit
 
 
 @router.get("/v1/subjects", response_model=SubjectListPublic)
