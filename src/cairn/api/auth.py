@@ -12,7 +12,8 @@ from cairn.services import Services
 
 
 def services_of(request: Request) -> Services:
-    return request.app.state.services  # type: ignore[no-any-return]
+    services: Services = request.app.state.services
+    return services
 
 
 def api_key_of(request: Request) -> str | None:

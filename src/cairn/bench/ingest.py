@@ -123,7 +123,7 @@ def _with_pg_database(admin_url: str, fn: Any) -> dict[str, float]:
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        return fn(admin_url.rsplit("/", 1)[0] + f"/{name}")  # type: ignore[no-any-return]
+        return fn(admin_url.rsplit("/", 1)[0] + f"/{name}")
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

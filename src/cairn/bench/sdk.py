@@ -53,12 +53,12 @@ def _latencies(base: str, data_dir: Path, calls: int) -> list[tuple[str, str, li
     with Cairn(base) as sdk:
         rows.append(("Cairn", "loopback", _timed(
             calls, lambda i: sdk.episodes.create(**_episode(i)))))
-    with Cairn.local(Settings(data_dir=data_dir)) as local:  # type: ignore[call-arg]
+    with Cairn.local(Settings(data_dir=data_dir)) as local:
         rows.append(("Cairn", "in-process", _timed(
             calls, lambda i: local.episodes.create(**_episode(i)))))
 
     async def run_async() -> list[float]:
-        async with AsyncCairn.local(Settings(data_dir=data_dir)) as c:  # type: ignore[call-arg]
+        async with AsyncCairn.local(Settings(data_dir=data_dir)) as c:
             out = []
             for i in range(calls):
                 t0 = time.perf_counter()
@@ -76,7 +76,7 @@ def _mcp(data_dir: Path, calls: int) -> list[tuple[str, list[float]]]:
     from mcp import Client
 
     async def go() -> list[tuple[str, list[float]]]:
-        api = AsyncCairn.local(Settings(data_dir=data_dir))  # type: ignore[call-arg]
+        api = AsyncCairn.local(Settings(data_dir=data_dir))
         async with api, Client(build_server(api)) as mcp:
             rows = []
             for tool, args in (

@@ -96,7 +96,7 @@ class LocalApp:
         from cairn.services import Services
 
         self.own_services = services is None
-        self.services = services or Services.from_settings(settings or Settings())  # type: ignore[call-arg]
+        self.services = services or Services.from_settings(settings or Settings())
         self.app = create_app(services=self.services)
 
     def lifespan(self) -> Any:

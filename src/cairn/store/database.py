@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, text
+from sqlalchemy import Connection, Engine, Table, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -61,7 +61,7 @@ class Database:
                 self.url, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True,
                 echo=echo,
             )
-            self._write_engine = self.engine
+            self._write_engine = self.engine  # type: ignore[assignment]
 
     @property
     def is_sqlite(self) -> bool:
@@ -123,8 +123,9 @@ class Database:
                 raise Unavailable("the database is unavailable") from exc
             raise
 
-    def insert(self, table: Table) -> Insert:
-        """An INSERT construct of this backend (it has ``on_conflict_do_nothing``)."""
+    def insert(self, table: Table) -> Any:
+        """An INSERT construct of this backend (it has ``on_conflict_do_nothing``); typed as
+        Any because the two dialects' Insert classes share no declared base with it."""
         if self.is_sqlite:
             return sqlite.insert(table)
         return postgresql.insert(table)

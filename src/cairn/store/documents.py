@@ -249,7 +249,7 @@ class DocumentRepository:
                     chunk_count=len(chunks),
                     created_at=now,
                 )
-                .on_conflict_do_nothing(  # type: ignore[attr-defined]
+                .on_conflict_do_nothing(
                     index_elements=[
                         "tenant_id",
                         "runtime_id",

@@ -99,7 +99,7 @@ class RunRepository:
         with self.db.write() as conn:
             seq = conn.execute(
                 self.db.insert(ladder_runs).values(**values)
-                .on_conflict_do_nothing(index_elements=["tenant_id", "id"])  # type: ignore[attr-defined]
+                .on_conflict_do_nothing(index_elements=["tenant_id", "id"])
                 .returning(ladder_runs.c.seq)
             ).scalar()
             if seq is not None:  # new: no second statement needed

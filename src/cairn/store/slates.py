@@ -201,7 +201,7 @@ class SlateRepository:
             self.db.insert(slate_folders)
             .values(tenant_id=key.tenant, ladder=key.ladder, user_id=key.user_id, slate=key.slate,
                     folder=key.folder, clock=0, usage=0, created_at=now, updated_at=now)
-            .on_conflict_do_nothing()  # type: ignore[attr-defined]
+            .on_conflict_do_nothing()
         )
         row = conn.execute(_LOCK_FOLDER, params).one()
         return int(row[0]), int(row[1]), True

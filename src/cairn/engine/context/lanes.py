@@ -108,7 +108,7 @@ def memory_item(
         kind=memory.kind,
         content=memory.content,
         score=min(max(float(score), 0.0), 1.0),
-        source_class=cls,
+        source_class=cls,  # type: ignore[arg-type]
         token_count=token_counter(tokenizer)(memory.content),
         created_at=memory.created_at,
         occurred_at=memory.valid_from,
