@@ -122,6 +122,11 @@ class JobRepository:
         stmt = select(compile_jobs.c.id).where(claimable).order_by(
             compile_jobs.c.created_at, compile_jobs.c.id
         ).limit(1)
+        # An idle poll only reads: no write transaction (and, on SQLite, no writer lock)
+        # unless there is something to claim.
+        with self.db.read() as conn:
+            if conn.execute(stmt).scalar() is None:
+                return None
         if not self.db.is_sqlite:
             stmt = stmt.with_for_update(skip_locked=True)
         with self.db.write() as conn:
