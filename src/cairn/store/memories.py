@@ -356,15 +356,12 @@ class MemoryRepository:
             return self._fts5(tenant_id, scope, terms, where, params, limit, conn)
         else:
             params["q"] = " | ".join(terms)
-            doc = ("(setweight(to_tsvector('english'::regconfig, m.content || ' ' || "
-                   "coalesce(m.metadata->>'keywords', '')), 'A') || "
-                   "setweight(to_tsvector('english'::regconfig, "
-                   "coalesce(m.metadata->>'context_terms', '')), 'D'))")
+            # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
             sql = (
-                f"SELECT m.seq, ts_rank('{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}', {doc}, q, 1) "
+                f"SELECT m.seq, ts_rank('{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}', m.fts, q, 1) "
                 "AS s "
                 "FROM memories m, to_tsquery('english'::regconfig, :q) q "
-                f"WHERE {doc} @@ q AND {' AND '.join(where)} "
+                f"WHERE m.fts @@ q AND {' AND '.join(where)} "
                 "ORDER BY s DESC, m.seq LIMIT :limit"
             )
         if conn is not None:
