@@ -11,7 +11,8 @@ import uuid
 
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import JSON, Column, Integer, MetaData, String, Table as SaTable, create_engine, select, text
+from sqlalchemy import JSON, Column, Integer, MetaData, String, create_engine, select, text
+from sqlalchemy import Table as SaTable
 from sqlalchemy.dialects.postgresql import JSONB, insert
 
 ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -21,16 +22,26 @@ DRIVERS = {"psycopg 3": "postgresql+psycopg", "psycopg2": "postgresql+psycopg2"}
 def measure(driver: str, dbname: str) -> dict[str, float]:
     engine = create_engine(f"{driver}://postgres@127.0.0.1:5432/{dbname}")
     md = MetaData()
-    t = SaTable("bench_rows", md, Column("seq", Integer, primary_key=True),
-                Column("id", String(36), unique=True), Column("payload", JSON().with_variant(JSONB(), "postgresql")))
+    t = SaTable(
+        "bench_rows",
+        md,
+        Column("seq", Integer, primary_key=True),
+        Column("id", String(36), unique=True),
+        Column("payload", JSON().with_variant(JSONB(), "postgresql")),
+    )
     md.drop_all(engine)
     md.create_all(engine)
-    rows = [{"id": str(uuid.uuid4()), "payload": {"text": f"message {i}", "n": i}} for i in range(10_000)]
+    rows = [
+        {"id": str(uuid.uuid4()), "payload": {"text": f"message {i}", "n": i}}
+        for i in range(10_000)
+    ]
     batch_times, single_times, read_times = [], [], []
     with engine.connect() as conn:
         for b in range(0, 10_000, 100):
             t0 = time.perf_counter()
-            conn.execute(insert(t).on_conflict_do_nothing().returning(t.c.seq), rows[b:b + 100]).all()
+            conn.execute(
+                insert(t).on_conflict_do_nothing().returning(t.c.seq), rows[b : b + 100]
+            ).all()
             conn.commit()
             batch_times.append(time.perf_counter() - t0)
         for i in range(1000):
@@ -45,9 +56,11 @@ def measure(driver: str, dbname: str) -> dict[str, float]:
             read_times.append(time.perf_counter() - t0)
     md.drop_all(engine)
     engine.dispose()
-    return {"batch_rows_s": 10_000 / sum(batch_times),
-            "single_ms": statistics.median(single_times) * 1000,
-            "read50_ms": statistics.median(read_times) * 1000}
+    return {
+        "batch_rows_s": 10_000 / sum(batch_times),
+        "single_ms": statistics.median(single_times) * 1000,
+        "read50_ms": statistics.median(read_times) * 1000,
+    }
 
 
 def main() -> None:
@@ -57,7 +70,12 @@ def main() -> None:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:
         table = Table(title="PostgreSQL drivers through SQLAlchemy Core")
-        for col in ("driver", "batch-100 insert rows/s", "single insert+commit p50 ms", "read 50 rows p50 ms"):
+        for col in (
+            "driver",
+            "batch-100 insert rows/s",
+            "single insert+commit p50 ms",
+            "read 50 rows p50 ms",
+        ):
             table.add_column(col, justify="right")
         for label, driver in DRIVERS.items():
             try:
@@ -65,7 +83,9 @@ def main() -> None:
             except ModuleNotFoundError:
                 table.add_row(label, "not installed", "", "")
                 continue
-            table.add_row(label, f"{r['batch_rows_s']:,.0f}", f"{r['single_ms']:.3f}", f"{r['read50_ms']:.3f}")
+            table.add_row(
+                label, f"{r['batch_rows_s']:,.0f}", f"{r['single_ms']:.3f}", f"{r['read50_ms']:.3f}"
+            )
         Console().print(table)
     finally:
         with admin.connect() as conn:

@@ -49,7 +49,9 @@ def _truncate_all(url: str) -> None:
     with engine.begin() as conn:
         names = [n for n in inspect(conn).get_table_names() if n != "alembic_version"]
         if names:
-            conn.execute(text("TRUNCATE " + ", ".join(f'"{n}"' for n in names) + " RESTART IDENTITY CASCADE"))
+            conn.execute(
+                text("TRUNCATE " + ", ".join(f'"{n}"' for n in names) + " RESTART IDENTITY CASCADE")
+            )
     engine.dispose()
 
 

@@ -11,8 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_every_setting_is_documented() -> None:
     text = (ROOT / "docs" / "configuration.md").read_text()
-    missing = [f"CAIRN_{name.upper()}" for name in Settings.model_fields
-               if f"`CAIRN_{name.upper()}`" not in text]
+    missing = [
+        f"CAIRN_{name.upper()}"
+        for name in Settings.model_fields
+        if f"`CAIRN_{name.upper()}`" not in text
+    ]
     assert missing == []
 
 

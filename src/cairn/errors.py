@@ -29,7 +29,12 @@ class CairnError(Exception):
     status = 500
 
     def __init__(
-        self, message: str, *, code: str | None = None, details: Any = None, status: int | None = None
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message

@@ -35,7 +35,10 @@ def test_bearer_and_header_both_work(backend_client: TestClient, two_tenants: di
     assert backend_client.get("/v1/subjects", headers=h(key)).status_code == 200
     bearer = {"Authorization": f"Bearer {key}"}
     assert backend_client.get("/v1/subjects", headers=bearer).status_code == 200
-    assert backend_client.get("/v1/subjects", headers={"Authorization": "Basic abc"}).status_code == 401
+    assert (
+        backend_client.get("/v1/subjects", headers={"Authorization": "Basic abc"}).status_code
+        == 401
+    )
 
 
 def test_revoked_key_is_403(backend_client: TestClient, backend_services: Services) -> None:
@@ -72,8 +75,12 @@ def test_tenants_never_see_each_other(backend_client: TestClient, two_tenants: d
     assert backend_client.get("/v1/subjects", headers=b).json()["subjects"] == [
         {"subject_id": "user:42", "episode_count": 1, "memory_count": 0}
     ]
-    assert backend_client.get("/v1/timeline", params={"subject_id": "only-a"},
-                              headers=b).json()["episodes"] == []
+    assert (
+        backend_client.get("/v1/timeline", params={"subject_id": "only-a"}, headers=b).json()[
+            "episodes"
+        ]
+        == []
+    )
     deleted = backend_client.delete("/v1/subjects/only-a", headers=b).json()
     assert deleted["episodes_deleted"] == 0
     a_subjects = backend_client.get("/v1/subjects", headers=a).json()
@@ -108,14 +115,16 @@ def _scope():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/v1/version", "/metrics"])
-def test_health_endpoints_need_no_key(backend_client: TestClient, two_tenants: dict, path: str) -> None:
+def test_health_endpoints_need_no_key(
+    backend_client: TestClient, two_tenants: dict, path: str
+) -> None:
     assert backend_client.get(path).status_code == 200
 
 
 def test_revoking_every_key_does_not_reopen_the_server(
     backend_client: TestClient, backend_services: Services
 ) -> None:
-    key, info = backend_services.store.keys.create("only")
+    _key, info = backend_services.store.keys.create("only")
     backend_services.store.keys.revoke(info.id)
     r = backend_client.get("/v1/subjects")
     assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"

@@ -22,8 +22,18 @@ def test_create_returns_201_with_the_episode(backend_client: TestClient) -> None
     r = backend_client.post("/v1/episodes", json=EPISODE)
     assert r.status_code == 201
     body = r.json()
-    assert set(body) >= {"id", "subject_id", "source", "type", "payload", "metadata",
-                         "provenance", "session_id", "occurred_at", "created_at"}
+    assert set(body) >= {
+        "id",
+        "subject_id",
+        "source",
+        "type",
+        "payload",
+        "metadata",
+        "provenance",
+        "session_id",
+        "occurred_at",
+        "created_at",
+    }
     assert body["subject_id"] == "user:42"
     assert body["occurred_at"] == "2024-05-01T08:00:00Z"  # stored and shown in UTC
     assert body["created_at"].endswith("Z")
@@ -121,7 +131,9 @@ def test_subjects_list_and_delete(backend_client: TestClient) -> None:
     r = backend_client.delete("/v1/subjects/alice")
     assert r.json() == {"subject_id": "alice", "episodes_deleted": 2, "memories_deleted": 0}
     assert backend_client.get("/v1/subjects").json()["total"] == 1
-    assert backend_client.get("/v1/timeline", params={"subject_id": "alice"}).json()["episodes"] == []
+    assert (
+        backend_client.get("/v1/timeline", params={"subject_id": "alice"}).json()["episodes"] == []
+    )
 
 
 def test_timeline_newest_first_pages_from_the_end(backend_client: TestClient) -> None:

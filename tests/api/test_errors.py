@@ -38,8 +38,9 @@ def assert_error(r: object, status: int, code: str) -> dict:
 def test_invalid_episode_is_422_with_field_path(
     client: TestClient, change: dict, field: str
 ) -> None:
-    err = assert_error(client.post("/v1/episodes", json={**EPISODE, **change}), 422,
-                       "validation_error")
+    err = assert_error(
+        client.post("/v1/episodes", json={**EPISODE, **change}), 422, "validation_error"
+    )
     assert err["details"][0]["field"] == field
     assert client.get("/v1/subjects").json()["total"] == 0
 
@@ -78,8 +79,13 @@ def test_unknown_route_and_method(client: TestClient) -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{}, {"subject_id": "bad id"}, {"subject_id": "u", "limit": 0},
-     {"subject_id": "u", "limit": "many"}, {"subject_id": "u", "offset": -1}],
+    [
+        {},
+        {"subject_id": "bad id"},
+        {"subject_id": "u", "limit": 0},
+        {"subject_id": "u", "limit": "many"},
+        {"subject_id": "u", "offset": -1},
+    ],
 )
 def test_bad_timeline_query_is_422(client: TestClient, params: dict) -> None:
     assert_error(client.get("/v1/timeline", params=params), 422, "validation_error")

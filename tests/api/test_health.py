@@ -54,4 +54,7 @@ def test_metrics_count_requests_per_route(client: TestClient) -> None:
     client.get("/v1/subjects")
     text = client.get("/metrics").text
     assert 'cairn_http_requests_total{method="GET",route="/healthz",status="200"} 1.0' in text
-    assert 'cairn_http_request_duration_seconds_bucket{le="0.001",method="GET",route="/v1/subjects"}' in text
+    assert (
+        'cairn_http_request_duration_seconds_bucket{le="0.001",method="GET",route="/v1/subjects"}'
+        in text
+    )

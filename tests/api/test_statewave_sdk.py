@@ -16,23 +16,37 @@ from cairn.services import Services
 def sw(backend_services: Services) -> Iterator[StatewaveClient]:
     key, _ = backend_services.store.keys.create("acme")
     client = StatewaveClient("http://testserver", api_key=key, tenant_id="acme")
-    with TestClient(create_app(services=backend_services), headers=dict(client._http.headers)) as tc:
+    with TestClient(
+        create_app(services=backend_services), headers=dict(client._http.headers)
+    ) as tc:
         client._http = tc  # the SDK's own code, over the in-process transport
         yield client
 
 
 def test_statewave_sdk_round_trip(sw: StatewaveClient) -> None:
     ep = sw.create_episode(
-        "user-1", "chat", "conversation.turn",
+        "user-1",
+        "chat",
+        "conversation.turn",
         {"messages": [{"role": "user", "content": "I work at Globex as a data engineer."}]},
-        session_id="s1", idempotency_key="k1",
+        session_id="s1",
+        idempotency_key="k1",
     )
     again = sw.create_episode("user-1", "chat", "conversation.turn", {"x": 1}, idempotency_key="k1")
     assert again.id == ep.id
-    batch = sw.create_episodes_batch([
-        {"subject_id": "user-1", "source": "chat", "type": "conversation.turn", "session_id": "s1",
-         "payload": {"messages": [{"role": "user", "content": "I live in Lisbon with my dog Rex."}]}},
-    ])
+    batch = sw.create_episodes_batch(
+        [
+            {
+                "subject_id": "user-1",
+                "source": "chat",
+                "type": "conversation.turn",
+                "session_id": "s1",
+                "payload": {
+                    "messages": [{"role": "user", "content": "I live in Lisbon with my dog Rex."}]
+                },
+            },
+        ]
+    )
     assert batch.episodes_created == 1
 
     compiled = sw.compile_memories("user-1")

@@ -29,7 +29,10 @@ def test_is_loopback() -> None:
 def test_serve_refuses_public_bind_without_keys(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cairn.cli.main", "serve", "--host", "0.0.0.0", "--port", "1"],
-        env=env_for(tmp_path), capture_output=True, text=True, timeout=60,
+        env=env_for(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 1
     assert "refusing to bind 0.0.0.0" in proc.stderr
@@ -37,8 +40,9 @@ def test_serve_refuses_public_bind_without_keys(tmp_path: Path) -> None:
 
 def test_keys_create_list_revoke(tmp_path: Path) -> None:
     env = env_for(tmp_path)
-    created = runner.invoke(app, ["keys", "create", "--tenant", "acme", "--name", "ci", "--json"],
-                            env=env)
+    created = runner.invoke(
+        app, ["keys", "create", "--tenant", "acme", "--name", "ci", "--json"], env=env
+    )
     assert created.exit_code == 0, created.output
     import json
 

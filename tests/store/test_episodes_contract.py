@@ -11,8 +11,11 @@ from cairn.store import Store
 
 def ep(subject: str = "u1", key: str | None = None, **kw: object) -> NewEpisode:
     values: dict[str, object] = {
-        "scope": Scope.for_subject(subject), "source": "test", "type": "note",
-        "payload": {"text": "hello"}, "idempotency_key": key,
+        "scope": Scope.for_subject(subject),
+        "source": "test",
+        "type": "note",
+        "payload": {"text": "hello"},
+        "idempotency_key": key,
     }
     values.update(kw)
     return NewEpisode(**values)  # type: ignore[arg-type]
@@ -74,10 +77,15 @@ def test_list_orders_by_occurred_at_and_isolates_scopes(store: Store) -> None:
     store.episodes.append("t", ep(occurred_at=base + timedelta(days=1), payload={"n": 1}))
     store.episodes.append("t", ep("other", payload={"n": 9}))
     store.episodes.append("t2", ep(payload={"n": 8}))
-    store.episodes.append("t", NewEpisode(
-        scope=Scope(runtime_id="default", user_id="u1", agent_id="bot"), source="s", type="x",
-        payload={"n": 7},
-    ))
+    store.episodes.append(
+        "t",
+        NewEpisode(
+            scope=Scope(runtime_id="default", user_id="u1", agent_id="bot"),
+            source="s",
+            type="x",
+            payload={"n": 7},
+        ),
+    )
     listed = store.episodes.list("t", Scope.for_subject("u1"))
     assert [e.payload["n"] for e in listed] == [0, 1, 2]
 

@@ -11,11 +11,11 @@ from cairn import __version__
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import BodyLimitMiddleware, Metrics, RequestContextMiddleware
 from cairn.api.routes import episodes, health, subjects
-from cairn.api.routes.templates import router as templates_router
-from cairn.api.routes.slates import router as slates_router
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
 from cairn.api.routes.memories import router as memories_router
+from cairn.api.routes.slates import router as slates_router
+from cairn.api.routes.templates import router as templates_router
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.web import install_web

@@ -54,13 +54,14 @@ async def require_tenant(request: Request) -> str:
     the thread hand-off FastAPI would make for a sync dependency on every request.
     """
     server = request.scope.get("server")
-    tenant = tenant_for_key(services_of(request), api_key_of(request), server[0] if server else None)
+    tenant = tenant_for_key(
+        services_of(request), api_key_of(request), server[0] if server else None
+    )
     claimed = request.headers.get("x-tenant-id")
     if claimed is not None and claimed != tenant:
         raise TenantMismatch("X-Tenant-ID does not match the tenant of the API key")
     request.scope.setdefault("state", {})["tenant"] = tenant
     return tenant
-
 
 
 def _bound_beyond_loopback(host: str) -> bool:

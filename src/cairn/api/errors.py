@@ -34,7 +34,11 @@ def request_id_of(request: Request) -> str | None:
 
 
 def error_response(
-    request: Request, status: int, code: str, message: str, details: Any = None,
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     body = {

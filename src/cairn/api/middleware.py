@@ -26,11 +26,15 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "cairn_http_requests_total", "HTTP requests.", ["method", "route", "status"],
+            "cairn_http_requests_total",
+            "HTTP requests.",
+            ["method", "route", "status"],
             registry=self.registry,
         )
         self.latency = Histogram(
-            "cairn_http_request_duration_seconds", "HTTP request latency.", ["method", "route"],
+            "cairn_http_request_duration_seconds",
+            "HTTP request latency.",
+            ["method", "route"],
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
@@ -73,23 +77,48 @@ class RequestContextMiddleware:
             self.metrics.requests.labels(method, route_path, str(status)).inc()
             self.metrics.latency.labels(method, route_path).observe(elapsed)
             tenant = scope.get("state", {}).get("tenant", "-")
-            self._log(request_id, tenant, method, scope.get("path", ""), route_path, status, elapsed)
+            self._log(
+                request_id, tenant, method, scope.get("path", ""), route_path, status, elapsed
+            )
 
     def _log(
-        self, request_id: str, tenant: str, method: str, path: str, route: str, status: int,
+        self,
+        request_id: str,
+        tenant: str,
+        method: str,
+        path: str,
+        route: str,
+        status: int,
         elapsed: float,
     ) -> None:
         if not log.isEnabledFor(logging.INFO):
             return
         ms = round(elapsed * 1000, 2)
         if self.json_logs:
-            log.info(json.dumps({
-                "request_id": request_id, "tenant": tenant, "method": method, "path": path,
-                "route": route, "status": status, "duration_ms": ms,
-            }))
+            log.info(
+                json.dumps(
+                    {
+                        "request_id": request_id,
+                        "tenant": tenant,
+                        "method": method,
+                        "path": path,
+                        "route": route,
+                        "status": status,
+                        "duration_ms": ms,
+                    }
+                )
+            )
         else:
-            log.info("%s %s %s %s -> %d %.2fms tenant=%s", request_id, method, path, route,
-                     status, ms, tenant)
+            log.info(
+                "%s %s %s %s -> %d %.2fms tenant=%s",
+                request_id,
+                method,
+                path,
+                route,
+                status,
+                ms,
+                tenant,
+            )
 
 
 class BodyLimitMiddleware:
@@ -144,20 +173,26 @@ class _BodyTooLarge(Exception):
 
 
 async def _send_too_large(scope: Scope, send: Send, limit: int) -> None:
-    body = json.dumps({
-        "error": {
-            "code": "payload_too_large",
-            "message": f"request body is larger than {limit} bytes",
-            "details": {"max_bytes": limit},
-            "request_id": scope.get("state", {}).get("request_id"),
+    body = json.dumps(
+        {
+            "error": {
+                "code": "payload_too_large",
+                "message": f"request body is larger than {limit} bytes",
+                "details": {"max_bytes": limit},
+                "request_id": scope.get("state", {}).get("request_id"),
+            }
         }
-    }).encode()
-    await send({
-        "type": "http.response.start",
-        "status": 413,
-        "headers": [(b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode())],
-    })
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

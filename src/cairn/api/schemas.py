@@ -12,7 +12,9 @@ from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
 from cairn.core.ids import as_utc
 from cairn.core.memories import Memory
 
-SubjectId = Field(pattern=SUBJECT_ID_PATTERN, description="Subject id (1–256 of A-Z a-z 0-9 _ . - :)")
+SubjectId = Field(
+    pattern=SUBJECT_ID_PATTERN, description="Subject id (1-256 of A-Z a-z 0-9 _ . - :)"
+)
 
 
 class EpisodeCreate(BaseModel):
@@ -56,10 +58,17 @@ class EpisodePublic(BaseModel):
     @classmethod
     def of(cls, ep: Episode) -> EpisodePublic:
         return cls.model_construct(
-            id=ep.id, subject_id=ep.scope.user_id, source=ep.source, type=ep.type,
-            payload=ep.payload, metadata=ep.metadata, provenance=ep.provenance,
-            session_id=ep.session_id, idempotency_key=ep.idempotency_key,
-            occurred_at=ep.occurred_at, created_at=ep.created_at,
+            id=ep.id,
+            subject_id=ep.scope.user_id,
+            source=ep.source,
+            type=ep.type,
+            payload=ep.payload,
+            metadata=ep.metadata,
+            provenance=ep.provenance,
+            session_id=ep.session_id,
+            idempotency_key=ep.idempotency_key,
+            occurred_at=ep.occurred_at,
+            created_at=ep.created_at,
         )
 
 
@@ -89,11 +98,22 @@ class MemoryPublic(BaseModel):
     @classmethod
     def of(cls, m: Memory, score: float | None = None) -> MemoryPublic:
         return cls.model_construct(
-            id=m.id, subject_id=m.scope.user_id, kind=m.kind, content=m.content,
-            summary=m.summary, confidence=m.confidence, valid_from=m.valid_from,
-            valid_to=m.valid_to, status=m.status, source_episode_ids=m.source_episode_ids,
-            metadata=m.metadata, session_id=m.session_id, superseded_by=m.superseded_by,
-            created_at=m.created_at, updated_at=m.updated_at, score=score,
+            id=m.id,
+            subject_id=m.scope.user_id,
+            kind=m.kind,
+            content=m.content,
+            summary=m.summary,
+            confidence=m.confidence,
+            valid_from=m.valid_from,
+            valid_to=m.valid_to,
+            status=m.status,
+            source_episode_ids=m.source_episode_ids,
+            metadata=m.metadata,
+            session_id=m.session_id,
+            superseded_by=m.superseded_by,
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+            score=score,
         )
 
 

@@ -29,7 +29,9 @@ def _episode(i: int, subject: str) -> dict[str, Any]:
         "source": "bench",
         "type": "conversation.turn",
         "session_id": f"s{i // 50}",
-        "payload": {"messages": [{"role": "user", "content": f"message number {i} about the weather"}]},
+        "payload": {
+            "messages": [{"role": "user", "content": f"message number {i} about the weather"}]
+        },
     }
 
 
@@ -78,7 +80,10 @@ def bench_backend(name: str, url: str, episodes: int, concurrency: int) -> dict[
         single_s = asyncio.run(_concurrent(base, singles, concurrency))
         subject = f"bench-{uuid.uuid4().hex[:8]}"
         batches = [
-            ("/v1/episodes/batch", {"episodes": [_episode(b * 100 + j, subject) for j in range(100)]})
+            (
+                "/v1/episodes/batch",
+                {"episodes": [_episode(b * 100 + j, subject) for j in range(100)]},
+            )
             for b in range(episodes // 100)
         ]
         batch_s = asyncio.run(_concurrent(base, batches, max(2, concurrency // 2)))
@@ -91,23 +96,33 @@ def bench_backend(name: str, url: str, episodes: int, concurrency: int) -> dict[
 
 
 def run(
-    episodes: int = 10_000, concurrency: int = 8, backends: tuple[str, ...] = ("sqlite", "postgres"),
+    episodes: int = 10_000,
+    concurrency: int = 8,
+    backends: tuple[str, ...] = ("sqlite", "postgres"),
     pg_url: str = PG_DEFAULT,
 ) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     for name in backends:
         if name == "sqlite":
             with tempfile.TemporaryDirectory() as tmp:
-                results[name] = bench_backend(name, f"sqlite:///{tmp}/bench.db", episodes, concurrency)
+                results[name] = bench_backend(
+                    name, f"sqlite:///{tmp}/bench.db", episodes, concurrency
+                )
         else:
-            results[name] = _with_pg_database(pg_url, lambda u: bench_backend(name, u, episodes,
-                                                                              concurrency))
+            results[name] = _with_pg_database(
+                pg_url, lambda u, n=name: bench_backend(n, u, episodes, concurrency)
+            )
     table = Table(title=f"HTTP ingest on loopback ({episodes} episodes per mode)")
     for col in ("backend", "single p50 ms", "single p95 ms", "singles ep/s", "batch-100 ep/s"):
         table.add_column(col, justify="right")
     for name, r in results.items():
-        table.add_row(name, f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}", f"{r['single_eps']:,.0f}",
-                      f"{r['batch_eps']:,.0f}")
+        table.add_row(
+            name,
+            f"{r['p50_ms']:.2f}",
+            f"{r['p95_ms']:.2f}",
+            f"{r['single_eps']:,.0f}",
+            f"{r['batch_eps']:,.0f}",
+        )
     Console().print(table)
     return results
 

@@ -31,8 +31,19 @@ def running_server(
         child_env["CAIRN_DATA_DIR"] = str(data_dir)
     child_env.update(env or {})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cairn.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=child_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "cairn.cli.main",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=child_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
     try:

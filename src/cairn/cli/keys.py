@@ -56,17 +56,30 @@ def list_keys(
     finally:
         store.close()
     if as_json:
-        print_json([
-            {"id": k.id, "tenant": k.tenant_id, "prefix": k.prefix, "name": k.name,
-             "created_at": k.created_at.isoformat(),
-             "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None}
-            for k in keys
-        ])
+        print_json(
+            [
+                {
+                    "id": k.id,
+                    "tenant": k.tenant_id,
+                    "prefix": k.prefix,
+                    "name": k.name,
+                    "created_at": k.created_at.isoformat(),
+                    "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
+                }
+                for k in keys
+            ]
+        )
         return
     table = Table("id", "tenant", "prefix", "name", "created", "revoked")
     for k in keys:
-        table.add_row(k.id, k.tenant_id, k.prefix + "…", k.name, f"{k.created_at:%Y-%m-%d %H:%M}",
-                      f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "")
+        table.add_row(
+            k.id,
+            k.tenant_id,
+            k.prefix + "…",
+            k.name,
+            f"{k.created_at:%Y-%m-%d %H:%M}",
+            f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "",
+        )
     console.print(table)
 
 

@@ -9,16 +9,21 @@ import typer
 
 from cairn import __version__
 from cairn.cli import bench, keys
-from cairn.cli import worker as worker_cli
+from cairn.cli import context as context_cli
+from cairn.cli import ingest as ingest_cli
 from cairn.cli import ladders as ladders_cli
-from cairn.cli import templates as templates_cli
+from cairn.cli import mcp as mcp_cli
+from cairn.cli import search as search_cli
 from cairn.cli import slates as slates_cli
+from cairn.cli import subjects as subjects_cli
+from cairn.cli import templates as templates_cli
+from cairn.cli import timeline as timeline_cli
+from cairn.cli import worker as worker_cli
 from cairn.cli._common import console, err_console, fail, settings_with
-from cairn.cli import context as context_cli, ingest as ingest_cli, mcp as mcp_cli
-from cairn.cli import search as search_cli, subjects as subjects_cli, timeline as timeline_cli
 
 app = typer.Typer(
-    help="Cairn: a memory runtime for AI agents.", no_args_is_help=True,
+    help="Cairn: a memory runtime for AI agents.",
+    no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
 app.add_typer(keys.app, name="keys")
@@ -66,7 +71,9 @@ def serve(
     from cairn.services import Services
 
     settings = settings_with(host=host, port=port, database_url=database_url)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s"
+    )
     try:
         services = Services.from_settings(settings)
     except Exception as exc:
@@ -84,16 +91,29 @@ def serve(
             "[yellow]No API key configured: the server is OPEN (tenant 'default') for local "
             "development, bound to loopback only.[/]"
         )
-    err_console.print(f"Cairn {__version__} on http://{settings.host}:{settings.port} "
-                      f"({settings.resolved_database_url().split(':', 1)[0]})")
+    err_console.print(
+        f"Cairn {__version__} on http://{settings.host}:{settings.port} "
+        f"({settings.resolved_database_url().split(':', 1)[0]})"
+    )
     if workers > 1:
-        uvicorn.run("cairn.api.asgi:app", host=settings.host, port=settings.port, workers=workers,
-                    log_level="warning", access_log=False)
+        uvicorn.run(
+            "cairn.api.asgi:app",
+            host=settings.host,
+            port=settings.port,
+            workers=workers,
+            log_level="warning",
+            access_log=False,
+        )
     else:
         from cairn.api.app import create_app
 
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                    log_level="warning", access_log=False)
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            access_log=False,
+        )
 
 
 @app.command()

@@ -58,7 +58,10 @@ class Database:
             self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         else:
             self.engine = create_engine(
-                self.url, pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=True,
+                self.url,
+                pool_size=pool_size,
+                max_overflow=pool_size * 2,
+                pool_pre_ping=True,
                 echo=echo,
             )
             self._write_engine = self.engine  # type: ignore[assignment]
@@ -161,9 +164,9 @@ class Database:
 def _is_connection_error(exc: SQLAlchemyError) -> bool:
     from sqlalchemy.exc import DBAPIError
 
-    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated) or type(
-        exc
-    ).__name__ == "OperationalError" and "connect" in str(exc).lower()
+    return (isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)) or (
+        type(exc).__name__ == "OperationalError" and "connect" in str(exc).lower()
+    )
 
 
 __all__ = ["Database", "normalize_url"]

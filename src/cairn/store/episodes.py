@@ -119,8 +119,13 @@ class EpisodeRepository:
             stmt = (
                 self.db.insert(t)
                 .on_conflict_do_nothing(
-                    index_elements=["tenant_id", "runtime_id", "user_id", "agent_id",
-                                    "idempotency_key"]
+                    index_elements=[
+                        "tenant_id",
+                        "runtime_id",
+                        "user_id",
+                        "agent_id",
+                        "idempotency_key",
+                    ]
                 )
                 .returning(t.c.id, t.c.seq)
             )
@@ -132,16 +137,18 @@ class EpisodeRepository:
             for r, i in rows_left:
                 seq = inserted.get(r["id"])
                 if seq is None:  # a concurrent writer stored the same key first
-                    lost.append((r["runtime_id"], r["user_id"], r["agent_id"],
-                                 r["idempotency_key"]))
+                    lost.append(
+                        (r["runtime_id"], r["user_id"], r["agent_id"], r["idempotency_key"])
+                    )
                 else:
                     result[i] = _episode_from_row(r, items[i].scope, seq)
             if lost:
                 found = {_episode_key(ep): ep for ep in self._by_keys(conn, tenant_id, lost)}
                 for r, i in rows_left:
                     if result[i] is None:
-                        result[i] = found[(r["runtime_id"], r["user_id"], r["agent_id"],
-                                           r["idempotency_key"])]
+                        result[i] = found[
+                            (r["runtime_id"], r["user_id"], r["agent_id"], r["idempotency_key"])
+                        ]
         # Repeats inside the batch point at the episode their first occurrence got.
         for idxs in keyed.values():
             for i in idxs[1:]:
@@ -208,10 +215,19 @@ class EpisodeRepository:
 
 def _episode_from_row(r: dict[str, Any], scope: Scope, seq: int) -> Episode:
     return Episode.model_construct(
-        id=r["id"], tenant_id=r["tenant_id"], scope=scope, source=r["source"], type=r["type"],
-        payload=r["payload"], metadata=r["metadata"], provenance=r["provenance"],
-        session_id=r["session_id"], idempotency_key=r["idempotency_key"],
-        occurred_at=r["occurred_at"], created_at=r["created_at"], seq=seq,
+        id=r["id"],
+        tenant_id=r["tenant_id"],
+        scope=scope,
+        source=r["source"],
+        type=r["type"],
+        payload=r["payload"],
+        metadata=r["metadata"],
+        provenance=r["provenance"],
+        session_id=r["session_id"],
+        idempotency_key=r["idempotency_key"],
+        occurred_at=r["occurred_at"],
+        created_at=r["created_at"],
+        seq=seq,
     )
 
 

@@ -39,19 +39,29 @@ class KeyRepository:
                 .on_conflict_do_nothing(index_elements=["id"])
             )
 
-    def create(self, tenant_id: str, name: str = "", key: str | None = None) -> tuple[str, ApiKeyInfo]:
+    def create(
+        self, tenant_id: str, name: str = "", key: str | None = None
+    ) -> tuple[str, ApiKeyInfo]:
         """Create a key for ``tenant_id`` (made if new); returns the key, shown only now."""
         key = key or new_key()
         info = ApiKeyInfo(
-            id=str(uuid7()), tenant_id=tenant_id, prefix=key[:12], name=name,
-            created_at=utcnow(), revoked_at=None,
+            id=str(uuid7()),
+            tenant_id=tenant_id,
+            prefix=key[:12],
+            name=name,
+            created_at=utcnow(),
+            revoked_at=None,
         )
         self.ensure_tenant(tenant_id)
         with self.db.write() as conn:
             conn.execute(
                 api_keys.insert().values(
-                    id=info.id, tenant_id=tenant_id, key_hash=hash_key(key), prefix=info.prefix,
-                    name=name, created_at=info.created_at,
+                    id=info.id,
+                    tenant_id=tenant_id,
+                    key_hash=hash_key(key),
+                    prefix=info.prefix,
+                    name=name,
+                    created_at=info.created_at,
                 )
             )
         self.generation += 1
@@ -64,8 +74,12 @@ class KeyRepository:
             conn.execute(
                 self.db.insert(api_keys)
                 .values(
-                    id=str(uuid7()), tenant_id=tenant_id, key_hash=hash_key(key),
-                    prefix=key[:12], name=name, created_at=utcnow(),
+                    id=str(uuid7()),
+                    tenant_id=tenant_id,
+                    key_hash=hash_key(key),
+                    prefix=key[:12],
+                    name=name,
+                    created_at=utcnow(),
                 )
                 .on_conflict_do_nothing(index_elements=["key_hash"])
             )
@@ -91,8 +105,12 @@ class KeyRepository:
         with self.db.read() as conn:
             return [
                 ApiKeyInfo(
-                    id=r.id, tenant_id=r.tenant_id, prefix=r.prefix, name=r.name,
-                    created_at=r.created_at, revoked_at=r.revoked_at,
+                    id=r.id,
+                    tenant_id=r.tenant_id,
+                    prefix=r.prefix,
+                    name=r.name,
+                    created_at=r.created_at,
+                    revoked_at=r.revoked_at,
                 )
                 for r in conn.execute(stmt)
             ]

@@ -254,7 +254,7 @@ class MemoryRepository:
                 existing[r[0]] = [str(x) for x in r[1]]
         new_rows = [row for key, row in merged.items() if key not in existing]
         if new_rows:
-            insert = self.db.insert(t).on_conflict_do_nothing()  # type: ignore[attr-defined]
+            insert = self.db.insert(t).on_conflict_do_nothing()
             conn.execute(insert, new_rows)
         for key, stored in existing.items():
             row = merged[key]
@@ -313,7 +313,7 @@ class MemoryRepository:
         # that a cache may still hold.
         version = time.time_ns() // 1000
         stmt = self.db.insert(vector_versions).values(**key, version=version)
-        stmt = stmt.on_conflict_do_update(  # type: ignore[attr-defined]
+        stmt = stmt.on_conflict_do_update(
             index_elements=list(key), set_={"version": version}
         )
         conn.execute(stmt)

@@ -25,8 +25,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    false,
     Uuid,
+    false,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
@@ -107,10 +107,16 @@ episodes = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("compiled", Boolean(), nullable=False, server_default=false()),
     UniqueConstraint(
-        "tenant_id", "runtime_id", "user_id", "agent_id", "idempotency_key",
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "idempotency_key",
         name="uq_episodes_idempotency",
     ),
-    Index("ix_episodes_scope_time", "tenant_id", "runtime_id", "user_id", "agent_id", "occurred_at"),
+    Index(
+        "ix_episodes_scope_time", "tenant_id", "runtime_id", "user_id", "agent_id", "occurred_at"
+    ),
 )
 
 memories = Table(
@@ -135,7 +141,12 @@ memories = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     UniqueConstraint(
-        "tenant_id", "runtime_id", "user_id", "agent_id", "kind", "content_hash",
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "kind",
+        "content_hash",
         name="uq_memories_content",
     ),
     Index("ix_memories_scope_status", "tenant_id", "runtime_id", "user_id", "agent_id", "status"),

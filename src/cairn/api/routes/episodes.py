@@ -16,9 +16,14 @@ router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
 def to_new_episode(body: EpisodeCreate) -> NewEpisode:
     return NewEpisode.model_construct(
-        scope=Scope.for_subject(body.subject_id), source=body.source, type=body.type,
-        payload=body.payload, metadata=body.metadata, provenance=body.provenance,
-        session_id=body.session_id, idempotency_key=body.idempotency_key,
+        scope=Scope.for_subject(body.subject_id),
+        source=body.source,
+        type=body.type,
+        payload=body.payload,
+        metadata=body.metadata,
+        provenance=body.provenance,
+        session_id=body.session_id,
+        idempotency_key=body.idempotency_key,
         occurred_at=body.occurred_at,
     )
 
@@ -45,12 +50,14 @@ async def create_episode(
 async def create_episodes(
     body: EpisodeBatchCreate, request: Request, tenant: str = Depends(require_tenant)
 ) -> EpisodeBatchPublic:
-    """Append 1–100 episodes, all or nothing. An invalid item is a 422 whose field paths
+    """Append 1-100 episodes, all or nothing. An invalid item is a 422 whose field paths
     name its index (``episodes.3.subject_id``), and nothing is written."""
     services = services_of(request)
     episodes, created = await run_in_threadpool(
         record_episodes,
-        services.store, tenant, [to_new_episode(e) for e in body.episodes],
+        services.store,
+        tenant,
+        [to_new_episode(e) for e in body.episodes],
         services.ingest_listeners,
     )
     return EpisodeBatchPublic.model_construct(

@@ -71,9 +71,12 @@ def list_subjects(
         tenant, limit=limit, offset=offset, prefix=prefix
     )
     return SubjectListPublic.model_construct(
-        subjects=[SubjectPublic(
-            subject_id=s.subject_id, episode_count=s.episode_count, memory_count=s.memory_count
-        ) for s in items],
+        subjects=[
+            SubjectPublic(
+                subject_id=s.subject_id, episode_count=s.episode_count, memory_count=s.memory_count
+            )
+            for s in items
+        ],
         total=total,
     )
 

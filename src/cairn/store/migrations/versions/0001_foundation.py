@@ -55,12 +55,17 @@ def upgrade() -> None:
         sa.Column("created_at", UTCDateTime(), nullable=False),
         sa.Column("compiled", sa.Boolean(), nullable=False, server_default=sa.false()),
         sa.UniqueConstraint(
-            "tenant_id", "runtime_id", "user_id", "agent_id", "idempotency_key",
+            "tenant_id",
+            "runtime_id",
+            "user_id",
+            "agent_id",
+            "idempotency_key",
             name="uq_episodes_idempotency",
         ),
     )
     op.create_index(
-        "ix_episodes_scope_time", "episodes",
+        "ix_episodes_scope_time",
+        "episodes",
         ["tenant_id", "runtime_id", "user_id", "agent_id", "occurred_at"],
     )
     op.create_table(
@@ -84,12 +89,18 @@ def upgrade() -> None:
         sa.Column("created_at", UTCDateTime(), nullable=False),
         sa.Column("updated_at", UTCDateTime(), nullable=False),
         sa.UniqueConstraint(
-            "tenant_id", "runtime_id", "user_id", "agent_id", "kind", "content_hash",
+            "tenant_id",
+            "runtime_id",
+            "user_id",
+            "agent_id",
+            "kind",
+            "content_hash",
             name="uq_memories_content",
         ),
     )
     op.create_index(
-        "ix_memories_scope_status", "memories",
+        "ix_memories_scope_status",
+        "memories",
         ["tenant_id", "runtime_id", "user_id", "agent_id", "status"],
     )
 
