@@ -149,3 +149,10 @@ def test_timeline_newest_first_pages_from_the_end(backend_client: TestClient) ->
     last = backend_client.get("/v1/timeline", params={**params, "offset": 4}).json()
     assert [e["payload"]["day"] for e in last["episodes"]] == [1]
     assert last["episodes_has_more"] is False
+
+
+def test_nul_characters_are_refused_on_both_backends(backend_client: TestClient) -> None:
+    r = backend_client.post("/v1/episodes", json={**EPISODE, "payload": {"t": "x\x00y"}})
+    assert r.status_code == 422
+    assert "NUL character (at t)" in r.json()["error"]["message"]
+    assert backend_client.get("/v1/subjects").json()["total"] == 0

@@ -33,6 +33,10 @@ def assert_error(r: object, status: int, code: str) -> dict:
         ({"payload": "text"}, "payload"),
         ({"occurred_at": "yesterday"}, "occurred_at"),
         ({"unknown_key": 1}, "unknown_key"),
+        ({"payload": {"text": "a\x00b"}}, "payload"),
+        ({"metadata": {"k": ["ok", "\x00"]}}, "metadata"),
+        ({"session_id": "s\x00"}, "session_id"),
+        ({"idempotency_key": "\x00"}, "idempotency_key"),
     ],
 )
 def test_invalid_episode_is_422_with_field_path(

@@ -10,6 +10,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
 from cairn.core.ids import as_utc
+from cairn.core.text import nul_path
 from cairn.core.memories import Memory
 
 SubjectId = Field(
@@ -34,6 +35,16 @@ class EpisodeCreate(BaseModel):
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         return as_utc(value) if value is not None else None
+
+    @field_validator("source", "type", "session_id", "idempotency_key", "payload", "metadata",
+                     "provenance")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # PostgreSQL stores no NUL in text or JSON; refusing it keeps both backends alike.
+        where = nul_path(value)
+        if where is not None:
+            raise ValueError(f"must not contain a NUL character (at {where or 'the value'})")
+        return value
 
 
 class EpisodeBatchCreate(BaseModel):
