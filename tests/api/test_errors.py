@@ -99,3 +99,24 @@ def test_incoming_request_id_is_kept(client: TestClient) -> None:
     r = client.get("/v1/nothing", headers={"X-Request-ID": "abc-123"})
     assert r.headers["x-request-id"] == "abc-123"
     assert r.json()["error"]["request_id"] == "abc-123"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/subjects?prefix=a%00",
+        "/v1/timeline?subject_id=u&x=%00",
+        "/v1/memories/search?subject_id=u&q=a%00b",
+        "/v1/slates?ladder=%00",
+        "/v1/runs/%00",
+    ],
+)
+def test_nul_in_path_or_query_is_422(backend_client: TestClient, path: str) -> None:
+    assert_error(backend_client.get(path), 422, "validation_error")
+
+
+def test_model_built_from_the_body_inside_a_route_is_a_422(backend_client: TestClient) -> None:
+    r = backend_client.post(
+        "/v1/context", json={"subject_id": "u", "task": "x\x00y", "max_tokens": 100}
+    )
+    assert_error(r, 422, "validation_error")

@@ -9,7 +9,12 @@ from fastapi import FastAPI
 
 from cairn import __version__
 from cairn.api.errors import install_error_handlers
-from cairn.api.middleware import BodyLimitMiddleware, Metrics, RequestContextMiddleware
+from cairn.api.middleware import (
+    BodyLimitMiddleware,
+    Metrics,
+    RejectNulMiddleware,
+    RequestContextMiddleware,
+)
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
@@ -63,6 +68,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)
+    app.add_middleware(RejectNulMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
     app.add_middleware(
         RequestContextMiddleware, metrics=app.state.metrics, json_logs=services.settings.log_json

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cairn.errors import CairnError
@@ -83,6 +84,18 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _model_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    # A model built from request data inside a route (e.g. a ContextRequest from a Statewave
+    # body) failed: that is the caller's input, so a 422 like any other validation error.
+    assert isinstance(exc, ValidationError)
+    details = validation_details(list(exc.errors()))
+    first = details[0] if details else {"field": "", "message": "invalid request"}
+    where = f" at '{first['field']}'" if first["field"] else ""
+    return error_response(
+        request, 422, "validation_error", f"invalid request{where}: {first['message']}", details
+    )
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
@@ -100,5 +113,6 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(CairnError, _cairn_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(ValidationError, _model_validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unhandled)

@@ -168,31 +168,52 @@ class BodyLimitMiddleware:
                 await _send_too_large(scope, send, self.max_bytes)
 
 
+class RejectNulMiddleware:
+    """Refuses a NUL character in the path or query string with 422: neither backend can
+    store or compare it, so it can only ever be a bad request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            raw = scope.get("raw_path") or scope.get("path", "").encode()
+            query = scope.get("query_string", b"")
+            if b"%00" in raw or b"\x00" in raw or b"%00" in query or b"\x00" in query:
+                await _send_error(
+                    scope,
+                    send,
+                    422,
+                    "validation_error",
+                    "the path or query string contains a NUL character",
+                    None,
+                )
+                return
+        await self.app(scope, receive, send)
+
+
 class _BodyTooLarge(Exception):
     pass
 
 
 async def _send_too_large(scope: Scope, send: Send, limit: int) -> None:
-    body = json.dumps(
-        {
-            "error": {
-                "code": "payload_too_large",
-                "message": f"request body is larger than {limit} bytes",
-                "details": {"max_bytes": limit},
-                "request_id": scope.get("state", {}).get("request_id"),
-            }
-        }
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
+    message = f"request body is larger than {limit} bytes"
+    await _send_error(scope, send, 413, "payload_too_large", message, {"max_bytes": limit})
+
+
+async def _send_error(
+    scope: Scope, send: Send, status: int, code: str, message: str, details: Any
+) -> None:
+    """The API's error shape, sent from middleware (outside the framework's handlers)."""
+    error = {
+        "code": code,
+        "message": message,
+        "details": details,
+        "request_id": scope.get("state", {}).get("request_id"),
+    }
+    body = json.dumps({"error": error}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -203,4 +224,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-__all__: list[Any] = ["BodyLimitMiddleware", "Metrics", "RequestContextMiddleware"]
+__all__: list[Any] = [
+    "BodyLimitMiddleware",
+    "Metrics",
+    "RejectNulMiddleware",
+    "RequestContextMiddleware",
+]

@@ -10,8 +10,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
 from cairn.core.ids import as_utc
-from cairn.core.text import nul_path
 from cairn.core.memories import Memory
+from cairn.core.text import nul_path
 
 SubjectId = Field(
     pattern=SUBJECT_ID_PATTERN, description="Subject id (1-256 of A-Z a-z 0-9 _ . - :)"
