@@ -10,7 +10,8 @@ export CAIRN_LOG_LEVEL=${CAIRN_LOG_LEVEL:-WARNING}
 export CAIRN_LADDERS_DIR=${CAIRN_LADDERS_DIR:-examples/ladders}
 .venv/bin/cairn serve &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
 for _ in $(seq 1 100); do
   if curl -fsS "http://$CAIRN_HOST:$CAIRN_PORT/healthz" >/dev/null 2>&1; then break; fi
   if ! kill -0 $server 2>/dev/null; then echo "the server did not start" >&2; exit 1; fi
