@@ -18,6 +18,8 @@ from cairn.ladders.hooks import (
     MemoryContextHook,
     MemoryTurnHook,
     RequestContext,
+)
+from cairn.ladders.memory_stack import (
     build_agent_hooks,
     build_assemblies,
     load_memory_config,

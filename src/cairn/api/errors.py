@@ -88,7 +88,7 @@ async def _model_validation_error(request: Request, exc: Exception) -> JSONRespo
     # A model built from request data inside a route (e.g. a ContextRequest from a Statewave
     # body) failed: that is the caller's input, so a 422 like any other validation error.
     assert isinstance(exc, ValidationError)
-    details = validation_details(list(exc.errors()))
+    details = validation_details([dict(e) for e in exc.errors()])
     first = details[0] if details else {"field": "", "message": "invalid request"}
     where = f" at '{first['field']}'" if first["field"] else ""
     return error_response(

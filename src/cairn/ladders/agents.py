@@ -24,11 +24,11 @@ from typing import Any
 from cairn.core.memory import get_assembly_impl
 from cairn.errors import ConfigError
 from cairn.ladders.config import LadderFile, StepSpec
-from cairn.ladders.hooks import (
+from cairn.ladders.hooks import RequestContext
+from cairn.ladders.memory_stack import (
     AgentHooks,
     AgentSpec,
     MemoryStackConfig,
-    RequestContext,
     build_agent_hooks,
     build_assemblies,
     read_settings_file,

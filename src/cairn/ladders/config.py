@@ -23,7 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.scope import Scope
 from cairn.errors import ConfigError
-from cairn.ladders.hooks import AgentSpec, MemoryStackConfig, ResourceSpec
+from cairn.ladders.memory_stack import (
+    AgentSpec,
+    MemoryStackConfig,
+    ResourceSpec,
+)
 from cairn.slates.config import (
     GateSpec,
     SlateReadSource,
