@@ -1,10 +1,10 @@
 """Fit rendered context under a token limit: the wrapper of a renderer costs tokens too, so a
-result packed under ``max_tokens`` may render a little over it. Drop the lowest-priority items
-(the last ones) until the rendered text fits."""
+result packed under ``max_tokens`` may render a little over it. Keep the longest prefix of the
+items (they are in priority order) whose rendering fits."""
 
 from __future__ import annotations
 
-from cairn.core.memory import ContextRenderer, ContextResult
+from cairn.core.memory import ContextItem, ContextRenderer, ContextResult
 from cairn.engine.tokens import Tokenizer
 
 
@@ -12,25 +12,33 @@ def fit_to_tokens(
     result: ContextResult, renderer: ContextRenderer, max_tokens: int, tokenizer: Tokenizer
 ) -> tuple[ContextResult, str, int]:
     """The longest prefix of ``result.items`` whose rendering is within ``max_tokens``;
-    returns it, its text and the text's token count."""
+    returns it, its text and the text's token count.
+
+    Rendering fewer items never costs more tokens, so a binary search over the prefix length
+    finds the exact longest prefix with about log2(n) renders (n is at most ``max_items``).
+    """
+    text = renderer.render(result)
+    tokens = tokenizer.count(text)
+    if tokens <= max_tokens or not result.items:
+        return result, text, tokens
+
     items = list(result.items)
-    truncated = result.truncated
-    current = result
-    while True:
-        text = renderer.render(current)
-        tokens = tokenizer.count(text)
-        if tokens <= max_tokens or not items:
-            return current, text, tokens
-        # Estimate how many items to drop from the overflow, then re-check.
-        over = tokens - max_tokens
-        drop, freed = 0, 0
-        for item in reversed(items):
-            drop += 1
-            freed += item.token_count + 12  # the item's share of the wrapper, roughly
-            if freed >= over:
-                break
-        items = items[: len(items) - drop]
-        truncated = True
-        current = ContextResult(
-            items=items, token_count=sum(i.token_count for i in items), truncated=truncated
+
+    def attempt(n: int) -> tuple[ContextResult, str, int]:
+        kept: list[ContextItem] = items[:n]
+        candidate = ContextResult(
+            items=kept, token_count=sum(i.token_count for i in kept), truncated=True
         )
+        rendered = renderer.render(candidate)
+        return candidate, rendered, tokenizer.count(rendered)
+
+    best = attempt(0)  # the empty rendering is the floor; returned even if over the limit
+    lo, hi = 1, len(items) - 1  # the full list is known not to fit
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        candidate = attempt(mid)
+        if candidate[2] <= max_tokens:
+            best, lo = candidate, mid + 1
+        else:
+            hi = mid - 1
+    return best
