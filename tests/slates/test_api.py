@@ -148,8 +148,9 @@ def test_hostile_input_is_a_clear_4xx_and_changes_nothing(api: TestClient) -> No
     for body, params, code in cases:
         r = api.post(f"{BASE}/facts/core.md", json=body, params=params)
         assert (r.status_code, r.json()["error"]["code"]) == (422, code), (body, r.text)
+    # A NUL in the query string is refused at the edge, before any slate code runs.
     r = api.get("/v1/slates/per-user/Notes/inbox/todo.md", params={"user_id": "a\u0000b"})
-    assert r.status_code == 422 and r.json()["error"]["code"] == "slate_user_required"
+    assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
     assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
     # A schema mismatch whose message quotes a NUL is still recorded as a no-op.
     r = api.post(f"{BASE}/facts/core.md", json={"content": '{"fact": "\\u0000"}',
