@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -38,6 +38,7 @@ SUBJ_A = "a-only"  # a subject B never writes to: B's reads of it must be empty
 SUBJ_SHARED = "shared"  # a subject both tenants write to: B sees only its own
 SCOPE = {"runtime_id": "rt-iso", "user_id": "u-iso", "agent_id": "ag-iso"}
 TENANT_SCOPED_EXEMPT = {("GET", "/v1/version")}  # public: no tenant, no tenant data
+Response = Any  # the TestClient's response (httpx's, or httpx2's with newer Starlette)
 
 
 def route_table(app: FastAPI) -> set[tuple[str, str]]:
@@ -81,8 +82,8 @@ class World:
     csrf: str = ""
     backend: str = ""
 
-    def _check(self, method: str, url: str, sent: str, r: httpx.Response) -> None:
-        path = httpx.URL(url).path
+    def _check(self, method: str, url: str, sent: str, r: Response) -> None:
+        path = urlsplit(url).path
         assert method == self.route[0] and path_regex(self.route[1]).match(path), (
             f"probe of {self.route} called {method} {path}")
         self.hits.add(self.route)
@@ -90,7 +91,7 @@ class World:
         leaked = [s for s in secrets_ if s in r.text]
         assert not leaked, f"{method} {url} as B shows A's {leaked}: {r.text[:400]}"
 
-    def b(self, method: str, url: str, **kw: Any) -> httpx.Response:
+    def b(self, method: str, url: str, **kw: Any) -> Response:
         """One API call as B, checked (see the module docstring)."""
         headers = {"X-API-Key": self.b_key, **kw.pop("headers", {})}
         sent = f"{url} {kw!r} {headers!r}"
@@ -103,7 +104,7 @@ class World:
         self._check(method, url, sent, r)
         return r
 
-    def ui(self, method: str, url: str, **kw: Any) -> httpx.Response:
+    def ui(self, method: str, url: str, **kw: Any) -> Response:
         """One inspector request as B (signed in by cookie), checked."""
         assert self.web is not None
         if method == "POST":
@@ -119,7 +120,7 @@ def a_call(w: World, method: str, url: str, status: int = 200, **kw: Any) -> Any
     return r.json()
 
 
-def code(r: httpx.Response) -> str:
+def code(r: Response) -> str:
     return str(r.json()["error"]["code"])
 
 
@@ -236,7 +237,7 @@ def without_sqlite_scores(value: Any) -> Any:
 # --------------------------------------------------------------------------- API probes
 
 
-def _not_found(r: httpx.Response, error: str) -> None:
+def _not_found(r: Response, error: str) -> None:
     assert r.status_code == 404 and code(r) == error, r.text[:300]
 
 
@@ -499,7 +500,7 @@ READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 # --------------------------------------------------------------------------- inspector probes
 
 
-def _page(w: World, url: str, status: int = 200, **kw: Any) -> httpx.Response:
+def _page(w: World, url: str, status: int = 200, **kw: Any) -> Response:
     r = w.ui("GET", url, **kw)
     assert r.status_code == status, (url, r.text[:300])
     return r
@@ -726,3 +727,39 @@ def test_tenant_b_never_sees_or_changes_tenant_a(world: World) -> None:
         probe(w)
     assert w.hits == set(UI_PROBES)
     assert snapshot(w) == before
+
+
+def _score(client: TestClient, key: str) -> float:
+    r = client.get("/v1/memories/search", headers={"X-API-Key": key},
+                   params={"subject_id": "scored", "q": "Globex"})
+    assert r.status_code == 200 and r.json()["memories"], r.text
+    return float(r.json()["memories"][0]["score"])
+
+
+def _learn(client: TestClient, key: str, texts: list[str]) -> None:
+    episodes = [{"subject_id": "scored", "source": "chat", "type": "conversation.turn",
+                 "payload": {"messages": [{"role": "user", "content": t}]}} for t in texts]
+    h = {"X-API-Key": key}
+    assert client.post("/v1/episodes/batch", headers=h,
+                       json={"episodes": episodes}).status_code == 201
+    assert client.post("/v1/memories/compile", headers=h,
+                       json={"subject_id": "scored"}).status_code == 200
+
+
+def test_sqlite_bm25_statistics_span_tenants(
+    backend: str, backend_client: TestClient, two_tenants: dict[str, str],
+    request: pytest.FixtureRequest,
+) -> None:
+    """Another tenant's writes must not move a tenant's search scores (else B's own scores
+    tell B whether a word occurs in A's data). PostgreSQL's ``ts_rank`` holds. On SQLite,
+    FTS5's BM25 takes document counts and term frequencies from the whole FTS table, across
+    tenants: a known gap, so this runs as a strict xfail there (it starts to XPASS, and fail,
+    once ranking is per partition; then drop the marker)."""
+    if backend == "sqlite":
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="SQLite FTS5 BM25 corpus statistics are table-wide"))
+    _learn(backend_client, two_tenants["a"], ["I work at Globex in Oslo."])
+    before = _score(backend_client, two_tenants["a"])
+    _learn(backend_client, two_tenants["b"],
+           [f"Globex note {i}: I work at Globex in Bergen." for i in range(8)])
+    assert _score(backend_client, two_tenants["a"]) == before
