@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from cairn.api.auth import require_tenant, services_of
-from cairn.api.schemas import EpisodeBatchCreate, EpisodeBatchPublic, EpisodeCreate, EpisodePublic
+from cairn.api.schemas import (
+    EpisodeBatchCreate,
+    EpisodeBatchPublic,
+    EpisodeCreate,
+    EpisodePublic,
+    episode_json,
+)
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.ingest import record_episodes
@@ -31,7 +38,7 @@ def to_new_episode(body: EpisodeCreate) -> NewEpisode:
 @router.post("", status_code=201, response_model=EpisodePublic)
 async def create_episode(
     body: EpisodeCreate, request: Request, tenant: str = Depends(require_tenant)
-) -> EpisodePublic:
+) -> JSONResponse:
     """Append one episode. A repeated ``idempotency_key`` returns the original (201).
 
     Runs on the event loop: one short write transaction costs less than the two thread
@@ -43,13 +50,13 @@ async def create_episode(
         episodes, _ = await run_in_threadpool(record_episodes, *args)
     else:
         episodes, _ = record_episodes(*args)
-    return EpisodePublic.of(episodes[0])
+    return JSONResponse(episode_json(episodes[0]), status_code=201)
 
 
 @router.post("/batch", status_code=201, response_model=EpisodeBatchPublic)
 async def create_episodes(
     body: EpisodeBatchCreate, request: Request, tenant: str = Depends(require_tenant)
-) -> EpisodeBatchPublic:
+) -> JSONResponse:
     """Append 1-100 episodes, all or nothing. An invalid item is a 422 whose field paths
     name its index (``episodes.3.subject_id``), and nothing is written."""
     services = services_of(request)
@@ -60,6 +67,5 @@ async def create_episodes(
         [to_new_episode(e) for e in body.episodes],
         services.ingest_listeners,
     )
-    return EpisodeBatchPublic.model_construct(
-        episodes_created=created, episodes=[EpisodePublic.of(e) for e in episodes]
-    )
+    body_out = {"episodes_created": created, "episodes": [episode_json(e) for e in episodes]}
+    return JSONResponse(body_out, status_code=201)
