@@ -12,6 +12,7 @@ from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
     BodyLimitMiddleware,
     Metrics,
+    RejectLoneSurrogateMiddleware,
     RejectNulMiddleware,
     RequestContextMiddleware,
 )
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)
+    app.add_middleware(RejectLoneSurrogateMiddleware)
     app.add_middleware(RejectNulMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
     app.add_middleware(

@@ -192,6 +192,68 @@ class RejectNulMiddleware:
         await self.app(scope, receive, send)
 
 
+# A JSON escape of a UTF-16 surrogate; only then can a parsed body hold a lone surrogate
+# (raw surrogate bytes are invalid UTF-8, which the JSON parser already refuses).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+class RejectLoneSurrogateMiddleware:
+    """Refuses a JSON body holding a lone surrogate (e.g. ``"\\ud800"``) with 422: such text
+    cannot be encoded as UTF-8, so no store, tokenizer or file can take it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        first: Message | None = None
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                first = message
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if _SURROGATE_ESCAPE.search(body):
+            try:
+                parsed = json.loads(body)
+            except (ValueError, RecursionError):
+                parsed = None  # not JSON: the route's own parsing reports it
+            if _has_lone_surrogate(parsed):
+                message = "the body contains a lone UTF-16 surrogate (not valid text)"
+                await _send_error(scope, send, 422, "invalid_text", message, None)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return first or {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 class _BodyTooLarge(Exception):
     pass
 
@@ -227,6 +289,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
 __all__: list[Any] = [
     "BodyLimitMiddleware",
     "Metrics",
+    "RejectLoneSurrogateMiddleware",
     "RejectNulMiddleware",
     "RequestContextMiddleware",
 ]

@@ -275,8 +275,10 @@ class Slates:
             if not isinstance(tag, str) or not tag or len(tag) > 128 or "\x00" in tag:
                 raise InvalidSlateWrite(
                     "tags must be non-empty strings of at most 128 characters, without NUL")
-        if run_id is not None and len(run_id) > 256:
-            raise InvalidSlateWrite("run_id has at most 256 characters")
+        if run_id is not None and (len(run_id) > 256 or "\x00" in run_id):
+            raise InvalidSlateWrite("run_id has at most 256 characters, without NUL")
+        if key is not None and "\x00" in key:
+            raise InvalidSlateWrite("key must not contain a NUL character")
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         new_file = None

@@ -216,7 +216,7 @@ def list_runs(
     ladder: str | None = Query(None, max_length=256),
     status: Literal["running", "completed", "failed"] | None = Query(None),
     limit: int = Query(50, ge=1, le=200),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=1_000_000_000),
 ) -> dict[str, Any]:
     """The tenant's ladder runs, newest first: ``{runs, total}``."""
     runs, total = _runtime(request).runs.list(tenant, ladder=ladder, status=status, limit=limit,

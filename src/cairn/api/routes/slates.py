@@ -66,7 +66,7 @@ def slate_tree(
 @router.get("/v1/slates/{ladder}/{slate}/evictions")
 def list_evictions(
     request: Request, ladder: str, slate: str, user_id: str | None = USER,
-    limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+    limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=1_000_000_000),
     tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Recorded evictions of the slate, newest first."""

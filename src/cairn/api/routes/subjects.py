@@ -27,7 +27,7 @@ def timeline(
     request: Request,
     subject_id: str = Query(pattern=SUBJECT_ID_PATTERN),
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=1_000_000_000),
     newest_first: bool = Query(False, description="Page from the newest end."),
     tenant: str = Depends(require_tenant),
 ) -> TimelinePublic:
@@ -63,7 +63,7 @@ def _window(rows: list[T], limit: int, newest_first: bool) -> tuple[list[T], boo
 def list_subjects(
     request: Request,
     limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=1_000_000_000),
     prefix: str | None = Query(None, max_length=256, description="Only ids starting with this."),
     tenant: str = Depends(require_tenant),
 ) -> SubjectListPublic:

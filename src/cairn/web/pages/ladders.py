@@ -125,6 +125,11 @@ def chat_page(
     if not message.strip():
         ctx["chat_error"] = {"code": "validation_error", "message": "Type a message first."}
         return _detail(request, viewer, name, ctx, status=422)
+    if "\x00" in message + conversation_id + user + json.dumps(turns, ensure_ascii=False):
+        # As on the API: NUL means nothing in a prompt and PostgreSQL cannot store it.
+        ctx["chat_error"] = {"code": "validation_error",
+                             "message": "The message must not contain a NUL character."}
+        return _detail(request, viewer, name, ctx, status=422)
     turns = [*turns, {"role": "user", "content": message}]
     run_id = f"run-{uuid7().hex}"
     run = RunRequest(

@@ -1,0 +1,381 @@
+"""No malformed input ever yields a 500: every route of the real app, driven with bad input.
+
+Routes are enumerated from the app itself (``app.routes``, walking included routers, plus the
+OpenAPI request schemas), so a route added later is covered without editing this module. Two
+parts:
+
+* a deterministic table of nasty cases (wrong JSON types for every body field, missing and
+  extra fields, huge strings and numbers, lone surrogates, RTL, emoji, NUL, invalid JSON, bad
+  ids in paths, bad query parameters), run on SQLite and PostgreSQL; a 4xx must carry the one
+  error shape and must not have written anything (row counts of every table unchanged);
+* a bounded Hypothesis search over the same routes on SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import func, select
+
+from cairn.api.app import create_app
+from cairn.services import Services
+from cairn.store.schema import metadata
+from tests.conftest import database_url, make_settings
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ladders"
+CSRF = "no500-csrf-token"
+
+# Known-good path values, so a malformed body or query reaches the route's real logic rather
+# than stopping at "no such ladder".
+GOOD_PATH = {
+    "ladder": "memory-ladder",
+    "slate": "Memory",
+    "folder": "facts",
+    "file": "core.md",
+    "name": "memory-ladder",
+    "template_id": "chat-assistant",
+    "subject_id": "no500-subject",
+}
+
+HUGE = "x" * 100_000
+NASTY_STRINGS = [
+    "",
+    "\ud800",  # a lone surrogate: json.dumps sends it escaped as "\ud800"
+    "\u202eevil\u202c שלום 🧗‍♀️🏔️",  # RTL override, Hebrew, emoji with ZWJ
+    "nul\u0000inside",
+    HUGE,
+    "../../etc/passwd' OR 1=1; --%s{0}{{x}}",
+]
+WRONG_VALUES: list[Any] = [
+    None,
+    True,
+    -1,
+    10**30,
+    1.5e308,
+    [None, 1, "x"],
+    {"nested": {"deeper": [1, {"x": None}]}},
+    *NASTY_STRINGS[1:5],
+]
+NASTY_PATH = [
+    "not-a-uuid",
+    "00000000-0000-0000-0000-000000000000",
+    "%2e%2e",
+    "%ED%A0%80",  # UTF-8 of a lone surrogate: invalid UTF-8
+    "%FF%FE",
+    "%E2%80%AErtl%F0%9F%A7%97",
+    "a" * 5000,
+    "99999999999999999999999999",
+    "%00",
+]
+NASTY_QUERY = [
+    "-1",
+    "0",
+    "99999999999999999999999999999",
+    "NaN",
+    "",
+    "%ED%A0%80",
+    "%FF",
+    "%E2%80%AE",
+    "x" * 20_000,
+    "%00",
+]
+RAW_BODIES: list[bytes] = [
+    b"",
+    b"{",
+    b"not json",
+    b"null",
+    b"[]",
+    b'{"a": NaN, "b": Infinity, "c": -Infinity}',
+    b'{"a": "\\ud800"}',
+    b'{"a": "\\u0000"}',
+    b"\xff\xfe\xfd",
+    b"[" * 5000 + b"]" * 5000,
+    b'{"x": ' + b"9" * 5000 + b"}",
+]
+
+
+# ----------------------------------------------------------------------------- the app's routes
+
+
+FORM_FIELDS: dict[str, list[str]] = {}
+
+
+def walk_routes(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(method, path) of every endpoint, including those of included routers; records the
+    form fields of form routes (not in the OpenAPI schema) in FORM_FIELDS."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            ctx = getattr(route, "include_context", None)
+            yield from walk_routes(inner.routes, prefix + getattr(ctx, "prefix", ""))
+        elif getattr(route, "methods", None) and hasattr(route, "path"):
+            dependant = getattr(route, "dependant", None)
+            fields = [p.name for p in getattr(dependant, "body_params", [])]
+            if fields:
+                FORM_FIELDS[prefix + route.path] = fields
+            for method in sorted(route.methods - {"HEAD", "OPTIONS"}):
+                yield method, prefix + route.path
+
+
+def endpoints(app: FastAPI) -> list[tuple[str, str]]:
+    found = sorted(set(walk_routes(list(app.routes))))
+    return [
+        (m, p)
+        for m, p in found
+        if p not in ("/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
+    ]
+
+
+def resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = spec["components"]["schemas"][name]
+    return schema
+
+
+def operation(spec: dict[str, Any], method: str, path: str) -> dict[str, Any]:
+    return spec["paths"].get(path, {}).get(method.lower(), {})
+
+
+def body_schema(spec: dict[str, Any], method: str, path: str) -> dict[str, Any] | None:
+    content = operation(spec, method, path).get("requestBody", {}).get("content", {})
+    raw = content.get("application/json", {}).get("schema")
+    return resolve(raw, spec) if raw else None
+
+
+def query_params(spec: dict[str, Any], method: str, path: str) -> list[str]:
+    params = operation(spec, method, path).get("parameters", [])
+    return [p["name"] for p in params if p.get("in") == "query"]
+
+
+def plausible(schema: dict[str, Any], spec: dict[str, Any], depth: int = 0) -> Any:
+    """A value of the schema's type (not necessarily valid), so mutations reach deeper checks."""
+    schema = resolve(schema, spec)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [s for s in schema[key] if resolve(s, spec).get("type") != "null"]
+            return plausible(options[0] if options else schema[key][0], spec, depth)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        if depth > 3:
+            return {}
+        props = schema.get("properties", {})
+        required = schema.get("required", list(props))
+        return {k: plausible(props[k], spec, depth + 1) for k in required if k in props}
+    if kind == "array":
+        return [plausible(schema.get("items", {}), spec, depth + 1)] if depth < 3 else []
+    return {"string": "no500 text", "integer": 1, "number": 1.0, "boolean": True}.get(kind, "x")
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+def build_services(tmp_path: Path, url: str | None = None) -> Services:
+    ladders = tmp_path / "ladders"
+    shutil.copytree(EXAMPLES, ladders)
+    extra: dict[str, Any] = {"ladders_dir": ladders}
+    if url:
+        extra["database_url"] = url
+    return Services.from_settings(make_settings(tmp_path, **extra))
+
+
+@pytest.fixture
+def nasty_client(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    services = build_services(tmp_path, database_url(backend, tmp_path, request))
+    try:
+        with TestClient(create_app(services=services), raise_server_exceptions=False) as c:
+            c.cookies.set("cairn_csrf", CSRF)
+            yield c, services
+    finally:
+        services.close()
+
+
+def row_counts(services: Services) -> dict[str, int]:
+    """Rows of every table, in one query: the measure of "nothing was written"."""
+    with services.store.db.read() as conn:
+        names = set(conn.dialect.get_table_names(conn))
+        tables = [t for t in metadata.sorted_tables if t.name in names]
+        counts = select(*(
+            select(func.count()).select_from(t).scalar_subquery().label(t.name) for t in tables
+        ))
+        return dict(conn.execute(counts).one()._mapping)
+
+
+def qs(text: str) -> str:
+    """URL-encode any text, lone surrogates included (as the invalid UTF-8 they become)."""
+    return quote(text, safe="", errors="surrogatepass")
+
+
+def fill_path(path: str, override: str | None = None) -> str:
+    """Fill the path's parameters: good values, or ``override`` (already URL-encoded) for all."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1).split(":")[0]
+        if override is not None:
+            return override
+        return quote(GOOD_PATH.get(name, "no500"), safe="")
+
+    return re.sub(r"\{([^}]+)\}", one, path)
+
+
+def send(
+    client: TestClient,
+    method: str,
+    path: str,
+    *,
+    body: Any = ...,
+    raw: bytes | None = None,
+    query: str = "",
+) -> Any:
+    url = path + (("?" + query) if query else "")
+    headers = {"content-type": "application/json"}
+    if path.startswith("/ui") and method == "POST":
+        # Form posts: a valid CSRF pair so the form's own fields are what gets tested.
+        form = {"csrf": CSRF}
+        if isinstance(body, dict):
+            form.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()})
+        # Encoded by hand: a lone surrogate becomes invalid UTF-8, a case worth sending too.
+        encoded = urlencode(form, encoding="utf-8", errors="surrogatepass").encode()
+        return client.request(method, url, content=encoded,
+                              headers={"content-type": "application/x-www-form-urlencoded"})
+    if raw is not None:
+        return client.request(method, url, content=raw, headers=headers)
+    if body is ...:
+        return client.request(method, url)
+    return client.request(method, url, content=json.dumps(body).encode(), headers=headers)
+
+
+def check(response: Any, case: str) -> None:
+    assert response.status_code < 500, f"{case}: {response.status_code} {response.text[:500]}"
+    if 400 <= response.status_code < 500 and not response.request.url.path.startswith("/ui"):
+        body = response.json()
+        assert set(body) == {"error"}, f"{case}: {body}"
+        err = body["error"]
+        assert set(err) == {"code", "message", "details", "request_id"}, f"{case}: {err}"
+        assert isinstance(err["code"], str) and err["code"], case
+        assert isinstance(err["message"], str) and err["message"], case
+
+
+def deterministic_cases(app: FastAPI, spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(label, send() kwargs + method/path) for the table of nasty cases of every route."""
+    for method, path in endpoints(app):
+        good = fill_path(path)
+        schema = body_schema(spec, method, path)
+        if "{" in path:
+            for value in NASTY_PATH:
+                yield f"{method} {path} path={value[:20]}", {
+                    "method": method, "path": fill_path(path, value), "body": {}}
+        for name in query_params(spec, method, path):
+            for value in NASTY_QUERY:
+                yield f"{method} {path} ?{name}={value[:20]}", {
+                    "method": method, "path": good, "query": f"{name}={quote(value, safe='%')}"}
+        if method == "GET":
+            continue
+        for raw in RAW_BODIES:
+            yield f"{method} {path} raw={raw[:20]!r}", {"method": method, "path": good, "raw": raw}
+        base = plausible(schema, spec) if schema else {}
+        if not isinstance(base, dict):
+            base = {}
+        props = (schema or {}).get("properties", {}) or dict.fromkeys(FORM_FIELDS.get(path, []))
+        # A form field is always text: wrong JSON types mean nothing there, nasty text does.
+        values = WRONG_VALUES if schema else NASTY_STRINGS
+        yield f"{method} {path} missing all", {"method": method, "path": good, "body": {}}
+        yield f"{method} {path} extra", {
+            "method": method, "path": good, "body": {**base, "unexpected_field": 1, "\ud800": "x"}}
+        for field in props:
+            missing = {k: v for k, v in base.items() if k != field}
+            yield f"{method} {path} -{field}", {"method": method, "path": good, "body": missing}
+            for value in values:
+                label = f"{method} {path} {field}={json.dumps(value)[:30]}"
+                yield label, {"method": method, "path": good, "body": {**base, field: value}}
+
+
+def test_nasty_table_never_500_and_writes_nothing(nasty_client: Any) -> None:
+    client, services = nasty_client
+    app = client.app
+    spec = client.get("/openapi.json").json()
+    before = row_counts(services)
+    subjects_before = client.get("/v1/subjects").json()
+    failures: list[str] = []
+    wrote = False
+    for label, case in deterministic_cases(app, spec):
+        method, path = case.pop("method"), case.pop("path")
+        response = send(client, method, path, **case)
+        after = row_counts(services)
+        try:
+            check(response, label)
+        except AssertionError as exc:
+            failures.append(str(exc)[:400])
+            before = after
+            continue
+        if 400 <= response.status_code < 500 and after != before:
+            changed = {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v}
+            failures.append(f"{label}: {response.status_code} but wrote {changed}")
+        wrote = wrote or (response.status_code < 400 and after != before)
+        before = after
+    assert not failures, "\n".join(failures[:40]) + f"\n({len(failures)} failures)"
+    if not wrote:
+        # Nothing was accepted, so the subjects listing is exactly as before.
+        assert client.get("/v1/subjects").json() == subjects_before
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_hypothesis_never_500(nasty_client: Any) -> None:
+    client, _ = nasty_client
+    app = client.app
+    spec = client.get("/openapi.json").json()
+    routes = endpoints(app)
+
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+        | st.text(max_size=50),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                     max_size=4),
+        max_leaves=12,
+    )
+    segment = st.text(min_size=1, max_size=40).map(qs)
+
+    @st.composite
+    def request_case(draw: Any) -> tuple[str, str, Any, str]:
+        method, template = draw(st.sampled_from(routes))
+        schema = body_schema(spec, method, template)
+        names = query_params(spec, method, template) or ["limit", "q"]
+        if "{" in template and draw(st.booleans()):
+            path = re.sub(r"\{[^}]+\}", lambda _m: draw(segment), template)
+        else:
+            path = fill_path(template)
+        query = "&".join(
+            f"{n}={qs(draw(st.text(max_size=30)))}"
+            for n in draw(st.lists(st.sampled_from(names), max_size=3))
+        )
+        body: Any = ...
+        if method != "GET":
+            fields = list((schema or {}).get("properties", {})) or FORM_FIELDS.get(template, ["x"])
+            keys = st.sampled_from(fields) | st.text(max_size=10)
+            body = draw(st.dictionaries(keys, json_values, max_size=6) | json_values)
+        return method, path, body, query
+
+    @settings(max_examples=250, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(request_case())
+    def run(case: tuple[str, str, Any, str]) -> None:
+        method, path, body, query = case
+        response = send(client, method, path, body=body, query=query)
+        check(response, f"{method} {path}?{query[:80]} body={str(body)[:200]}")
+
+    run()
