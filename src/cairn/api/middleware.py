@@ -239,8 +239,8 @@ class RejectLoneSurrogateMiddleware:
             except (ValueError, RecursionError):
                 parsed = None  # not JSON: the route's own parsing reports it
             if _has_lone_surrogate(parsed):
-                message = "the body contains a lone UTF-16 surrogate (not valid text)"
-                await _send_error(scope, send, 422, "invalid_text", message, None)
+                text = "the body contains a lone UTF-16 surrogate (not valid text)"
+                await _send_error(scope, send, 422, "invalid_text", text, None)
                 return
         replayed = False
 
