@@ -139,8 +139,9 @@ def test_tenants_are_isolated(api: TestClient, slate_services: Services) -> None
 
 def test_hostile_input_is_a_clear_4xx_and_changes_nothing(api: TestClient) -> None:
     cases = [
-        ({"content": "a\u0000b"}, {}, "slate_invalid_write"),
-        ({"content": "ok", "tags": ["a\u0000"]}, {}, "slate_invalid_write"),
+        # A NUL anywhere in a JSON body is refused at the edge, before any slate code runs.
+        ({"content": "a\u0000b"}, {}, "validation_error"),
+        ({"content": "ok", "tags": ["a\u0000"]}, {}, "validation_error"),
         ({"content": "ok", "tags": [""]}, {}, "slate_invalid_write"),
         ({"content": "ok", "tags": ["x" * 129]}, {}, "slate_invalid_write"),
         ({"content": "ok", "run_id": "r" * 257}, {}, "validation_error"),
@@ -156,8 +157,9 @@ def test_hostile_input_is_a_clear_4xx_and_changes_nothing(api: TestClient) -> No
     r = api.post(f"{BASE}/facts/core.md", json={"content": '{"fact": "\\u0000"}',
                                                "match": {"properties": {"fact": {"minLength": 5}}}})
     assert r.status_code == 200 and r.json()["reason"] == "schema_mismatch"
-    # JSON content is stored escaped, so a NUL inside it is fine.
-    assert api.post(f"{BASE}/facts/core.md", json={"content": {"x": "\u0000"}}).status_code == 200
+    # A NUL inside JSON content is refused at the edge too, like every NUL in a body.
+    r = api.post(f"{BASE}/facts/core.md", json={"content": {"x": "\u0000"}})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "content.x"
 
 
 def test_deleting_a_subject_removes_its_per_user_slate_state(api: TestClient) -> None:

@@ -15,6 +15,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cairn.core.text import nul_path
+
 log = logging.getLogger("cairn.access")
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
@@ -192,9 +194,10 @@ class RejectNulMiddleware:
         await self.app(scope, receive, send)
 
 
-# A JSON escape of a UTF-16 surrogate; only then can a parsed body hold a lone surrogate
-# (raw surrogate bytes are invalid UTF-8, which the JSON parser already refuses).
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# A JSON escape of a UTF-16 surrogate or of NUL: only then can a parsed body hold a lone
+# surrogate or a NUL (raw surrogate bytes are invalid UTF-8 and raw control characters are
+# invalid JSON, which the parser already refuses). Bodies without one skip all checks.
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -212,8 +215,11 @@ def _has_lone_surrogate(value: Any) -> bool:
 
 
 class RejectLoneSurrogateMiddleware:
-    """Refuses a JSON body holding a lone surrogate (e.g. ``"\\ud800"``) with 422: such text
-    cannot be encoded as UTF-8, so no store, tokenizer or file can take it."""
+    """Refuses a JSON body holding a lone surrogate (e.g. ``"\\ud800"``) with 422
+    ``invalid_text`` — such text cannot be encoded as UTF-8, so no store, tokenizer or file
+    can take it — and one holding a NUL character with 422 ``validation_error`` naming where
+    (neither backend stores NUL in text). One regex over the raw body decides whether the body
+    needs parsing at all, so ordinary requests pay almost nothing."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -233,7 +239,7 @@ class RejectLoneSurrogateMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if _SURROGATE_ESCAPE.search(body):
+        if _SUSPECT_ESCAPE.search(body):
             try:
                 parsed = json.loads(body)
             except (ValueError, RecursionError):
@@ -241,6 +247,14 @@ class RejectLoneSurrogateMiddleware:
             if _has_lone_surrogate(parsed):
                 text = "the body contains a lone UTF-16 surrogate (not valid text)"
                 await _send_error(scope, send, 422, "invalid_text", text, None)
+                return
+            where = nul_path(parsed)
+            if where is not None:
+                field = where or "body"
+                detail = {"field": field, "message": "must not contain a NUL character",
+                          "type": "nul_character"}
+                text = f"invalid request at '{field}': must not contain a NUL character"
+                await _send_error(scope, send, 422, "validation_error", text, [detail])
                 return
         replayed = False
 

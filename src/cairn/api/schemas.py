@@ -11,7 +11,6 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
 from cairn.core.ids import as_utc
 from cairn.core.memories import Memory
-from cairn.core.text import has_nul, nul_path
 
 SubjectId = Field(
     pattern=SUBJECT_ID_PATTERN, description="Subject id (1-256 of A-Z a-z 0-9 _ . - :)"
@@ -35,18 +34,6 @@ class EpisodeCreate(BaseModel):
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         return as_utc(value) if value is not None else None
-
-    @field_validator("source", "type", "session_id", "idempotency_key", "payload", "metadata",
-                     "provenance")
-    @classmethod
-    def _no_nul(cls, value: Any) -> Any:
-        # PostgreSQL stores no NUL in text or JSON; refusing it keeps both backends alike.
-        if not has_nul(value):
-            return value
-        where = nul_path(value)
-        if where is not None:
-            raise ValueError(f"must not contain a NUL character (at {where or 'the value'})")
-        return value
 
 
 class EpisodeBatchCreate(BaseModel):
