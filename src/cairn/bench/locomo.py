@@ -187,8 +187,16 @@ def run(
                     progress(f"{conv.sample_id}: {asked} questions so far")
         finally:
             store.close()
+    return make_report(asked, hits_budget, hits_at, latencies, compile_s, n_memories)
+
+
+def make_report(
+    asked: int, hits_budget: dict[int, int], hits_at: dict[int, int], latencies: list[float],
+    compile_s: float, n_memories: int,
+) -> LocomoReport:
+    """Turn hit counts and latencies into the report (shared by the search and context modes)."""
     n = max(asked, 1)
-    latencies.sort()
+    latencies = sorted(latencies)
     return LocomoReport(
         questions=asked,
         budget_recall={str(b): round(hits_budget[b] / n, 3) for b in BUDGETS},

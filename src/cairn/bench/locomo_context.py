@@ -13,14 +13,22 @@ first k items of the packing order; latency is one ``context`` call at 1,000 tok
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from cairn.bench.locomo import RECALL_AT, TENANT, Conversation, LocomoReport, ingest, load
+from cairn.bench.locomo import (
+    BUDGETS,
+    RECALL_AT,
+    TENANT,
+    Conversation,
+    LocomoReport,
+    ingest,
+    load,
+    make_report,
+)
 from cairn.core.memory import Budget, ContextItem, ContextRequest
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
@@ -28,7 +36,6 @@ from cairn.engine.context import AssemblySettings, CairnAssembly, apply_min_scor
 from cairn.engine.context.packing import priority_order
 from cairn.store import open_store
 
-BUDGETS = (250, 500, 1000, 2000, 4000)
 MAX_ITEMS = 1000
 
 
@@ -95,14 +102,4 @@ def run(
                     progress(f"{conv.sample_id}: {asked} questions so far")
         finally:
             store.close()
-    n = max(asked, 1)
-    latencies.sort()
-    return LocomoReport(
-        questions=asked,
-        budget_recall={str(b): round(hits_budget[b] / n, 3) for b in BUDGETS},
-        recall_at={str(k): round(hits_at[k] / n, 3) for k in RECALL_AT},
-        p50_ms=round(statistics.median(latencies), 2) if latencies else 0.0,
-        p95_ms=round(latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else 0.0,
-        compile_s=round(compile_s, 2),
-        memories=n_memories,
-    )
+    return make_report(asked, hits_budget, hits_at, latencies, compile_s, n_memories)

@@ -35,26 +35,23 @@ from cairn.core.scope import Scope
 from cairn.store.database import Database
 from cairn.store.episodes import row_to_episode, scope_filter
 from cairn.store.memories import row_to_memory
-from cairn.store.schema import SCOPED_TABLES, JsonType, SeqType, UTCDateTime, metadata
+from cairn.store.schema import (
+    SCOPED_TABLES,
+    JsonType,
+    SeqType,
+    UTCDateTime,
+    metadata,
+    scope_columns,
+)
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as memories_t
-
-
-def _scope_columns() -> list[Column[Any]]:
-    return [
-        Column("tenant_id", String(128), nullable=False),
-        Column("runtime_id", String(256), nullable=False),
-        Column("user_id", String(256), nullable=False, server_default=""),
-        Column("agent_id", String(256), nullable=False, server_default=""),
-    ]
-
 
 documents = Table(
     "documents",
     metadata,
     Column("seq", SeqType, primary_key=True, autoincrement=True),
     Column("id", Uuid(), nullable=False, unique=True),
-    *_scope_columns(),
+    *scope_columns(),
     Column("dataset_id", String(256), nullable=False),
     Column("document_id", String(256), nullable=False),
     Column("idempotency_key", String(256), nullable=False),
@@ -78,7 +75,7 @@ document_chunks = Table(
     metadata,
     Column("seq", SeqType, primary_key=True, autoincrement=True),
     Column("id", Uuid(), nullable=False, unique=True),
-    *_scope_columns(),
+    *scope_columns(),
     Column("dataset_id", String(256), nullable=False),
     Column("document_uid", Uuid(), nullable=False),
     Column("document_id", String(256), nullable=False),

@@ -62,7 +62,8 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-def _scope_columns() -> list[Column[Any]]:
+def scope_columns() -> list[Column[Any]]:
+    """The partition columns every scoped table starts with (fresh objects per table)."""
     return [
         Column("tenant_id", String(128), nullable=False),
         Column("runtime_id", String(256), nullable=False),
@@ -95,7 +96,7 @@ episodes = Table(
     metadata,
     Column("seq", SeqType, primary_key=True, autoincrement=True),
     Column("id", Uuid(), nullable=False, unique=True),
-    *_scope_columns(),
+    *scope_columns(),
     Column("session_id", String(256), nullable=True),
     Column("source", String(256), nullable=False),
     Column("type", String(128), nullable=False),
@@ -124,7 +125,7 @@ memories = Table(
     metadata,
     Column("seq", SeqType, primary_key=True, autoincrement=True),
     Column("id", Uuid(), nullable=False, unique=True),
-    *_scope_columns(),
+    *scope_columns(),
     Column("session_id", String(256), nullable=True),
     Column("kind", String(64), nullable=False),
     Column("content", Text(), nullable=False),
