@@ -1,22 +1,42 @@
 #!/usr/bin/env bash
 # Create .venv and install Cairn with its development tools. Idempotent; safe to re-run.
-# Usage: scripts/setup.sh [--system]   (--system also installs Debian packages the tests use)
+# Usage: scripts/setup.sh [--system] [--local]
+#   --system  also install the Debian packages the tests use (chromium)
+#   --local   also install the local embedder extra: torch's CPU build first (pip would
+#             otherwise pull a multi-GB CUDA build), then cairn[local]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+system=0
+local_extra=0
+for arg in "$@"; do
+  case "$arg" in
+    --system) system=1 ;;
+    --local) local_extra=1 ;;
+    *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+# pip's notes about unused local index locations are noise here; real errors still show.
+pip_install() { .venv/bin/python -m pip install --quiet "$@" 2> >(grep -v "is ignored" >&2); }
 stamp=.venv/.cairn-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  # pip's notes about unused local index locations are noise here; real errors still show.
-  .venv/bin/python -m pip install --quiet --upgrade pip 2> >(grep -v "is ignored" >&2)
-  .venv/bin/python -m pip install --quiet -e '.[dev]' 2> >(grep -v "is ignored" >&2)
+  pip_install --upgrade pip
+  pip_install -e '.[dev]'
   touch "$stamp"
 fi
+local_stamp=.venv/.cairn-local-installed
+if [ "$local_extra" = 1 ] && { [ ! -f "$local_stamp" ] || [ pyproject.toml -nt "$local_stamp" ]; }; then
+  pip_install torch==2.13.0
+  pip_install -e '.[dev,local]'
+  touch "$local_stamp"
+fi
 
-if [ "${1:-}" = "--system" ]; then
+if [ "$system" = 1 ]; then
   # Debian's Chromium drives the browser tests (never a downloaded browser).
   if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -746,20 +746,42 @@ def _learn(client: TestClient, key: str, texts: list[str]) -> None:
                        json={"subject_id": "scored"}).status_code == 200
 
 
-def test_sqlite_bm25_statistics_span_tenants(
-    backend: str, backend_client: TestClient, two_tenants: dict[str, str],
-    request: pytest.FixtureRequest,
+def test_other_tenants_writes_do_not_move_search_scores(
+    backend_client: TestClient, two_tenants: dict[str, str],
 ) -> None:
     """Another tenant's writes must not move a tenant's search scores (else B's own scores
-    tell B whether a word occurs in A's data). PostgreSQL's ``ts_rank`` holds. On SQLite,
-    FTS5's BM25 takes document counts and term frequencies from the whole FTS table, across
-    tenants: a known gap, so this runs as a strict xfail there (it starts to XPASS, and fail,
-    once ranking is per partition; then drop the marker)."""
-    if backend == "sqlite":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="SQLite FTS5 BM25 corpus statistics are table-wide"))
+    tell B whether a word occurs in A's data). PostgreSQL's ``ts_rank`` reads no corpus
+    statistics; SQLite keeps one FTS5 index per tenant (``cairn.store.fts``) because FTS5's
+    BM25 takes them from the whole table."""
     _learn(backend_client, two_tenants["a"], ["I work at Globex in Oslo."])
     before = _score(backend_client, two_tenants["a"])
     _learn(backend_client, two_tenants["b"],
            [f"Globex note {i}: I work at Globex in Bergen." for i in range(8)])
     assert _score(backend_client, two_tenants["a"]) == before
+
+
+def _chunk_score(client: TestClient, key: str) -> float:
+    r = client.post("/v1/scopes/context", headers={"X-API-Key": key}, json={
+        "scope": {"runtime_id": "rt"}, "query": "Globex offices", "dataset_ids": ["kb"]})
+    assert r.status_code == 200, r.text
+    (item,) = [i for i in r.json()["items"] if i["provenance"][0]["type"] == "chunk"]
+    return float(item["score"])
+
+
+def _document(client: TestClient, key: str, document_id: str, content: str) -> None:
+    r = client.post("/v1/scopes/documents", headers={"X-API-Key": key}, json={
+        "scope": {"runtime_id": "rt"}, "dataset_id": "kb", "document_id": document_id,
+        "content": content})
+    assert r.status_code == 201, r.text
+
+
+def test_other_tenants_documents_do_not_move_chunk_scores(
+    backend_client: TestClient, two_tenants: dict[str, str],
+) -> None:
+    """The same for document chunks in the context's chunk lane."""
+    _document(backend_client, two_tenants["a"], "d1", "Globex has offices in Oslo and Rome.")
+    before = _chunk_score(backend_client, two_tenants["a"])
+    for i in range(8):
+        _document(backend_client, two_tenants["b"], f"d{i}",
+                  f"Globex memo {i}: Globex offices, Globex staff, Globex plans.")
+    assert _chunk_score(backend_client, two_tenants["a"]) == before

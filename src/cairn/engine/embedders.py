@@ -102,12 +102,32 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        if len(texts) == 1:
+            return [self._embed_one(texts[0])]
         with self._lock:  # the model is not safe to call from two threads at once
             arr = self._model.encode(
                 list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                 convert_to_numpy=True, show_progress_bar=False,
             )
         return [list(map(float, row)) for row in arr]
+
+    def _embed_one(self, text: str) -> list[float]:
+        """One text (a search query) straight through the model: the same vector as
+        ``encode`` (mean pooling over the tokens, then L2 norm; a test checks they agree),
+        without its batching and sorting, which cost about 2 ms of a 12 ms query."""
+        import torch
+
+        model = self._model
+        with self._lock, torch.inference_mode():
+            batch = model.tokenizer(
+                [text], return_tensors="pt", truncation=True,
+                max_length=model.max_seq_length,
+            )
+            hidden = model[0].auto_model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            vector = torch.nn.functional.normalize(pooled, dim=1)[0]
+        return [float(x) for x in vector.tolist()]
 
 
 class OpenAIEmbedder:

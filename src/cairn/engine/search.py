@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,12 +117,19 @@ class _QueryCache:
         self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._size = size
 
-    def get(self, embedder: Any, query: str) -> np.ndarray:
+    def cached(self, embedder: Any, query: str) -> np.ndarray | None:
         key = (embedder.name, query)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
+        return None
+
+    def get(self, embedder: Any, query: str) -> np.ndarray:
+        got = self.cached(embedder, query)
+        if got is not None:
+            return got
+        key = (embedder.name, query)
         vec = np.asarray(embedder.embed([query])[0], dtype="<f4")
         with self._lock:
             self._items[key] = vec
@@ -130,19 +138,32 @@ class _QueryCache:
         return vec
 
 
+    def prefetch(self, embedder: Any, query: str) -> Callable[[], np.ndarray]:
+        """Start embedding ``query`` on a helper thread (unless cached) and return a call
+        that waits for it, so the lexical lane runs while the model does: both release the
+        GIL (SQLite while it steps, torch while it computes)."""
+        got = self.cached(embedder, query)
+        if got is not None:
+            return lambda: got
+        return _EMBED_POOL.submit(self.get, embedder, query).result
+
+
 _QUERIES = _QueryCache()
+_EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cairn-query-embed")
 
 
 def vector_lane(
     store: Any, tenant_id: str, scope: Scope, query: str, embedder: Any, *, pool: int,
-    conn: Any,
+    conn: Any, query_vector: Callable[[], np.ndarray] | None = None,
 ) -> dict[int, float]:
     """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
-    caller filters)."""
+    caller filters). ``query_vector`` waits for an embedding already under way."""
     m = VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+    q = query_vector() if query_vector is not None else None
     if not len(m.seqs):
         return {}
-    q = _QUERIES.get(embedder, query)
+    if q is None:
+        q = _QUERIES.get(embedder, query)
     if q.shape[0] != m.vectors.shape[1]:
         return {}  # vectors of another model: re-embed (cairn embeds on compile)
     # einsum runs in this thread; BLAS matmul wakes a thread pool, which on a busy server
@@ -247,6 +268,9 @@ def search_memories(
     weights = weights or DEFAULT_WEIGHTS
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
+    # The query's embedding (the slow part of hybrid search) starts first and overlaps
+    # the lexical lane.
+    query_vector = _QUERIES.prefetch(embedder, query) if "vector" in lanes else None
     with store.db.read() as conn:
         scores: dict[str, dict[int, float]] = {}
         if "lexical" in lanes:
@@ -256,7 +280,8 @@ def search_memories(
             )
         if "vector" in lanes:
             scores["vector"] = vector_lane(
-                store, tenant_id, scope, query, embedder, pool=pool * 2, conn=conn
+                store, tenant_id, scope, query, embedder, pool=pool * 2, conn=conn,
+                query_vector=query_vector,
             )
         fused = fuse(scores, lanes, weights, FUSION)
         # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant

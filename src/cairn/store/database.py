@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from cairn.errors import ConfigError, Unavailable
+from cairn.store.fts import TenantIndexes
 
 SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -53,6 +54,8 @@ class Database:
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
         self._write_lock = threading.Lock()
+        # SQLite: which tenants' full-text indexes exist (see cairn.store.fts).
+        self.fts = TenantIndexes()
         if self.dialect == "sqlite":
             self.engine = self._sqlite_engine(parsed.database, echo)
             self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")

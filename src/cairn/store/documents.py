@@ -32,6 +32,7 @@ from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow, uuid7
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
+from cairn.store import fts
 from cairn.store.database import Database
 from cairn.store.episodes import row_to_episode, scope_filter
 from cairn.store.memories import row_to_memory
@@ -263,6 +264,8 @@ class DocumentRepository:
                 assert found is not None
                 return found
             if chunks:
+                if self.db.is_sqlite:
+                    self.db.fts.ensure(conn, fts.CHUNKS, tenant_id)
                 conn.execute(
                     document_chunks.insert(),
                     [
@@ -360,11 +363,17 @@ class DocumentRepository:
             f"AND c.agent_id = :agent AND c.dataset_id IN ({', '.join(names)})"
         )
         if self.db.is_sqlite:
-            params["match"] = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
+            table = self.db.fts.table_if_exists(conn, fts.CHUNKS, tenant_id)
+            if table is None:
+                return []  # the tenant has never stored a chunk
+            part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+            words = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
+            params["match"] = f'part : "{part}" AND ({words})'
+            # The tenant's own index, narrowed to the partition by its token (weight 0).
             sql = (
-                f"SELECT {cols}, -bm25(document_chunks_fts) AS raw FROM document_chunks_fts "
-                "JOIN document_chunks c ON c.seq = document_chunks_fts.rowid "
-                f"WHERE document_chunks_fts MATCH :match AND {where} "
+                f"SELECT {cols}, -bm25({table}, 1.0, 0.0) AS raw FROM {table} "
+                f"JOIN document_chunks c ON c.seq = {table}.rowid "
+                f"WHERE {table} MATCH :match AND {where} "
                 "ORDER BY raw DESC, c.seq LIMIT :limit"
             )
             scale = 4.0

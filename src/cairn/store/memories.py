@@ -32,6 +32,7 @@ from sqlalchemy import (
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
+from cairn.store import fts
 from cairn.store.database import Database
 from cairn.store.episodes import scope_filter
 from cairn.store.schema import SCOPED_TABLES, metadata
@@ -254,6 +255,9 @@ class MemoryRepository:
                 existing[r[0]] = [str(x) for x in r[1]]
         new_rows = [row for key, row in merged.items() if key not in existing]
         if new_rows:
+            if self.db.is_sqlite:
+                for tenant in {row["tenant_id"] for row in new_rows}:
+                    self.db.fts.ensure(conn, fts.MEMORIES, tenant)
             insert = self.db.insert(t).on_conflict_do_nothing()
             conn.execute(insert, new_rows)
         for key, stored in existing.items():
@@ -373,66 +377,14 @@ class MemoryRepository:
         self, tenant_id: str, scope: Scope, terms: Sequence[str], where: _list[str],
         params: dict[str, Any], limit: int, conn: Connection | None,
     ) -> _list[tuple[int, float]]:
-        """FTS5 ranks inside the partition (its ``part`` token) and returns the best
-        ``inner`` rows; the join re-checks partition, status and kind. If filtering leaves
-        fewer than ``limit`` while more matches may exist, it asks again for more."""
-        key = "\x1f".join((tenant_id, scope.runtime_id, scope.user_id, scope.agent_id))
-        part = "p" + key.encode().hex().upper()
-        if COMMON_TERM_SHARE and len(terms) > 1:
-            terms = self._without_common_terms(part, terms, conn)
-        params["q"] = f'part : "{part}" AND (' + " OR ".join(f'"{t}"' for t in terms) + ")"
-        inner = limit * 2 + 50
-        while True:
-            params["inner"] = inner
-            sql = (
-                "SELECT m.seq, -f.rank AS s FROM (SELECT rowid, rank FROM memories_fts "
-                "WHERE memories_fts MATCH :q ORDER BY rank LIMIT :inner) f "
-                f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
-                "ORDER BY f.rank, m.seq LIMIT :limit"
-            )
-            if conn is not None:
-                rows = conn.execute(text(sql), params).all()
-            else:
-                with self.db.read() as own:
-                    rows = own.execute(text(sql), params).all()
-            if len(rows) >= limit or inner >= 1_000_000:
-                return [(int(r[0]), float(r[1])) for r in rows]
-            # Fewer than asked: either that is all there is, or filters ate the window.
-            count_sql = ("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH :q")
-            if conn is not None:
-                total = conn.execute(text(count_sql), params).scalar_one()
-            else:
-                with self.db.read() as own:
-                    total = own.execute(text(count_sql), params).scalar_one()
-            if total <= inner:
-                return [(int(r[0]), float(r[1])) for r in rows]
-            inner *= 4
-
-    def _without_common_terms(
-        self, part: str, terms: Sequence[str], conn: Connection | None
-    ) -> _list[str]:
-        """In a partition of ``COMMON_TERM_MIN_ROWS`` rows or more, drop terms found in more
-        than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight is
-        small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
-        every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
-        forcing it on costs about 0.013 of recall at 1,000 tokens."""
-        def count(q: str, c: Connection) -> int:
-            return int(c.execute(
-                text("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH :q"), {"q": q}
-            ).scalar_one())
-
-        def run(c: Connection) -> _list[str]:
-            total = count(f'part : "{part}"', c)
-            if total < COMMON_TERM_MIN_ROWS:
-                return list(terms)  # small partitions are cheap to score in full
-            share = {t: count(f'part : "{part}" AND "{t}"', c) for t in terms}
-            keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
-            return keep or list(terms)
-
-        if conn is not None:
-            return run(conn)
-        with self.db.read() as own:
-            return run(own)
+        if conn is None:
+            with self.db.read() as own:
+                return self._fts5(tenant_id, scope, terms, where, params, limit, own)
+        table = self.db.fts.table_if_exists(conn, fts.MEMORIES, tenant_id)
+        if table is None:
+            return []  # the tenant has never stored a memory
+        part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+        return _fts5_ranked(conn, table, part, terms, where, params, limit)
 
     def vector_stamp(self, conn: Connection, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet): changes when its vectors do."""
@@ -462,3 +414,56 @@ class MemoryRepository:
             .limit(limit)
         ).all()
         return [(int(r[0]), str(r[1]), dict(r[2] or {})) for r in rows]
+
+
+def _fts5_ranked(
+    conn: Connection, table: str, part: str, terms: Sequence[str], where: _list[str],
+    params: dict[str, Any], limit: int,
+) -> _list[tuple[int, float]]:
+    """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index and
+    returns the best ``inner`` rows; the join re-checks partition, status and kind. If
+    filtering leaves fewer than ``limit`` while more matches may exist, it asks again for
+    more."""
+    if COMMON_TERM_SHARE and len(terms) > 1:
+        terms = _without_common_terms(conn, table, part, terms)
+    params["q"] = f'part : "{part}" AND (' + " OR ".join(f'"{t}"' for t in terms) + ")"
+    inner = limit * 2 + 50
+    while True:
+        params["inner"] = inner
+        sql = (
+            f"SELECT m.seq, -f.rank AS s FROM (SELECT rowid, rank FROM {table} "
+            f"WHERE {table} MATCH :q ORDER BY rank LIMIT :inner) f "
+            f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
+            "ORDER BY f.rank, m.seq LIMIT :limit"
+        )
+        rows = conn.execute(text(sql), params).all()
+        if len(rows) >= limit or inner >= 1_000_000:
+            return [(int(r[0]), float(r[1])) for r in rows]
+        # Fewer than asked: either that is all there is, or filters ate the window.
+        total = conn.execute(
+            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), params
+        ).scalar_one()
+        if total <= inner:
+            return [(int(r[0]), float(r[1])) for r in rows]
+        inner *= 4
+
+
+def _without_common_terms(
+    conn: Connection, table: str, part: str, terms: Sequence[str]
+) -> _list[str]:
+    """In a partition of ``COMMON_TERM_MIN_ROWS`` rows or more, drop terms found in more
+    than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight is
+    small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
+    every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
+    forcing it on costs about 0.013 of recall at 1,000 tokens."""
+    def count(q: str) -> int:
+        return int(conn.execute(
+            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": q}
+        ).scalar_one())
+
+    total = count(f'part : "{part}"')
+    if total < COMMON_TERM_MIN_ROWS:
+        return list(terms)  # small partitions are cheap to score in full
+    share = {t: count(f'part : "{part}" AND "{t}"') for t in terms}
+    keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
+    return keep or list(terms)
