@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from alembic import command
 from sqlalchemy import Connection, create_engine
+from sqlalchemy.exc import DBAPIError
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
@@ -109,5 +111,23 @@ def test_migration_moves_rows_between_shared_and_per_tenant_indexes(tmp_path: Pa
         with store.db.read() as conn:
             assert "memories_fts" not in _fts_tables(conn)
         assert _results(store) == before
+    finally:
+        store.close()
+
+
+def test_rows_of_a_tenant_without_an_index_are_refused(tmp_path: Path) -> None:
+    """A writer that bypasses the repositories (raw SQL) cannot store rows search would never
+    find: the guard trigger aborts, and nothing is written."""
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    try:
+        with store.db.write() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM fts_tenants").scalar_one() == 0
+        for table in ("memories", "document_chunks"):
+            with pytest.raises(DBAPIError, match="no full-text index for this tenant"):
+                with store.db.write() as conn:
+                    conn.exec_driver_sql(
+                        f"INSERT INTO {table} (tenant_id) VALUES ('raw-writer')")
+            with store.db.read() as conn:
+                assert conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one() == 0
     finally:
         store.close()

@@ -17,6 +17,10 @@ tenants belongs on PostgreSQL, whose ``ts_rank`` uses no corpus statistics at al
 
 Table and trigger names carry a hash of the tenant id, and triggers compare against the id as
 a hex blob literal, so no tenant id is ever spliced into SQL as text.
+
+``fts_tenants`` lists the tenants whose indexes exist, and a guard trigger on each base table
+refuses a row of any other tenant: a writer that skipped ``ensure`` (raw SQL, a future code
+path) fails loudly instead of storing rows that search can never find.
 """
 
 from __future__ import annotations
@@ -100,6 +104,23 @@ CHUNKS = FtsIndex(
 )
 
 
+REGISTRY_DDL = (
+    "CREATE TABLE IF NOT EXISTS fts_tenants (base TEXT NOT NULL, tenant_id TEXT NOT NULL, "
+    "PRIMARY KEY (base, tenant_id)) WITHOUT ROWID"
+)
+GUARD_MESSAGE = "no full-text index for this tenant: call cairn.store.fts ensure() first"
+
+
+def guard_ddl(index: FtsIndex) -> str:
+    """A trigger refusing rows of tenants without an index (see the module's docstring)."""
+    return (
+        f"CREATE TRIGGER IF NOT EXISTS {index.base}_fts_guard BEFORE INSERT ON {index.base} "
+        "WHEN NOT EXISTS (SELECT 1 FROM fts_tenants WHERE base = "
+        f"'{index.base}' AND tenant_id = new.tenant_id) "
+        f"BEGIN SELECT RAISE(ABORT, '{GUARD_MESSAGE}'); END"
+    )
+
+
 class TenantIndexes:
     """Which tenants' indexes exist, remembered per database (an index is never dropped
     while the database is in use)."""
@@ -115,12 +136,16 @@ class TenantIndexes:
         with self._lock:
             if key in self._known:
                 return
-        if self._exists(conn, index.table(tenant_id)):
+        if self._exists(conn, index, tenant_id):
             with self._lock:
                 self._known.add(key)
             return
         for stmt in index.ddl(tenant_id):
             conn.exec_driver_sql(stmt)
+        conn.exec_driver_sql(
+            "INSERT OR IGNORE INTO fts_tenants (base, tenant_id) VALUES (?, ?)",
+            (index.base, tenant_id),
+        )
         # Rows written before the index existed (by the migration's predecessors) are
         # indexed now; normally there are none. Not remembered as known until a later call
         # sees the table: this transaction may still roll back.
@@ -132,18 +157,18 @@ class TenantIndexes:
 
     def table_if_exists(self, conn: Connection, index: FtsIndex, tenant_id: str) -> str | None:
         """The tenant's index table, or None when the tenant has never written such rows."""
-        name = index.table(tenant_id)
         with self._lock:
             if (index.base, tenant_id) in self._known:
-                return name
-        if not self._exists(conn, name):
+                return index.table(tenant_id)
+        if not self._exists(conn, index, tenant_id):
             return None
         with self._lock:
             self._known.add((index.base, tenant_id))
-        return name
+        return index.table(tenant_id)
 
     @staticmethod
-    def _exists(conn: Connection, name: str) -> bool:
+    def _exists(conn: Connection, index: FtsIndex, tenant_id: str) -> bool:
         return conn.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :n"), {"n": name}
+            text("SELECT 1 FROM fts_tenants WHERE base = :b AND tenant_id = :t"),
+            {"b": index.base, "t": tenant_id},
         ).first() is not None

@@ -2,7 +2,8 @@
 
 The shared ``memories_fts`` and ``document_chunks_fts`` tables (0002, 0004) let one tenant's
 writes move another tenant's search scores. This moves every tenant's rows into its own
-indexes (see ``cairn.store.fts``) and drops the shared tables and their triggers. PostgreSQL
+indexes (see ``cairn.store.fts``), lists them in ``fts_tenants``, guards both base tables
+against rows of tenants without an index, and drops the shared tables and their triggers. PostgreSQL
 is unchanged: ``ts_rank`` reads no corpus statistics.
 
 Revision ID: 0007_fts_per_tenant
@@ -27,7 +28,9 @@ def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "sqlite":
         return
+    op.execute(fts.REGISTRY_DDL)
     for index in (fts.MEMORIES, fts.CHUNKS):
+        op.execute(fts.guard_ddl(index))
         table, triggers = _SHARED[index.base]
         for trigger in triggers:
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
@@ -43,6 +46,7 @@ def downgrade() -> None:
     if bind.dialect.name != "sqlite":
         return
     for index in (fts.MEMORIES, fts.CHUNKS):
+        op.execute(f"DROP TRIGGER IF EXISTS {index.base}_fts_guard")
         names = [r[0] for r in bind.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? ESCAPE '\\'",
             (f"{index.base}\\_fts\\_%",),
@@ -54,6 +58,7 @@ def downgrade() -> None:
             for suffix in ("ai", "ad", "au"):
                 op.execute(f"DROP TRIGGER IF EXISTS {name}_{suffix}")
             op.execute(f"DROP TABLE IF EXISTS {name}")
+    op.execute("DROP TABLE IF EXISTS fts_tenants")
     # The shared indexes of 0002 and 0004, rebuilt from the base tables.
     op.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(body, context, part, content='', "
                "tokenize='porter unicode61 remove_diacritics 2')")
