@@ -123,10 +123,9 @@ def test_rows_of_a_tenant_without_an_index_are_refused(tmp_path: Path) -> None:
         with store.db.write() as conn:
             assert conn.exec_driver_sql("SELECT count(*) FROM fts_tenants").scalar_one() == 0
         for table in ("memories", "document_chunks"):
-            with pytest.raises(DBAPIError, match="no full-text index for this tenant"):
-                with store.db.write() as conn:
-                    conn.exec_driver_sql(
-                        f"INSERT INTO {table} (tenant_id) VALUES ('raw-writer')")
+            with (pytest.raises(DBAPIError, match="no full-text index for this tenant"),
+                  store.db.write() as conn):
+                conn.exec_driver_sql(f"INSERT INTO {table} (tenant_id) VALUES ('raw-writer')")
             with store.db.read() as conn:
                 assert conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one() == 0
     finally:

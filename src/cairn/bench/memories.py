@@ -145,7 +145,19 @@ def _percentile(values: list[float], p: float) -> float:
     return ordered[int(p * (len(ordered) - 1))]
 
 
-def measure(store: Store, memories: int, queries: int, embedder: Any) -> dict[str, Any]:
+def other_tenants(store: Store, count: int) -> None:
+    """``count`` more tenants with one compiled memory each (on SQLite each gets its own
+    FTS5 index and triggers, whose cost on writes grows with their number)."""
+    for i in range(count):
+        tenant = f"other-{i}"
+        scope = Scope.for_subject("s")
+        store.episodes.append_many(tenant, synthetic_episodes(1, "s", seed=i))
+        compile_scope(store, tenant, scope)
+
+
+def measure(store: Store, memories: int, queries: int, embedder: Any,
+            tenants: int = 1) -> dict[str, Any]:
+    other_tenants(store, tenants - 1)
     subject = f"bench-{uuid.uuid4().hex[:8]}"
     scope = Scope.for_subject(subject)
     episodes = synthetic_episodes(memories, subject)
@@ -186,7 +198,7 @@ def measure(store: Store, memories: int, queries: int, embedder: Any) -> dict[st
 
 
 def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...],
-        pg_url: str) -> list[dict[str, Any]]:
+        pg_url: str, tenants: int = 1) -> list[dict[str, Any]]:
     from sqlalchemy import create_engine, text
 
     console = Console(width=160)
@@ -205,7 +217,7 @@ def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...]
                 url = pg_url.rsplit("/", 1)[0] + f"/{name}"
             store = open_store(url)
             try:
-                row = measure(store, memories, queries, embedder)
+                row = measure(store, memories, queries, embedder, tenants)
             finally:
                 store.close()
                 if admin is not None:
@@ -214,7 +226,8 @@ def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...]
                     admin.dispose()
             row["backend"] = backend
             rows.append(row)
-    table = Table(title=f"compile + search, {memories} episodes in one subject")
+    table = Table(title=f"compile + search, {memories} episodes in one subject, "
+                        f"{tenants} tenant{'s' if tenants > 1 else ''}")
     for col in ("backend", "memories", "compile ep/s", "lexical p50/p95 ms",
                 "lexical CPU p50/p95 ms", "hybrid p50/p95 ms", "hybrid CPU p50/p95 ms"):
         table.add_column(col)

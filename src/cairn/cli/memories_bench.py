@@ -55,6 +55,9 @@ def memories_command(
     backend: list[str] = typer.Option(["sqlite"], "--backend", help="sqlite and/or postgres."),
     pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
                                help="PostgreSQL server (a scratch database is made on it)."),
+    tenants: int = typer.Option(1, "--tenants", min=1,
+                                help="Tenants in the database (the others hold one memory "
+                                "each; on SQLite each has its own full-text index)."),
 ) -> None:
     """Heuristic compile episodes/s and search p50/p95 with N memories in one subject.
 
@@ -64,6 +67,6 @@ def memories_command(
 
     try:
         run(memories=memories, queries=queries, embedder=embedder_named(embedder),
-            backends=tuple(backend), pg_url=pg_url)
+            backends=tuple(backend), pg_url=pg_url, tenants=tenants)
     except Exception as exc:
         raise fail(exc) from exc
