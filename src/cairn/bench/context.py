@@ -30,7 +30,7 @@ from cairn.bench.server import running_server
 from cairn.core.memory import ContextRequest, Document, Message, Turn
 from cairn.core.scope import Scope
 from cairn.engine.context import CairnAssembly
-from cairn.store import fts, open_store
+from cairn.store import open_store
 from cairn.store.schema import memories
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -92,8 +92,7 @@ def populate(url: str, n: int, seed: int = 7) -> None:
         def flush() -> None:
             if batch:
                 with store.db.write() as conn:
-                    if store.db.is_sqlite:  # the tenant's full-text index (cairn.store.fts)
-                        store.db.fts.ensure(conn, fts.MEMORIES, TENANT)
+                    store.memories.prepare_tenant(conn, TENANT)
                     conn.execute(memories.insert(), batch)
                 batch.clear()
 

@@ -227,6 +227,13 @@ class MemoryRepository:
 
     # -- writes ------------------------------------------------------------------------------
 
+    def prepare_tenant(self, conn: Connection, tenant_id: str) -> None:
+        """Make the tenant's memories searchable before its first insert (its own FTS5 index
+        on SQLite: ``cairn.store.fts``; nothing on PostgreSQL). ``insert_new`` does this; a
+        writer inserting rows itself must call it in the same transaction."""
+        if self.db.is_sqlite:
+            self.db.fts.ensure(conn, fts.MEMORIES, tenant_id)
+
     def insert_new(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> _list[Memory]:
         """Insert rows whose content is not stored yet; returns the memories actually new.
 
@@ -255,9 +262,8 @@ class MemoryRepository:
                 existing[r[0]] = [str(x) for x in r[1]]
         new_rows = [row for key, row in merged.items() if key not in existing]
         if new_rows:
-            if self.db.is_sqlite:
-                for tenant in {row["tenant_id"] for row in new_rows}:
-                    self.db.fts.ensure(conn, fts.MEMORIES, tenant)
+            for tenant in {row["tenant_id"] for row in new_rows}:
+                self.prepare_tenant(conn, tenant)
             insert = self.db.insert(t).on_conflict_do_nothing()
             conn.execute(insert, new_rows)
         for key, stored in existing.items():

@@ -60,6 +60,7 @@ def add_memory(
     mid = uuid7()
     at = T0 + timedelta(minutes=minute)
     with store.db.write() as conn:
+        store.memories.prepare_tenant(conn, tenant)
         conn.execute(
             memories.insert().values(
                 id=mid,
