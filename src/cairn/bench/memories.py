@@ -26,6 +26,7 @@ from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder, LocalEmbedder
 from cairn.engine.search import embed_memories, search_memories
 from cairn.store import Store, open_store
+from cairn.store.database import normalize_url
 
 TENANT = "bench"
 _NOUNS = [
@@ -210,8 +211,7 @@ def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...]
                 admin = None
             else:
                 name = f"cairn_bench_{uuid.uuid4().hex[:8]}"
-                admin = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1),
-                                      isolation_level="AUTOCOMMIT")
+                admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
                 with admin.connect() as conn:
                     conn.execute(text(f'CREATE DATABASE "{name}"'))
                 url = pg_url.rsplit("/", 1)[0] + f"/{name}"
