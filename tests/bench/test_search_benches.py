@@ -45,3 +45,15 @@ def test_context_bench_refuses_a_run_that_recalls_no_memory(tmp_path: Path) -> N
         store.close()
     with pytest.raises(RuntimeError, match="not searching the corpus"):
         context_bench.measure_in_process(url, requests=10)
+
+
+def test_memories_bench_runs_on_both_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command's own set-up path: a scratch PostgreSQL database made and dropped."""
+    from cairn.bench.memories import run
+    from tests.conftest import PG_ADMIN_URL
+
+    rows = run(memories=200, queries=5, embedder=None, backends=("sqlite", "postgres"),
+               pg_url=PG_ADMIN_URL)
+    assert [r["backend"] for r in rows] == ["sqlite", "postgres"]
+    assert all(r["memories"] >= 200 and r["lexical_p50"] > 0 for r in rows)
+    assert "postgres" in capsys.readouterr().out
