@@ -112,7 +112,7 @@ def test_a_failed_run_is_taken_over_without_repeating_its_writes(services: Servi
     out = rt.run(ladder, req)
     assert out.content == "FINAL answer" and not out.replayed
     write = out.trace["steps"][1]["writes"][0]
-    assert write["written"] is False and "already applied" in write["reason"]
+    assert write["written"] is False and write["reason"] == "slate_write_already_applied"
     assert services.slates.read_file("t", "chain", "Notes", "log", "wins.md") == "FINAL answer"
     replay = rt.run(ladder, req)
     assert replay.replayed and replay.content == out.content
@@ -245,3 +245,45 @@ def test_per_user_slates_follow_the_request_user(tmp_path: Path) -> None:
         assert step["writes"][0]["written"] is False and step["writes"][0]["reason"]
     finally:
         s.close()
+
+
+class _Died(BaseException):
+    """A process dying: not an ``Exception``, so no handler in the runtime records it."""
+
+
+def test_a_write_whose_process_died_before_recording_it_is_not_repeated(
+    services: Services, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last step's writes are recorded with the run's end. If the process dies after the
+    slate write committed but before that, the retry must still not write again: the write's
+    claim was committed with it."""
+    rt = LadderRuntime(services)
+    ladder = services.ladders.get("chain")
+    req = request("tell me", run_id="k-2")
+    finish = rt.runs.finish
+
+    def die(*args: object, **kwargs: object) -> None:
+        raise _Died()
+
+    monkeypatch.setattr(rt.runs, "finish", die)
+    with pytest.raises(_Died):
+        rt.run(ladder, req)
+    assert services.slates.read_file("t", "chain", "Notes", "log", "wins.md") == "FINAL answer"
+    run = rt.runs.get("t", "k-2")
+    assert run is not None and run.status == "running" and run.effects == []
+    monkeypatch.setattr(rt.runs, "finish", finish)
+    # The stale run is taken over (as after the 10-minute limit): marked failed, then re-run.
+    rt.runs.finish("t", "k-2", status="failed", duration_ms=1, trace={}, error="died")
+    out = rt.run(ladder, req)
+    write = out.trace["steps"][1]["writes"][0]
+    assert write["written"] is False and write["reason"] == "slate_write_already_applied"
+    assert services.slates.read_file("t", "chain", "Notes", "log", "wins.md") == "FINAL answer"
+    assert rt.runs.get("t", "k-2").effects == ["final/if"]  # type: ignore[union-attr]
+    # Completed: its claims are dropped, and a replay answers from the stored response.
+    with services.store.db.read() as conn:
+        left = conn.exec_driver_sql(
+            "SELECT count(*) FROM slate_applied_writes WHERE run_id = 'k-2'").scalar_one()
+    assert left == 0
+    replay = rt.run(ladder, req)
+    assert replay.replayed and replay.content == "FINAL answer"
+    assert services.slates.read_file("t", "chain", "Notes", "log", "wins.md") == "FINAL answer"

@@ -7,8 +7,10 @@ response.
 Idempotency: the run id is the ``Idempotency-Key`` header, else generated. A run id already
 completed answers from its stored response and writes nothing; one still running is a 409
 ``run_in_progress``; a failed one (or one whose process died) is taken over and re-run, skipping
-the writes it had recorded as applied. Reusing a run id for a different request is a 409
-``idempotency_key_reused``. ``memory.turn`` commits are idempotent per run id by themselves.
+the writes an earlier attempt applied: each slate write claims its effect key in its own
+transaction, so even a write whose process died before recording it is not repeated. Reusing
+a run id for a different request is a 409 ``idempotency_key_reused``. ``memory.turn`` commits
+are idempotent per run id by themselves.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from cairn.ladders.redact import redact
 from cairn.ladders.registry import Ladder
 from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
+from cairn.slates.errors import WriteAlreadyApplied
 from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
 
 log = logging.getLogger("cairn.ladders")
@@ -278,6 +281,11 @@ class LadderRuntime:
         clean = redact(trace, ladder.secrets)
         self.runs.finish(request.tenant, run_id, status=COMPLETED, duration_ms=duration,
                          trace=clean, response=outcome.completion(), effects=effects)
+        if any("/slateWrite/" in e or e.endswith("/if") for e in effects):
+            try:  # the stored response answers every retry now; the claims are not needed
+                self.services.slates.forget_applied_writes(request.tenant, run_id)
+            except Exception:
+                log.exception("could not drop the write claims of run %s", run_id)
         outcome.trace = clean
         yield outcome
 
@@ -301,22 +309,26 @@ class LadderRuntime:
             jobs.append((f"{step.id}/recordTemplate", step.recordTemplate))
         for key, spec in jobs:
             if key in done:
-                out.append({"effect": key, "written": False,
-                            "reason": "already applied by an earlier attempt of this run"})
+                out.append({"effect": key, "written": False, "reason": WriteAlreadyApplied.code,
+                            "detail": "already applied by an earlier attempt of this run"})
                 continue
             if key.endswith("/if"):
-                result = slates.gated(spec, output)
+                result = slates.gated(spec, output, effect=key)
             elif key.endswith("/recordTemplate"):
                 result = record_template(self.services, tenant, spec, board,
                                          f"{run_id}:{step.id}")
             else:
-                result = slates.write(spec, output)
+                result = slates.write(spec, output, effect=key)
             result = {"effect": key, **result}
             out.append(result)
             if result.get("written"):
                 effects.append(key)
                 if record_now:
                     self.runs.add_effect(tenant, run_id, effects)
+            elif result.get("reason") == WriteAlreadyApplied.code:
+                # Applied by an attempt that died before recording it: the write's own claim
+                # (in its transaction) stopped the repeat.
+                effects.append(key)
         return out
 
     def _fail(self, tenant: str, run_id: str, t0: float, trace: dict[str, Any], ladder: Ladder,

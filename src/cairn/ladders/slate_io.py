@@ -34,22 +34,24 @@ class SlateAccess:
             metatag=ref.metatag, depth=ref.depth, fallback=fallback, run_id=self.run_id,
         ))
 
-    def write(self, spec: SlateWriteSpec, output: str) -> dict[str, Any]:
-        """Apply a ``slateWrite`` block; a no-match is a recorded no-op, an error is traced."""
+    def write(self, spec: SlateWriteSpec, output: str, effect: str | None = None
+              ) -> dict[str, Any]:
+        """Apply a ``slateWrite`` block; a no-match is a recorded no-op, an error is traced.
+        ``effect`` names the write within the run: applied at most once per run id."""
         target = spec.to.model_dump()
         try:
             outcome = apply_slate_write(self.slates, self.tenant, self.ladder, spec, output,
-                                        run_id=self.run_id, user_id=self.user)
+                                        run_id=self.run_id, user_id=self.user, effect=effect)
         except CairnError as exc:
             return {"kind": "slateWrite", "to": target, "written": False, "reason": exc.code,
                     "detail": exc.message}
         return {"kind": "slateWrite", "to": target, **_outcome(outcome)}
 
-    def gated(self, gate: GateSpec, output: str) -> dict[str, Any]:
+    def gated(self, gate: GateSpec, output: str, effect: str | None = None) -> dict[str, Any]:
         """Apply an ``if:`` gated write (the output verbatim, when the condition holds)."""
         try:
             outcome = apply_gated_write(self.slates, self.tenant, self.ladder, gate, output,
-                                        run_id=self.run_id, user_id=self.user)
+                                        run_id=self.run_id, user_id=self.user, effect=effect)
         except CairnError as exc:
             return {"kind": "gated", "written": False, "reason": exc.code, "detail": exc.message}
         return {"kind": "gated", **_outcome(outcome)}

@@ -2,7 +2,9 @@
 
     NotFound (404)      SlateNotFound ``slate_not_found``, FolderNotFound ``folder_not_found``,
                         FileNotFound ``file_not_found``
-    Conflict (409)      SlateLimitExceeded ``slate_limit_exceeded`` (a ``reject`` folder is full)
+    Conflict (409)      SlateLimitExceeded ``slate_limit_exceeded`` (a ``reject`` folder is full),
+                        WriteAlreadyApplied ``slate_write_already_applied`` (a retried run's
+                        write that its earlier attempt applied; the runtime traces it)
     InvalidInput (422)  SlateEntryTooLarge ``slate_entry_too_large`` (bigger than the folder),
                         InvalidSlateWrite ``slate_invalid_write`` and the more specific codes
                         ``slate_merge_key_missing``, ``slate_file_not_json``,
@@ -30,6 +32,10 @@ class FileNotFound(NotFound):
 
 class SlateLimitExceeded(Conflict):
     code = "slate_limit_exceeded"
+
+
+class WriteAlreadyApplied(Conflict):
+    code = "slate_write_already_applied"
 
 
 class SlateEntryTooLarge(InvalidInput):

@@ -21,7 +21,13 @@ from cairn.slates.config import (
     check_name,
     load_slate_declarations,
 )
-from cairn.slates.errors import FileNotFound, FolderNotFound, InvalidSlateWrite, SlateNotFound
+from cairn.slates.errors import (
+    FileNotFound,
+    FolderNotFound,
+    InvalidSlateWrite,
+    SlateNotFound,
+    WriteAlreadyApplied,
+)
 from cairn.slates.eviction import WritePlan, plan_eviction, plan_write
 from cairn.slates.metatags import file_index, slate_tree
 from cairn.slates.model import (
@@ -260,8 +266,13 @@ class Slates:
 
     def write(self, tenant: str, ladder: str, slate: str, folder: str, file: str, content: Any,
               *, on: str = "append", key: str | None = None, tags: list[str] | None = None,
-              run_id: str | None = None, user_id: str | None = None) -> WriteResult:
-        """Write ``content`` (a string; other JSON values are written as JSON) to a file."""
+              run_id: str | None = None, user_id: str | None = None,
+              effect: str | None = None) -> WriteResult:
+        """Write ``content`` (a string; other JSON values are written as JSON) to a file.
+
+        With ``effect`` (a ladder run's name for this write, e.g. ``final/if``; needs
+        ``run_id``) the write is applied at most once per run: the claim is recorded in the
+        write's own transaction, and a second attempt raises ``WriteAlreadyApplied``."""
         if on not in WRITE_MODES:
             raise InvalidSlateWrite(f"unknown write mode {on!r}: use {', '.join(WRITE_MODES)}")
         if on == "mergeByKey" and not key:
@@ -279,6 +290,8 @@ class Slates:
             raise InvalidSlateWrite("run_id has at most 256 characters, without NUL")
         if key is not None and "\x00" in key:
             raise InvalidSlateWrite("key must not contain a NUL character")
+        if effect is not None and (run_id is None or len(effect) > 512 or "\x00" in effect):
+            raise InvalidSlateWrite("effect needs a run_id and has at most 512 characters")
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         new_file = None
@@ -293,6 +306,11 @@ class Slates:
             new_file = file
         now = utcnow()
         with self.store.db.write() as conn:
+            if effect is not None and not self.repo.claim_write(conn, tenant, str(run_id),
+                                                                effect, now):
+                raise WriteAlreadyApplied(
+                    "already applied by an earlier attempt of this run",
+                    details={"run_id": run_id, "effect": effect})
             state = self._locked_state(conn, fkey, fspec, new_file)
             plan = plan_write(state, file, on, content, key=key, tags=tags, now=now,
                               run_id=run_id, count=self._count)
@@ -325,6 +343,10 @@ class Slates:
         ]
         self.repo.record_evictions(conn, key, evictions)
         return evictions
+
+    def forget_applied_writes(self, tenant: str, run_id: str) -> None:
+        """Drop a completed run's write claims (its stored response answers any retry)."""
+        self.repo.forget_writes(tenant, run_id)
 
     def evict(self, tenant: str, ladder: str, slate: str, folder: str, *, until_tokens: int = 0,
               user_id: str | None = None, run_id: str | None = None) -> list[Eviction]:

@@ -20,6 +20,7 @@ from cairn.slates.service import Slates
 def apply_slate_write(
     slates: Slates, tenant: str, ladder: str, spec: SlateWriteSpec | dict[str, Any],
     model_output: str, run_id: str | None = None, user_id: str | None = None,
+    effect: str | None = None,
 ) -> WriteOutcome:
     """Extract JSON from ``model_output``, validate it against ``spec.match``, pick
     ``spec.field`` and write it to ``spec.to``; a value that does not match is a recorded no-op."""
@@ -34,13 +35,14 @@ def apply_slate_write(
         return WriteOutcome(written=False, reason=extraction.reason, detail=extraction.detail)
     content: Any = extraction.value if spec.on == "mergeByKey" else as_content(extraction.value)
     result = slates.write(tenant, ladder, to.slate, to.folder, to.file, content, on=spec.on,
-                          key=spec.key, tags=spec.tags, run_id=run_id, user_id=user_id)
+                          key=spec.key, tags=spec.tags, run_id=run_id, user_id=user_id,
+                          effect=effect)
     return WriteOutcome(written=True, result=result, value=as_content(extraction.value))
 
 
 def apply_gated_write(
     slates: Slates, tenant: str, ladder: str, gate: GateSpec | dict[str, Any], output: str,
-    run_id: str | None = None, user_id: str | None = None,
+    run_id: str | None = None, user_id: str | None = None, effect: str | None = None,
 ) -> WriteOutcome:
     """Write ``output`` verbatim to ``then.write`` when the condition holds, else to
     ``else.write`` if there is one; otherwise nothing happens (reason ``gate_closed``)."""
@@ -54,6 +56,6 @@ def apply_gated_write(
         return WriteOutcome(written=False, reason="empty_value", detail="the output is empty")
     w = branch.write
     result = slates.write(tenant, ladder, w.to.slate, w.to.folder, w.to.file, output, on=w.on,
-                          key=w.key, tags=w.tags, run_id=run_id, user_id=user_id)
+                          key=w.key, tags=w.tags, run_id=run_id, user_id=user_id, effect=effect)
     return WriteOutcome(written=True, result=result, value=output)
 

@@ -115,6 +115,18 @@ slate_evictions = Table(
     Index("ix_slate_evictions_slate", "tenant_id", "ladder", "slate", "user_id", "id"),
 )
 
+# One row per write a ladder run applied (its effect key, e.g. ``final/if``), inserted in the
+# write's own transaction: a retried run can never apply it twice, whenever its process died.
+# Rows of a run are dropped when it completes (its stored response answers every retry).
+slate_applied_writes = Table(
+    "slate_applied_writes",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("run_id", String(256), primary_key=True),
+    Column("effect", String(512), primary_key=True),
+    Column("applied_at", UTCDateTime(), nullable=False),
+)
+
 slate_skips = Table(
     "slate_skips",
     metadata,
@@ -269,6 +281,20 @@ class SlateRepository:
         ]
         if rows:
             conn.execute(slate_entries.insert(), rows)
+
+    def claim_write(self, conn: Connection, tenant: str, run_id: str, effect: str,
+                    now: datetime) -> bool:
+        """Record that run ``run_id`` applies ``effect``; False if it already had."""
+        stmt = self.db.insert(slate_applied_writes).values(
+            tenant_id=tenant, run_id=run_id, effect=effect, applied_at=now,
+        ).on_conflict_do_nothing()
+        return bool(conn.execute(stmt).rowcount)
+
+    def forget_writes(self, tenant: str, run_id: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(delete(slate_applied_writes).where(
+                slate_applied_writes.c.tenant_id == tenant,
+                slate_applied_writes.c.run_id == run_id))
 
     def delete_entries(self, conn: Connection, ids: list[int]) -> None:
         if not ids:
