@@ -162,3 +162,31 @@ def test_every_page_on_each_backend(backend_web: TestClient) -> None:
         assert text in r.text, path
     r = web.post("/ui/subjects/ana/delete", data={"csrf": token})
     assert r.headers["location"].startswith("/ui/subjects?deleted=ana&episodes_deleted=2")
+
+
+def test_timeline_session_filter_reaches_past_the_first_page(
+    web: TestClient, app_services: Services,
+) -> None:
+    """The session filter is applied by the database, so a session whose memories all lie
+    beyond the first page is found, and it is offered as a choice on every page."""
+    from cairn.core.episodes import NewEpisode
+    from cairn.core.scope import Scope
+    from cairn.engine.compile import compile_scope
+
+    key, _ = app_services.store.keys.create("acme")
+    scope = Scope.for_subject("long")
+    store = app_services.store
+    store.episodes.append_many("acme", [
+        NewEpisode(scope=scope, source="t", type="conversation.turn", session_id=session,
+                   payload={"messages": [{"role": "user", "content": f"note {session} {i}"}]})
+        for session, count in (("early", 150), ("late", 3)) for i in range(count)
+    ])
+    while compile_scope(store, "acme", scope).has_more:
+        pass
+    signed_in(web, key)
+    first = web.get("/ui/subjects/long")
+    assert first.status_code == 200 and "note late" not in first.text
+    assert '<option value="late">late</option>' in first.text  # a choice though not on page 1
+    late = web.get("/ui/subjects/long?session=late&show=memories")
+    assert late.status_code == 200
+    assert late.text.count('data-kind="memory"') >= 3 and "note early" not in late.text

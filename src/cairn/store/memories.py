@@ -36,6 +36,7 @@ from cairn.store import fts
 from cairn.store.database import Database
 from cairn.store.episodes import scope_filter
 from cairn.store.schema import SCOPED_TABLES, metadata
+from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 
 # One row per partition with vectors; ``version`` grows whenever its vectors change, so the
@@ -133,10 +134,12 @@ class MemoryRepository:
         offset: int = 0,
         include_superseded: bool = True,
         kind: str | None = None,
+        session_id: str | None = None,
         newest_first: bool = False,
         conn: Connection | None = None,
     ) -> _list[Memory]:
-        """Memories of one partition in time order (``valid_from``, then creation).
+        """Memories of one partition in time order (``valid_from``, then creation), of one
+        ``kind`` and from one session (``session_id``) when given.
 
         ``newest_first`` takes the window from the newest end (``offset`` counts back from
         the newest row); the rows of the window are still returned oldest first.
@@ -146,6 +149,8 @@ class MemoryRepository:
             stmt = stmt.where(t.c.status == "active")
         if kind is not None:
             stmt = stmt.where(t.c.kind == kind)
+        if session_id is not None:
+            stmt = stmt.where(t.c.session_id == session_id)
         if newest_first:
             stmt = stmt.order_by(t.c.valid_from.desc(), t.c.seq.desc())
         else:
@@ -168,6 +173,22 @@ class MemoryRepository:
             return int(conn.execute(stmt).scalar_one())
         with self.db.read() as own:
             return int(own.execute(stmt).scalar_one())
+
+    def facets(self, tenant_id: str, scope: Scope, conn: Connection
+               ) -> tuple[_list[str], _list[str]]:
+        """The partition's memory kinds and the sessions of its memories and episodes, sorted
+        (the inspector's filter choices)."""
+        live = (scope_filter(t, tenant_id, scope), t.c.status != "deleted")
+        kinds = conn.execute(select(t.c.kind).where(*live).distinct()).scalars().all()
+        sessions = set(conn.execute(
+            select(t.c.session_id).where(*live, t.c.session_id.is_not(None)).distinct()
+        ).scalars())
+        sessions.update(conn.execute(
+            select(episodes_t.c.session_id).where(
+                scope_filter(episodes_t, tenant_id, scope), episodes_t.c.session_id.is_not(None)
+            ).distinct()
+        ).scalars())
+        return sorted(kinds), sorted(sessions)
 
     def get(self, tenant_id: str, memory_id: uuid.UUID) -> Memory | None:
         with self.db.read() as conn:

@@ -88,18 +88,13 @@ def timeline_page(
         )
         memories = store.memories.list(
             viewer.tenant, scope, limit=TIMELINE_PAGE + 1, offset=offset,
-            kind=kind or None, conn=conn,
+            kind=kind or None, session_id=session or None, conn=conn,
         )
+        kinds, sessions = store.memories.facets(viewer.tenant, scope, conn)
         total_episodes = store.episodes.count(viewer.tenant, scope, conn=conn)
         total_memories = store.memories.count(viewer.tenant, scope, conn=conn)
     has_more = len(episodes) > TIMELINE_PAGE or len(memories) > TIMELINE_PAGE
     episodes, memories = episodes[:TIMELINE_PAGE], memories[:TIMELINE_PAGE]
-    # The filter choices come from what is on this page (kinds of memories, sessions of both).
-    kinds = sorted({m.kind for m in memories})
-    sessions = sorted({e.session_id for e in episodes if e.session_id}
-                      | {m.session_id for m in memories if m.session_id})
-    if session:
-        memories = [m for m in memories if m.session_id == session]
     if kind:
         episodes = []
     if show == "episodes":
