@@ -2,8 +2,9 @@
 # Create .venv and install Cairn with its development tools. Idempotent; safe to re-run.
 # Usage: scripts/setup.sh [--system] [--local]
 #   --system  also install the Debian packages the tests use (chromium)
-#   --local   also install the local embedder extra: torch's CPU build first (pip would
-#             otherwise pull a multi-GB CUDA build), then cairn[local]
+#   --local   also install the local embedder extra: torch first, pinned to the release whose
+#             CPU build the reference machines keep on disk (a plain `torch`, or one pulled in
+#             by sentence-transformers, would download a multi-GB CUDA build), then cairn[local]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

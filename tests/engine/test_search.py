@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -137,3 +138,43 @@ def test_fuzz_queries(store: Store) -> None:
         check_any_query_is_safe_and_scores_stay_in_range()
     finally:
         _STORE.clear()
+
+
+class _Recording(HashingEmbedder):
+    """Records the thread of each call; ``fail`` makes every call raise."""
+
+    def __init__(self, overlap: bool, fail: bool = False) -> None:
+        super().__init__()
+        self.name = f"recording-{overlap}-{fail}"
+        self.overlap = overlap
+        self.fail = fail
+        self.threads: list[str] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:  # type: ignore[override]
+        import threading
+
+        self.threads.append(threading.current_thread().name)
+        if self.fail:
+            raise RuntimeError("embedding service unreachable")
+        return super().embed(texts)
+
+
+def test_a_partition_without_vectors_embeds_no_query(store: Store) -> None:
+    """Hybrid search of a partition compiled without an embedder is its lexical lane: the
+    query is not embedded, so an embedder that is down changes nothing."""
+    scope = seed(store)
+    down = _Recording(overlap=True, fail=True)
+    found = search_memories(store, TENANT, scope, "golden retriever puppy", embedder=down)
+    assert found and "retriever" in found[0].memory.content and down.threads == []
+
+
+def test_only_an_overlapping_embedder_runs_on_the_helper_thread(store: Store) -> None:
+    scope = seed(store)
+    embed_memories(store, HashingEmbedder(), TENANT, scope)
+    for overlap in (False, True):
+        emb = _Recording(overlap=overlap)
+        emb.name = HashingEmbedder().name  # the stored vectors' model: the lane runs
+        query = f"pottery clay bowls {uuid.uuid4().hex}"  # not in the query-embedding cache
+        search_memories(store, TENANT, scope, query, embedder=emb)
+        assert len(emb.threads) == 1
+        assert emb.threads[0].startswith("cairn-query-embed") is overlap

@@ -287,3 +287,25 @@ def test_a_write_whose_process_died_before_recording_it_is_not_repeated(
     replay = rt.run(ladder, req)
     assert replay.replayed and replay.content == "FINAL answer"
     assert services.slates.read_file("t", "chain", "Notes", "log", "wins.md") == "FINAL answer"
+
+
+def test_claims_of_runs_never_retried_expire(services: Services) -> None:
+    """A run that failed and was never retried leaves its claims; they are dropped (after the
+    retention) when a later run of the tenant completes, and a fresh claim stays."""
+    from datetime import timedelta
+
+    from cairn.core.ids import utcnow
+    from cairn.store.slates import CLAIM_RETENTION
+
+    repo = services.slates.repo
+    with services.store.db.write() as conn:
+        assert repo.claim_write(conn, "t", "gone-1", "final/if",
+                                utcnow() - CLAIM_RETENTION - timedelta(hours=1))
+        assert repo.claim_write(conn, "t", "recent-1", "final/if", utcnow())
+        assert repo.claim_write(conn, "other", "gone-2", "final/if",
+                                utcnow() - CLAIM_RETENTION - timedelta(hours=1))
+    LadderRuntime(services).run(services.ladders.get("chain"), request("tell me"))
+    with services.store.db.read() as conn:
+        left = {tuple(r) for r in conn.exec_driver_sql(
+            "SELECT tenant_id, run_id FROM slate_applied_writes")}
+    assert left == {("t", "recent-1"), ("other", "gone-2")}  # other tenants are untouched

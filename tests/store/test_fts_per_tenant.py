@@ -130,3 +130,34 @@ def test_rows_of_a_tenant_without_an_index_are_refused(tmp_path: Path) -> None:
                 assert conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one() == 0
     finally:
         store.close()
+
+
+def test_a_rolled_back_first_write_leaves_no_false_memory_of_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tenant's first compile creates its index inside the compile's transaction (and checks
+    for it again before the second batch of inserts). If that transaction rolls back, the
+    index is gone: the next compile must create it again, and search must work."""
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    scope = Scope.for_subject("s1")
+    try:
+        store.episodes.append_many("acme", [NewEpisode(
+            scope=scope, source="t", type="conversation.turn",
+            payload={"messages": [{"role": "user",
+                                   "content": "I love the Oslo ferry, and I work at Globex."}]})])
+        compiling = store.jobs.compiling
+
+        def fail(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("transient failure after the inserts")
+
+        monkeypatch.setattr(compiling, "mark_compiled", fail)
+        with pytest.raises(RuntimeError, match="transient"):
+            compile_scope(store, "acme", scope)
+        monkeypatch.undo()
+        with store.db.read() as conn:
+            assert not _fts_tables(conn)  # the rollback took the index with it
+        assert compile_scope(store, "acme", scope).memories_created >= 2
+        found = search_memories(store, "acme", scope, "Oslo ferry", limit=5)
+        assert found and "Oslo" in found[0].memory.content
+    finally:
+        store.close()

@@ -76,6 +76,9 @@ class LocalEmbedder:
 
     name = "all-MiniLM-L6-v2"
     dim = 384
+    # Hybrid search embeds the query on a helper thread while its lexical lane runs; calls
+    # are serialized by the model's lock, so the helper pool adds no queue of its own.
+    overlap = True
 
     def __init__(self, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -141,7 +141,9 @@ class _QueryCache:
     def prefetch(self, embedder: Any, query: str) -> Callable[[], np.ndarray]:
         """Start embedding ``query`` on a helper thread (unless cached) and return a call
         that waits for it, so the lexical lane runs while the model does: both release the
-        GIL (SQLite while it steps, torch while it computes)."""
+        GIL (SQLite while it steps, torch while it computes). Only for embedders that set
+        ``overlap`` (the local model, which embeds one text at a time anyway): a remote
+        embedder's requests would queue behind the pool's few threads."""
         got = self.cached(embedder, query)
         if got is not None:
             return lambda: got
@@ -154,16 +156,16 @@ _EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cairn-query-
 
 def vector_lane(
     store: Any, tenant_id: str, scope: Scope, query: str, embedder: Any, *, pool: int,
-    conn: Any, query_vector: Callable[[], np.ndarray] | None = None,
+    conn: Any, matrix: _Matrix | None = None,
+    query_vector: Callable[[], np.ndarray] | None = None,
 ) -> dict[int, float]:
     """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
-    caller filters). ``query_vector`` waits for an embedding already under way."""
-    m = VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
-    q = query_vector() if query_vector is not None else None
+    caller filters). ``matrix`` is the partition's, if already loaded; ``query_vector`` waits
+    for an embedding already under way. A partition without vectors embeds nothing."""
+    m = matrix if matrix is not None else VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
     if not len(m.seqs):
         return {}
-    if q is None:
-        q = _QUERIES.get(embedder, query)
+    q = query_vector() if query_vector is not None else _QUERIES.get(embedder, query)
     if q.shape[0] != m.vectors.shape[1]:
         return {}  # vectors of another model: re-embed (cairn embeds on compile)
     # einsum runs in this thread; BLAS matmul wakes a thread pool, which on a busy server
@@ -268,10 +270,14 @@ def search_memories(
     weights = weights or DEFAULT_WEIGHTS
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
-    # The query's embedding (the slow part of hybrid search) starts first and overlaps
-    # the lexical lane.
-    query_vector = _QUERIES.prefetch(embedder, query) if "vector" in lanes else None
     with store.db.read() as conn:
+        matrix = query_vector = None
+        if "vector" in lanes:
+            matrix = VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+            if len(matrix.seqs) and getattr(embedder, "overlap", False):
+                # A CPU model (the slow part of hybrid search) embeds the query while the
+                # lexical lane runs.
+                query_vector = _QUERIES.prefetch(embedder, query)
         scores: dict[str, dict[int, float]] = {}
         if "lexical" in lanes:
             scores["lexical"] = lexical_lane(
@@ -281,7 +287,7 @@ def search_memories(
         if "vector" in lanes:
             scores["vector"] = vector_lane(
                 store, tenant_id, scope, query, embedder, pool=pool * 2, conn=conn,
-                query_vector=query_vector,
+                matrix=matrix, query_vector=query_vector,
             )
         fused = fuse(scores, lanes, weights, FUSION)
         # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant

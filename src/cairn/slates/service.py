@@ -346,7 +346,7 @@ class Slates:
 
     def forget_applied_writes(self, tenant: str, run_id: str) -> None:
         """Drop a completed run's write claims (its stored response answers any retry)."""
-        self.repo.forget_writes(tenant, run_id)
+        self.repo.forget_writes(tenant, run_id, utcnow())
 
     def evict(self, tenant: str, ladder: str, slate: str, folder: str, *, until_tokens: int = 0,
               user_id: str | None = None, run_id: str | None = None) -> list[Eviction]:

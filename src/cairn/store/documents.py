@@ -1,8 +1,9 @@
 """Documents and their chunks (DocumentSink), and the reads context assembly needs.
 
-Chunks are indexed for full-text search by each backend's own engine: an FTS5 table kept in
-step by triggers on SQLite, a generated ``tsvector`` column with a GIN index on PostgreSQL
-(both created by migration ``0004_context``). Scores are calibrated to [0, 1].
+Chunks are indexed for full-text search by each backend's own engine: on SQLite the tenant's
+own FTS5 table kept in step by triggers (``cairn.store.fts``, migration ``0007_fts_per_tenant``),
+on PostgreSQL a generated ``tsvector`` column with a GIN index (migration ``0004_context``).
+Scores are calibrated to [0, 1].
 """
 
 from __future__ import annotations

@@ -123,7 +123,8 @@ def guard_ddl(index: FtsIndex) -> str:
 
 class TenantIndexes:
     """Which tenants' indexes exist, remembered per database (an index is never dropped
-    while the database is in use)."""
+    while the database is in use). Only what a read connection saw is remembered: a write
+    transaction may see its own uncommitted index and still roll back."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -132,14 +133,11 @@ class TenantIndexes:
     def ensure(self, conn: Connection, index: FtsIndex, tenant_id: str) -> None:
         """Create the tenant's index and triggers if missing. Call inside the write
         transaction that is about to insert the tenant's first rows."""
-        key = (index.base, tenant_id)
         with self._lock:
-            if key in self._known:
+            if (index.base, tenant_id) in self._known:
                 return
         if self._exists(conn, index, tenant_id):
-            with self._lock:
-                self._known.add(key)
-            return
+            return  # not remembered: this transaction (or the one that made it) may roll back
         for stmt in index.ddl(tenant_id):
             conn.exec_driver_sql(stmt)
         conn.exec_driver_sql(
@@ -147,8 +145,7 @@ class TenantIndexes:
             (index.base, tenant_id),
         )
         # Rows written before the index existed (by the migration's predecessors) are
-        # indexed now; normally there are none. Not remembered as known until a later call
-        # sees the table: this transaction may still roll back.
+        # indexed now; normally there are none.
         conn.exec_driver_sql(
             f"INSERT INTO {index.table(tenant_id)}(rowid, {', '.join(index.columns)}) "
             f"SELECT {index.values.format(r='b')} FROM {index.base} b "
@@ -162,8 +159,9 @@ class TenantIndexes:
                 return index.table(tenant_id)
         if not self._exists(conn, index, tenant_id):
             return None
-        with self._lock:
-            self._known.add((index.base, tenant_id))
+        if conn.get_execution_options().get("sqlite_begin") != "IMMEDIATE":
+            with self._lock:  # a read transaction sees committed rows only
+                self._known.add((index.base, tenant_id))
         return index.table(tenant_id)
 
     @staticmethod

@@ -97,7 +97,7 @@ def _memory_of_row(row: dict[str, Any]) -> Memory:
 
 
 # Weight of the words of neighbouring messages (indexed with a turn, not part of it)
-# relative to the memory's own words (SQLite's is the FTS5 rank set by the migration).
+# relative to the memory's own words (SQLite's is the FTS5 rank ``cairn.store.fts`` sets).
 PG_CONTEXT_WEIGHT = 0.5
 # A query term in more than this share of a partition's rows is left out (see
 # ``_without_common_terms``); 0 keeps every term.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -27,6 +27,7 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
+    or_,
     select,
     update,
 )
@@ -118,6 +119,7 @@ slate_evictions = Table(
 # One row per write a ladder run applied (its effect key, e.g. ``final/if``), inserted in the
 # write's own transaction: a retried run can never apply it twice, whenever its process died.
 # Rows of a run are dropped when it completes (its stored response answers every retry).
+CLAIM_RETENTION = timedelta(days=7)
 slate_applied_writes = Table(
     "slate_applied_writes",
     metadata,
@@ -290,11 +292,14 @@ class SlateRepository:
         ).on_conflict_do_nothing()
         return bool(conn.execute(stmt).rowcount)
 
-    def forget_writes(self, tenant: str, run_id: str) -> None:
+    def forget_writes(self, tenant: str, run_id: str, now: datetime) -> None:
+        """Drop a completed run's claims, and the tenant's claims older than
+        ``CLAIM_RETENTION`` (runs that failed and were never retried)."""
+        c = slate_applied_writes.c
         with self.db.write() as conn:
             conn.execute(delete(slate_applied_writes).where(
-                slate_applied_writes.c.tenant_id == tenant,
-                slate_applied_writes.c.run_id == run_id))
+                c.tenant_id == tenant,
+                or_(c.run_id == run_id, c.applied_at < now - CLAIM_RETENTION)))
 
     def delete_entries(self, conn: Connection, ids: list[int]) -> None:
         if not ids:
