@@ -212,7 +212,8 @@ def test_statewave_context_validation(client: TestClient) -> None:
     for body, field in (
         ({"task": "x"}, "subject_id"),
         ({"subject_id": "a"}, "task"),
-        ({"subject_id": "a", "task": "x", "max_tokens": 0}, "max_tokens"),
+        ({"subject_id": "a", "task": "x", "max_tokens": -1}, "max_tokens"),
+        ({"subject_id": "a", "task": "   "}, "task"),
         ({"subject_id": "a b", "task": "x"}, "subject_id"),
         ({"subject_id": "a", "task": "x", "colour": 1}, "colour"),
     ):
@@ -220,6 +221,9 @@ def test_statewave_context_validation(client: TestClient) -> None:
         assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == field
     r = client.post("/v1/context", json={"subject_id": "a", "task": "x", "emit_receipt": False})
     assert r.status_code == 200 and r.json()["assembled_context"] == ""
+    # 0 means the default budget, as in the contracts.
+    r = client.post("/v1/context", json={"subject_id": "a", "task": "x", "max_tokens": 0})
+    assert r.status_code == 200, r.text
 
 
 def test_tenants_never_see_each_other(
@@ -243,3 +247,20 @@ def test_tenants_never_see_each_other(
         backend_client.post("/v1/scopes/context", json={"scope": SCOPE, "query": "x"}).status_code
         == 401
     )
+
+
+def test_overlong_scope_ids_are_a_422_on_both_backends(backend_client: TestClient) -> None:
+    """The scope columns hold 256 characters; a longer id is refused before the database
+    (PostgreSQL used to answer 500), and nothing is written."""
+    long_scope = {"runtime_id": "r" * 300}
+    r = backend_client.post("/v1/scopes/turns", json={
+        "scope": long_scope, "conversation_id": "c", "idempotency_key": "k",
+        "messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "scope.runtime_id"
+    r = backend_client.post("/v1/scopes/documents", json={
+        "scope": {"runtime_id": "rt", "user_id": "u" * 300}, "dataset_id": "d",
+        "document_id": "x", "content": "text"})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "scope.user_id"
+    r = backend_client.post("/v1/scopes/context", json={
+        "scope": {"runtime_id": "r" * 256}, "conversation_id": "c"})
+    assert r.status_code == 200 and r.json()["items"] == []  # 256 is allowed

@@ -111,6 +111,9 @@ def test_errors(backend_client: TestClient) -> None:
     r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": "x",
                                                           "kind": "nope"})
     assert r.status_code == 422 and r.json()["error"]["code"] == "unknown_kind"
+    r = backend_client.get("/v1/memories/search", params={  # a space after the comma is fine
+        "subject_id": "u1", "q": "x", "kind": "profile_fact, episode_summary"})
+    assert r.status_code == 200, r.text
     r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": "x",
                                                           "semantic": "true"})
     assert r.status_code == 422 and r.json()["error"]["code"] == "embedder_not_configured"

@@ -153,6 +153,39 @@ def test_new_employer_supersedes_the_old_and_history_stays(store: Store) -> None
     assert history[-1].content == "Bob works at Acme Corp"
 
 
+def test_an_older_fact_arriving_late_is_history_not_the_current_value(store: Store) -> None:
+    scope = Scope.for_subject("dora")
+    store.episodes.append_many(TENANT, [
+        turn(scope, "I work at Microsoft.", name="Dora", minutes=600, session=None)])
+    compile_scope(store, TENANT, scope)
+    store.episodes.append_many(TENANT, [  # said earlier, recorded later
+        turn(scope, "I work at Google.", name="Dora", minutes=0, session=None)])
+    result = compile_scope(store, TENANT, scope)
+    facts = {m.content: m for m in store.memories.list(TENANT, scope, kind="profile_fact")}
+    current, late = facts["Dora works at Microsoft"], facts["Dora works at Google"]
+    assert current.status == "active" and current.valid_to is None
+    assert late.status == "superseded" and late.superseded_by == current.id
+    assert late.valid_to == current.valid_from and late.valid_from < current.valid_from
+    # The compile's response says the same as the store.
+    (reported,) = [m for m in result.memories if m.id == late.id]
+    assert reported.status == "superseded" and reported.superseded_by == current.id
+
+
+def test_a_fact_superseded_within_one_compile_is_reported_as_stored(store: Store) -> None:
+    scope = Scope.for_subject("erin")
+    store.episodes.append_many(TENANT, [
+        turn(scope, "I work at Google.", name="Erin", minutes=0, session=None),
+        turn(scope, "I work at Microsoft.", name="Erin", minutes=60, session=None),
+    ])
+    result = compile_scope(store, TENANT, scope)
+    stored = {m.id: m for m in store.memories.list(TENANT, scope, kind="profile_fact")}
+    for m in result.memories:
+        if m.kind == "profile_fact":
+            assert (m.status, m.valid_to, m.superseded_by) == (
+                stored[m.id].status, stored[m.id].valid_to, stored[m.id].superseded_by)
+    assert sorted(m.status for m in stored.values()) == ["active", "superseded"]
+
+
 def test_the_same_fact_twice_is_one_memory_with_both_sources(store: Store) -> None:
     scope = Scope.for_subject("carol")
     eps, _ = store.episodes.append_many(TENANT, [

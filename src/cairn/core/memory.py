@@ -215,8 +215,15 @@ class Document(BaseModel):
     @classmethod
     def _text(cls, value: str, info: Any) -> str:
         value = _no_nul(value, info.field_name)
-        if info.field_name in ("dataset_id", "document_id") and not value.strip():
-            raise ValueError(f"{info.field_name} must not be empty")
+        if info.field_name in ("dataset_id", "document_id", "idempotency_key"):
+            # Keys are trimmed, as a turn's are: " a" and "a" are one document.
+            stripped = value.strip()
+            if not stripped and (value or info.field_name != "idempotency_key"):
+                raise ValueError(
+                    f"{info.field_name} must not be empty"
+                    + (" (omit it to use document_id)" if info.field_name == "idempotency_key"
+                       else ""))
+            return stripped
         if info.field_name == "content" and not value.strip():
             raise ValueError("content must not be empty")
         return value

@@ -7,6 +7,8 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict, field_validator
 
 DEFAULT_RUNTIME = "default"
+# The scope columns' width on both backends.
+MAX_ID_LENGTH = 256
 
 
 class Scope(BaseModel):
@@ -27,7 +29,10 @@ class Scope(BaseModel):
         if isinstance(value, str):
             if "\x00" in value:
                 raise ValueError("must not contain a NUL character")
-            return value.strip()
+            value = value.strip()
+            if len(value) > MAX_ID_LENGTH:
+                raise ValueError(f"at most {MAX_ID_LENGTH} characters")
+            return value
         return value
 
     @field_validator("runtime_id")

@@ -386,14 +386,22 @@ class DocumentRepository:
                 f"WHERE c.tsv @@ q AND {where} ORDER BY raw DESC, c.seq LIMIT :limit"
             )
             scale = 0.2
-        rows = conn.execute(text(sql), params).all()
-        out = []
-        for r in rows:
-            m = dict(r._mapping)
-            raw = max(float(m.pop("raw") or 0.0), 0.0)
-            # A saturating map keeps one meaning for a score: more matching text, nearer 1.
-            out.append(_chunk(_coerce(m), raw / (raw + scale)))
-        return out
+        rows = [dict(r._mapping) for r in conn.execute(text(sql), params)]
+        raws = [max(float(m.pop("raw") or 0.0), 0.0) for m in rows]
+        top = max(raws, default=0.0)
+        # A saturating map keeps one meaning for a score: more matching text, nearer 1. But
+        # terms in (nearly) every chunk of a small index get a near-zero BM25 IDF: then keep
+        # the order with a modest score instead of calling every match 0, as the memories'
+        # lexical lane does.
+        degenerate = 0 < top < DEGENERATE_BM25
+        return [
+            _chunk(_coerce(m), 0.5 * raw / top if degenerate else raw / (raw + scale))
+            for m, raw in zip(rows, raws, strict=True)
+        ]
+
+
+# Below this, a best BM25 score means the index is too small to tell terms apart.
+DEGENERATE_BM25 = 1e-3
 
 
 def _coerce(m: dict[str, Any]) -> dict[str, Any]:

@@ -129,6 +129,21 @@ def test_document_chunks_are_recalled_with_provenance(assembly: CairnAssembly) -
     assert assembly.context(request(query="rocket launch code", dataset_ids=["other"])).items == []
 
 
+def test_chunks_matching_every_document_of_a_small_dataset_keep_a_usable_score(
+    assembly: CairnAssembly,
+) -> None:
+    """In a three-document dataset where every chunk holds both query words, BM25's IDF is
+    near zero; the chunks still score 0.5 (best) rather than ~1e-6, so a seed-style
+    ``min_score: 0.5`` keeps the best of them."""
+    for i in range(3):
+        add_document(assembly, f"Notes {i}: hiking in the Alps, day {i}.", doc=f"d{i}")
+    result = assembly.context(request(query="hiking Alps", dataset_ids=["docs"]))
+    scores = [item.score for item in result.items]
+    assert len(scores) == 3 and max(scores) == 0.5 and min(scores) > 0.2
+    kept = assembly.context(request(query="hiking Alps", dataset_ids=["docs"], min_score=0.5))
+    assert kept.items and all(item.score >= 0.5 for item in kept.items)
+
+
 def test_chunks_keep_size_and_overlap(assembly: CairnAssembly, store: Store) -> None:
     text = " ".join(f"w{i}" for i in range(2000))
     commit = add_document(assembly, text)

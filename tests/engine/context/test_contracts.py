@@ -37,6 +37,8 @@ def message_of(exc: pytest.ExceptionInfo[ValidationError]) -> str:
         ({"runtime_id": "r", "user_id": "u\x00"}, "user_id: Value error, must not contain a NUL"),
         ({"runtime_id": "r", "agent_id": "\x00"}, "agent_id: Value error, must not contain a NUL"),
         ({"runtime_id": "r", "tenant": "x"}, "tenant: Extra inputs are not permitted"),
+        ({"runtime_id": "r" * 257}, "runtime_id: Value error, at most 256 characters"),
+        ({"runtime_id": "r", "agent_id": "a" * 257}, "agent_id: Value error, at most 256"),
     ],
 )
 def test_scope_validation(data: dict[str, Any], expected: str) -> None:
@@ -135,6 +137,8 @@ def test_turn_validation(extra: dict[str, Any], expected: str) -> None:
         ({"dataset_id": " "}, "dataset_id: Value error, dataset_id must not be empty"),
         ({"document_id": ""}, "document_id: String should have at least 1 character"),
         ({"title": "\x00"}, "title must not contain a NUL character"),
+        ({"idempotency_key": "   "},
+         "idempotency_key must not be empty (omit it to use document_id)"),
     ],
 )
 def test_document_validation(extra: dict[str, Any], expected: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import EpisodePublic, MemoryPublic, SubjectId
@@ -49,7 +49,8 @@ class ContextCreate(BaseModel):
 
     subject_id: str = SubjectId
     task: str = Field(min_length=1, max_length=10_000)
-    max_tokens: int | None = Field(None, ge=1, le=200_000)
+    # 0 or absent: the default budget, as in the contracts' Budget.
+    max_tokens: int | None = Field(None, ge=0, le=200_000)
     session_id: str | None = Field(None, min_length=1, max_length=256)
     emit_receipt: bool | None = None
     query_id: str | None = None
@@ -57,6 +58,13 @@ class ContextCreate(BaseModel):
     parent_receipt_id: str | None = None
     caller_id: str | None = None
     caller_type: str | None = None
+
+    @field_validator("task")
+    @classmethod
+    def _task_has_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("task must not be blank")
+        return value
 
 
 class ContextBundlePublic(BaseModel):

@@ -113,7 +113,7 @@ def search(
 ) -> SearchPublic:
     """Memories of the subject ranked by relevance; each ``score`` is in [0, 1]."""
     services = services_of(request)
-    kinds = [k for part in kind or [] for k in part.split(",") if k.strip()]
+    kinds = [k.strip() for part in kind or [] for k in part.split(",") if k.strip()]
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         raise InvalidInput(

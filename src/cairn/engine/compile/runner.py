@@ -150,12 +150,23 @@ def _apply(
                 store.memories.set_metadata(conn, old.id, row["metadata"], now)
             continue
         if old is not None and old.valid_from and old.valid_from > draft.valid_from:
-            continue  # an older statement never replaces a newer one
+            # An older statement that arrives late never replaces the newer value; it is
+            # stored as history, already superseded by it.
+            row.update(status="superseded", valid_to=old.valid_from, superseded_by=old.id)
+            created.extend(store.memories.insert_new(conn, [row]))
+            continue
         inserted = store.memories.insert_new(conn, [row])
         if not inserted:
             continue
         if old is not None:
             store.memories.supersede(conn, old.id, inserted[0].id, draft.valid_from, now)
+            # The response shows what is stored: ``old`` may be new in this very compile.
+            created = [
+                m.model_copy(update={"status": "superseded", "valid_to": draft.valid_from,
+                                     "superseded_by": inserted[0].id, "updated_at": now})
+                if m.id == old.id else m
+                for m in created
+            ]
         current[draft.slot] = inserted[0]
         created.extend(inserted)
     return created
