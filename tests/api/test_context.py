@@ -264,3 +264,28 @@ def test_overlong_scope_ids_are_a_422_on_both_backends(backend_client: TestClien
     r = backend_client.post("/v1/scopes/context", json={
         "scope": {"runtime_id": "r" * 256}, "conversation_id": "c"})
     assert r.status_code == 200 and r.json()["items"] == []  # 256 is allowed
+
+
+def test_turns_of_a_scope_are_compiled_and_recalled(backend_client: TestClient) -> None:
+    """A turn is an episode compiled like any other: ``POST /v1/scopes/compile`` does it for a
+    scope that is not a subject, and long-term recall then finds it without its
+    conversation."""
+    c = backend_client
+    for i, text in enumerate(["I keep bees on the roof.", "My favourite ramen is shoyu."]):
+        assert turn(c, f"k{i}", text).status_code == 201
+    ask = {"scope": SCOPE, "query": "which ramen do I like"}
+    assert c.post("/v1/scopes/context", json=ask).json()["items"] == []  # not compiled yet
+    r = c.post("/v1/scopes/compile", json={"scope": SCOPE})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["scope"] == SCOPE and body["memories_created"] >= 2
+    assert body["has_more"] is False and body["remaining_episodes"] == 0
+    items = c.post("/v1/scopes/context", json=ask).json()["items"]
+    assert items and "shoyu" in items[0]["content"] and items[0]["source_class"] == "long_term"
+    # Nothing left: a second compile creates nothing; the async form answers with a job.
+    assert c.post("/v1/scopes/compile", json={"scope": SCOPE}).json()["memories_created"] == 0
+    r = c.post("/v1/scopes/compile", json={"scope": SCOPE, "async": True})
+    assert r.status_code == 202 and r.json()["status"] == "queued"
+    assert c.get(f"/v1/memories/compile/{r.json()['job_id']}").status_code == 200
+    r = c.post("/v1/scopes/compile", json={"scope": {"runtime_id": " "}})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "scope.runtime_id"

@@ -20,6 +20,7 @@ from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
 from cairn.api.routes.memories import router as memories_router
+from cairn.api.routes.memories import scopes_router as memory_scopes_router
 from cairn.api.routes.slates import router as slates_router
 from cairn.api.routes.templates import router as templates_router
 from cairn.config import Settings
@@ -35,6 +36,7 @@ ROUTERS = [
     context_router,
     ladders_router,
     memories_router,
+    memory_scopes_router,
 ]
 
 

@@ -2,6 +2,8 @@
 
 - ``POST /v1/memories/compile`` ``{subject_id}`` → 200 with what was compiled;
   ``{subject_id, async: true}`` → 202 ``{job_id, status}``.
+- ``POST /v1/scopes/compile`` ``{scope, async?}``: the same for any scope (runtime, user,
+  agent), e.g. one whose turns came through ``POST /v1/scopes/turns``.
 - ``GET /v1/memories/compile/{job_id}`` → the job (404 for another tenant's job).
 - ``GET /v1/memories/search?subject_id=&q=&kind=&limit=&semantic=&hybrid=`` → scored memories.
 """
@@ -9,6 +11,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
@@ -23,6 +26,7 @@ from cairn.engine.search import search_memories
 from cairn.errors import InvalidInput, NotFound
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
+scopes_router = APIRouter(tags=["memories"])
 
 
 class CompileRequest(BaseModel):
@@ -58,15 +62,11 @@ class SearchPublic(BaseModel):
     memories: list[MemoryPublic]
 
 
-@router.post("/compile", response_model=CompilePublic,
-             responses={202: {"model": CompileJobQueued}})
-def compile_memories(
-    body: CompileRequest, request: Request, tenant: str = Depends(require_tenant)
-) -> CompilePublic | JSONResponse:
-    """Compile the subject's uncompiled episodes (a batch per call: see ``has_more``)."""
+def _compile(request: Request, tenant: str, scope: Scope, run_async: bool,
+             answer: dict[str, Any]) -> JSONResponse:
+    """Compile one partition now (200), or queue a job for the worker (202)."""
     services = services_of(request)
-    scope = Scope.for_subject(body.subject_id)
-    if body.run_async:
+    if run_async:
         job = services.store.jobs.enqueue(tenant, scope)
         worker = getattr(services, "compile_worker", None)
         if worker is not None:
@@ -75,11 +75,47 @@ def compile_memories(
             status_code=202, content={"job_id": str(job.id), "status": job.status}
         )
     result = compile_scope(services, tenant, scope)
-    return CompilePublic.model_construct(
-        subject_id=body.subject_id, memories_created=result.memories_created,
-        memories=[MemoryPublic.of(m) for m in result.memories], has_more=result.has_more,
-        remaining_episodes=result.remaining_episodes,
-    )
+    return JSONResponse({
+        **answer, "memories_created": result.memories_created,
+        "memories": [MemoryPublic.of(m).model_dump(mode="json") for m in result.memories],
+        "has_more": result.has_more, "remaining_episodes": result.remaining_episodes,
+    })
+
+
+@router.post("/compile", response_model=CompilePublic,
+             responses={202: {"model": CompileJobQueued}})
+def compile_memories(
+    body: CompileRequest, request: Request, tenant: str = Depends(require_tenant)
+) -> JSONResponse:
+    """Compile the subject's uncompiled episodes (a batch per call: see ``has_more``)."""
+    return _compile(request, tenant, Scope.for_subject(body.subject_id), body.run_async,
+                    {"subject_id": body.subject_id})
+
+
+class ScopeCompileRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    scope: Scope
+    run_async: bool = Field(False, alias="async", description="Queue a job and answer 202.")
+
+
+class ScopeCompilePublic(BaseModel):
+    scope: Scope
+    memories_created: int
+    memories: list[MemoryPublic]
+    has_more: bool
+    remaining_episodes: int
+
+
+@scopes_router.post("/v1/scopes/compile", response_model=ScopeCompilePublic,
+                    responses={202: {"model": CompileJobQueued}})
+def compile_scope_memories(
+    body: ScopeCompileRequest, request: Request, tenant: str = Depends(require_tenant)
+) -> JSONResponse:
+    """Compile one scope's uncompiled episodes (its committed turns included): the
+    scope-level twin of ``POST /v1/memories/compile``, for scopes that are not a subject."""
+    return _compile(request, tenant, body.scope, body.run_async,
+                    {"scope": body.scope.model_dump()})
 
 
 @router.get("/compile/{job_id}", response_model=CompileJobPublic)
