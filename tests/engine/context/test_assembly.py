@@ -144,6 +144,31 @@ def test_chunks_matching_every_document_of_a_small_dataset_keep_a_usable_score(
     assert kept.items and all(item.score >= 0.5 for item in kept.items)
 
 
+def test_a_lane_cut_at_its_candidate_limit_marks_the_result_truncated(
+    assembly: CairnAssembly, store: Store,
+) -> None:
+    """The budget would take 500 items, but a long-term lane gives at most 200 candidates: with
+    250 relevant memories the result must say that something was left out."""
+    for i in range(200):
+        add_memory(store, TENANT, f"Note {i} about the orchard harvest.", kind="turn", minute=i)
+    for i in range(50):  # weaker matches, ranked after the 200
+        add_memory(store, TENANT, f"Note {i} about the orchard.", kind="turn", minute=200 + i)
+    budget = Budget(max_items=500, max_tokens=100_000)
+    result = assembly.context(request(query="orchard harvest", budget=budget))
+    assert len(result.items) == 200 and result.truncated
+    assert all("harvest" in item.content for item in result.items)
+    # What the limit cut off does not pass min_score: nothing relevant was left out.
+    top = assembly.context(request(query="orchard harvest", budget=budget, min_score=0.99))
+    assert len(top.items) == 200 and not top.truncated
+    # Fewer matches than the limit (another scope, 5 of them): nothing cut.
+    small = Scope(runtime_id="memories", user_id="user-2", agent_id="assistant")
+    for i in range(5):
+        add_memory(store, TENANT, f"Note {i} about the orchard harvest.", kind="turn",
+                   scope=small, minute=i)
+    five = assembly.context(request(scope=small, query="orchard harvest", budget=budget))
+    assert len(five.items) == 5 and not five.truncated
+
+
 def test_chunks_keep_size_and_overlap(assembly: CairnAssembly, store: Store) -> None:
     text = " ".join(f"w{i}" for i in range(2000))
     commit = add_document(assembly, text)

@@ -77,6 +77,9 @@ class Assembled:
     memories: dict[str, Memory] = field(default_factory=dict)
     episodes: dict[str, Episode] = field(default_factory=dict)
     chunks: dict[str, ChunkRow] = field(default_factory=dict)
+    # The best candidate a long-term lane had beyond its limit (not packed): if it passes
+    # ``min_score``, something relevant was left out, so the result is ``truncated``.
+    overflow: list[ContextItem] = field(default_factory=list)
 
 
 class CairnAssembly:
@@ -143,19 +146,25 @@ class CairnAssembly:
                 tok,
                 conn,
             )
+            # Each long-term lane is asked for one more than it may give: the extra one
+            # tells whether the limit cut anything off.
             ch, chunks = lanes.chunk_items(
-                self.store, self.tenant_id, scope, request.dataset_ids, query, limit, conn
+                self.store, self.tenant_id, scope, request.dataset_ids, query, limit + 1, conn
             )
         lt, mems = lanes.long_term_items(
             self.store,
             self.tenant_id,
             scope,
             query,
-            limit,
+            limit + 1,
             tok,
             embedder=self.embedder,
             exclude_episodes={e.id for e in episodes},
         )
+        out.overflow = [*lt[limit:limit + 1], *ch[limit:limit + 1]]
+        lt, ch = lt[:limit], ch[:limit]
+        mems = {i.id: mems[i.id] for i in lt}
+        chunks = {i.id: chunks[i.id] for i in ch}
         # A summary found by both lanes keeps its better score (packing keeps the first).
         items += sorted([*lt, *sm], key=lambda i: -i.score) + ch
         out.memories = {**smems, **mems}
@@ -168,6 +177,8 @@ class CairnAssembly:
         found = self.candidates(request)
         kept = apply_min_score(found.result.items, request.min_score)
         found.result = pack_context(kept, request.budget)
+        if not found.result.truncated and apply_min_score(found.overflow, request.min_score):
+            found.result = found.result.model_copy(update={"truncated": True})
         return found
 
 
