@@ -197,6 +197,10 @@ BASE: dict[str, Any] = {"query": {"literal": "x"}, "scope": SCOPE, "output": "it
         ({"dataset_ids": [""]}, "dataset_ids[0] must not be empty"),
         ({"scope": {"runtime_id": ""}}, "runtime_id is required"),
         ({"output": None}, "output: Input should be a valid string"),
+        ({"conversation_id": "   "}, "conversation_id must not be blank (leave it out"),
+        ({"conversation_id": "c\x00"}, "conversation_id must not contain a NUL character"),
+        ({"query": {"literal": "a\x00b"}}, "query.literal must not contain a NUL character"),
+        ({"dataset_ids": ["d\x00"]}, "dataset_ids[0] must not contain a NUL character"),
     ],
 )
 def test_context_hook_validation_messages(change: dict[str, Any], expected: str) -> None:
@@ -215,6 +219,7 @@ def test_output_is_required() -> None:
         ({}, "scope: Field required"),
         ({"scope": SCOPE, "channel": " "}, "channel must name a board variable"),
         ({"scope": SCOPE, "query": {"literal": "x"}}, "query: Extra inputs are not permitted"),
+        ({"scope": SCOPE, "conversation_id": " "}, "conversation_id must not be blank"),
     ],
 )
 def test_turn_hook_validation_messages(settings: dict[str, Any], expected: str) -> None:
@@ -305,6 +310,8 @@ def test_settings_file_is_confined_and_size_limited(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         read_settings_file(conf, "missing.yaml")
     assert exc.value.code == "settings_file_missing"
+    with pytest.raises(ConfigError, match="must not contain a NUL character"):
+        read_settings_file(conf, "memory.yaml\x00.txt")
     (conf / "big.yaml").write_text("a: " + "x" * MAX_SETTINGS_FILE_BYTES)
     with pytest.raises(ConfigError) as exc:
         read_settings_file(conf, "big.yaml")

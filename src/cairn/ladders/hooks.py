@@ -82,6 +82,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _conversation_id(value: str | None) -> str | None:
+    """A set ``conversation_id`` is trimmed and must say something (absent: the request's
+    context id); NUL is refused here, not at the first call."""
+    if value is None:
+        return None
+    if "\x00" in value:
+        raise ValueError("conversation_id must not contain a NUL character")
+    value = value.strip()
+    if not value:
+        raise ValueError("conversation_id must not be blank (leave it out to use the "
+                         "request's context id)")
+    return value
+
+
 class QuerySource(_Strict):
     """Exactly one of: literal text, a board variable, the current message, the recall window."""
 
@@ -110,6 +124,9 @@ class QuerySource(_Strict):
             )
         if self.literal is not None and not self.literal.strip():
             raise ValueError("query.literal must not be empty")
+        for name in ("literal", "board"):
+            if "\x00" in (getattr(self, name) or ""):
+                raise ValueError(f"query.{name} must not contain a NUL character")
         if self.board is not None and not self.board.strip():
             raise ValueError("query.board must name a board variable (it is empty)")
         return self
@@ -172,6 +189,11 @@ class ContextHookSettings(_Strict):
     def _output(cls, value: str) -> str:
         return check_board_var(value, "output")
 
+    @field_validator("conversation_id")
+    @classmethod
+    def _conversation(cls, value: str | None) -> str | None:
+        return _conversation_id(value)
+
     @field_validator("min_score")
     @classmethod
     def _min_score(cls, value: float) -> float:
@@ -185,6 +207,8 @@ class ContextHookSettings(_Strict):
         for i, item in enumerate(value):
             if not item.strip():
                 raise ValueError(f"dataset_ids[{i}] must not be empty")
+            if "\x00" in item:
+                raise ValueError(f"dataset_ids[{i}] must not contain a NUL character")
             if item in value[:i]:
                 raise ValueError(f"dataset_ids[{i}] repeats {item!r}; ids must be unique")
         return value
@@ -200,6 +224,11 @@ class TurnHookSettings(_Strict):
     scope: Scope
     conversation_id: str | None = None
     channel: str = MAIN_CHANNEL
+
+    @field_validator("conversation_id")
+    @classmethod
+    def _conversation(cls, value: str | None) -> str | None:
+        return _conversation_id(value)
 
     @field_validator("channel")
     @classmethod
