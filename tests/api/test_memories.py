@@ -104,6 +104,10 @@ def test_errors(backend_client: TestClient) -> None:
     assert r.status_code == 422
     r = backend_client.post("/v1/memories/compile", json={"subject_id": "u1", "extra": 1})
     assert r.status_code == 422
+    for body in ({"subject_id": "u1", "async": "yes"}, {"subject_id": "u1", "async": 1},
+                 {"subject_id": "u1", "run_async": True}):  # only "async", only a boolean
+        r = backend_client.post("/v1/memories/compile", json=body)
+        assert r.status_code == 422, body
     r = backend_client.get("/v1/memories/compile/00000000-0000-7000-8000-000000000000")
     assert r.status_code == 404 and r.json()["error"]["code"] == "job_not_found"
     r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": ""})

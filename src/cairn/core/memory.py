@@ -48,9 +48,10 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_tokens: int = 0
-    max_items: int = 0
-    max_chars: int = 0
+    # Strict: true or "100" is a wrong type, not 1 or 100.
+    max_tokens: int = Field(default=0, strict=True)
+    max_items: int = Field(default=0, strict=True)
+    max_chars: int = Field(default=0, strict=True)
 
     @field_validator("max_tokens", "max_items", "max_chars")
     @classmethod
@@ -78,9 +79,10 @@ class ContextRequest(BaseModel):
     dataset_ids: list[str] = Field(default_factory=list)
     query: str = ""
     budget: Budget = Field(default_factory=Budget)
-    min_score: float = 0.0
-    recent_turns: int = Field(default=DEFAULT_RECENT_TURNS, ge=0, le=MAX_RECENT_TURNS)
-    recent_only: bool = False
+    min_score: float = Field(default=0.0, strict=True)
+    recent_turns: int = Field(default=DEFAULT_RECENT_TURNS, ge=0, le=MAX_RECENT_TURNS,
+                              strict=True)
+    recent_only: bool = Field(default=False, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("conversation_id", "query")

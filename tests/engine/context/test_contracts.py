@@ -208,3 +208,19 @@ def test_register_by_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
         assert "from-ep" in contracts.assembly_impl_names()
     finally:
         unregister_assembly_impl("from-ep")
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"budget": {"max_tokens": True}}, "budget.max_tokens"),
+        ({"budget": {"max_items": "100"}}, "budget.max_items"),
+        ({"min_score": True}, "min_score"),
+        ({"recent_turns": "3"}, "recent_turns"),
+        ({"recent_only": "yes"}, "recent_only"),
+    ],
+)
+def test_wrong_types_are_refused_not_coerced(data: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        ContextRequest.model_validate({"scope": SCOPE, "query": "q", **data})
+    assert message_of(exc).startswith(f"{field}: Input should be a valid")

@@ -50,7 +50,7 @@ class ContextCreate(BaseModel):
     subject_id: str = SubjectId
     task: str = Field(min_length=1, max_length=10_000)
     # 0 or absent: the default budget, as in the contracts' Budget.
-    max_tokens: int | None = Field(None, ge=0, le=200_000)
+    max_tokens: int | None = Field(None, ge=0, le=200_000, strict=True)
     session_id: str | None = Field(None, min_length=1, max_length=256)
     emit_receipt: bool | None = None
     query_id: str | None = None

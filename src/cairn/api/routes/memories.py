@@ -30,10 +30,11 @@ scopes_router = APIRouter(tags=["memories"])
 
 
 class CompileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
     subject_id: str = SubjectId
-    run_async: bool = Field(False, alias="async", description="Queue a job and answer 202.")
+    run_async: bool = Field(False, alias="async", strict=True,
+                            description="Queue a job and answer 202.")
 
 
 class CompilePublic(BaseModel):
@@ -93,10 +94,11 @@ def compile_memories(
 
 
 class ScopeCompileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
     scope: Scope
-    run_async: bool = Field(False, alias="async", description="Queue a job and answer 202.")
+    run_async: bool = Field(False, alias="async", strict=True,
+                            description="Queue a job and answer 202.")
 
 
 class ScopeCompilePublic(BaseModel):
