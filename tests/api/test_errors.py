@@ -62,6 +62,15 @@ def test_malformed_bodies_are_4xx(client: TestClient, raw: bytes) -> None:
     assert_error(r, r.status_code, r.json()["error"]["code"])
 
 
+def test_invalid_json_names_the_body_and_the_position(client: TestClient) -> None:
+    r = client.post("/v1/episodes", content=b'{"subject_id": "a",',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    (detail,) = r.json()["error"]["details"]
+    assert detail["field"] == "body" and detail["type"] == "json_invalid"
+    assert detail["message"].startswith("the body is not valid JSON at character 19")
+
+
 def test_body_over_limit_is_413(client: TestClient) -> None:
     big = {**EPISODE, "payload": {"text": "x" * 1_100_000}}
     assert_error(client.post("/v1/episodes", json=big), 413, "payload_too_large")

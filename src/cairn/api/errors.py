@@ -61,10 +61,18 @@ def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
-        for e in errors
-    ]
+    return [_detail(e) for e in errors]
+
+
+def _detail(e: dict[str, Any]) -> dict[str, Any]:
+    if e.get("type") == "json_invalid":
+        # FastAPI puts the character offset where a field name goes: name the body instead.
+        loc = list(e.get("loc", ()))
+        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
+        reason = (e.get("ctx") or {}).get("error", "")
+        return {"field": "body", "type": "json_invalid",
+                "message": f"the body is not valid JSON{at}" + (f": {reason}" if reason else "")}
+    return {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
 
 
 async def _cairn_error(request: Request, exc: Exception) -> JSONResponse:
