@@ -42,3 +42,22 @@ def test_begin_take_over_finish_and_list(store: Store) -> None:
     listed, total = runs.list("t1")
     assert total == 1 and listed[0].id == "r1"
     assert runs.list("t2", status=COMPLETED) == ([], 0)
+
+
+def test_an_attempt_that_was_taken_over_cannot_record_its_end(store: Store) -> None:
+    """An attempt that only looked dead (slow, not gone) and finishes after another attempt
+    took the run over must not overwrite that attempt's record, nor its effects."""
+    runs = RunRepository(store.db)
+    first, _ = runs.begin("t1", "r9", ladder="l", request_hash="h", model="m")
+    second = runs.take_over("t1", "r9", stale_before=utcnow() + timedelta(seconds=1))
+    assert second is not None and second != first.started_at
+    runs.add_effect("t1", "r9", ["late/slateWrite/0"], attempt=first.started_at)
+    assert not runs.finish("t1", "r9", status=COMPLETED, duration_ms=1, trace={},
+                           effects=["late/slateWrite/0"], attempt=first.started_at)
+    got = runs.get("t1", "r9")
+    assert got is not None and got.status == "running" and got.effects == []
+    runs.add_effect("t1", "r9", ["a/if"], attempt=second)
+    assert runs.finish("t1", "r9", status=COMPLETED, duration_ms=1, trace={},
+                       effects=["a/if"], attempt=second)
+    got = runs.get("t1", "r9")
+    assert got is not None and got.status == COMPLETED and got.effects == ["a/if"]

@@ -57,7 +57,8 @@ class Budget(BaseModel):
     @classmethod
     def _not_negative(cls, value: int, info: Any) -> int:
         if value < 0:
-            raise ValueError(f"{info.field_name} must be >= 0 (0 means the default), got {value}")
+            default = "no limit" if info.field_name == "max_chars" else "the default"
+            raise ValueError(f"{info.field_name} must be >= 0 (0 means {default}), got {value}")
         return value
 
     def resolved(self) -> Budget:

@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from cairn.core.ids import utcnow, uuid7
@@ -144,17 +144,20 @@ class LadderRuntime:
 
         Errors before the first delta raise before anything is yielded, so callers can still
         answer with an error status."""
-        run_id, skip = self._claim(ladder, request)
+        run_id, skip, attempt = self._claim(ladder, request)
         if isinstance(skip, RunOutcome):
             if stream:
                 yield skip.content
             yield skip
             return
-        yield from self._execute(ladder, request, run_id, skip, stream)
+        yield from self._execute(ladder, request, run_id, skip, stream, attempt)
 
     # ------------------------------------------------------------------ internals
 
-    def _claim(self, ladder: Ladder, request: RunRequest) -> tuple[str, set[str] | RunOutcome]:
+    def _claim(self, ladder: Ladder, request: RunRequest
+               ) -> tuple[str, set[str] | RunOutcome, datetime | None]:
+        """The run id, what to skip (the effects an earlier attempt applied, or the stored
+        outcome of a completed run) and this attempt's ownership token."""
         run_id = check_run_id(request.run_id) if request.run_id else f"run-{uuid7().hex}"
         fingerprint = request.fingerprint()
         record, created = self.runs.begin(
@@ -162,23 +165,26 @@ class LadderRuntime:
             model=request.model or "", user_id=request.user,
         )
         if created:
-            return run_id, set()
+            return run_id, set(), record.started_at
         if record.request_hash != fingerprint:
             raise IdempotencyKeyReused(
                 f"run id {run_id!r} was used for a different request; use a new Idempotency-Key",
                 details={"run_id": run_id},
             )
         if record.status == COMPLETED:
-            return run_id, RunOutcome.from_record(record)
-        if self.runs.take_over(request.tenant, run_id, stale_before=utcnow() - STALE_AFTER):
-            return run_id, set(record.effects)
+            return run_id, RunOutcome.from_record(record), None
+        attempt = self.runs.take_over(request.tenant, run_id,
+                                      stale_before=utcnow() - STALE_AFTER)
+        if attempt is not None:
+            return run_id, set(record.effects), attempt
         raise RunInProgress(
             f"run {run_id!r} is still running; retry when it has finished",
             details={"run_id": run_id},
         )
 
     def _execute(
-        self, ladder: Ladder, request: RunRequest, run_id: str, done: set[str], stream: bool
+        self, ladder: Ladder, request: RunRequest, run_id: str, done: set[str], stream: bool,
+        attempt: datetime | None = None,
     ) -> Iterator[str | RunOutcome]:
         t0 = time.perf_counter()
         created = int(time.time())
@@ -241,7 +247,7 @@ class LadderRuntime:
                 tw = time.perf_counter()
                 step_trace["writes"] = self._writes(step, reply.content, slates, done, effects,
                                                     request.tenant, run_id, board,
-                                                    record_now=not last)
+                                                    record_now=not last, attempt=attempt)
                 end = time.perf_counter()
                 # Where the step's time went: fields (slate reads), the model, the writes.
                 step_trace["timings_ms"] = {"render": round((tm - ts) * 1000, 3),
@@ -261,15 +267,16 @@ class LadderRuntime:
             # remaining writes and commit hooks did not run), so a retry may run it again.
             trace["error"] = {"code": "client_disconnected",
                               "message": "the client closed the stream before the run ended"}
-            self._fail(request.tenant, run_id, t0, trace, ladder, effects, "client disconnected")
+            self._fail(request.tenant, run_id, t0, trace, ladder, effects,
+                       "client disconnected", attempt)
             raise
         except CairnError as exc:
             trace["error"] = {"code": exc.code, "message": exc.message}
-            self._fail(request.tenant, run_id, t0, trace, ladder, effects, exc.message)
+            self._fail(request.tenant, run_id, t0, trace, ladder, effects, exc.message, attempt)
             raise
         except Exception as exc:
             trace["error"] = {"code": "internal_error", "message": str(exc)}
-            self._fail(request.tenant, run_id, t0, trace, ladder, effects, str(exc))
+            self._fail(request.tenant, run_id, t0, trace, ladder, effects, str(exc), attempt)
             raise
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         trace["board"] = {k: v for k, v in board.user_variables().items()}
@@ -279,9 +286,15 @@ class LadderRuntime:
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
         clean = redact(trace, ladder.secrets)
-        self.runs.finish(request.tenant, run_id, status=COMPLETED, duration_ms=duration,
-                         trace=clean, response=outcome.completion(), effects=effects)
-        if any("/slateWrite/" in e or e.endswith("/if") for e in effects):
+        owned = self.runs.finish(request.tenant, run_id, status=COMPLETED,
+                                 duration_ms=duration, trace=clean,
+                                 response=outcome.completion(), effects=effects, attempt=attempt)
+        if not owned:
+            # A later attempt took the run over (this one looked dead): its record and its
+            # write claims are the run's now.
+            log.warning("run %s was taken over by another attempt; this attempt's end is "
+                        "not recorded", run_id)
+        elif any("/slateWrite/" in e or e.endswith("/if") for e in effects):
             try:  # the stored response answers every retry now; the claims are not needed
                 self.services.slates.forget_applied_writes(request.tenant, run_id)
             except Exception:
@@ -292,6 +305,7 @@ class LadderRuntime:
     def _writes(
         self, step: Any, output: str, slates: SlateAccess, done: set[str], effects: list[str],
         tenant: str, run_id: str, board: Board, *, record_now: bool,
+        attempt: datetime | None = None,
     ) -> list[dict[str, Any]]:
         """Apply the step's slateWrite blocks and its gated write.
 
@@ -324,7 +338,7 @@ class LadderRuntime:
             if result.get("written"):
                 effects.append(key)
                 if record_now:
-                    self.runs.add_effect(tenant, run_id, effects)
+                    self.runs.add_effect(tenant, run_id, effects, attempt=attempt)
             elif result.get("reason") == WriteAlreadyApplied.code:
                 # Applied by an attempt that died before recording it: the write's own claim
                 # (in its transaction) stopped the repeat.
@@ -332,12 +346,13 @@ class LadderRuntime:
         return out
 
     def _fail(self, tenant: str, run_id: str, t0: float, trace: dict[str, Any], ladder: Ladder,
-              effects: list[str], message: str) -> None:
+              effects: list[str], message: str, attempt: datetime | None = None) -> None:
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
         try:
             self.runs.finish(tenant, run_id, status=FAILED, duration_ms=duration,
-                             trace=redact(trace, ladder.secrets), error=message, effects=effects)
+                             trace=redact(trace, ladder.secrets), error=message, effects=effects,
+                             attempt=attempt)
         except Exception:  # never hide the run's own error behind a bookkeeping one
             log.exception("could not record the failure of run %s", run_id)
 

@@ -112,11 +112,14 @@ class RunRepository:
             ).one()
         return _record(row), False
 
-    def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime) -> bool:
+    def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime
+                  ) -> datetime | None:
         """Restart a failed run, or a running one not heard of since ``stale_before``
-        (its process died). True when this caller now owns the run."""
+        (its process died). The new attempt's start (its ownership token: see ``finish``)
+        when this caller now owns the run, else None."""
+        started = utcnow()
         with self.db.write() as conn:
-            return conn.execute(
+            owned = conn.execute(
                 update(ladder_runs)
                 .where(
                     ladder_runs.c.tenant_id == tenant_id,
@@ -127,23 +130,33 @@ class RunRepository:
                         & (ladder_runs.c.started_at < stale_before),
                     ),
                 )
-                .values(status=RUNNING, started_at=utcnow(), error=None)
+                .values(status=RUNNING, started_at=started, error=None)
             ).rowcount == 1
+        return started if owned else None
 
-    def add_effect(self, tenant_id: str, run_id: str, effects: list[str]) -> None:
+    def _owned(self, tenant_id: str, run_id: str, attempt: datetime | None) -> list[Any]:
+        where = [ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id]
+        if attempt is not None:  # only while no later attempt has taken the run over
+            where += [ladder_runs.c.started_at == attempt, ladder_runs.c.status == RUNNING]
+        return where
+
+    def add_effect(self, tenant_id: str, run_id: str, effects: list[str], *,
+                   attempt: datetime | None = None) -> None:
         """Record the writes applied so far (the whole list, in order)."""
         with self.db.write() as conn:
             conn.execute(
-                update(ladder_runs)
-                .where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id)
+                update(ladder_runs).where(*self._owned(tenant_id, run_id, attempt))
                 .values(effects=list(effects))
             )
 
     def finish(
         self, tenant_id: str, run_id: str, *, status: str, duration_ms: float,
         trace: dict[str, Any], response: dict[str, Any] | None = None, error: str | None = None,
-        effects: list[str] | None = None,
-    ) -> None:
+        effects: list[str] | None = None, attempt: datetime | None = None,
+    ) -> bool:
+        """Record the run's end. With ``attempt`` (the start ``begin`` or ``take_over`` gave
+        this attempt), only while this attempt still owns the run: False if a later attempt
+        took it over (this one's end is then not recorded)."""
         values: dict[str, Any] = {
             "status": status, "finished_at": utcnow(), "duration_ms": duration_ms,
             "trace": trace, "response": response, "error": error,
@@ -151,11 +164,10 @@ class RunRepository:
         if effects is not None:
             values["effects"] = list(effects)
         with self.db.write() as conn:
-            conn.execute(
-                update(ladder_runs)
-                .where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id)
+            return conn.execute(
+                update(ladder_runs).where(*self._owned(tenant_id, run_id, attempt))
                 .values(**values)
-            )
+            ).rowcount == 1
 
     def get(self, tenant_id: str, run_id: str) -> RunRecord | None:
         with self.db.read() as conn:

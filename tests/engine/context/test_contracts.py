@@ -56,7 +56,8 @@ def test_scope_trims_and_defaults() -> None:
 def test_budget_rejects_negative(field: str) -> None:
     with pytest.raises(ValidationError) as exc:
         Budget.model_validate({field: -1})
-    assert f"{field} must be >= 0 (0 means the default), got -1" in message_of(exc)
+    default = "no limit" if field == "max_chars" else "the default"
+    assert f"{field} must be >= 0 (0 means {default}), got -1" in message_of(exc)
 
 
 def test_budget_defaults() -> None:
