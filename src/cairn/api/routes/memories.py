@@ -29,20 +29,26 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
 scopes_router = APIRouter(tags=["memories"])
 
 
-class CompileRequest(BaseModel):
+class _CompileOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    subject_id: str = SubjectId
     run_async: bool = Field(False, alias="async", strict=True,
                             description="Queue a job and answer 202.")
 
 
-class CompilePublic(BaseModel):
-    subject_id: str
+class CompileRequest(_CompileOptions):
+    subject_id: str = SubjectId
+
+
+class _CompileOutcome(BaseModel):
     memories_created: int
     memories: list[MemoryPublic]
     has_more: bool
     remaining_episodes: int
+
+
+class CompilePublic(_CompileOutcome):
+    subject_id: str
 
 
 class CompileJobQueued(BaseModel):
@@ -93,20 +99,12 @@ def compile_memories(
                     {"subject_id": body.subject_id})
 
 
-class ScopeCompileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ScopeCompileRequest(_CompileOptions):
     scope: Scope
-    run_async: bool = Field(False, alias="async", strict=True,
-                            description="Queue a job and answer 202.")
 
 
-class ScopeCompilePublic(BaseModel):
+class ScopeCompilePublic(_CompileOutcome):
     scope: Scope
-    memories_created: int
-    memories: list[MemoryPublic]
-    has_more: bool
-    remaining_episodes: int
 
 
 @scopes_router.post("/v1/scopes/compile", response_model=ScopeCompilePublic,
