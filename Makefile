@@ -12,6 +12,7 @@ test:
 
 lint:
 	.venv/bin/ruff check src tests
+	.venv/bin/ruff format --check src tests
 	.venv/bin/mypy
 
 bench:

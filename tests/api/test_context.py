@@ -253,16 +253,29 @@ def test_overlong_scope_ids_are_a_422_on_both_backends(backend_client: TestClien
     """The scope columns hold 256 characters; a longer id is refused before the database
     (PostgreSQL used to answer 500), and nothing is written."""
     long_scope = {"runtime_id": "r" * 300}
-    r = backend_client.post("/v1/scopes/turns", json={
-        "scope": long_scope, "conversation_id": "c", "idempotency_key": "k",
-        "messages": [{"role": "user", "content": "hi"}]})
+    r = backend_client.post(
+        "/v1/scopes/turns",
+        json={
+            "scope": long_scope,
+            "conversation_id": "c",
+            "idempotency_key": "k",
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    )
     assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "scope.runtime_id"
-    r = backend_client.post("/v1/scopes/documents", json={
-        "scope": {"runtime_id": "rt", "user_id": "u" * 300}, "dataset_id": "d",
-        "document_id": "x", "content": "text"})
+    r = backend_client.post(
+        "/v1/scopes/documents",
+        json={
+            "scope": {"runtime_id": "rt", "user_id": "u" * 300},
+            "dataset_id": "d",
+            "document_id": "x",
+            "content": "text",
+        },
+    )
     assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "scope.user_id"
-    r = backend_client.post("/v1/scopes/context", json={
-        "scope": {"runtime_id": "r" * 256}, "conversation_id": "c"})
+    r = backend_client.post(
+        "/v1/scopes/context", json={"scope": {"runtime_id": "r" * 256}, "conversation_id": "c"}
+    )
     assert r.status_code == 200 and r.json()["items"] == []  # 256 is allowed
 
 

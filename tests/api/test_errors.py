@@ -63,8 +63,9 @@ def test_malformed_bodies_are_4xx(client: TestClient, raw: bytes) -> None:
 
 
 def test_invalid_json_names_the_body_and_the_position(client: TestClient) -> None:
-    r = client.post("/v1/episodes", content=b'{"subject_id": "a",',
-                    headers={"content-type": "application/json"})
+    r = client.post(
+        "/v1/episodes", content=b'{"subject_id": "a",', headers={"content-type": "application/json"}
+    )
     assert r.status_code == 422
     (detail,) = r.json()["error"]["details"]
     assert detail["field"] == "body" and detail["type"] == "json_invalid"

@@ -13,12 +13,27 @@ from cairn.services import Services
 from tests.conftest import make_settings
 
 EPISODES = [
-    {"subject_id": "u1", "source": "chat", "type": "conversation.turn", "session_id": "c1",
-     "payload": {"messages": [{"role": "user", "content": "Hi, my name is Dana Scully."}]}},
-    {"subject_id": "u1", "source": "chat", "type": "conversation.turn", "session_id": "c1",
-     "payload": {"messages": [{"role": "assistant", "content": "Nice to meet you, Dana!"}]}},
-    {"subject_id": "u1", "source": "chat", "type": "conversation.turn", "session_id": "c1",
-     "payload": {"messages": [{"role": "user", "content": "I work at the FBI in Washington."}]}},
+    {
+        "subject_id": "u1",
+        "source": "chat",
+        "type": "conversation.turn",
+        "session_id": "c1",
+        "payload": {"messages": [{"role": "user", "content": "Hi, my name is Dana Scully."}]},
+    },
+    {
+        "subject_id": "u1",
+        "source": "chat",
+        "type": "conversation.turn",
+        "session_id": "c1",
+        "payload": {"messages": [{"role": "assistant", "content": "Nice to meet you, Dana!"}]},
+    },
+    {
+        "subject_id": "u1",
+        "source": "chat",
+        "type": "conversation.turn",
+        "session_id": "c1",
+        "payload": {"messages": [{"role": "user", "content": "I work at the FBI in Washington."}]},
+    },
 ]
 
 
@@ -32,8 +47,13 @@ def test_compile_then_search(backend_client: TestClient) -> None:
     r = backend_client.post("/v1/memories/compile", json={"subject_id": "u1"})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert set(body) == {"subject_id", "memories_created", "memories", "has_more",
-                         "remaining_episodes"}
+    assert set(body) == {
+        "subject_id",
+        "memories_created",
+        "memories",
+        "has_more",
+        "remaining_episodes",
+    }
     assert body["subject_id"] == "u1" and body["memories_created"] == len(body["memories"]) > 0
     assert body["has_more"] is False and body["remaining_episodes"] == 0
     kinds = {m["kind"] for m in body["memories"]}
@@ -43,15 +63,18 @@ def test_compile_then_search(backend_client: TestClient) -> None:
     again = backend_client.post("/v1/memories/compile", json={"subject_id": "u1"}).json()
     assert again["memories_created"] == 0
 
-    r = backend_client.get("/v1/memories/search",
-                           params={"subject_id": "u1", "q": "Where does she work?"})
+    r = backend_client.get(
+        "/v1/memories/search", params={"subject_id": "u1", "q": "Where does she work?"}
+    )
     assert r.status_code == 200, r.text
     found = r.json()["memories"]
     assert any("FBI" in m["content"] for m in found[:2])
     assert all(0.0 <= m["score"] <= 1.0 for m in found)
 
-    facts = backend_client.get("/v1/memories/search", params={
-        "subject_id": "u1", "q": "name", "kind": "profile_fact", "limit": 5}).json()["memories"]
+    facts = backend_client.get(
+        "/v1/memories/search",
+        params={"subject_id": "u1", "q": "name", "kind": "profile_fact", "limit": 5},
+    ).json()["memories"]
     assert [m["content"] for m in facts] == ["User's name is Dana Scully"]
 
 
@@ -72,16 +95,24 @@ def test_async_compile_job(tmp_path: Any) -> None:
                     break
                 time.sleep(0.05)
             assert job["status"] == "succeeded", job
-            assert set(job) == {"job_id", "status", "subject_id", "memories_created",
-                                "memories", "error"}
+            assert set(job) == {
+                "job_id",
+                "status",
+                "subject_id",
+                "memories_created",
+                "memories",
+                "error",
+            }
             assert job["subject_id"] == "u1" and job["error"] is None
             assert job["memories_created"] == len(job["memories"]) > 0
     finally:
         services.close()
 
 
-def test_async_job_is_run_by_a_worker_on_postgres(backend_services: Services, backend: str,
-                                                  ) -> None:
+def test_async_job_is_run_by_a_worker_on_postgres(
+    backend_services: Services,
+    backend: str,
+) -> None:
     from cairn.engine.worker import work_once
 
     with TestClient(create_app(services=backend_services)) as client:
@@ -92,8 +123,11 @@ def test_async_job_is_run_by_a_worker_on_postgres(backend_services: Services, ba
             assert backend_services.compile_worker is None
             assert work_once(backend_services)
         deadline = time.monotonic() + 30
-        while client.get(f"/v1/memories/compile/{r.json()['job_id']}").json()["status"] not in (
-                "succeeded", "failed") and time.monotonic() < deadline:
+        while (
+            client.get(f"/v1/memories/compile/{r.json()['job_id']}").json()["status"]
+            not in ("succeeded", "failed")
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         job = client.get(f"/v1/memories/compile/{r.json()['job_id']}").json()
         assert job["status"] == "succeeded" and job["memories_created"] > 0
@@ -104,25 +138,35 @@ def test_errors(backend_client: TestClient) -> None:
     assert r.status_code == 422
     r = backend_client.post("/v1/memories/compile", json={"subject_id": "u1", "extra": 1})
     assert r.status_code == 422
-    for body in ({"subject_id": "u1", "async": "yes"}, {"subject_id": "u1", "async": 1},
-                 {"subject_id": "u1", "run_async": True}):  # only "async", only a boolean
+    for body in (
+        {"subject_id": "u1", "async": "yes"},
+        {"subject_id": "u1", "async": 1},
+        {"subject_id": "u1", "run_async": True},
+    ):  # only "async", only a boolean
         r = backend_client.post("/v1/memories/compile", json=body)
         assert r.status_code == 422, body
     r = backend_client.get("/v1/memories/compile/00000000-0000-7000-8000-000000000000")
     assert r.status_code == 404 and r.json()["error"]["code"] == "job_not_found"
     r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": ""})
     assert r.status_code == 422
-    r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": "x",
-                                                          "kind": "nope"})
+    r = backend_client.get(
+        "/v1/memories/search", params={"subject_id": "u1", "q": "x", "kind": "nope"}
+    )
     assert r.status_code == 422 and r.json()["error"]["code"] == "unknown_kind"
-    r = backend_client.get("/v1/memories/search", params={  # a space after the comma is fine
-        "subject_id": "u1", "q": "x", "kind": "profile_fact, episode_summary"})
+    r = backend_client.get(
+        "/v1/memories/search",
+        params={  # a space after the comma is fine
+            "subject_id": "u1",
+            "q": "x",
+            "kind": "profile_fact, episode_summary",
+        },
+    )
     assert r.status_code == 200, r.text
-    r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": "x",
-                                                          "semantic": "true"})
+    r = backend_client.get(
+        "/v1/memories/search", params={"subject_id": "u1", "q": "x", "semantic": "true"}
+    )
     assert r.status_code == 422 and r.json()["error"]["code"] == "embedder_not_configured"
-    r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": "x",
-                                                          "limit": 0})
+    r = backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": "x", "limit": 0})
     assert r.status_code == 422
 
 
@@ -130,16 +174,24 @@ def test_tenants_are_isolated(backend_client: TestClient, two_tenants: dict[str,
     a = {"X-API-Key": two_tenants["a"]}
     b = {"X-API-Key": two_tenants["b"]}
     ingest(backend_client, a)
-    job = backend_client.post("/v1/memories/compile", json={"subject_id": "u1", "async": True},
-                              headers=a).json()
-    assert backend_client.post("/v1/memories/compile", json={"subject_id": "u1"},
-                               headers=b).json()["memories_created"] == 0
-    assert backend_client.get("/v1/memories/search", params={"subject_id": "u1", "q": "FBI"},
-                              headers=b).json()["memories"] == []
+    job = backend_client.post(
+        "/v1/memories/compile", json={"subject_id": "u1", "async": True}, headers=a
+    ).json()
+    assert (
+        backend_client.post("/v1/memories/compile", json={"subject_id": "u1"}, headers=b).json()[
+            "memories_created"
+        ]
+        == 0
+    )
+    assert (
+        backend_client.get(
+            "/v1/memories/search", params={"subject_id": "u1", "q": "FBI"}, headers=b
+        ).json()["memories"]
+        == []
+    )
     r = backend_client.get(f"/v1/memories/compile/{job['job_id']}", headers=b)
     assert r.status_code == 404
-    assert backend_client.post("/v1/memories/compile", json={"subject_id": "u1"}
-                               ).status_code == 401
+    assert backend_client.post("/v1/memories/compile", json={"subject_id": "u1"}).status_code == 401
 
 
 def test_compile_on_ingest(tmp_path: Any) -> None:
@@ -147,8 +199,9 @@ def test_compile_on_ingest(tmp_path: Any) -> None:
     try:
         with TestClient(create_app(services=services)) as client:
             ingest(client)
-            found = client.get("/v1/memories/search",
-                               params={"subject_id": "u1", "q": "FBI"}).json()["memories"]
+            found = client.get(
+                "/v1/memories/search", params={"subject_id": "u1", "q": "FBI"}
+            ).json()["memories"]
             assert found and "FBI" in found[0]["content"]
             r = client.post("/v1/memories/compile", json={"subject_id": "u1"}).json()
             assert r["memories_created"] == 0 and r["remaining_episodes"] == 0

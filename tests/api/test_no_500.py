@@ -215,16 +215,20 @@ def row_counts(services: Services) -> dict[str, int]:
         if query is None:
             # Built once per app: reflecting the table names on every call is the slow part.
             names = set(conn.dialect.get_table_names(conn))
-            query = _COUNTS[id(services)] = select(*(
-                select(func.count()).select_from(t).scalar_subquery().label(t.name)
-                for t in metadata.sorted_tables if t.name in names
-            ))
+            query = _COUNTS[id(services)] = select(
+                *(
+                    select(func.count()).select_from(t).scalar_subquery().label(t.name)
+                    for t in metadata.sorted_tables
+                    if t.name in names
+                )
+            )
         return dict(conn.execute(query).one()._mapping)
 
 
 def slate_route(method: str, path: str) -> bool:
     return method != "GET" and path.startswith(
-        ("/v1/slates", "/v1/local", "/ui/slates", "/ui/ladders"))
+        ("/v1/slates", "/v1/local", "/ui/slates", "/ui/ladders")
+    )
 
 
 def snapshot(client: TestClient, services: Services, method: str, path: str) -> dict[str, Any]:
@@ -278,8 +282,12 @@ def send(
             form.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()})
         # Encoded by hand: a lone surrogate becomes invalid UTF-8, a case worth sending too.
         encoded = urlencode(form, encoding="utf-8", errors="surrogatepass").encode()
-        return client.request(method, url, content=encoded,
-                              headers={"content-type": "application/x-www-form-urlencoded"})
+        return client.request(
+            method,
+            url,
+            content=encoded,
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
     if raw is not None:
         return client.request(method, url, content=raw, headers=headers)
     if body is ...:
@@ -305,12 +313,16 @@ def deterministic_cases(app: FastAPI, spec: dict[str, Any]) -> Iterator[tuple[st
         schema = body_schema(spec, method, path)
         if "{" in path:
             for value in NASTY_PATH:
-                yield f"{method} {path} path={value[:20]}", {
-                    "method": method, "path": fill_path(path, value), "body": {}}
+                yield (
+                    f"{method} {path} path={value[:20]}",
+                    {"method": method, "path": fill_path(path, value), "body": {}},
+                )
         for name in query_params(spec, method, path):
             for value in NASTY_QUERY:
-                yield f"{method} {path} ?{name}={value[:20]}", {
-                    "method": method, "path": good, "query": f"{name}={quote(value, safe='%')}"}
+                yield (
+                    f"{method} {path} ?{name}={value[:20]}",
+                    {"method": method, "path": good, "query": f"{name}={quote(value, safe='%')}"},
+                )
         if method == "GET":
             continue
         for raw in RAW_BODIES:
@@ -322,8 +334,14 @@ def deterministic_cases(app: FastAPI, spec: dict[str, Any]) -> Iterator[tuple[st
         # A form field is always text: wrong JSON types mean nothing there, nasty text does.
         values = WRONG_VALUES if schema else NASTY_STRINGS
         yield f"{method} {path} missing all", {"method": method, "path": good, "body": {}}
-        yield f"{method} {path} extra", {
-            "method": method, "path": good, "body": {**base, "unexpected_field": 1, "\ud800": "x"}}
+        yield (
+            f"{method} {path} extra",
+            {
+                "method": method,
+                "path": good,
+                "body": {**base, "unexpected_field": 1, "\ud800": "x"},
+            },
+        )
         for field in props:
             missing = {k: v for k, v in base.items() if k != field}
             yield f"{method} {path} -{field}", {"method": method, "path": good, "body": missing}
@@ -351,7 +369,8 @@ def test_nasty_table_never_500_and_writes_nothing(nasty_client: Any) -> None:
             before = after
             continue
         changed = {
-            k: (before.get(k), v) for k, v in after.items()
+            k: (before.get(k), v)
+            for k, v in after.items()
             if before.get(k) != v and not (k[0] == "_" and (v is None or before.get(k) is None))
         }
         if 400 <= response.status_code < 500 and changed:
@@ -363,14 +382,22 @@ def test_nasty_table_never_500_and_writes_nothing(nasty_client: Any) -> None:
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_lone_surrogate_is_refused_but_a_surrogate_pair_is_text(nasty_client: Any) -> None:
     client, services = nasty_client
-    episode = {"subject_id": "no500-pair", "source": "test", "type": "note",
-               "payload": {"text": "climb 🧗"}}
+    episode = {
+        "subject_id": "no500-pair",
+        "source": "test",
+        "type": "note",
+        "payload": {"text": "climb 🧗"},
+    }
     # json.dumps escapes the emoji as the pair "\ud83e\uddd7": that is valid text.
     ok = send(client, "POST", "/v1/episodes", body=episode)
     assert ok.status_code in (200, 201), ok.text
     counts = row_counts(services)
-    bad = send(client, "POST", "/v1/episodes",
-               body={**episode, "subject_id": "no500-lone", "payload": {"text": "a\ud800"}})
+    bad = send(
+        client,
+        "POST",
+        "/v1/episodes",
+        body={**episode, "subject_id": "no500-lone", "payload": {"text": "a\ud800"}},
+    )
     assert bad.status_code == 422
     assert bad.json()["error"]["code"] == "invalid_text"
     assert row_counts(services) == counts
@@ -387,10 +414,14 @@ def test_hypothesis_never_500(nasty_client: Any) -> None:
     routes = endpoints(app)
 
     json_values = st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False)
         | st.text(max_size=50),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
-                                                                     max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+        ),
         max_leaves=12,
     )
     segment = st.text(min_size=1, max_size=40).map(qs)
@@ -415,8 +446,9 @@ def test_hypothesis_never_500(nasty_client: Any) -> None:
             body = draw(st.dictionaries(keys, json_values, max_size=6) | json_values)
         return method, path, body, query
 
-    @settings(max_examples=400, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(request_case())
     def run(case: tuple[str, str, Any, str]) -> None:
         method, path, body, query = case

@@ -85,7 +85,8 @@ class World:
     def _check(self, method: str, url: str, sent: str, r: Response) -> None:
         path = urlsplit(url).path
         assert method == self.route[0] and path_regex(self.route[1]).match(path), (
-            f"probe of {self.route} called {method} {path}")
+            f"probe of {self.route} called {method} {path}"
+        )
         self.hits.add(self.route)
         secrets_ = self.markers + [v for v in self.ids.values() if v not in sent]
         leaked = [s for s in secrets_ if s in r.text]
@@ -96,8 +97,9 @@ class World:
         headers = {"X-API-Key": self.b_key, **kw.pop("headers", {})}
         sent = f"{url} {kw!r} {headers!r}"
         if self.route not in TENANT_SCOPED_EXEMPT:
-            spoof = self.client.request(method, url, headers={**headers,
-                                        "X-Tenant-ID": "tenant-a"}, **kw)
+            spoof = self.client.request(
+                method, url, headers={**headers, "X-Tenant-ID": "tenant-a"}, **kw
+            )
             assert spoof.status_code == 403, (method, url, spoof.text[:300])
             assert spoof.json()["error"]["code"] == "tenant_mismatch"
         r = self.client.request(method, url, headers=headers, **kw)
@@ -127,66 +129,141 @@ def code(r: Response) -> str:
 def seed(w: World, services: Services) -> None:
     """Tenant A writes one of everything; ids of what it made go to ``w.ids``."""
     m = w.markers
-    ep = a_call(w, "POST", "/v1/episodes", 201, json={
-        "subject_id": SUBJ_A, "source": "chat", "type": "note", "idempotency_key": "idem-1",
-        "session_id": "sess-a", "payload": {"text": f"episode {m[0]}"}})
+    ep = a_call(
+        w,
+        "POST",
+        "/v1/episodes",
+        201,
+        json={
+            "subject_id": SUBJ_A,
+            "source": "chat",
+            "type": "note",
+            "idempotency_key": "idem-1",
+            "session_id": "sess-a",
+            "payload": {"text": f"episode {m[0]}"},
+        },
+    )
     w.ids["episode"] = ep["id"]
     turns = [f"Hi, my name is {m[1]} Quill.", f"I work at {m[2]} in Oslo."]
     for subject in (SUBJ_A, SUBJ_SHARED):
-        batch = a_call(w, "POST", "/v1/episodes/batch", 201, json={"episodes": [
-            {"subject_id": subject, "source": "chat", "type": "conversation.turn",
-             "session_id": "sess-a", "idempotency_key": f"batch-{i}",
-             "payload": {"messages": [{"role": "user", "content": t}]}}
-            for i, t in enumerate(turns)]})
+        batch = a_call(
+            w,
+            "POST",
+            "/v1/episodes/batch",
+            201,
+            json={
+                "episodes": [
+                    {
+                        "subject_id": subject,
+                        "source": "chat",
+                        "type": "conversation.turn",
+                        "session_id": "sess-a",
+                        "idempotency_key": f"batch-{i}",
+                        "payload": {"messages": [{"role": "user", "content": t}]},
+                    }
+                    for i, t in enumerate(turns)
+                ]
+            },
+        )
         for i, e in enumerate(batch["episodes"]):
             w.ids[f"batch-{subject}-{i}"] = e["id"]
         compiled = a_call(w, "POST", "/v1/memories/compile", json={"subject_id": subject})
         assert compiled["memories_created"] > 0
         for i, mem in enumerate(compiled["memories"]):
             w.ids[f"memory-{subject}-{i}"] = mem["id"]
-    applied = a_call(w, "POST", "/v1/memory-templates/user-preference/apply", 201, json={
-        "subject_id": SUBJ_A, "idempotency_key": "tpl-1",
-        "values": {"subject": "drinks", "preference": f"A prefers {m[3]} tea."}})
+    applied = a_call(
+        w,
+        "POST",
+        "/v1/memory-templates/user-preference/apply",
+        201,
+        json={
+            "subject_id": SUBJ_A,
+            "idempotency_key": "tpl-1",
+            "values": {"subject": "drinks", "preference": f"A prefers {m[3]} tea."},
+        },
+    )
     w.ids["template_episode"] = applied["id"]
-    a_call(w, "POST", "/v1/episodes", 201, json={
-        "subject_id": SUBJ_A, "source": "chat", "type": "note", "payload": {"text": "later"}})
-    job = a_call(w, "POST", "/v1/memories/compile", 202,
-                 json={"subject_id": SUBJ_A, "async": True})
+    a_call(
+        w,
+        "POST",
+        "/v1/episodes",
+        201,
+        json={"subject_id": SUBJ_A, "source": "chat", "type": "note", "payload": {"text": "later"}},
+    )
+    job = a_call(w, "POST", "/v1/memories/compile", 202, json={"subject_id": SUBJ_A, "async": True})
     w.ids["job"] = job["job_id"]
     deadline = time.monotonic() + 10  # finish it now, so A's snapshot cannot change later
     while a_call(w, "GET", f"/v1/memories/compile/{job['job_id']}")["status"] not in (
-            "succeeded", "failed", "done", "completed"):
+        "succeeded",
+        "failed",
+        "done",
+        "completed",
+    ):
         assert time.monotonic() < deadline, "the compile job did not finish"
         if not work_once(services):
             time.sleep(0.02)
-    turn = a_call(w, "POST", "/v1/scopes/turns", 201, json={
-        "scope": SCOPE, "conversation_id": "conv-a", "idempotency_key": "turn-1",
-        "messages": [{"role": "user", "content": f"turn {m[4]}"}]})
+    turn = a_call(
+        w,
+        "POST",
+        "/v1/scopes/turns",
+        201,
+        json={
+            "scope": SCOPE,
+            "conversation_id": "conv-a",
+            "idempotency_key": "turn-1",
+            "messages": [{"role": "user", "content": f"turn {m[4]}"}],
+        },
+    )
     w.ids["turn_episode"] = turn["episode_id"]
     compiled = a_call(w, "POST", "/v1/scopes/compile", json={"scope": SCOPE})
     assert compiled["memories_created"] >= 1  # the turn is recallable as a memory too
-    doc = a_call(w, "POST", "/v1/scopes/documents", 201, json={
-        "scope": SCOPE, "dataset_id": "ds-a", "document_id": "doc-1",
-        "content": f"Handbook: the vault code is {m[5]}."})
+    doc = a_call(
+        w,
+        "POST",
+        "/v1/scopes/documents",
+        201,
+        json={
+            "scope": SCOPE,
+            "dataset_id": "ds-a",
+            "document_id": "doc-1",
+            "content": f"Handbook: the vault code is {m[5]}.",
+        },
+    )
     w.ids["document"] = doc["id"]
-    a_call(w, "POST", "/v1/slates/memory-ladder/Memory/facts/core.md",
-           json={"content": f"fact {m[6]}"})
-    a_call(w, "POST", "/v1/slates/web-notes/Profile/prefs/likes.md", params={"user_id": "ana"},
-           json={"content": f"likes {m[7]}"})
+    a_call(
+        w, "POST", "/v1/slates/memory-ladder/Memory/facts/core.md", json={"content": f"fact {m[6]}"}
+    )
+    a_call(
+        w,
+        "POST",
+        "/v1/slates/web-notes/Profile/prefs/likes.md",
+        params={"user_id": "ana"},
+        json={"content": f"likes {m[7]}"},
+    )
     for i in range(3):  # tokenLimit 30, FIFO: the first notes are evicted (recorded)
-        a_call(w, "POST", "/v1/slates/web-notes/Notes/inbox/notes.md",
-               json={"content": f"note {i} {m[8]} " + "word " * 8})
-    r = w.client.post("/v1/local/memory-ladder/chat/completions", headers={
-        **w.a, "Idempotency-Key": "run-a-1"}, json={"messages": [
-            {"role": "user", "content": f"What is the capital of France? {m[9]}"}]})
+        a_call(
+            w,
+            "POST",
+            "/v1/slates/web-notes/Notes/inbox/notes.md",
+            json={"content": f"note {i} {m[8]} " + "word " * 8},
+        )
+    r = w.client.post(
+        "/v1/local/memory-ladder/chat/completions",
+        headers={**w.a, "Idempotency-Key": "run-a-1"},
+        json={"messages": [{"role": "user", "content": f"What is the capital of France? {m[9]}"}]},
+    )
     assert r.status_code == 200, r.text
-    r = w.client.post("/v1/local/assistant/chat/completions", headers={
-        **w.a, "Idempotency-Key": "run-a-teal", "X-Conversation-ID": "demo"},
-        json={"messages": [{"role": "user", "content": f"My favourite colour is teal. {m[10]}"}]})
+    r = w.client.post(
+        "/v1/local/assistant/chat/completions",
+        headers={**w.a, "Idempotency-Key": "run-a-teal", "X-Conversation-ID": "demo"},
+        json={"messages": [{"role": "user", "content": f"My favourite colour is teal. {m[10]}"}]},
+    )
     assert r.status_code == 200, r.text
-    r = w.client.post("/v1/local/assistant/chat/completions", headers={
-        **w.a, "X-Conversation-ID": "demo"},
-        json={"messages": [{"role": "user", "content": "What is my favourite colour?"}]})
+    r = w.client.post(
+        "/v1/local/assistant/chat/completions",
+        headers={**w.a, "X-Conversation-ID": "demo"},
+        json={"messages": [{"role": "user", "content": "What is my favourite colour?"}]},
+    )
     assert "teal" in r.json()["choices"][0]["message"]["content"]  # A's memory works for A
 
 
@@ -194,17 +271,34 @@ def snapshot(w: World) -> dict[str, Any]:
     """Everything A can read of its data (reads that never count as a slate use)."""
     s: dict[str, Any] = {}
     for subject in (SUBJ_A, SUBJ_SHARED):
-        s[f"timeline-{subject}"] = a_call(w, "GET", "/v1/timeline", params={
-            "subject_id": subject, "limit": 1000})
-        s[f"search-{subject}"] = a_call(w, "GET", "/v1/memories/search", params={
-            "subject_id": subject, "q": w.markers[1], "include_superseded": True})
-        s[f"context-{subject}"] = a_call(w, "POST", "/v1/context", json={
-            "subject_id": subject, "task": f"Who is {w.markers[1]}?"})
+        s[f"timeline-{subject}"] = a_call(
+            w, "GET", "/v1/timeline", params={"subject_id": subject, "limit": 1000}
+        )
+        s[f"search-{subject}"] = a_call(
+            w,
+            "GET",
+            "/v1/memories/search",
+            params={"subject_id": subject, "q": w.markers[1], "include_superseded": True},
+        )
+        s[f"context-{subject}"] = a_call(
+            w,
+            "POST",
+            "/v1/context",
+            json={"subject_id": subject, "task": f"Who is {w.markers[1]}?"},
+        )
     s["subjects"] = a_call(w, "GET", "/v1/subjects")
     s["job"] = a_call(w, "GET", f"/v1/memories/compile/{w.ids['job']}")
-    s["scope"] = a_call(w, "POST", "/v1/scopes/context", json={
-        "scope": SCOPE, "conversation_id": "conv-a", "query": "vault code",
-        "dataset_ids": ["ds-a"]})
+    s["scope"] = a_call(
+        w,
+        "POST",
+        "/v1/scopes/context",
+        json={
+            "scope": SCOPE,
+            "conversation_id": "conv-a",
+            "query": "vault code",
+            "dataset_ids": ["ds-a"],
+        },
+    )
     s["slates"] = a_call(w, "GET", "/v1/slates")
     for ladder, slate, folder, file, user in [
         ("memory-ladder", "Memory", "facts", "core.md", None),
@@ -213,8 +307,9 @@ def snapshot(w: World) -> dict[str, Any]:
     ]:
         params = {"user_id": user} if user else {}
         base = f"/v1/slates/{ladder}/{slate}"
-        s[f"{base}/{folder}/{file}"] = a_call(w, "GET", f"{base}/{folder}/{file}",
-                                              params={**params, "peek": True})
+        s[f"{base}/{folder}/{file}"] = a_call(
+            w, "GET", f"{base}/{folder}/{file}", params={**params, "peek": True}
+        )
         s[f"{base}/tree"] = a_call(w, "GET", base, params=params)
         s[f"{base}/evictions"] = a_call(w, "GET", f"{base}/evictions", params=params)
     s["runs"] = a_call(w, "GET", "/v1/runs")
@@ -228,17 +323,38 @@ def _not_found(r: Response, error: str) -> None:
 
 
 def p_episode(w: World) -> None:
-    r = w.b("POST", "/v1/episodes", json={
-        "subject_id": SUBJ_SHARED, "source": "chat", "type": "note", "idempotency_key": "idem-1",
-        "session_id": "sess-a", "payload": {"text": "b's own"}})
+    r = w.b(
+        "POST",
+        "/v1/episodes",
+        json={
+            "subject_id": SUBJ_SHARED,
+            "source": "chat",
+            "type": "note",
+            "idempotency_key": "idem-1",
+            "session_id": "sess-a",
+            "payload": {"text": "b's own"},
+        },
+    )
     assert r.status_code == 201 and r.json()["payload"] == {"text": "b's own"}
 
 
 def p_batch(w: World) -> None:
-    r = w.b("POST", "/v1/episodes/batch", json={"episodes": [
-        {"subject_id": SUBJ_SHARED, "source": "chat", "type": "conversation.turn",
-         "idempotency_key": "batch-0", "session_id": "sess-a",
-         "payload": {"messages": [{"role": "user", "content": "I am B."}]}}]})
+    r = w.b(
+        "POST",
+        "/v1/episodes/batch",
+        json={
+            "episodes": [
+                {
+                    "subject_id": SUBJ_SHARED,
+                    "source": "chat",
+                    "type": "conversation.turn",
+                    "idempotency_key": "batch-0",
+                    "session_id": "sess-a",
+                    "payload": {"messages": [{"role": "user", "content": "I am B."}]},
+                }
+            ]
+        },
+    )
     assert r.status_code == 201 and r.json()["episodes_created"] == 1
 
 
@@ -275,9 +391,15 @@ def p_template(w: World) -> None:
 
 
 def p_template_apply(w: World) -> None:
-    r = w.b("POST", "/v1/memory-templates/user-preference/apply", json={
-        "subject_id": SUBJ_A, "idempotency_key": "tpl-1",
-        "values": {"subject": "drinks", "preference": "B prefers coffee."}})
+    r = w.b(
+        "POST",
+        "/v1/memory-templates/user-preference/apply",
+        json={
+            "subject_id": SUBJ_A,
+            "idempotency_key": "tpl-1",
+            "values": {"subject": "drinks", "preference": "B prefers coffee."},
+        },
+    )
     assert r.status_code == 201 and "B prefers coffee." in r.text
 
 
@@ -304,9 +426,11 @@ def _usage(tree: Any, inside: bool = False) -> list[int]:
 
 
 def p_slate_tree(w: World) -> None:
-    for url, params in [("/v1/slates/memory-ladder/Memory", {}),
-                        ("/v1/slates/web-notes/Profile", {"user_id": "ana"}),
-                        ("/v1/slates/web-notes/Notes", {"depth": 2})]:
+    for url, params in [
+        ("/v1/slates/memory-ladder/Memory", {}),
+        ("/v1/slates/web-notes/Profile", {"user_id": "ana"}),
+        ("/v1/slates/web-notes/Notes", {"depth": 2}),
+    ]:
         r = w.b("GET", url, params=params)
         assert r.status_code == 200, r.text
         if w.strict:
@@ -324,20 +448,26 @@ def p_folder(w: World) -> None:
         assert r.status_code == 200
         if w.strict:
             assert not any(_usage(r.json())), r.text
-    assert w.b("GET", "/v1/slates/web-notes/Profile/prefs",
-               params={"user_id": "ana"}).status_code == 200
+    assert (
+        w.b("GET", "/v1/slates/web-notes/Profile/prefs", params={"user_id": "ana"}).status_code
+        == 200
+    )
 
 
 def p_reset(w: World) -> None:
-    for url, params in [("/v1/slates/memory-ladder/Memory/facts/reset", {}),
-                        ("/v1/slates/web-notes/Profile/prefs/reset", {"user_id": "ana"})]:
+    for url, params in [
+        ("/v1/slates/memory-ladder/Memory/facts/reset", {}),
+        ("/v1/slates/web-notes/Profile/prefs/reset", {"user_id": "ana"}),
+    ]:
         assert w.b("POST", url, params=params).status_code == 200
 
 
 def p_read_file(w: World) -> None:
-    for url, params in [("/v1/slates/memory-ladder/Memory/facts/core.md", {}),
-                        ("/v1/slates/web-notes/Notes/inbox/notes.md", {}),
-                        ("/v1/slates/web-notes/Profile/prefs/likes.md", {"user_id": "ana"})]:
+    for url, params in [
+        ("/v1/slates/memory-ladder/Memory/facts/core.md", {}),
+        ("/v1/slates/web-notes/Notes/inbox/notes.md", {}),
+        ("/v1/slates/web-notes/Profile/prefs/likes.md", {"user_id": "ana"}),
+    ]:
         r = w.b("GET", url, params=params)
         assert r.status_code == 200
         if w.strict:
@@ -347,25 +477,33 @@ def p_read_file(w: World) -> None:
 
 
 def p_write_file(w: World) -> None:
-    for url, params in [("/v1/slates/memory-ladder/Memory/facts/core.md", {}),
-                        ("/v1/slates/web-notes/Profile/prefs/likes.md", {"user_id": "ana"})]:
+    for url, params in [
+        ("/v1/slates/memory-ladder/Memory/facts/core.md", {}),
+        ("/v1/slates/web-notes/Profile/prefs/likes.md", {"user_id": "ana"}),
+    ]:
         r = w.b("POST", url, params=params, json={"content": "b writes", "on": "overwrite"})
         assert r.status_code == 200, r.text
-    r = w.b("POST", "/v1/slates/memory-ladder/Memory/facts/core.md", json={
-        "content": '{"fact": "B learnt this."}', "field": "fact"})
+    r = w.b(
+        "POST",
+        "/v1/slates/memory-ladder/Memory/facts/core.md",
+        json={"content": '{"fact": "B learnt this."}', "field": "fact"},
+    )
     assert r.status_code == 200, r.text
 
 
 def p_delete_file(w: World) -> None:
-    for url, params in [("/v1/slates/web-notes/Notes/inbox/notes.md", {}),
-                        ("/v1/slates/web-notes/Profile/prefs/likes.md", {"user_id": "ana"})]:
+    for url, params in [
+        ("/v1/slates/web-notes/Notes/inbox/notes.md", {}),
+        ("/v1/slates/web-notes/Profile/prefs/likes.md", {"user_id": "ana"}),
+    ]:
         assert w.b("DELETE", url, params=params).status_code == 200
 
 
 def p_context(w: World) -> None:
     for subject in (SUBJ_A, SUBJ_SHARED):
-        r = w.b("POST", "/v1/context", json={"subject_id": subject,
-                                             "task": "What is the user's name?"})
+        r = w.b(
+            "POST", "/v1/context", json={"subject_id": subject, "task": "What is the user's name?"}
+        )
         assert r.status_code == 200
         if w.strict or subject == SUBJ_A:
             body = r.json()
@@ -373,38 +511,62 @@ def p_context(w: World) -> None:
 
 
 def p_scope_context(w: World) -> None:
-    r = w.b("POST", "/v1/scopes/context", json={
-        "scope": SCOPE, "conversation_id": "conv-a", "query": "vault code",
-        "dataset_ids": ["ds-a"], "render": {}})
+    r = w.b(
+        "POST",
+        "/v1/scopes/context",
+        json={
+            "scope": SCOPE,
+            "conversation_id": "conv-a",
+            "query": "vault code",
+            "dataset_ids": ["ds-a"],
+            "render": {},
+        },
+    )
     assert r.status_code == 200
     if w.strict:
         assert r.json()["items"] == []
 
 
 def p_turns(w: World) -> None:
-    r = w.b("POST", "/v1/scopes/turns", json={
-        "scope": SCOPE, "conversation_id": "conv-a", "idempotency_key": "turn-1",
-        "messages": [{"role": "user", "content": "b's turn"}]})
+    r = w.b(
+        "POST",
+        "/v1/scopes/turns",
+        json={
+            "scope": SCOPE,
+            "conversation_id": "conv-a",
+            "idempotency_key": "turn-1",
+            "messages": [{"role": "user", "content": "b's turn"}],
+        },
+    )
     assert r.status_code in (200, 201)
     assert r.json()["episode_id"] != w.ids["turn_episode"]
 
 
 def p_documents(w: World) -> None:
-    r = w.b("POST", "/v1/scopes/documents", json={
-        "scope": SCOPE, "dataset_id": "ds-a", "document_id": "doc-1", "content": "b's doc"})
+    r = w.b(
+        "POST",
+        "/v1/scopes/documents",
+        json={"scope": SCOPE, "dataset_id": "ds-a", "document_id": "doc-1", "content": "b's doc"},
+    )
     assert r.status_code in (200, 201) and r.json()["id"] != w.ids["document"]
 
 
 def p_chat(w: World) -> None:
     # A's run id as B's Idempotency-Key: a new run of B's, never a replay of A's.
-    r = w.b("POST", "/v1/local/memory-ladder/chat/completions",
-            headers={"Idempotency-Key": "run-a-1"},
-            json={"messages": [{"role": "user", "content": "What is the capital of France?"}]})
+    r = w.b(
+        "POST",
+        "/v1/local/memory-ladder/chat/completions",
+        headers={"Idempotency-Key": "run-a-1"},
+        json={"messages": [{"role": "user", "content": "What is the capital of France?"}]},
+    )
     assert r.status_code == 200, r.text
     # A's memory hook stored "teal" for this scope and conversation; B must not recall it.
-    r = w.b("POST", "/v1/local/assistant/chat/completions",
-            headers={"X-Conversation-ID": "demo"},
-            json={"messages": [{"role": "user", "content": "What is my favourite colour?"}]})
+    r = w.b(
+        "POST",
+        "/v1/local/assistant/chat/completions",
+        headers={"X-Conversation-ID": "demo"},
+        json={"messages": [{"role": "user", "content": "What is my favourite colour?"}]},
+    )
     assert r.status_code == 200 and "teal" not in r.text, r.text
 
 
@@ -450,8 +612,11 @@ def p_job(w: World) -> None:
 
 def p_search(w: World) -> None:
     for subject in (SUBJ_A, SUBJ_SHARED):
-        r = w.b("GET", "/v1/memories/search", params={
-            "subject_id": subject, "q": "Quill", "include_superseded": True})
+        r = w.b(
+            "GET",
+            "/v1/memories/search",
+            params={"subject_id": subject, "q": "Quill", "include_superseded": True},
+        )
         assert r.status_code == 200 and r.json()["memories"] == []
 
 
@@ -561,8 +726,11 @@ def u_template(w: World) -> None:
 
 
 def u_template_apply(w: World) -> None:
-    r = w.ui("POST", "/ui/templates/user-preference", data={
-        "subject_id": SUBJ_A, "field.subject": "drinks", "field.preference": "B likes milk."})
+    r = w.ui(
+        "POST",
+        "/ui/templates/user-preference",
+        data={"subject_id": SUBJ_A, "field.subject": "drinks", "field.preference": "B likes milk."},
+    )
     assert r.status_code == 201, r.text[:300]
 
 
@@ -577,8 +745,11 @@ def u_slate(w: World) -> None:
 
 
 def u_slate_write(w: World) -> None:
-    r = w.ui("POST", "/ui/slates/web-notes/Profile/write", data={
-        "folder": "prefs", "file": "likes.md", "content": "B's like", "user_id": "ana"})
+    r = w.ui(
+        "POST",
+        "/ui/slates/web-notes/Profile/write",
+        data={"folder": "prefs", "file": "likes.md", "content": "B's like", "user_id": "ana"},
+    )
     assert r.status_code == 303, r.text[:300]
 
 
@@ -600,8 +771,15 @@ def u_validate(w: World) -> None:
 
 
 def u_chat(w: World) -> None:
-    r = w.ui("POST", "/ui/ladders/assistant/chat", data={
-        "message": "What is my favourite colour?", "history": "[]", "conversation_id": "demo"})
+    r = w.ui(
+        "POST",
+        "/ui/ladders/assistant/chat",
+        data={
+            "message": "What is my favourite colour?",
+            "history": "[]",
+            "conversation_id": "demo",
+        },
+    )
     assert r.status_code == 200 and "teal" not in r.text
 
 
@@ -665,8 +843,7 @@ def sign_in(w: World) -> None:
     found = re.search(r'name="csrf" value="([^"]+)"', page)
     assert found
     w.csrf = found.group(1)
-    r = w.web.post("/ui/login", data={"csrf": w.csrf, "api_key": w.b_key,
-                                      "next": "/ui/subjects"})
+    r = w.web.post("/ui/login", data={"csrf": w.csrf, "api_key": w.b_key, "next": "/ui/subjects"})
     assert r.status_code == 303 and r.headers["location"] == "/ui/subjects"
 
 
@@ -681,9 +858,7 @@ def ladders_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def world(
-    backend: str, backend_services: Services, backend_client: TestClient
-) -> Iterator[World]:
+def world(backend: str, backend_services: Services, backend_client: TestClient) -> Iterator[World]:
     key_a, _ = backend_services.store.keys.create("tenant-a")
     key_b, _ = backend_services.store.keys.create("tenant-b")
     markers = [f"mk{i}x{secrets.token_hex(5)}" for i in range(11)]
@@ -697,8 +872,10 @@ def test_every_route_has_an_isolation_probe(backend_services: Services) -> None:
     routes = route_table(create_app(services=backend_services))
     api = {r for r in routes if r[1].startswith("/v1")}
     ui = {r for r in routes if r[1] == "/ui" or r[1].startswith("/ui/")}
-    assert api == set(API_PROBES), {"missing": api - set(API_PROBES),
-                                    "stale": set(API_PROBES) - api}
+    assert api == set(API_PROBES), {
+        "missing": api - set(API_PROBES),
+        "stale": set(API_PROBES) - api,
+    }
     assert ui == set(UI_PROBES), {"missing": ui - set(UI_PROBES), "stale": set(UI_PROBES) - ui}
 
 
@@ -727,24 +904,38 @@ def test_tenant_b_never_sees_or_changes_tenant_a(world: World) -> None:
 
 
 def _score(client: TestClient, key: str) -> float:
-    r = client.get("/v1/memories/search", headers={"X-API-Key": key},
-                   params={"subject_id": "scored", "q": "Globex"})
+    r = client.get(
+        "/v1/memories/search",
+        headers={"X-API-Key": key},
+        params={"subject_id": "scored", "q": "Globex"},
+    )
     assert r.status_code == 200 and r.json()["memories"], r.text
     return float(r.json()["memories"][0]["score"])
 
 
 def _learn(client: TestClient, key: str, texts: list[str]) -> None:
-    episodes = [{"subject_id": "scored", "source": "chat", "type": "conversation.turn",
-                 "payload": {"messages": [{"role": "user", "content": t}]}} for t in texts]
+    episodes = [
+        {
+            "subject_id": "scored",
+            "source": "chat",
+            "type": "conversation.turn",
+            "payload": {"messages": [{"role": "user", "content": t}]},
+        }
+        for t in texts
+    ]
     h = {"X-API-Key": key}
-    assert client.post("/v1/episodes/batch", headers=h,
-                       json={"episodes": episodes}).status_code == 201
-    assert client.post("/v1/memories/compile", headers=h,
-                       json={"subject_id": "scored"}).status_code == 200
+    assert (
+        client.post("/v1/episodes/batch", headers=h, json={"episodes": episodes}).status_code == 201
+    )
+    assert (
+        client.post("/v1/memories/compile", headers=h, json={"subject_id": "scored"}).status_code
+        == 200
+    )
 
 
 def test_other_tenants_writes_do_not_move_search_scores(
-    backend_client: TestClient, two_tenants: dict[str, str],
+    backend_client: TestClient,
+    two_tenants: dict[str, str],
 ) -> None:
     """Another tenant's writes must not move a tenant's search scores (else B's own scores
     tell B whether a word occurs in A's data). PostgreSQL's ``ts_rank`` reads no corpus
@@ -752,33 +943,51 @@ def test_other_tenants_writes_do_not_move_search_scores(
     BM25 takes them from the whole table."""
     _learn(backend_client, two_tenants["a"], ["I work at Globex in Oslo."])
     before = _score(backend_client, two_tenants["a"])
-    _learn(backend_client, two_tenants["b"],
-           [f"Globex note {i}: I work at Globex in Bergen." for i in range(8)])
+    _learn(
+        backend_client,
+        two_tenants["b"],
+        [f"Globex note {i}: I work at Globex in Bergen." for i in range(8)],
+    )
     assert _score(backend_client, two_tenants["a"]) == before
 
 
 def _chunk_score(client: TestClient, key: str) -> float:
-    r = client.post("/v1/scopes/context", headers={"X-API-Key": key}, json={
-        "scope": {"runtime_id": "rt"}, "query": "Globex offices", "dataset_ids": ["kb"]})
+    r = client.post(
+        "/v1/scopes/context",
+        headers={"X-API-Key": key},
+        json={"scope": {"runtime_id": "rt"}, "query": "Globex offices", "dataset_ids": ["kb"]},
+    )
     assert r.status_code == 200, r.text
     (item,) = [i for i in r.json()["items"] if i["provenance"][0]["type"] == "chunk"]
     return float(item["score"])
 
 
 def _document(client: TestClient, key: str, document_id: str, content: str) -> None:
-    r = client.post("/v1/scopes/documents", headers={"X-API-Key": key}, json={
-        "scope": {"runtime_id": "rt"}, "dataset_id": "kb", "document_id": document_id,
-        "content": content})
+    r = client.post(
+        "/v1/scopes/documents",
+        headers={"X-API-Key": key},
+        json={
+            "scope": {"runtime_id": "rt"},
+            "dataset_id": "kb",
+            "document_id": document_id,
+            "content": content,
+        },
+    )
     assert r.status_code == 201, r.text
 
 
 def test_other_tenants_documents_do_not_move_chunk_scores(
-    backend_client: TestClient, two_tenants: dict[str, str],
+    backend_client: TestClient,
+    two_tenants: dict[str, str],
 ) -> None:
     """The same for document chunks in the context's chunk lane."""
     _document(backend_client, two_tenants["a"], "d1", "Globex has offices in Oslo and Rome.")
     before = _chunk_score(backend_client, two_tenants["a"])
     for i in range(8):
-        _document(backend_client, two_tenants["b"], f"d{i}",
-                  f"Globex memo {i}: Globex offices, Globex staff, Globex plans.")
+        _document(
+            backend_client,
+            two_tenants["b"],
+            f"d{i}",
+            f"Globex memo {i}: Globex offices, Globex staff, Globex plans.",
+        )
     assert _chunk_score(backend_client, two_tenants["a"]) == before

@@ -16,13 +16,18 @@ def _write(tmp_path: Path) -> Path:
     sample = {
         "sample_id": "conv-x",
         "conversation": {
-            "speaker_a": "Ann", "speaker_b": "Ben",
+            "speaker_a": "Ann",
+            "speaker_b": "Ben",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex!"},
                 {"speaker": "Ben", "dia_id": "D1:2", "text": "Congrats! What breed is he?"},
-                {"speaker": "Ann", "dia_id": "D1:3", "text": "A beagle.",
-                 "blip_caption": "a photo of a small dog"},
+                {
+                    "speaker": "Ann",
+                    "dia_id": "D1:3",
+                    "text": "A beagle.",
+                    "blip_caption": "a photo of a small dog",
+                },
             ],
             "session_2_date_time": "10:00 am on 20 June, 2023",
             "session_2": [
@@ -31,12 +36,24 @@ def _write(tmp_path: Path) -> Path:
             ],
         },
         "qa": [
-            {"question": "What is the name of Ann's puppy?", "answer": "Rex",
-             "evidence": ["D1:1"], "category": 1},
-            {"question": "Where did Ben run a marathon?", "answer": "Oslo",
-             "evidence": ["D2:1"], "category": 2},
-            {"question": "What did Ann adopt in Oslo?", "adversarial_answer": "x",
-             "evidence": ["D1:1"], "category": 5},
+            {
+                "question": "What is the name of Ann's puppy?",
+                "answer": "Rex",
+                "evidence": ["D1:1"],
+                "category": 1,
+            },
+            {
+                "question": "Where did Ben run a marathon?",
+                "answer": "Oslo",
+                "evidence": ["D2:1"],
+                "category": 2,
+            },
+            {
+                "question": "What did Ann adopt in Oslo?",
+                "adversarial_answer": "x",
+                "evidence": ["D1:1"],
+                "category": 5,
+            },
         ],
     }
     path = tmp_path / "tiny.json"
@@ -57,8 +74,7 @@ def test_run_scores_only_non_adversarial_questions(tmp_path: Path) -> None:
     assert report.recall_at["10"] == 1.0
     values = list(report.budget_recall.values())
     assert values == sorted(values) and values[-1] == 1.0
-    assert set(report.to_json()) == {"questions", "budget_recall", "recall_at", "p50_ms",
-                                     "p95_ms"}
+    assert set(report.to_json()) == {"questions", "budget_recall", "recall_at", "p50_ms", "p95_ms"}
 
 
 def test_budget_counts_whole_memories(tmp_path: Path) -> None:
@@ -72,9 +88,13 @@ def test_budget_counts_whole_memories(tmp_path: Path) -> None:
 
 
 def test_cli_json(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(_write(tmp_path)),
-                                      "--json"])
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(_write(tmp_path)), "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["questions"] == 2 and set(out["budget_recall"]) == {"250", "500", "1000", "2000",
-                                                                   "4000"}
+    assert out["questions"] == 2 and set(out["budget_recall"]) == {
+        "250",
+        "500",
+        "1000",
+        "2000",
+        "4000",
+    }

@@ -18,7 +18,8 @@ def test_memories_bench_with_other_tenants(tmp_path: Path) -> None:
         row = measure(store, memories=300, queries=10, embedder=None, tenants=4)
         with store.db.read() as conn:
             registered = conn.exec_driver_sql(
-                "SELECT count(*) FROM fts_tenants WHERE base = 'memories'").scalar_one()
+                "SELECT count(*) FROM fts_tenants WHERE base = 'memories'"
+            ).scalar_one()
     finally:
         store.close()
     assert registered == 4  # the bench tenant and three others, each with its own index
@@ -52,8 +53,9 @@ def test_memories_bench_runs_on_both_backends(capsys: pytest.CaptureFixture[str]
     from cairn.bench.memories import run
     from tests.conftest import PG_ADMIN_URL
 
-    rows = run(memories=200, queries=5, embedder=None, backends=("sqlite", "postgres"),
-               pg_url=PG_ADMIN_URL)
+    rows = run(
+        memories=200, queries=5, embedder=None, backends=("sqlite", "postgres"), pg_url=PG_ADMIN_URL
+    )
     assert [r["backend"] for r in rows] == ["sqlite", "postgres"]
     assert all(r["memories"] >= 200 and r["lexical_p50"] > 0 for r in rows)
     assert "postgres" in capsys.readouterr().out

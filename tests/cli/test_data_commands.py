@@ -22,12 +22,21 @@ from tests.conftest import make_settings
 runner = CliRunner()
 
 EPISODES = [
-    {"subject_id": "user-1", "source": "chat", "type": "message", "session_id": "s1",
-     "payload": {"role": "user", "text": "I prefer green tea in the morning"}},
-    {"subject_id": "user-1", "source": "chat", "type": "message", "session_id": "s1",
-     "payload": {"role": "user", "text": "My sister Maya lives in Porto"}},
-    {"subject_id": "user-2", "source": "chat", "type": "message",
-     "payload": {"text": "hello"}},
+    {
+        "subject_id": "user-1",
+        "source": "chat",
+        "type": "message",
+        "session_id": "s1",
+        "payload": {"role": "user", "text": "I prefer green tea in the morning"},
+    },
+    {
+        "subject_id": "user-1",
+        "source": "chat",
+        "type": "message",
+        "session_id": "s1",
+        "payload": {"role": "user", "text": "My sister Maya lives in Porto"},
+    },
+    {"subject_id": "user-2", "source": "chat", "type": "message", "payload": {"text": "hello"}},
 ]
 
 
@@ -59,8 +68,9 @@ def test_ingest_jsonl_summary_and_rerun_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_ingest_rejects_a_bad_file_and_writes_nothing(tmp_path: Path) -> None:
-    src = write_jsonl(tmp_path / "bad.jsonl", [EPISODES[0], "{not json",
-                                               {**EPISODES[1], "subject_id": "bad id"}])
+    src = write_jsonl(
+        tmp_path / "bad.jsonl", [EPISODES[0], "{not json", {**EPISODES[1], "subject_id": "bad id"}]
+    )
     result = run(tmp_path, "ingest", str(src))
     assert result.exit_code == 1
     assert "line 2" in result.stderr and "line 3" in result.stderr
@@ -76,7 +86,8 @@ def locomo_file(path: Path) -> Path:
     sample = {
         "sample_id": "conv-1",
         "conversation": {
-            "speaker_a": "Caroline", "speaker_b": "Melanie",
+            "speaker_a": "Caroline",
+            "speaker_b": "Melanie",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group."},
@@ -113,15 +124,26 @@ def test_ingest_locomo_then_compile_search_and_timeline(tmp_path: Path) -> None:
 
 def test_ingest_chat_export(tmp_path: Path) -> None:
     src = tmp_path / "chats.jsonl"
-    write_jsonl(src, [{"id": "c1", "messages": [
-        {"role": "user", "content": "Book me a table for two"},
-        {"role": "assistant", "content": "Done, 8pm at Lupa."}]}])
+    write_jsonl(
+        src,
+        [
+            {
+                "id": "c1",
+                "messages": [
+                    {"role": "user", "content": "Book me a table for two"},
+                    {"role": "assistant", "content": "Done, 8pm at Lupa."},
+                ],
+            }
+        ],
+    )
     result = run(tmp_path, "ingest", str(src), "--subject", "user-7", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["format"] == "chat"
     timeline = json.loads(run(tmp_path, "timeline", "user-7", "--json").stdout)
     assert [e["payload"]["messages"][0]["role"] for e in timeline["episodes"]] == [
-        "user", "assistant"]
+        "user",
+        "assistant",
+    ]
     no_subject = run(tmp_path, "ingest", str(src), "--json")
     assert no_subject.exit_code == 1
 
@@ -130,8 +152,10 @@ def test_timeline_context_and_subjects(tmp_path: Path) -> None:
     run(tmp_path, "ingest", str(write_jsonl(tmp_path / "e.jsonl", EPISODES)))
     pretty = run(tmp_path, "timeline", "user-1")
     assert pretty.exit_code == 0 and "green tea" in pretty.stdout
-    markup = write_jsonl(tmp_path / "m.jsonl", [{**EPISODES[2], "subject_id": "user-3",
-                                                  "payload": {"text": "[bold]not markup[/bold]"}}])
+    markup = write_jsonl(
+        tmp_path / "m.jsonl",
+        [{**EPISODES[2], "subject_id": "user-3", "payload": {"text": "[bold]not markup[/bold]"}}],
+    )
     run(tmp_path, "ingest", str(markup))
     shown = run(tmp_path, "timeline", "user-3")
     # Stored text is shown as it is, never read as Rich markup.
@@ -140,8 +164,19 @@ def test_timeline_context_and_subjects(tmp_path: Path) -> None:
     assert bad.exit_code == 1 and "validation_error" in bad.stderr
     bad_json = run(tmp_path, "timeline", "bad id", "--json")
     assert json.loads(bad_json.stderr)["error"]["code"] == "validation_error"
-    ctx = json.loads(run(tmp_path, "context", "user-1", "what does the user drink?",
-                         "--session", "s1", "--max-tokens", "300", "--json").stdout)
+    ctx = json.loads(
+        run(
+            tmp_path,
+            "context",
+            "user-1",
+            "what does the user drink?",
+            "--session",
+            "s1",
+            "--max-tokens",
+            "300",
+            "--json",
+        ).stdout
+    )
     assert "green tea" in ctx["assembled_context"] and ctx["token_estimate"] <= 300
     text = run(tmp_path, "context", "user-1", "drink", "--session", "s1", "--text")
     assert text.stdout.startswith("<recalled-memory>")
@@ -187,8 +222,10 @@ def test_an_invalid_ladder_file_is_a_config_error(tmp_path: Path) -> None:
     assert "configuration error" in result.stderr
 
 
-@pytest.mark.parametrize("command", ["ingest", "timeline", "search", "context", "subjects list",
-                                     "subjects delete", "mcp"])
+@pytest.mark.parametrize(
+    "command",
+    ["ingest", "timeline", "search", "context", "subjects list", "subjects delete", "mcp"],
+)
 def test_every_command_has_help_with_an_example(command: str) -> None:
     result = runner.invoke(app, [*command.split(), "--help"])
     assert result.exit_code == 0
@@ -199,12 +236,14 @@ def test_ingest_and_timeline_in_a_real_process(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "e.jsonl", EPISODES)
     env = env_for(tmp_path)
     cmd = [sys.executable, "-m", "cairn.cli.main"]
-    done = subprocess.run([*cmd, "ingest", str(src), "--json"], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [*cmd, "ingest", str(src), "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["created"] == 3
-    shown = subprocess.run([*cmd, "timeline", "user-1", "--json"], env=env, capture_output=True,
-                           text=True, timeout=120)
+    shown = subprocess.run(
+        [*cmd, "timeline", "user-1", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert shown.returncode == 0
     assert len(json.loads(shown.stdout)["episodes"]) == 2
     assert run(tmp_path, "ingest", str(tmp_path / "nope.jsonl")).exit_code == 2
@@ -212,13 +251,21 @@ def test_ingest_and_timeline_in_a_real_process(tmp_path: Path) -> None:
 
 def test_ingest_a_chatgpt_export_follows_the_current_thread(tmp_path: Path) -> None:
     def node(nid: str, parent: str | None, role: str | None, text: str, t: float) -> Any:
-        message = None if role is None else {
-            "author": {"role": role}, "create_time": t,
-            "content": {"content_type": "text", "parts": [text]}}
+        message = (
+            None
+            if role is None
+            else {
+                "author": {"role": role},
+                "create_time": t,
+                "content": {"content_type": "text", "parts": [text]},
+            }
+        )
         return {"id": nid, "parent": parent, "message": message, "children": []}
 
     conversation = {
-        "id": "conv-9", "title": "Trip", "current_node": "a2",
+        "id": "conv-9",
+        "title": "Trip",
+        "current_node": "a2",
         "mapping": {
             "root": node("root", None, None, "", 0),
             "sys": node("sys", "root", "system", "You are helpful", 1_700_000_000),
@@ -236,14 +283,19 @@ def test_ingest_a_chatgpt_export_follows_the_current_thread(tmp_path: Path) -> N
     assert json.loads(result.stdout)["format"] == "chat"
     episodes = json.loads(run(tmp_path, "timeline", "me", "--json").stdout)["episodes"]
     assert [e["payload"]["messages"][0]["content"] for e in episodes] == [
-        "Plan a trip to Kyoto", "Day 1: Fushimi Inari", "Add a tea ceremony", "Day 2: tea in Uji"]
+        "Plan a trip to Kyoto",
+        "Day 1: Fushimi Inari",
+        "Add a tea ceremony",
+        "Day 2: tea in Uji",
+    ]
     assert {e["session_id"] for e in episodes} == {"conv-9"}
     assert episodes[0]["occurred_at"].startswith("2023-11-14T22:13:30")
 
 
 def test_ingest_reads_standard_input(tmp_path: Path) -> None:
-    lines = "\n".join(json.dumps({k: v for k, v in e.items() if k != "subject_id"})
-                      for e in EPISODES[:2])
+    lines = "\n".join(
+        json.dumps({k: v for k, v in e.items() if k != "subject_id"}) for e in EPISODES[:2]
+    )
     result = run(tmp_path, "ingest", "-", "--subject", "piped", "--json", input=lines)
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["created"] == 2

@@ -16,8 +16,17 @@ def test_worker_once_runs_queued_jobs(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'w.db'}"
     store = open_store(url)
     scope = Scope.for_subject("u")
-    store.episodes.append_many("default", [NewEpisode(
-        scope=scope, source="s", type="note", payload={"text": "Water the plants on Sunday."})])
+    store.episodes.append_many(
+        "default",
+        [
+            NewEpisode(
+                scope=scope,
+                source="s",
+                type="note",
+                payload={"text": "Water the plants on Sunday."},
+            )
+        ],
+    )
     job = store.jobs.enqueue("default", scope)
     result = CliRunner().invoke(app, ["worker", "--once", "--database-url", url])
     assert result.exit_code == 0, result.output

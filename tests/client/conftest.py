@@ -59,8 +59,17 @@ def free_port() -> int:
 def live_server(app: Any) -> Iterator[str]:
     """Run ``app`` under uvicorn on a free 127.0.0.1 port until the block ends."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           access_log=False, lifespan="on", ws="none"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            ws="none",
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -14,12 +14,22 @@ async def _every_method(c: AsyncCairn) -> None:
     assert (await c.health()).status == "ok"
     assert (await c.ready()).status == "ready"
     assert (await c.version()).database in ("sqlite", "postgresql")
-    ep = await c.episodes.create("u-1", source="chat", type="message", session_id="s",
-                                 payload={"text": "I live in Lisbon"}, idempotency_key="k")
-    assert (await c.episodes.create("u-1", source="chat", type="message", payload={},
-                                    idempotency_key="k")).id == ep.id
+    ep = await c.episodes.create(
+        "u-1",
+        source="chat",
+        type="message",
+        session_id="s",
+        payload={"text": "I live in Lisbon"},
+        idempotency_key="k",
+    )
+    assert (
+        await c.episodes.create(
+            "u-1", source="chat", type="message", payload={}, idempotency_key="k"
+        )
+    ).id == ep.id
     batch = await c.episodes.create_many(
-        [{"subject_id": "u-2", "source": "s", "type": "t", "payload": {"i": i}} for i in range(2)])
+        [{"subject_id": "u-2", "source": "s", "type": "t", "payload": {"i": i}} for i in range(2)]
+    )
     assert batch.episodes_created == 2
     assert len((await c.timeline("u-2")).episodes) == 2
     assert (await c.subjects.list()).total == 2
@@ -33,8 +43,9 @@ async def _every_method(c: AsyncCairn) -> None:
     assert "Lisbon" in bundle.assembled_context
     templates = await c.templates.list()
     assert (await c.templates.get(templates[0].id)).id == templates[0].id
-    applied = await c.templates.apply("user-preference", "u-3",
-                                      {"subject": "food", "preference": "spicy"})
+    applied = await c.templates.apply(
+        "user-preference", "u-3", {"subject": "food", "preference": "spicy"}
+    )
     assert applied.type == "profile.preference"
     scope = {"runtime_id": "r", "user_id": "u"}
     turn = await c.scopes.commit_turn(scope, "c", "t-1", [{"role": "user", "content": "hello"}])
@@ -46,8 +57,7 @@ async def _every_method(c: AsyncCairn) -> None:
     assert (await c.slates.write("notes", "Memory", "facts", "core.md", "x y z")).written
     assert await c.slates.read("notes", "Memory", "facts", "core.md", peek=True) == "x y z"
     assert (await c.slates.tree("notes", "Memory", depth=1))["slate"] == "Memory"
-    assert isinstance(await c.slates.metatag("notes", "Memory", "facts", "core.md", "index"),
-                      list)
+    assert isinstance(await c.slates.metatag("notes", "Memory", "facts", "core.md", "index"), list)
     assert (await c.slates.evictions("notes", "Memory")).evictions == []
     assert (await c.slates.delete("notes", "Memory", "facts", "core.md"))["entries_deleted"] == 1
     assert (await c.slates.reset("notes", "Memory", "facts"))["reset"] is True
@@ -67,9 +77,7 @@ async def _every_method(c: AsyncCairn) -> None:
         await c.templates.get("nope")
 
 
-def test_every_async_method_in_process_on_each_backend(
-    sdk_settings: Settings, db_url: str
-) -> None:
+def test_every_async_method_in_process_on_each_backend(sdk_settings: Settings, db_url: str) -> None:
     # A compile worker in the process (the default only on SQLite) runs the queued job.
     settings = sdk_settings.model_copy(update={"database_url": db_url, "worker_in_process": True})
 

@@ -20,8 +20,13 @@ def test_sync_and_async_clients_against_a_live_server(sdk_settings: Settings) ->
     try:
         with live_server(create_app(services=services)) as url:
             with Cairn(url, api_key=key) as cairn:
-                ep = cairn.episodes.create("user-1", source="chat", type="message",
-                                           session_id="s", payload={"text": "Call me Ada"})
+                ep = cairn.episodes.create(
+                    "user-1",
+                    source="chat",
+                    type="message",
+                    session_id="s",
+                    payload={"text": "Call me Ada"},
+                )
                 assert cairn.timeline("user-1").episodes[0].id == ep.id
                 assert "Ada" in cairn.context("user-1", "name?", session_id="s").assembled_context
                 assert cairn.subjects.delete("user-1").episodes_deleted == 1

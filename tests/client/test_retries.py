@@ -32,11 +32,23 @@ class Flaky:
             self.calls.append(f"{scope['method']} {scope['path']}")
             if self.failures > 0:
                 self.failures -= 1
-                body = json.dumps({"error": {"code": "unavailable", "message": "busy",
-                                             "details": None, "request_id": "rid-1"}}).encode()
-                await send({"type": "http.response.start", "status": self.status,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"retry-after", b"0")]})
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": "unavailable",
+                            "message": "busy",
+                            "details": None,
+                            "request_id": "rid-1",
+                        }
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": self.status,
+                        "headers": [(b"content-type", b"application/json"), (b"retry-after", b"0")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -57,8 +69,11 @@ def test_retries_give_up_with_the_last_error(services: Services) -> None:
     flaky = Flaky(create_app(services=services), failures=5)
     with client_for(flaky, max_retries=2) as cairn, pytest.raises(ServerError) as info:
         cairn.version()
-    assert (info.value.status, info.value.code, info.value.request_id) == (503, "unavailable",
-                                                                           "rid-1")
+    assert (info.value.status, info.value.code, info.value.request_id) == (
+        503,
+        "unavailable",
+        "rid-1",
+    )
     assert len(flaky.calls) == 3
 
 

@@ -26,11 +26,21 @@ def test_health_ready_version(local: Cairn) -> None:
 
 
 def test_episode_create_is_idempotent_by_key(local: Cairn) -> None:
-    first = local.episodes.create("user-1", source="chat", type="message",
-                                  payload={"text": "I prefer tea"}, idempotency_key="k-1",
-                                  metadata={"lang": "en"})
-    again = local.episodes.create("user-1", source="chat", type="message",
-                                  payload={"text": "something else"}, idempotency_key="k-1")
+    first = local.episodes.create(
+        "user-1",
+        source="chat",
+        type="message",
+        payload={"text": "I prefer tea"},
+        idempotency_key="k-1",
+        metadata={"lang": "en"},
+    )
+    again = local.episodes.create(
+        "user-1",
+        source="chat",
+        type="message",
+        payload={"text": "something else"},
+        idempotency_key="k-1",
+    )
     assert isinstance(first.id, uuid.UUID)
     assert again.id == first.id and again.payload == {"text": "I prefer tea"}
     assert first.metadata == {"lang": "en"}
@@ -38,10 +48,13 @@ def test_episode_create_is_idempotent_by_key(local: Cairn) -> None:
 
 
 def test_batch_timeline_subjects_and_delete(local: Cairn) -> None:
-    batch = local.episodes.create_many([
-        EpisodeCreate(subject_id="user-2", source="s", type="t", payload={"n": i})
-        for i in range(3)
-    ] + [{"subject_id": "user-3", "source": "s", "type": "t", "payload": {}}])
+    batch = local.episodes.create_many(
+        [
+            EpisodeCreate(subject_id="user-2", source="s", type="t", payload={"n": i})
+            for i in range(3)
+        ]
+        + [{"subject_id": "user-3", "source": "s", "type": "t", "payload": {}}]
+    )
     assert batch.episodes_created == 4
     timeline = local.timeline("user-2", limit=2)
     assert [e.payload["n"] for e in timeline.episodes] == [0, 1]
@@ -49,7 +62,9 @@ def test_batch_timeline_subjects_and_delete(local: Cairn) -> None:
     assert local.timeline("user-2", limit=2, offset=2).episodes[0].payload == {"n": 2}
     listing = local.subjects.list(prefix="user-")
     assert {(s.subject_id, s.episode_count) for s in listing.subjects} == {
-        ("user-2", 3), ("user-3", 1)}
+        ("user-2", 3),
+        ("user-3", 1),
+    }
     assert listing.total == 2
     deleted = local.subjects.delete("user-2")
     assert (deleted.subject_id, deleted.episodes_deleted) == ("user-2", 3)
@@ -64,9 +79,16 @@ def test_errors_carry_code_status_and_request_id(local: Cairn) -> None:
     assert err.request_id and len(err.request_id) >= 8
     assert err.details[0]["field"] == "subject_id"
     with pytest.raises(InvalidRequestError) as batch_info:
-        local.request("POST", "/v1/episodes/batch", json={"episodes": [
-            {"subject_id": "ok", "source": "s", "type": "t", "payload": {}},
-            {"subject_id": "ok", "source": "", "type": "t", "payload": {}}]})
+        local.request(
+            "POST",
+            "/v1/episodes/batch",
+            json={
+                "episodes": [
+                    {"subject_id": "ok", "source": "s", "type": "t", "payload": {}},
+                    {"subject_id": "ok", "source": "", "type": "t", "payload": {}},
+                ]
+            },
+        )
     assert batch_info.value.details[0]["field"].startswith("episodes.1")
     assert local.subjects.list().total == 0  # nothing of the bad batch was written
     with pytest.raises(NotFoundError) as nf:
@@ -106,15 +128,21 @@ def test_templates(local: Cairn) -> None:
     assert template.episode_type == "profile.preference"
     assert {f.name for f in template.fields if f.required} >= {"preference"}
     episode = local.templates.apply(
-        "user-preference", "user-9", {"subject": "drinks", "preference": "green tea"},
-        session_id="s-1", idempotency_key="pref-1",
+        "user-preference",
+        "user-9",
+        {"subject": "drinks", "preference": "green tea"},
+        session_id="s-1",
+        idempotency_key="pref-1",
     )
     assert episode.type == "profile.preference"
     assert episode.payload["template_id"] == "user-preference"
     assert episode.metadata["template"]["id"] == "user-preference"
-    again = local.templates.apply("user-preference", "user-9",
-                                  {"subject": "drinks", "preference": "green tea"},
-                                  idempotency_key="pref-1")
+    again = local.templates.apply(
+        "user-preference",
+        "user-9",
+        {"subject": "drinks", "preference": "green tea"},
+        idempotency_key="pref-1",
+    )
     assert again.id == episode.id
     with pytest.raises(NotFoundError) as info:
         local.templates.get("no-such-template")
@@ -125,10 +153,16 @@ def test_templates(local: Cairn) -> None:
 
 
 def test_context_returns_a_recorded_episode(local: Cairn) -> None:
-    local.episodes.create("user-4", source="chat", type="message", session_id="conv-1",
-                          payload={"text": "I prefer green tea in the morning"})
-    bundle = local.context("user-4", "what does the user drink?", session_id="conv-1",
-                           max_tokens=500)
+    local.episodes.create(
+        "user-4",
+        source="chat",
+        type="message",
+        session_id="conv-1",
+        payload={"text": "I prefer green tea in the morning"},
+    )
+    bundle = local.context(
+        "user-4", "what does the user drink?", session_id="conv-1", max_tokens=500
+    )
     assert "green tea" in bundle.assembled_context
     assert [e.payload["text"] for e in bundle.episodes] == ["I prefer green tea in the morning"]
     assert 0 < bundle.token_estimate <= 500
@@ -136,41 +170,55 @@ def test_context_returns_a_recorded_episode(local: Cairn) -> None:
 
 def test_scopes_turns_documents_and_context(local: Cairn) -> None:
     scope = {"runtime_id": "app", "user_id": "u-1", "agent_id": "assistant"}
-    turn = local.scopes.commit_turn(scope, "conv-1", "run-1",
-                                    [{"role": "user", "content": "My cat is called Miso"}])
+    turn = local.scopes.commit_turn(
+        scope, "conv-1", "run-1", [{"role": "user", "content": "My cat is called Miso"}]
+    )
     assert turn.created is True
-    repeat = local.scopes.commit_turn(scope, "conv-1", "run-1",
-                                      [{"role": "user", "content": "My cat is called Miso"}])
+    repeat = local.scopes.commit_turn(
+        scope, "conv-1", "run-1", [{"role": "user", "content": "My cat is called Miso"}]
+    )
     assert (repeat.created, repeat.episode_id) == (False, turn.episode_id)
-    doc = local.scopes.put_document(scope, "docs", "d-1", "Cats like warm places.",
-                                    title="Cats", idempotency_key="d-1")
+    doc = local.scopes.put_document(
+        scope, "docs", "d-1", "Cats like warm places.", title="Cats", idempotency_key="d-1"
+    )
     assert doc.created and doc.chunk_count >= 1
-    ctx = local.scopes.context(scope, "cat name", conversation_id="conv-1", render=True,
-                               budget={"max_tokens": 400})
+    ctx = local.scopes.context(
+        scope, "cat name", conversation_id="conv-1", render=True, budget={"max_tokens": 400}
+    )
     assert any("Miso" in item.content for item in ctx.items)
     assert ctx.rendered and "Miso" in ctx.rendered
-    other = local.scopes.context({"runtime_id": "app", "user_id": "u-2"}, "cat",
-                                 conversation_id="conv-1")
+    other = local.scopes.context(
+        {"runtime_id": "app", "user_id": "u-2"}, "cat", conversation_id="conv-1"
+    )
     assert other.items == []  # another user's partition sees nothing
 
 
 def test_slates(local: Cairn) -> None:
     [instance] = local.slates.list(ladder="notes").slates
     assert (instance.slate, instance.tokenLimit) == ("Memory", 12)
-    written = local.slates.write("notes", "Memory", "facts", "core.md", "the sky is blue",
-                                 tags=["sky"])
+    written = local.slates.write(
+        "notes", "Memory", "facts", "core.md", "the sky is blue", tags=["sky"]
+    )
     assert written.written and written.usage and written.usage["tokens"] > 0
     assert local.slates.read("notes", "Memory", "facts", "core.md") == "the sky is blue"
     assert local.slates.metatag("notes", "Memory", "facts", "core.md", "tags") is not None
     tree = local.slates.tree("notes", "Memory")
     assert tree["folders"][0]["folder"] == "facts"
     # Over the 12-token limit, FIFO evicts the oldest entry.
-    local.slates.write("notes", "Memory", "facts", "core.md",
-                       "grass is green and wet today and the birds sing")
+    local.slates.write(
+        "notes", "Memory", "facts", "core.md", "grass is green and wet today and the birds sing"
+    )
     evictions = local.slates.evictions("notes", "Memory")
     assert [e.preview for e in evictions.evictions][:1] == ["the sky is blue"]
-    skipped = local.slates.write("notes", "Memory", "facts", "core.md", "no json here",
-                                 match={"type": "object", "required": ["fact"]}, field="fact")
+    skipped = local.slates.write(
+        "notes",
+        "Memory",
+        "facts",
+        "core.md",
+        "no json here",
+        match={"type": "object", "required": ["fact"]},
+        field="fact",
+    )
     assert skipped.written is False and skipped.reason
     assert local.slates.delete("notes", "Memory", "facts", "core.md")["entries_deleted"] >= 1
     assert local.slates.reset("notes", "Memory", "facts")["reset"] is True
@@ -181,15 +229,16 @@ def test_slates(local: Cairn) -> None:
 
 def test_ladders_and_runs(local: Cairn) -> None:
     assert [m.id for m in local.ladders.models().data] == ["notes"]
-    reply = local.ladders.chat("notes", [{"role": "user", "content": "hi"}],
-                               idempotency_key="run-a", conversation_id="c-1")
+    reply = local.ladders.chat(
+        "notes", [{"role": "user", "content": "hi"}], idempotency_key="run-a", conversation_id="c-1"
+    )
     assert reply.text == "echo!"
-    replay = local.ladders.chat("notes", [{"role": "user", "content": "hi"}],
-                                idempotency_key="run-a", conversation_id="c-1")
+    replay = local.ladders.chat(
+        "notes", [{"role": "user", "content": "hi"}], idempotency_key="run-a", conversation_id="c-1"
+    )
     assert replay.id == reply.id
     with pytest.raises(ConflictError) as reused:
-        local.ladders.chat("notes", [{"role": "user", "content": "other"}],
-                           idempotency_key="run-a")
+        local.ladders.chat("notes", [{"role": "user", "content": "other"}], idempotency_key="run-a")
     assert reused.value.code == "idempotency_key_reused"
     chunks = list(local.ladders.stream("notes", [{"role": "user", "content": "hello"}]))
     assert "".join(c.text for c in chunks) == "echo!"
@@ -207,9 +256,12 @@ def test_ladders_and_runs(local: Cairn) -> None:
 
 
 def test_memories_compile_jobs_and_search(local: Cairn) -> None:
-    ep = local.episodes.create("user-5", source="chat", type="message",
-                               payload={"text": "I prefer green tea in the morning",
-                                        "role": "user"})
+    ep = local.episodes.create(
+        "user-5",
+        source="chat",
+        type="message",
+        payload={"text": "I prefer green tea in the morning", "role": "user"},
+    )
     result = local.memories.compile("user-5")
     assert result.memories_created >= 1 and result.has_more is False
     assert all(ep.id in m.source_episode_ids for m in result.memories)
@@ -219,8 +271,9 @@ def test_memories_compile_jobs_and_search(local: Cairn) -> None:
     kinds = {m.kind for m in result.memories}
     only = local.memories.search("user-5", "tea", kinds=sorted(kinds)[:1])
     assert {m.kind for m in only.memories} <= set(sorted(kinds)[:1])
-    local.episodes.create("user-5", source="chat", type="message",
-                          payload={"text": "My name is Ada Lovelace"})
+    local.episodes.create(
+        "user-5", source="chat", type="message", payload={"text": "My name is Ada Lovelace"}
+    )
     queued = local.memories.compile_async("user-5")
     job = local.memories.wait(queued.job_id, timeout=30, interval=0.05)
     assert job.status == "succeeded" and job.memories_created >= 1
@@ -253,8 +306,11 @@ def test_one_in_process_client_shared_by_threads(local: Cairn) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def record(n: int) -> str:
-        return str(local.episodes.create(f"t-{n % 4}", source="s", type="t", payload={"n": n},
-                                         idempotency_key=f"k-{n}").id)
+        return str(
+            local.episodes.create(
+                f"t-{n % 4}", source="s", type="t", payload={"n": n}, idempotency_key=f"k-{n}"
+            ).id
+        )
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         ids = list(pool.map(record, range(80)))

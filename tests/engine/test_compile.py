@@ -16,12 +16,23 @@ T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 TENANT = "t1"
 
 
-def turn(scope: Scope, text: str, *, name: str = "Caroline", minutes: int = 0,
-         session: str | None = "s1", key: str | None = None) -> NewEpisode:
+def turn(
+    scope: Scope,
+    text: str,
+    *,
+    name: str = "Caroline",
+    minutes: int = 0,
+    session: str | None = "s1",
+    key: str | None = None,
+) -> NewEpisode:
     return NewEpisode(
-        scope=scope, source="test", type="conversation.turn",
+        scope=scope,
+        source="test",
+        type="conversation.turn",
         payload={"messages": [{"role": "user", "name": name, "content": text}]},
-        session_id=session, idempotency_key=key, occurred_at=T0 + timedelta(minutes=minutes),
+        session_id=session,
+        idempotency_key=key,
+        occurred_at=T0 + timedelta(minutes=minutes),
     )
 
 
@@ -36,8 +47,10 @@ CONVERSATION = [
 
 
 def ingest_conversation(store: Store, scope: Scope, session: str = "s1") -> list[Any]:
-    items = [turn(scope, text, name=name, minutes=i, session=session, key=f"{session}-{i}")
-             for i, (name, text) in enumerate(CONVERSATION)]
+    items = [
+        turn(scope, text, name=name, minutes=i, session=session, key=f"{session}-{i}")
+        for i, (name, text) in enumerate(CONVERSATION)
+    ]
     episodes, _ = store.episodes.append_many(TENANT, items)
     return episodes
 
@@ -45,9 +58,20 @@ def ingest_conversation(store: Store, scope: Scope, session: str = "s1") -> list
 def snapshot(store: Store, scope: Scope) -> list[tuple[Any, ...]]:
     """Everything compiled about a memory, except when it was written."""
     return sorted(
-        (str(m.id), m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
-         m.status, [str(i) for i in m.source_episode_ids], m.metadata, m.session_id,
-         str(m.superseded_by))
+        (
+            str(m.id),
+            m.kind,
+            m.content,
+            m.summary,
+            m.confidence,
+            m.valid_from,
+            m.valid_to,
+            m.status,
+            [str(i) for i in m.source_episode_ids],
+            m.metadata,
+            m.session_id,
+            str(m.superseded_by),
+        )
         for m in store.memories.list(TENANT, scope, limit=10_000)
     )
 
@@ -97,13 +121,14 @@ def test_incremental_compile_equals_one_compile(store: Store) -> None:
     ingest_conversation(store, whole)
     compile_scope(store, TENANT, whole)
     for i, (name, text) in enumerate(CONVERSATION):
-        store.episodes.append_many(TENANT, [turn(parts, text, name=name, minutes=i,
-                                                  key=f"s1-{i}")])
+        store.episodes.append_many(TENANT, [turn(parts, text, name=name, minutes=i, key=f"s1-{i}")])
         compile_scope(store, TENANT, parts)
 
     def active(scope: Scope) -> list[tuple[Any, ...]]:
-        return sorted((m.kind, m.content, m.metadata) for m in
-                      store.memories.list(TENANT, scope, limit=1000, include_superseded=False))
+        return sorted(
+            (m.kind, m.content, m.metadata)
+            for m in store.memories.list(TENANT, scope, limit=1000, include_superseded=False)
+        )
 
     assert active(whole) == active(parts)
 
@@ -130,10 +155,13 @@ def test_batches_report_has_more(store: Store) -> None:
 
 def test_new_employer_supersedes_the_old_and_history_stays(store: Store) -> None:
     scope = Scope.for_subject("bob")
-    store.episodes.append_many(TENANT, [
-        turn(scope, "I work at Acme Corp.", name="Bob", minutes=0, session=None),
-        turn(scope, "Big news: I work at Globex now.", name="Bob", minutes=60, session=None),
-    ])
+    store.episodes.append_many(
+        TENANT,
+        [
+            turn(scope, "I work at Acme Corp.", name="Bob", minutes=0, session=None),
+            turn(scope, "Big news: I work at Globex now.", name="Bob", minutes=60, session=None),
+        ],
+    )
     compile_scope(store, TENANT, scope)
     facts = [m for m in store.memories.list(TENANT, scope, kind="profile_fact")]
     old = next(m for m in facts if "Acme" in m.content)
@@ -145,8 +173,9 @@ def test_new_employer_supersedes_the_old_and_history_stays(store: Store) -> None
     assert [m.content for m in active] == ["Bob works at Globex"]
 
     # Back to Acme later: a new memory, not the resurrected old one.
-    store.episodes.append_many(TENANT, [
-        turn(scope, "I work at Acme Corp again.", name="Bob", minutes=120, session=None)])
+    store.episodes.append_many(
+        TENANT, [turn(scope, "I work at Acme Corp again.", name="Bob", minutes=120, session=None)]
+    )
     compile_scope(store, TENANT, scope)
     history = store.memories.list(TENANT, scope, kind="profile_fact")
     assert [m.status for m in history] == ["superseded", "superseded", "active"]
@@ -155,11 +184,16 @@ def test_new_employer_supersedes_the_old_and_history_stays(store: Store) -> None
 
 def test_an_older_fact_arriving_late_is_history_not_the_current_value(store: Store) -> None:
     scope = Scope.for_subject("dora")
-    store.episodes.append_many(TENANT, [
-        turn(scope, "I work at Microsoft.", name="Dora", minutes=600, session=None)])
+    store.episodes.append_many(
+        TENANT, [turn(scope, "I work at Microsoft.", name="Dora", minutes=600, session=None)]
+    )
     compile_scope(store, TENANT, scope)
-    store.episodes.append_many(TENANT, [  # said earlier, recorded later
-        turn(scope, "I work at Google.", name="Dora", minutes=0, session=None)])
+    store.episodes.append_many(
+        TENANT,
+        [  # said earlier, recorded later
+            turn(scope, "I work at Google.", name="Dora", minutes=0, session=None)
+        ],
+    )
     result = compile_scope(store, TENANT, scope)
     facts = {m.content: m for m in store.memories.list(TENANT, scope, kind="profile_fact")}
     current, late = facts["Dora works at Microsoft"], facts["Dora works at Google"]
@@ -173,33 +207,41 @@ def test_an_older_fact_arriving_late_is_history_not_the_current_value(store: Sto
 
 def test_a_fact_superseded_within_one_compile_is_reported_as_stored(store: Store) -> None:
     scope = Scope.for_subject("erin")
-    store.episodes.append_many(TENANT, [
-        turn(scope, "I work at Google.", name="Erin", minutes=0, session=None),
-        turn(scope, "I work at Microsoft.", name="Erin", minutes=60, session=None),
-    ])
+    store.episodes.append_many(
+        TENANT,
+        [
+            turn(scope, "I work at Google.", name="Erin", minutes=0, session=None),
+            turn(scope, "I work at Microsoft.", name="Erin", minutes=60, session=None),
+        ],
+    )
     result = compile_scope(store, TENANT, scope)
     stored = {m.id: m for m in store.memories.list(TENANT, scope, kind="profile_fact")}
     for m in result.memories:
         if m.kind == "profile_fact":
             assert (m.status, m.valid_to, m.superseded_by) == (
-                stored[m.id].status, stored[m.id].valid_to, stored[m.id].superseded_by)
+                stored[m.id].status,
+                stored[m.id].valid_to,
+                stored[m.id].superseded_by,
+            )
     assert sorted(m.status for m in stored.values()) == ["active", "superseded"]
 
 
 def test_the_same_fact_twice_is_one_memory_with_both_sources(store: Store) -> None:
     scope = Scope.for_subject("carol")
-    eps, _ = store.episodes.append_many(TENANT, [
-        turn(scope, "I live in Paris.", name="Carol", minutes=0, session=None),
-        turn(scope, "As I said, I live in Paris.", name="Carol", minutes=5, session=None),
-        turn(scope, "Thanks!", name="Carol", minutes=6, session=None),
-        turn(scope, "thanks", name="Carol", minutes=7, session=None),
-    ])
+    eps, _ = store.episodes.append_many(
+        TENANT,
+        [
+            turn(scope, "I live in Paris.", name="Carol", minutes=0, session=None),
+            turn(scope, "As I said, I live in Paris.", name="Carol", minutes=5, session=None),
+            turn(scope, "Thanks!", name="Carol", minutes=6, session=None),
+            turn(scope, "thanks", name="Carol", minutes=7, session=None),
+        ],
+    )
     compile_scope(store, TENANT, scope)
     facts = store.memories.list(TENANT, scope, kind="profile_fact")
     assert [f.content for f in facts] == ["Carol lives in Paris"]
     assert facts[0].source_episode_ids == [eps[0].id, eps[1].id]
-    thanks = [m for m in store.memories.list(TENANT, scope, kind="turn")
-              if "hanks" in m.content]
+    thanks = [m for m in store.memories.list(TENANT, scope, kind="turn") if "hanks" in m.content]
     assert len(thanks) == 1  # near-duplicate (case, punctuation) stored once
     assert thanks[0].source_episode_ids == [eps[2].id, eps[3].id]
 
@@ -207,12 +249,21 @@ def test_the_same_fact_twice_is_one_memory_with_both_sources(store: Store) -> No
 def test_text_and_template_payloads_become_notes(store: Store) -> None:
     scope = Scope.for_subject("docs")
     long_text = " ".join(f"Sentence number {i} talks about topic {i}." for i in range(60))
-    store.episodes.append_many(TENANT, [
-        NewEpisode(scope=scope, source="t", type="note", payload={"text": "Deploy on Fridays."}),
-        NewEpisode(scope=scope, source="t", type="doc", payload={"text": long_text}),
-        NewEpisode(scope=scope, source="t", type="project.decision",
-                   payload={"decision": "Use PostgreSQL", "owner": "Dana"}),
-    ])
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(
+                scope=scope, source="t", type="note", payload={"text": "Deploy on Fridays."}
+            ),
+            NewEpisode(scope=scope, source="t", type="doc", payload={"text": long_text}),
+            NewEpisode(
+                scope=scope,
+                source="t",
+                type="project.decision",
+                payload={"decision": "Use PostgreSQL", "owner": "Dana"},
+            ),
+        ],
+    )
     compile_scope(store, TENANT, scope)
     notes = store.memories.list(TENANT, scope, kind="note")
     assert notes[0].content == "Deploy on Fridays."

@@ -21,20 +21,35 @@ N = 300
 
 def _ingest(store: Store, scope: Scope) -> None:
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
-    store.episodes.append_many(TENANT, [
-        NewEpisode(
-            scope=scope, source="test", type="conversation.turn",
-            payload={"messages": [{"role": "user", "name": "Ann" if i % 2 else "Ben",
-                                   "content": f"Message {i % 250}: I work at Company{i % 7}."}]},
-            session_id=f"s{i // 30}", occurred_at=t0 + timedelta(minutes=i),
-        )
-        for i in range(N)
-    ])
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(
+                scope=scope,
+                source="test",
+                type="conversation.turn",
+                payload={
+                    "messages": [
+                        {
+                            "role": "user",
+                            "name": "Ann" if i % 2 else "Ben",
+                            "content": f"Message {i % 250}: I work at Company{i % 7}.",
+                        }
+                    ]
+                },
+                session_id=f"s{i // 30}",
+                occurred_at=t0 + timedelta(minutes=i),
+            )
+            for i in range(N)
+        ],
+    )
 
 
 def _active(store: Store, scope: Scope) -> list[tuple[str, str]]:
-    return sorted((m.kind, m.content) for m in
-                  store.memories.list(TENANT, scope, limit=10_000, include_superseded=False))
+    return sorted(
+        (m.kind, m.content)
+        for m in store.memories.list(TENANT, scope, limit=10_000, include_superseded=False)
+    )
 
 
 def _assert_no_duplicates(store: Store, scope: Scope, expected: list[tuple[str, str]]) -> None:
@@ -46,8 +61,9 @@ def _assert_no_duplicates(store: Store, scope: Scope, expected: list[tuple[str, 
     assert _active(store, scope) == expected
     with store.db.read() as conn:
         assert store.jobs.compiling.count_uncompiled(conn, TENANT, scope) == 0
-    active_slots = Counter(m.metadata.get("slot") for m in memories
-                           if m.status == "active" and m.metadata.get("slot"))
+    active_slots = Counter(
+        m.metadata.get("slot") for m in memories if m.status == "active" and m.metadata.get("slot")
+    )
     assert all(n == 1 for n in active_slots.values())
 
 
@@ -106,9 +122,12 @@ _CHILD = textwrap.dedent("""
 def test_two_processes(store: Store, db_url: str, tmp_path: object) -> None:
     scope = Scope.for_subject("shared")
     _ingest(store, scope)
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, db_url],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, db_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()

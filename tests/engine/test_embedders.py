@@ -48,8 +48,10 @@ def fake_embeddings() -> Iterator[tuple[str, list[dict[str, Any]]]]:
                 self.send_response(500)
                 self.end_headers()
                 return
-            data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
-                    for i, t in enumerate(body["input"])]
+            data = [
+                {"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                for i, t in enumerate(body["input"])
+            ]
             payload = json.dumps({"data": list(reversed(data))}).encode()
             self.send_response(200)
             self.send_header("content-length", str(len(payload)))
@@ -71,7 +73,8 @@ def fake_embeddings() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 
 
 def test_openai_embedder_against_a_fake_server(
-        fake_embeddings: tuple[str, list[dict[str, Any]]]) -> None:
+    fake_embeddings: tuple[str, list[dict[str, Any]]],
+) -> None:
     url, seen = fake_embeddings
     emb = get_embedder(Settings(embedder="openai", llm_base_url=url, embedding_model="e1"))
     assert isinstance(emb, OpenAIEmbedder)
@@ -113,9 +116,13 @@ def local_embedder() -> Any:
 
 def test_local_embedder_runs_the_real_model_offline(local_embedder: Any) -> None:
     assert local_embedder.dim == 384 and local_embedder.name == "all-MiniLM-L6-v2"
-    cat, kitten, tax = local_embedder.embed([
-        "a cat sleeps on the sofa", "a kitten naps on the couch", "quarterly tax filing deadline",
-    ])
+    cat, kitten, tax = local_embedder.embed(
+        [
+            "a cat sleeps on the sofa",
+            "a kitten naps on the couch",
+            "quarterly tax filing deadline",
+        ]
+    )
 
     def cos(a: list[float], b: list[float]) -> float:
         return sum(x * y for x, y in zip(a, b, strict=True))
@@ -127,8 +134,11 @@ def test_local_embedder_runs_the_real_model_offline(local_embedder: Any) -> None
 def test_local_embedder_single_text_path_matches_batch_encoding(local_embedder: Any) -> None:
     """A lone text (a search query) skips sentence-transformers' batching; its vector must be
     the one the batch path gives, so queries and stored memories stay comparable."""
-    texts = ["When did Caroline go to the LGBTQ support group?",
-             "x", "word " * 400]  # short, one token, longer than the 256-token window
+    texts = [
+        "When did Caroline go to the LGBTQ support group?",
+        "x",
+        "word " * 400,
+    ]  # short, one token, longer than the 256-token window
     batched = local_embedder.embed([*texts, "padding so this is a batch"])[:3]
     for text, expected in zip(texts, batched, strict=True):
         (single,) = local_embedder.embed([text])
@@ -141,15 +151,28 @@ def test_hybrid_search_through_the_api(tmp_path: Any) -> None:
     services.embedder = HashingEmbedder()
     try:
         with TestClient(create_app(services=services)) as client:
-            client.post("/v1/episodes/batch", json={"episodes": [
-                {"subject_id": "u", "source": "s", "type": "note",
-                 "payload": {"text": text}}
-                for text in ("Clay bowls from pottery class.", "Hiking boots for the trail.")
-            ]})
+            client.post(
+                "/v1/episodes/batch",
+                json={
+                    "episodes": [
+                        {
+                            "subject_id": "u",
+                            "source": "s",
+                            "type": "note",
+                            "payload": {"text": text},
+                        }
+                        for text in (
+                            "Clay bowls from pottery class.",
+                            "Hiking boots for the trail.",
+                        )
+                    ]
+                },
+            )
             assert client.post("/v1/memories/compile", json={"subject_id": "u"}).status_code == 200
             for params in ({"hybrid": "true"}, {"semantic": "true"}, {}):
-                r = client.get("/v1/memories/search",
-                               params={"subject_id": "u", "q": "pottery clay", **params})
+                r = client.get(
+                    "/v1/memories/search", params={"subject_id": "u", "q": "pottery clay", **params}
+                )
                 assert r.status_code == 200, r.text
                 top = r.json()["memories"][0]
                 assert "pottery" in top["content"] and 0 < top["score"] <= 1

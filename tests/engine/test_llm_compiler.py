@@ -33,10 +33,12 @@ def fake_server() -> Iterator[tuple[str, FakeModel]]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
-            model.requests.append({"path": self.path, "body": body,
-                                   "auth": self.headers.get("authorization")})
-            payload = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                           "content": model.answer}}]}).encode()
+            model.requests.append(
+                {"path": self.path, "body": body, "auth": self.headers.get("authorization")}
+            )
+            payload = json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": model.answer}}]}
+            ).encode()
             self.send_response(model.status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(payload)))
@@ -58,23 +60,40 @@ def fake_server() -> Iterator[tuple[str, FakeModel]]:
 
 
 def _ingest(store: Store, scope: Scope) -> None:
-    store.episodes.append_many("t1", [
-        NewEpisode(scope=scope, source="chat", type="conversation.turn",
-                   payload={"messages": [{"role": "user", "content": text}]})
-        for text in ("I just joined Initech as a developer.", "To deploy, run make release.")
-    ])
+    store.episodes.append_many(
+        "t1",
+        [
+            NewEpisode(
+                scope=scope,
+                source="chat",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "content": text}]},
+            )
+            for text in ("I just joined Initech as a developer.", "To deploy, run make release.")
+        ],
+    )
 
 
-def test_llm_compiler_through_a_fake_server(store: Store,
-                                            fake_server: tuple[str, FakeModel]) -> None:
+def test_llm_compiler_through_a_fake_server(
+    store: Store, fake_server: tuple[str, FakeModel]
+) -> None:
     url, model = fake_server
-    model.answer = json.dumps({"memories": [
-        {"kind": "profile_fact", "content": "The user works at Initech as a developer.",
-         "confidence": 0.9, "slot": "user:employer", "sources": [0]},
-        {"kind": "procedure", "content": "Deploy by running make release.", "sources": [1]},
-        {"kind": "procedure", "content": "No sources: dropped.", "sources": []},
-        {"kind": "bogus", "content": "Unknown kind: dropped.", "sources": [0]},
-    ]})
+    model.answer = json.dumps(
+        {
+            "memories": [
+                {
+                    "kind": "profile_fact",
+                    "content": "The user works at Initech as a developer.",
+                    "confidence": 0.9,
+                    "slot": "user:employer",
+                    "sources": [0],
+                },
+                {"kind": "procedure", "content": "Deploy by running make release.", "sources": [1]},
+                {"kind": "procedure", "content": "No sources: dropped.", "sources": []},
+                {"kind": "bogus", "content": "Unknown kind: dropped.", "sources": [0]},
+            ]
+        }
+    )
     settings = Settings(compiler="llm", llm_base_url=url, llm_model="fake-1", llm_api_key="k")
     compiler = LLMCompiler.from_settings(settings)
     scope = Scope.for_subject("u")
@@ -96,7 +115,8 @@ def test_llm_compiler_through_a_fake_server(store: Store,
 
 
 def test_bad_model_answers_fail_clearly_and_compile_nothing(
-        store: Store, fake_server: tuple[str, FakeModel]) -> None:
+    store: Store, fake_server: tuple[str, FakeModel]
+) -> None:
     url, model = fake_server
     compiler = LLMCompiler.from_settings(Settings(llm_base_url=url, llm_model="m"))
     scope = Scope.for_subject("u")

@@ -30,12 +30,19 @@ TEXTS = [
 def seed(store: Store, subject: str = "s", tenant: str = TENANT) -> Scope:
     scope = Scope.for_subject(subject)
     t0 = datetime(2023, 5, 1, tzinfo=UTC)
-    store.episodes.append_many(tenant, [
-        NewEpisode(scope=scope, source="t", type="conversation.turn",
-                   payload={"messages": [{"role": "user", "name": n, "content": text}]},
-                   occurred_at=t0 + timedelta(days=i))
-        for i, (n, text) in enumerate(TEXTS)
-    ])
+    store.episodes.append_many(
+        tenant,
+        [
+            NewEpisode(
+                scope=scope,
+                source="t",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "name": n, "content": text}]},
+                occurred_at=t0 + timedelta(days=i),
+            )
+            for i, (n, text) in enumerate(TEXTS)
+        ],
+    )
     compile_scope(store, tenant, scope)
     return scope
 
@@ -62,8 +69,9 @@ def test_superseded_excluded_unless_asked(store: Store) -> None:
     scope = seed(store)
     plain = search_memories(store, TENANT, scope, "Ann works at", kinds=["profile_fact"])
     assert [r.memory.content for r in plain] == ["Ann works at Globex"]
-    both = search_memories(store, TENANT, scope, "Ann works at", kinds=["profile_fact"],
-                           include_superseded=True)
+    both = search_memories(
+        store, TENANT, scope, "Ann works at", kinds=["profile_fact"], include_superseded=True
+    )
     assert {r.memory.content for r in both} == {"Ann works at Globex", "Ann works at Acme Corp"}
 
 
@@ -84,29 +92,37 @@ def test_ties_break_deterministically(store: Store) -> None:
 
 def test_vector_and_hybrid_lanes_with_a_deterministic_embedder(store: Store) -> None:
     scope = Scope.for_subject("v")
-    store.episodes.append_many(TENANT, [
-        NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
-        for _, text in TEXTS
-    ])
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
+            for _, text in TEXTS
+        ],
+    )
     compile_scope(store, TENANT, scope)
     emb = HashingEmbedder()
     assert embed_memories(store, emb, TENANT, scope) > 0
     assert embed_memories(store, emb, TENANT, scope) == 0  # all have vectors now
-    semantic = search_memories(store, TENANT, scope, "clay bowls pottery", embedder=emb,
-                               lanes=["vector"])
+    semantic = search_memories(
+        store, TENANT, scope, "clay bowls pottery", embedder=emb, lanes=["vector"]
+    )
     assert "pottery" in semantic[0].memory.content
     assert set(semantic[0].lanes) == {"vector"}
     hybrid = search_memories(store, TENANT, scope, "clay bowls pottery", embedder=emb)
     assert set(hybrid[0].lanes) == {"lexical", "vector"}
     assert "pottery" in hybrid[0].memory.content
-    assert all(0.0 <= r.score <= 1.0 and all(0 <= v <= 1 for v in r.lanes.values())
-               for r in hybrid)
+    assert all(0.0 <= r.score <= 1.0 and all(0 <= v <= 1 for v in r.lanes.values()) for r in hybrid)
     # New memories are seen by the cached vector index.
-    store.episodes.append_many(TENANT, [NewEpisode(
-        scope=scope, source="t", type="note", payload={"text": "Zebra crossing stripes."})])
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(
+                scope=scope, source="t", type="note", payload={"text": "Zebra crossing stripes."}
+            )
+        ],
+    )
     compile_scope(store, TENANT, scope, embedder=emb)
-    found = search_memories(store, TENANT, scope, "zebra stripes", embedder=emb,
-                            lanes=["vector"])
+    found = search_memories(store, TENANT, scope, "zebra stripes", embedder=emb, lanes=["vector"])
     assert "Zebra" in found[0].memory.content
 
 

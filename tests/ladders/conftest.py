@@ -37,8 +37,9 @@ def serve(app: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                           ws="none", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, ws="none", lifespan="on")
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -133,17 +134,29 @@ def fake_openai_app(model: FakeModel) -> FastAPI:
         text = model.reply(body)
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if not body.get("stream"):
-            return {"id": "cmpl-1", "object": "chat.completion", "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}],
-                    "usage": usage}
+            return {
+                "id": "cmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            }
 
         def events() -> Iterator[bytes]:
-            for piece in [text[: len(text) // 2], text[len(text) // 2:]]:
-                chunk = {"id": "c", "object": "chat.completion.chunk", "model": body["model"],
-                         "choices": [{"index": 0, "delta": {"content": piece},
-                                      "finish_reason": None}]}
+            for piece in [text[: len(text) // 2], text[len(text) // 2 :]]:
+                chunk = {
+                    "id": "c",
+                    "object": "chat.completion.chunk",
+                    "model": body["model"],
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                }
                 yield f"data: {json.dumps(chunk)}\n\n".encode()
             yield f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
             yield b"data: [DONE]\n\n"

@@ -17,11 +17,7 @@ from tests.ladders.conftest import Cairn, running_cairn, write_ladder
 
 # The seed's three blocks, verbatim: the resource, the agent's prepare hook, and (under the
 # same agent) its commit hook.
-SEED_AGENT = (
-    seed001.RESOURCES
-    + seed001.PREPARE
-    + seed001.COMMIT.split("  assistant:\n", 1)[1]
-)
+SEED_AGENT = seed001.RESOURCES + seed001.PREPARE + seed001.COMMIT.split("  assistant:\n", 1)[1]
 
 PROVIDERS = """
 providers:
@@ -64,9 +60,11 @@ def agent_cairn(request: pytest.FixtureRequest, tmp_path: Path, mymemory: None) 
 
 
 def chat(c: Cairn, text: str, model: str = "assistant", **headers: str) -> httpx.Response:
-    r = httpx.post(f"{c.base(model)}/chat/completions",
-                   headers={"Authorization": f"Bearer {c.key}", **headers},
-                   json={"model": "gpt-4o", "messages": [{"role": "user", "content": text}]})
+    r = httpx.post(
+        f"{c.base(model)}/chat/completions",
+        headers={"Authorization": f"Bearer {c.key}", **headers},
+        json={"model": "gpt-4o", "messages": [{"role": "user", "content": text}]},
+    )
     assert r.status_code == 200, r.text
     return r
 
@@ -114,9 +112,11 @@ def test_agent_is_also_served_by_its_qualified_name(agent_cairn: Cairn) -> None:
 def test_agents_do_not_recall_across_tenants(agent_cairn: Cairn) -> None:
     c = agent_cairn
     chat(c, "My favourite colour is teal.")
-    r = httpx.post(f"{c.base('assistant')}/chat/completions",
-                   headers={"Authorization": f"Bearer {c.other_key}"},
-                   json={"messages": [{"role": "user", "content": "What is my favourite colour?"}]})
+    r = httpx.post(
+        f"{c.base('assistant')}/chat/completions",
+        headers={"Authorization": f"Bearer {c.other_key}"},
+        json={"messages": [{"role": "user", "content": "What is my favourite colour?"}]},
+    )
     assert r.json()["choices"][0]["message"]["content"] == "I do not know your favourite colour."
 
 

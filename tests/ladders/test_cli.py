@@ -27,8 +27,13 @@ def test_list(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     assert [r["name"] for r in rows] == ["assistant", "assistant:assistant", "memory-ladder"]
-    assert rows[2] == {"name": "memory-ladder", "file": str(EXAMPLES / "memory-ladder.yaml"),
-                       "agent": None, "steps": ["answer"], "slates": ["Memory"]}
+    assert rows[2] == {
+        "name": "memory-ladder",
+        "file": str(EXAMPLES / "memory-ladder.yaml"),
+        "agent": None,
+        "steps": ["answer"],
+        "slates": ["Memory"],
+    }
     assert rows[0]["agent"] == "assistant" and rows[0]["steps"] == ["reply"]
 
 
@@ -42,31 +47,64 @@ def test_the_example_agent_remembers(tmp_path: Path) -> None:
 
 
 def test_validate_good_and_bad(tmp_path: Path) -> None:
-    r = runner.invoke(app, ["ladders", "validate", str(EXAMPLES / "memory-ladder.yaml")],
-                      env=env_for(tmp_path))
+    r = runner.invoke(
+        app, ["ladders", "validate", str(EXAMPLES / "memory-ladder.yaml")], env=env_for(tmp_path)
+    )
     assert r.exit_code == 0 and "ok" in r.stdout and "memory-ladder" in r.stdout
     bad = tmp_path / "bad.yaml"
     bad.write_text("steps:\n  - id: a\n    fields:\n      - {name: Q, type: text, from: nowhere}\n")
     r = runner.invoke(app, ["ladders", "validate", str(bad)], env=env_for(tmp_path))
     assert r.exit_code == 3
     assert "bad.yaml: steps[0].fields[0].from: unknown text source 'nowhere'" in r.stderr.replace(
-        "\n", "")
+        "\n", ""
+    )
 
 
 def test_run_twice_learns_and_replays(tmp_path: Path) -> None:
     env = env_for(tmp_path)
-    r = runner.invoke(app, ["ladders", "run", "memory-ladder", "What is the capital of France?",
-                            "--idempotency-key", "cli-1"], env=env)
+    r = runner.invoke(
+        app,
+        [
+            "ladders",
+            "run",
+            "memory-ladder",
+            "What is the capital of France?",
+            "--idempotency-key",
+            "cli-1",
+        ],
+        env=env,
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("Paris.")
-    r = runner.invoke(app, ["ladders", "run", "memory-ladder", "What is the capital of Germany?",
-                            "--stream", "--trace"], env=env)
+    r = runner.invoke(
+        app,
+        [
+            "ladders",
+            "run",
+            "memory-ladder",
+            "What is the capital of Germany?",
+            "--stream",
+            "--trace",
+        ],
+        env=env,
+    )
     assert r.exit_code == 0, r.output
     assert "from what I learnt before: Paris is the capital of France" in r.stdout
-    trace = json.loads(r.stdout[r.stdout.index("\n{\n"):])
+    trace = json.loads(r.stdout[r.stdout.index("\n{\n") :])
     assert trace["steps"][0]["slate_reads"][0]["fallback_used"] is False
-    r = runner.invoke(app, ["ladders", "run", "memory-ladder", "What is the capital of France?",
-                            "--idempotency-key", "cli-1", "--json"], env=env)
+    r = runner.invoke(
+        app,
+        [
+            "ladders",
+            "run",
+            "memory-ladder",
+            "What is the capital of France?",
+            "--idempotency-key",
+            "cli-1",
+            "--json",
+        ],
+        env=env,
+    )
     assert json.loads(r.stdout)["id"] == "chatcmpl-cli-1"
     assert "(replayed)" in r.stderr
 

@@ -57,7 +57,12 @@ def test_the_shipped_example_is_the_seed_ladder() -> None:
 
 
 def test_seed_step_forms_and_metatag_reads_load(tmp_path: Path) -> None:
-    path = write_ladder(tmp_path, "l", SLATES + SEED_STEP_3 + """
+    path = write_ladder(
+        tmp_path,
+        "l",
+        SLATES
+        + SEED_STEP_3
+        + """
 - id: tags
   fields:
     - name: Tags
@@ -70,7 +75,8 @@ def test_seed_step_forms_and_metatag_reads_load(tmp_path: Path) -> None:
   if:
     contains: "Paris"
     then: { write: { to: { slate: Memory, folder: facts, file: core.md }, on: append } }
-""")
+""",
+    )
     spec = parse_ladder_file(path)
     assert [s.id for s in spec.steps] == ["answer", "tags"]
     assert spec.steps[1].gate is not None
@@ -80,24 +86,39 @@ def test_seed_step_forms_and_metatag_reads_load(tmp_path: Path) -> None:
     ("text", "where"),
     [
         ("steps:\n  - id: a\n    colour: red\n", "steps[0].colour: Extra inputs are not permitted"),
-        ("steps:\n  - id: a\n    fields:\n      - {name: Q, type: text, from: input.nope}\n",
-         "steps[0].fields[0].from: unknown text source 'input.nope'"),
-        ("steps:\n  - id: a\n    fields:\n      - {name: Q, type: text, from: steps.b}\n"
-         "  - id: b\n", "steps[0].fields[0].from: 'steps.b' must name an earlier step"),
+        (
+            "steps:\n  - id: a\n    fields:\n      - {name: Q, type: text, from: input.nope}\n",
+            "steps[0].fields[0].from: unknown text source 'input.nope'",
+        ),
+        (
+            "steps:\n  - id: a\n    fields:\n      - {name: Q, type: text, from: steps.b}\n"
+            "  - id: b\n",
+            "steps[0].fields[0].from: 'steps.b' must name an earlier step",
+        ),
         ("steps:\n  - id: a\n  - id: a\n", "steps[1].id: step id 'a' is used twice"),
-        ("steps:\n  - id: a\n    fields:\n      - {name: K, type: slateRead, "
-         "from: {slate: Nope, folder: facts, file: core.md}}\n",
-         "steps[0].fields[0].from: slate 'Nope' is not declared in slates (declared: Memory)"),
-        ("steps:\n  - id: a\n    slateWrite: {to: {slate: Memory, folder: facts, file: x.md}}\n",
-         "steps[0].slateWrite.to: folder 'facts' declares no file 'x.md'"),
-        ("models:\n  gpt-4o: {provider: ghost}\n",
-         "models.gpt-4o: provider 'ghost' is not declared"),
-        ("providers:\n  p: {kind: scripted}\n",
-         "providers.p: a scripted provider needs rules, a file or a default"),
+        (
+            "steps:\n  - id: a\n    fields:\n      - {name: K, type: slateRead, "
+            "from: {slate: Nope, folder: facts, file: core.md}}\n",
+            "steps[0].fields[0].from: slate 'Nope' is not declared in slates (declared: Memory)",
+        ),
+        (
+            "steps:\n  - id: a\n    slateWrite: {to: {slate: Memory, folder: facts, file: x.md}}\n",
+            "steps[0].slateWrite.to: folder 'facts' declares no file 'x.md'",
+        ),
+        (
+            "models:\n  gpt-4o: {provider: ghost}\n",
+            "models.gpt-4o: provider 'ghost' is not declared",
+        ),
+        (
+            "providers:\n  p: {kind: scripted}\n",
+            "providers.p: a scripted provider needs rules, a file or a default",
+        ),
         ("providers:\n  p: {kind: openai}\n", "providers.p: an openai provider needs baseUrl"),
         ("bogus: 1\n", "bogus: Extra inputs are not permitted"),
-        ("steps:\n  - id: a\n    fields:\n      - {name: K, type: mystery, from: x}\n",
-         "steps[0].fields[0]"),
+        (
+            "steps:\n  - id: a\n    fields:\n      - {name: K, type: mystery, from: x}\n",
+            "steps[0].fields[0]",
+        ),
     ],
 )
 def test_errors_name_file_and_path(tmp_path: Path, text: str, where: str) -> None:
@@ -127,8 +148,9 @@ def test_seed_001_blocks_validate_in_a_ladder(tmp_path: Path) -> None:
     bad = write_ladder(tmp_path, "bad-agent", SEED_AGENT.replace("memory: memories", "memory: x"))
     with pytest.raises(ConfigError, match=r"names resource 'x', which is not declared"):
         parse_ladder_file(bad)
-    reserved = write_ladder(tmp_path, "reserved",
-                            SEED_AGENT.replace("output: memory_items", "output: __items"))
+    reserved = write_ladder(
+        tmp_path, "reserved", SEED_AGENT.replace("output: memory_items", "output: __items")
+    )
     with pytest.raises(ConfigError, match="reserved"):
         parse_ladder_file(reserved)
 

@@ -26,13 +26,13 @@ def ask(client: OpenAI, question: str, **kwargs: object) -> object:
 
 
 def core_md(cairn: Cairn, tenant: str = "tenant-a") -> str:
-    return cairn.services.slates.read_file(tenant, "memory-ladder", "Memory", "facts", "core.md",
-                                           peek=True)
+    return cairn.services.slates.read_file(
+        tenant, "memory-ladder", "Memory", "facts", "core.md", peek=True
+    )
 
 
 def run_trace(cairn: Cairn, run_id: str) -> dict:
-    r = httpx.get(f"{cairn.url}/v1/runs/{run_id}",
-                  headers={"Authorization": f"Bearer {cairn.key}"})
+    r = httpx.get(f"{cairn.url}/v1/runs/{run_id}", headers={"Authorization": f"Bearer {cairn.key}"})
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -83,11 +83,15 @@ def test_first_call_uses_the_fallback(cairn: Cairn) -> None:
     )
     step = run_trace(cairn, raw.headers["x-cairn-run-id"])["trace"]["steps"][0]
     assert step["messages"] == [
-        {"role": "system",
-         "content": 'Answer. If you discover a durable fact, emit JSON {"fact": "..."}.'},
-        {"role": "user",
-         "content": "## Question\nWhat is the capital of France?\n\n"
-                    "## KnownFacts\nNo prior facts available."},
+        {
+            "role": "system",
+            "content": 'Answer. If you discover a durable fact, emit JSON {"fact": "..."}.',
+        },
+        {
+            "role": "user",
+            "content": "## Question\nWhat is the capital of France?\n\n"
+            "## KnownFacts\nNo prior facts available.",
+        },
     ]
     assert step["slate_reads"][0]["fallback_used"] is True
 
@@ -119,7 +123,8 @@ def test_idempotency_key_retry_writes_nothing_new(cairn: Cairn) -> None:
     again = ask(client, QUESTION_1, extra_headers=headers)
     streamed = "".join(
         c.choices[0].delta.content or ""
-        for c in ask(client, QUESTION_1, extra_headers=headers, stream=True) if c.choices
+        for c in ask(client, QUESTION_1, extra_headers=headers, stream=True)
+        if c.choices
     )
     assert again.id == first.id == "chatcmpl-retry-1"
     assert again.choices[0].message.content == first.choices[0].message.content == streamed
@@ -138,9 +143,13 @@ def test_output_not_matching_the_schema_writes_nothing(tmp_path: Path, ladders_d
     """The model emits {"fact": "Rome"}: shorter than minLength 5, so nothing is written and
     the trace says why."""
     replies = ladders_dir / "replies" / "memory-ladder.yaml"
-    replies.write_text(replies.read_text().replace(
-        "rules:\n",
-        'rules:\n  - contains: "capital of Italy"\n    reply: \'{"fact": "Rome"}\'\n', 1))
+    replies.write_text(
+        replies.read_text().replace(
+            "rules:\n",
+            'rules:\n  - contains: "capital of Italy"\n    reply: \'{"fact": "Rome"}\'\n',
+            1,
+        )
+    )
     with running_cairn(tmp_path, ladders_dir) as c:
         raw = client_for(c).chat.completions.with_raw_response.create(
             model="gpt-4o", messages=[{"role": "user", "content": "What is the capital of Italy?"}]
@@ -173,8 +182,10 @@ def test_models_list_and_unknown_ladder(cairn: Cairn) -> None:
 
 
 def test_auth_and_tenant_isolation(cairn: Cairn) -> None:
-    r = httpx.post(f"{cairn.base('memory-ladder')}/chat/completions",
-                   json={"messages": [{"role": "user", "content": QUESTION_1}]})
+    r = httpx.post(
+        f"{cairn.base('memory-ladder')}/chat/completions",
+        json={"messages": [{"role": "user", "content": QUESTION_1}]},
+    )
     assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"
     with pytest.raises(openai.PermissionDeniedError):
         ask(client_for(cairn, key="cairn_not-a-real-key"), QUESTION_1)
@@ -185,8 +196,10 @@ def test_auth_and_tenant_isolation(cairn: Cairn) -> None:
     # Tenant b sees neither tenant a's run nor its slate.
     r = httpx.get(f"{cairn.url}/v1/runs/{run_id}", headers={"X-API-Key": cairn.other_key})
     assert r.status_code == 404 and r.json()["error"]["code"] == "run_not_found"
-    assert httpx.get(f"{cairn.url}/v1/runs", headers={"X-API-Key": cairn.other_key}).json()[
-        "total"] == 0
+    assert (
+        httpx.get(f"{cairn.url}/v1/runs", headers={"X-API-Key": cairn.other_key}).json()["total"]
+        == 0
+    )
     assert core_md(cairn, "tenant-b") == ""
     ask(client_for(cairn, key=cairn.other_key), QUESTION_2)
     assert core_md(cairn, "tenant-b") == "Berlin is the capital of Germany."
@@ -198,8 +211,11 @@ def test_invalid_requests_are_clear_4xx(cairn: Cairn) -> None:
     url = f"{cairn.base('memory-ladder')}/chat/completions"
     r = httpx.post(url, headers=h, json={"model": "gpt-4o", "messages": []})
     assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
-    r = httpx.post(url, headers={**h, "Idempotency-Key": "has space"},
-                   json={"messages": [{"role": "user", "content": "hi"}]})
+    r = httpx.post(
+        url,
+        headers={**h, "Idempotency-Key": "has space"},
+        json={"messages": [{"role": "user", "content": "hi"}]},
+    )
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_idempotency_key"
     r = httpx.post(url, headers=h, json={"messages": [{"role": "user", "content": "x"}], "n": 2})
     assert r.status_code == 422
@@ -224,12 +240,16 @@ def test_runs_listing(cairn: Cairn) -> None:
 
 
 def test_a_ladder_file_with_its_own_name(tmp_path: Path, ladders_dir: Path) -> None:
-    write_ladder(ladders_dir, "file-name", """
+    write_ladder(
+        ladders_dir,
+        "file-name",
+        """
 name: echo
 providers:
   p: {kind: scripted, default: "echo!"}
 models: {"*": p}
-""")
+""",
+    )
     with running_cairn(tmp_path, ladders_dir) as c:
         reply = ask(client_for(c, "echo"), "hello")
         assert reply.choices[0].message.content == "echo!"
@@ -237,7 +257,9 @@ models: {"*": p}
 
 
 def test_nul_characters_are_refused(cairn: Cairn) -> None:
-    r = httpx.post(f"{cairn.base('memory-ladder')}/chat/completions",
-                   headers={"Authorization": f"Bearer {cairn.key}"},
-                   json={"messages": [{"role": "user", "content": "a\u0000b"}]})
+    r = httpx.post(
+        f"{cairn.base('memory-ladder')}/chat/completions",
+        headers={"Authorization": f"Bearer {cairn.key}"},
+        json={"messages": [{"role": "user", "content": "a\u0000b"}]},
+    )
     assert r.status_code == 422 and "NUL" in r.json()["error"]["message"]

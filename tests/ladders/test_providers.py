@@ -83,22 +83,29 @@ def test_timeout_is_a_provider_error(fake_model: tuple[FakeModel, str]) -> None:
 
 
 def test_unreachable_server_is_a_provider_error() -> None:
-    p = OpenAIChatProvider("default", "http://127.0.0.1:9/v1", retries=1, backoff_s=0.01,
-                           timeout_s=1)
+    p = OpenAIChatProvider(
+        "default", "http://127.0.0.1:9/v1", retries=1, backoff_s=0.01, timeout_s=1
+    )
     with pytest.raises(ProviderError, match="could not connect"):
         p.complete(ChatRequest("m", MESSAGES))
     p.close()
 
 
 def test_scripted_rules_default_and_no_match() -> None:
-    p = ScriptedProvider("s", [ScriptedRule("both", contains="a", regex=r"b\d"),
-                               ScriptedRule("only a", contains="a")], default=None)
+    p = ScriptedProvider(
+        "s",
+        [ScriptedRule("both", contains="a", regex=r"b\d"), ScriptedRule("only a", contains="a")],
+        default=None,
+    )
     assert p.complete(ChatRequest("m", [{"role": "user", "content": "a b1"}])).content == "both"
     assert p.complete(ChatRequest("m", [{"role": "user", "content": "a b"}])).content == "only a"
     with pytest.raises(ProviderError, match="no rule matching"):
         p.complete(ChatRequest("m", [{"role": "user", "content": "zzz"}]))
-    deltas = [x for x in ScriptedProvider("s", [], "one two three").stream(
-        ChatRequest("m", MESSAGES)) if isinstance(x, str)]
+    deltas = [
+        x
+        for x in ScriptedProvider("s", [], "one two three").stream(ChatRequest("m", MESSAGES))
+        if isinstance(x, str)
+    ]
     assert deltas == ["one ", "two ", "three"]
 
 
@@ -114,7 +121,8 @@ def test_router_maps_names_and_reports_unserved_models() -> None:
 
 
 def test_default_provider_from_settings_through_the_endpoint(
-    tmp_path: Path, fake_model: tuple[FakeModel, str],
+    tmp_path: Path,
+    fake_model: tuple[FakeModel, str],
 ) -> None:
     """CAIRN_LLM_BASE_URL / _API_KEY / _MODEL configure the default provider; the key never
     reaches the trace, even when a user pastes it into a message."""
@@ -124,11 +132,14 @@ def test_default_provider_from_settings_through_the_endpoint(
     ladders.mkdir()
     write_ladder(ladders, "plain", "steps:\n  - id: reply\n    systemPrompt: Be brief.\n")
     secret = "sk-very-secret-key-123"
-    with running_cairn(tmp_path, ladders, llm_base_url=url, llm_api_key=secret,
-                       llm_model="served-model") as c:
-        r = httpx.post(f"{c.base('plain')}/chat/completions",
-                       headers={"Authorization": f"Bearer {c.key}"},
-                       json={"messages": [{"role": "user", "content": f"my key is {secret}"}]})
+    with running_cairn(
+        tmp_path, ladders, llm_base_url=url, llm_api_key=secret, llm_model="served-model"
+    ) as c:
+        r = httpx.post(
+            f"{c.base('plain')}/chat/completions",
+            headers={"Authorization": f"Bearer {c.key}"},
+            json={"messages": [{"role": "user", "content": f"my key is {secret}"}]},
+        )
         assert r.status_code == 200, r.text
         assert r.json()["choices"][0]["message"]["content"] == "from the fake server"
         assert model.requests[0]["model"] == "served-model"
@@ -137,24 +148,29 @@ def test_default_provider_from_settings_through_the_endpoint(
             {"role": "user", "content": f"my key is {secret}"},
         ]
         assert model.headers[0]["authorization"] == f"Bearer {secret}"
-        run = httpx.get(f"{c.url}/v1/runs/{r.headers['x-cairn-run-id']}",
-                        headers={"X-API-Key": c.key}).text
+        run = httpx.get(
+            f"{c.url}/v1/runs/{r.headers['x-cairn-run-id']}", headers={"X-API-Key": c.key}
+        ).text
         assert secret not in run and "[redacted]" in run
         assert c.key not in run
 
         # The model server failing is a 502 with a stable code, and the run is recorded.
         model.fail_first = 10
-        r = httpx.post(f"{c.base('plain')}/chat/completions",
-                       headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "f-1"},
-                       json={"messages": [{"role": "user", "content": "hi"}]})
+        r = httpx.post(
+            f"{c.base('plain')}/chat/completions",
+            headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "f-1"},
+            json={"messages": [{"role": "user", "content": "hi"}]},
+        )
         assert r.status_code == 502 and r.json()["error"]["code"] == "provider_error"
         failed = httpx.get(f"{c.url}/v1/runs/f-1", headers={"X-API-Key": c.key}).json()
         assert failed["status"] == "failed" and failed["trace"]["error"]["code"] == "provider_error"
         # A retry of the failed run id runs again (and succeeds once the server is back).
         model.fail_first = 0
-        r = httpx.post(f"{c.base('plain')}/chat/completions",
-                       headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "f-1"},
-                       json={"messages": [{"role": "user", "content": "hi"}]})
+        r = httpx.post(
+            f"{c.base('plain')}/chat/completions",
+            headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "f-1"},
+            json={"messages": [{"role": "user", "content": "hi"}]},
+        )
         assert r.status_code == 200
 
 
@@ -163,9 +179,11 @@ def test_no_provider_configured_is_503(tmp_path: Path) -> None:
     ladders.mkdir()
     write_ladder(ladders, "plain", "steps:\n  - id: reply\n")
     with running_cairn(tmp_path, ladders) as c:
-        r = httpx.post(f"{c.base('plain')}/chat/completions",
-                       headers={"Authorization": f"Bearer {c.key}"},
-                       json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+        r = httpx.post(
+            f"{c.base('plain')}/chat/completions",
+            headers={"Authorization": f"Bearer {c.key}"},
+            json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+        )
         assert r.status_code == 503
         assert r.json()["error"]["code"] == "provider_not_configured"
 
@@ -194,7 +212,8 @@ steps:
 
 
 def test_concurrent_retries_of_one_run_id_write_once(
-    tmp_path: Path, fake_model: tuple[FakeModel, str],
+    tmp_path: Path,
+    fake_model: tuple[FakeModel, str],
 ) -> None:
     """Two requests with one Idempotency-Key at once: one runs, the other is refused with 409
     run_in_progress (or, if it comes after, replayed); the slate gets one entry."""
@@ -210,10 +229,14 @@ def test_concurrent_retries_of_one_run_id_write_once(
         results: list[httpx.Response] = []
 
         def call() -> None:
-            results.append(httpx.post(
-                f"{c.base('slow')}/chat/completions", timeout=30,
-                headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "same"},
-                json={"messages": [{"role": "user", "content": "go"}]}))
+            results.append(
+                httpx.post(
+                    f"{c.base('slow')}/chat/completions",
+                    timeout=30,
+                    headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "same"},
+                    json={"messages": [{"role": "user", "content": "go"}]},
+                )
+            )
 
         threads = [threading.Thread(target=call) for _ in range(2)]
         for t in threads:
@@ -234,17 +257,25 @@ def test_streaming_errors_before_the_first_token_are_http_errors(tmp_path: Path)
 
     ladders = tmp_path / "ladders"
     ladders.mkdir()
-    write_ladder(ladders, "picky", """
+    write_ladder(
+        ladders,
+        "picky",
+        """
 providers:
   s: {kind: scripted, rules: [{contains: "magic", reply: "ok"}]}
 models: {"*": s}
-""")
+""",
+    )
     with running_cairn(tmp_path, ladders) as c:
         client = openai.OpenAI(base_url=c.base("picky"), api_key=c.key, max_retries=0)
         with pytest.raises(openai.InternalServerError) as err:
-            list(client.chat.completions.create(
-                model="m", stream=True, messages=[{"role": "user", "content": "no match"}]))
+            list(
+                client.chat.completions.create(
+                    model="m", stream=True, messages=[{"role": "user", "content": "no match"}]
+                )
+            )
         assert err.value.status_code == 502 and err.value.body["code"] == "provider_error"
         chunks = client.chat.completions.create(
-            model="m", stream=True, messages=[{"role": "user", "content": "magic"}])
+            model="m", stream=True, messages=[{"role": "user", "content": "magic"}]
+        )
         assert "".join(x.choices[0].delta.content or "" for x in chunks if x.choices) == "ok"

@@ -49,9 +49,12 @@ def services(tmp_path: Path) -> Iterator[Services]:
 
 
 def run(services: Services, text: str, run_id: str | None = None) -> dict:
-    out = LadderRuntime(services).run(services.ladders.get("notes"), RunRequest(
-        tenant="t", ladder="notes", run_id=run_id,
-        messages=[{"role": "user", "content": text}]))
+    out = LadderRuntime(services).run(
+        services.ladders.get("notes"),
+        RunRequest(
+            tenant="t", ladder="notes", run_id=run_id, messages=[{"role": "user", "content": text}]
+        ),
+    )
     return out.trace["steps"][0]["writes"][0]  # type: ignore[index]
 
 
@@ -63,13 +66,22 @@ def test_a_step_records_a_template_episode_once_per_run(services: Services) -> N
     assert len(episodes) == 1
     ep = episodes[0]
     assert ep.source == TEMPLATE_SOURCE and ep.payload["template_id"] == "user-preference"
-    assert ep.payload["fields"] == {"subject": "reply language", "preference": "French, always",
-                                    "rationale": "Please always answer me in French."}
+    assert ep.payload["fields"] == {
+        "subject": "reply language",
+        "preference": "French, always",
+        "rationale": "Please always answer me in French.",
+    }
     assert ep.idempotency_key == "pref-1:note"
     # A replay of the run records nothing; so does a take-over that already recorded it.
-    again = LadderRuntime(services).run(services.ladders.get("notes"), RunRequest(
-        tenant="t", ladder="notes", run_id="pref-1",
-        messages=[{"role": "user", "content": "Please always answer me in French."}]))
+    again = LadderRuntime(services).run(
+        services.ladders.get("notes"),
+        RunRequest(
+            tenant="t",
+            ladder="notes",
+            run_id="pref-1",
+            messages=[{"role": "user", "content": "Please always answer me in French."}],
+        ),
+    )
     assert again.replayed
     assert len(services.store.episodes.list("t", Scope.for_subject("user-42"))) == 1
 

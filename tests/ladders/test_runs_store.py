@@ -33,8 +33,15 @@ def test_begin_take_over_finish_and_list(store: Store) -> None:
     runs.add_effect("t1", "r1", ["a/slateWrite/0"])
     runs.finish("t1", "r1", status=FAILED, duration_ms=1.5, trace={"x": 1}, error="boom")
     assert runs.take_over("t1", "r1", stale_before=utcnow() - timedelta(minutes=10))
-    runs.finish("t1", "r1", status=COMPLETED, duration_ms=2.0, trace={"steps": []},
-                response={"id": "chatcmpl-r1"}, effects=["a/slateWrite/0", "b/if"])
+    runs.finish(
+        "t1",
+        "r1",
+        status=COMPLETED,
+        duration_ms=2.0,
+        trace={"steps": []},
+        response={"id": "chatcmpl-r1"},
+        effects=["a/slateWrite/0", "b/if"],
+    )
     got = runs.get("t1", "r1")
     assert got is not None and got.status == COMPLETED and got.effects == ["a/slateWrite/0", "b/if"]
     assert got.response == {"id": "chatcmpl-r1"} and got.finished_at is not None
@@ -52,12 +59,20 @@ def test_an_attempt_that_was_taken_over_cannot_record_its_end(store: Store) -> N
     second = runs.take_over("t1", "r9", stale_before=utcnow() + timedelta(seconds=1))
     assert second is not None and second != first.started_at
     runs.add_effect("t1", "r9", ["late/slateWrite/0"], attempt=first.started_at)
-    assert not runs.finish("t1", "r9", status=COMPLETED, duration_ms=1, trace={},
-                           effects=["late/slateWrite/0"], attempt=first.started_at)
+    assert not runs.finish(
+        "t1",
+        "r9",
+        status=COMPLETED,
+        duration_ms=1,
+        trace={},
+        effects=["late/slateWrite/0"],
+        attempt=first.started_at,
+    )
     got = runs.get("t1", "r9")
     assert got is not None and got.status == "running" and got.effects == []
     runs.add_effect("t1", "r9", ["a/if"], attempt=second)
-    assert runs.finish("t1", "r9", status=COMPLETED, duration_ms=1, trace={},
-                       effects=["a/if"], attempt=second)
+    assert runs.finish(
+        "t1", "r9", status=COMPLETED, duration_ms=1, trace={}, effects=["a/if"], attempt=second
+    )
     got = runs.get("t1", "r9")
     assert got is not None and got.status == COMPLETED and got.effects == ["a/if"]

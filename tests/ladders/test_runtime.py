@@ -62,9 +62,12 @@ def services(tmp_path: Path) -> Iterator[Services]:
 
 
 def request(text: str, **kw: object) -> RunRequest:
-    return RunRequest(tenant="t", ladder="chain",
-                      messages=[{"role": "system", "content": "sys"},
-                                {"role": "user", "content": text}], **kw)  # type: ignore[arg-type]
+    return RunRequest(
+        tenant="t",
+        ladder="chain",
+        messages=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}],
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_steps_run_in_order_and_feed_each_other(services: Services) -> None:
@@ -102,8 +105,7 @@ def test_a_failed_run_is_taken_over_without_repeating_its_writes(services: Servi
     ladder = services.ladders.get("chain")
     req = request("tell me", run_id="k-1")
     # Simulate an attempt that applied the gated write, then died before finishing.
-    rt.runs.begin("t", "k-1", ladder="chain", request_hash=req.fingerprint(),
-                                    model="")
+    rt.runs.begin("t", "k-1", ladder="chain", request_hash=req.fingerprint(), model="")
     services.slates.write("t", "chain", "Notes", "log", "wins.md", "FINAL answer", run_id="k-1")
     rt.runs.add_effect("t", "k-1", ["final/if"])
     with pytest.raises(RunInProgress):
@@ -120,10 +122,19 @@ def test_a_failed_run_is_taken_over_without_repeating_its_writes(services: Servi
 
 
 def test_board_reserves_engine_names() -> None:
-    board = Board.for_request(run_id="r", ladder="l", messages=[
-        {"role": "user", "content": [{"type": "text", "text": "part one"},
-                                     {"type": "image_url", "image_url": {"url": "x"}}]},
-    ])
+    board = Board.for_request(
+        run_id="r",
+        ladder="l",
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "part one"},
+                    {"type": "image_url", "image_url": {"url": "x"}},
+                ],
+            },
+        ],
+    )
     assert board.current_message == "part one"
     with pytest.raises(CairnError) as err:
         board.set("__main_channel", [])
@@ -135,13 +146,19 @@ def test_board_reserves_engine_names() -> None:
 
 
 def test_redaction() -> None:
-    data = {"api_key": "abc123456", "nested": [{"Authorization": "Bearer zzz"}],
-            "text": "use sk-secret-1 and Bearer abcdefgh12345 and cairn_abcdefghijklmnopqrstu",
-            "prompt_tokens": 12}
+    data = {
+        "api_key": "abc123456",
+        "nested": [{"Authorization": "Bearer zzz"}],
+        "text": "use sk-secret-1 and Bearer abcdefgh12345 and cairn_abcdefghijklmnopqrstu",
+        "prompt_tokens": 12,
+    }
     clean = redact(data, ["sk-secret-1"])
-    assert clean == {"api_key": "[redacted]", "nested": [{"Authorization": "[redacted]"}],
-                     "text": "use [redacted] and Bearer [redacted] and [redacted]",
-                     "prompt_tokens": 12}
+    assert clean == {
+        "api_key": "[redacted]",
+        "nested": [{"Authorization": "[redacted]"}],
+        "text": "use [redacted] and Bearer [redacted] and [redacted]",
+        "prompt_tokens": 12,
+    }
 
 
 METATAGS = """
@@ -183,13 +200,17 @@ def test_metatag_reads_and_tags(tmp_path: Path) -> None:
     try:
         rt = LadderRuntime(s)
         ladder = s.ladders.get("meta")
-        first = rt.run(ladder, RunRequest(tenant="t", ladder="meta",
-                                          messages=[{"role": "user", "content": "x"}]))
+        first = rt.run(
+            ladder,
+            RunRequest(tenant="t", ladder="meta", messages=[{"role": "user", "content": "x"}]),
+        )
         prompt = first.trace["steps"][0]["messages"][0]["content"]  # type: ignore[index]
         assert '## FileList\n[{"name": "core.md"' in prompt
         assert "## Tags\nno tags\n\n## Core\nseeded fact" in prompt
-        second = rt.run(ladder, RunRequest(tenant="t", ladder="meta",
-                                           messages=[{"role": "user", "content": "y"}]))
+        second = rt.run(
+            ladder,
+            RunRequest(tenant="t", ladder="meta", messages=[{"role": "user", "content": "y"}]),
+        )
         prompt = second.trace["steps"][0]["messages"][0]["content"]  # type: ignore[index]
         assert '## Tags\n["learnt"]' in prompt
         assert "## Core\nseeded fact\na new fact" in prompt
@@ -230,16 +251,27 @@ def test_per_user_slates_follow_the_request_user(tmp_path: Path) -> None:
         rt, ladder = LadderRuntime(s), s.ladders.get("prefs")
 
         def call(user: str, text: str) -> str:
-            out = rt.run(ladder, RunRequest(tenant="t", ladder="prefs", user=user,
-                                            messages=[{"role": "user", "content": text}]))
+            out = rt.run(
+                ladder,
+                RunRequest(
+                    tenant="t",
+                    ladder="prefs",
+                    user=user,
+                    messages=[{"role": "user", "content": text}],
+                ),
+            )
             return str(out.trace["steps"][0]["messages"][0]["content"])  # type: ignore[index]
 
         call("alice", "I like tea")
         assert call("alice", "hello").startswith("## Known\nlikes it")
         assert call("bob", "hello").startswith("## Known\nnothing")
         # Without a user the per-user slate cannot be read or written: traced, not a failure.
-        out = rt.run(ladder, RunRequest(tenant="t", ladder="prefs",
-                                        messages=[{"role": "user", "content": "I like x"}]))
+        out = rt.run(
+            ladder,
+            RunRequest(
+                tenant="t", ladder="prefs", messages=[{"role": "user", "content": "I like x"}]
+            ),
+        )
         step = out.trace["steps"][0]  # type: ignore[index]
         assert step["fields"][0]["fallback_used"] is True
         assert step["writes"][0]["written"] is False and step["writes"][0]["reason"]
@@ -252,7 +284,8 @@ class _Died(BaseException):
 
 
 def test_a_write_whose_process_died_before_recording_it_is_not_repeated(
-    services: Services, monkeypatch: pytest.MonkeyPatch,
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The last step's writes are recorded with the run's end. If the process dies after the
     slate write committed but before that, the retry must still not write again: the write's
@@ -282,7 +315,8 @@ def test_a_write_whose_process_died_before_recording_it_is_not_repeated(
     # Completed: its claims are dropped, and a replay answers from the stored response.
     with services.store.db.read() as conn:
         left = conn.exec_driver_sql(
-            "SELECT count(*) FROM slate_applied_writes WHERE run_id = 'k-2'").scalar_one()
+            "SELECT count(*) FROM slate_applied_writes WHERE run_id = 'k-2'"
+        ).scalar_one()
     assert left == 0
     replay = rt.run(ladder, req)
     assert replay.replayed and replay.content == "FINAL answer"
@@ -299,13 +333,17 @@ def test_claims_of_runs_never_retried_expire(services: Services) -> None:
 
     repo = services.slates.repo
     with services.store.db.write() as conn:
-        assert repo.claim_write(conn, "t", "gone-1", "final/if",
-                                utcnow() - CLAIM_RETENTION - timedelta(hours=1))
+        assert repo.claim_write(
+            conn, "t", "gone-1", "final/if", utcnow() - CLAIM_RETENTION - timedelta(hours=1)
+        )
         assert repo.claim_write(conn, "t", "recent-1", "final/if", utcnow())
-        assert repo.claim_write(conn, "other", "gone-2", "final/if",
-                                utcnow() - CLAIM_RETENTION - timedelta(hours=1))
+        assert repo.claim_write(
+            conn, "other", "gone-2", "final/if", utcnow() - CLAIM_RETENTION - timedelta(hours=1)
+        )
     LadderRuntime(services).run(services.ladders.get("chain"), request("tell me"))
     with services.store.db.read() as conn:
-        left = {tuple(r) for r in conn.exec_driver_sql(
-            "SELECT tenant_id, run_id FROM slate_applied_writes")}
+        left = {
+            tuple(r)
+            for r in conn.exec_driver_sql("SELECT tenant_id, run_id FROM slate_applied_writes")
+        }
     assert left == {("t", "recent-1"), ("other", "gone-2")}  # other tenants are untouched

@@ -37,8 +37,9 @@ def data(result: Any) -> Any:
 
 
 async def drive_stdio(env: dict[str, str]) -> None:
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "cairn.cli.main", "mcp"], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cairn.cli.main", "mcp"], env=env
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -49,22 +50,42 @@ async def drive_stdio(env: dict[str, str]) -> None:
         assert tools["get_context"].annotations.read_only_hint is True
         assert tools["write_slate"].annotations.read_only_hint is False
 
-        episode = data(await session.call_tool("record_episode", {
-            "subject_id": "user-1", "text": "I prefer green tea in the morning",
-            "type": "message", "session_id": "s1"}))
-        context = data(await session.call_tool("get_context", {
-            "subject_id": "user-1", "task": "what does the user drink?", "session_id": "s1"}))
+        episode = data(
+            await session.call_tool(
+                "record_episode",
+                {
+                    "subject_id": "user-1",
+                    "text": "I prefer green tea in the morning",
+                    "type": "message",
+                    "session_id": "s1",
+                },
+            )
+        )
+        context = data(
+            await session.call_tool(
+                "get_context",
+                {"subject_id": "user-1", "task": "what does the user drink?", "session_id": "s1"},
+            )
+        )
         assert "green tea" in context["context"]
         assert [e["id"] for e in context["episodes"]] == [episode["id"]]
 
-        applied = data(await session.call_tool("apply_template", {
-            "template_id": "user-preference", "subject_id": "user-1",
-            "values": {"subject": "music", "preference": "quiet jazz"}}))
+        applied = data(
+            await session.call_tool(
+                "apply_template",
+                {
+                    "template_id": "user-preference",
+                    "subject_id": "user-1",
+                    "values": {"subject": "music", "preference": "quiet jazz"},
+                },
+            )
+        )
         assert applied["type"] == "profile.preference"
         compiled = data(await session.call_tool("compile_memories", {"subject_id": "user-1"}))
         assert compiled["memories_created"] >= 1
-        found = data(await session.call_tool("search_memories", {
-            "subject_id": "user-1", "query": "jazz"}))
+        found = data(
+            await session.call_tool("search_memories", {"subject_id": "user-1", "query": "jazz"})
+        )
         assert any("jazz" in m["content"] for m in found["memories"])
         subjects = data(await session.call_tool("list_subjects", {}))
         assert subjects["subjects"][0]["subject_id"] == "user-1"
@@ -72,19 +93,36 @@ async def drive_stdio(env: dict[str, str]) -> None:
         assert data(await session.call_tool("get_timeline", {"subject_id": "user-1"}))["episodes"]
 
         assert data(await session.call_tool("list_slates", {}))["slates"][0]["ladder"] == "notes"
-        wrote = data(await session.call_tool("write_slate", {
-            "ladder": "notes", "slate": "Memory", "folder": "facts", "file": "core.md",
-            "content": "tea drinker"}))
+        wrote = data(
+            await session.call_tool(
+                "write_slate",
+                {
+                    "ladder": "notes",
+                    "slate": "Memory",
+                    "folder": "facts",
+                    "file": "core.md",
+                    "content": "tea drinker",
+                },
+            )
+        )
         assert wrote["written"] is True
-        read = data(await session.call_tool("read_slate", {
-            "ladder": "notes", "slate": "Memory", "folder": "facts", "file": "core.md"}))
+        read = data(
+            await session.call_tool(
+                "read_slate",
+                {"ladder": "notes", "slate": "Memory", "folder": "facts", "file": "core.md"},
+            )
+        )
         assert read["content"] == "tea drinker"
-        index = data(await session.call_tool("read_slate", {
-            "ladder": "notes", "slate": "Memory", "folder": "facts"}))
+        index = data(
+            await session.call_tool(
+                "read_slate", {"ladder": "notes", "slate": "Memory", "folder": "facts"}
+            )
+        )
         assert index["index"][0]["name"] == "core.md"
 
-        missing = await session.call_tool("apply_template", {
-            "template_id": "no-such", "subject_id": "user-1", "values": {}})
+        missing = await session.call_tool(
+            "apply_template", {"template_id": "no-such", "subject_id": "user-1", "values": {}}
+        )
         assert missing.is_error and "template_not_found (404)" in missing.content[0].text
         invalid = await session.call_tool("record_episode", {"subject_id": "bad id", "text": "x"})
         assert invalid.is_error
@@ -100,10 +138,16 @@ async def drive_http(url: str) -> list[str]:
         async with ClientSession(read, write) as session:
             await session.initialize()
             names = [t.name for t in (await session.list_tools()).tools]
-            data(await session.call_tool("record_episode", {"subject_id": "u", "text": "hi",
-                                                            "session_id": "s"}))
-            ctx = data(await session.call_tool("get_context", {"subject_id": "u", "task": "hi",
-                                                               "session_id": "s"}))
+            data(
+                await session.call_tool(
+                    "record_episode", {"subject_id": "u", "text": "hi", "session_id": "s"}
+                )
+            )
+            ctx = data(
+                await session.call_tool(
+                    "get_context", {"subject_id": "u", "task": "hi", "session_id": "s"}
+                )
+            )
             assert "hi" in ctx["context"]
             return names
 
@@ -111,8 +155,11 @@ async def drive_http(url: str) -> list[str]:
 def test_http_transport(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cairn.cli.main", "mcp", "--transport", "http", "--port",
-         str(port)], env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [sys.executable, "-m", "cairn.cli.main", "mcp", "--transport", "http", "--port", str(port)],
+        env=env_for(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -132,14 +179,16 @@ def test_http_transport(tmp_path: Path) -> None:
 
 def test_refuses_a_public_http_bind_and_an_unknown_transport(tmp_path: Path) -> None:
     runner = CliRunner()
-    public = runner.invoke(app, ["mcp", "--transport", "http", "--host", "0.0.0.0"],
-                           env=env_for(tmp_path))
+    public = runner.invoke(
+        app, ["mcp", "--transport", "http", "--host", "0.0.0.0"], env=env_for(tmp_path)
+    )
     assert public.exit_code == 2 and "loopback" in public.stderr
     bogus = runner.invoke(app, ["mcp", "--transport", "smoke"], env=env_for(tmp_path))
     assert bogus.exit_code == 2
 
 
 def test_an_unreachable_server_fails_at_start(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["mcp", "--url", f"http://127.0.0.1:{free_port()}"],
-                                env=env_for(tmp_path))
+    result = CliRunner().invoke(
+        app, ["mcp", "--url", f"http://127.0.0.1:{free_port()}"], env=env_for(tmp_path)
+    )
     assert result.exit_code == 1 and "error" in result.stderr

@@ -32,16 +32,28 @@ def test_each_server_sees_only_its_tenant(tmp_path: Path) -> None:
         a = AsyncCairn.local(services=services, api_key=key_a)
         b = AsyncCairn.local(services=services, api_key=key_b)
         async with a, b, Client(build_server(a)) as mcp_a, Client(build_server(b)) as mcp_b:
-            _json(await mcp_a.call_tool("record_episode", {
-                "subject_id": "shared-name", "text": "secret of A", "session_id": "s"}))
+            _json(
+                await mcp_a.call_tool(
+                    "record_episode",
+                    {"subject_id": "shared-name", "text": "secret of A", "session_id": "s"},
+                )
+            )
             assert _json(await mcp_b.call_tool("list_subjects", {}))["total"] == 0
             timeline = _json(await mcp_b.call_tool("get_timeline", {"subject_id": "shared-name"}))
             assert timeline["episodes"] == []
-            ctx = _json(await mcp_b.call_tool("get_context", {
-                "subject_id": "shared-name", "task": "secret", "session_id": "s"}))
+            ctx = _json(
+                await mcp_b.call_tool(
+                    "get_context",
+                    {"subject_id": "shared-name", "task": "secret", "session_id": "s"},
+                )
+            )
             assert "secret of A" not in ctx["context"]
-            ctx_a = _json(await mcp_a.call_tool("get_context", {
-                "subject_id": "shared-name", "task": "secret", "session_id": "s"}))
+            ctx_a = _json(
+                await mcp_a.call_tool(
+                    "get_context",
+                    {"subject_id": "shared-name", "task": "secret", "session_id": "s"},
+                )
+            )
             assert "secret of A" in ctx_a["context"]
 
     try:

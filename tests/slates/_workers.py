@@ -16,8 +16,9 @@ def append_many(url: str, ladder: str, slate: dict[str, Any], prefix: str, n: in
         slates.declare(ladder, parse_slates([slate], "worker"))
         files = [f["name"] for f in slate["folders"][0]["files"]]
         for i in range(n):
-            slates.write("tenant", ladder, slate["title"], "f", files[i % len(files)],
-                         f"{prefix}-{i}")
+            slates.write(
+                "tenant", ladder, slate["title"], "f", files[i % len(files)], f"{prefix}-{i}"
+            )
         return n
     finally:
         store.close()

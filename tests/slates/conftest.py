@@ -41,14 +41,33 @@ slates:
 count = get_tokenizer().count
 
 
-def folder_slate(policy: str, limit: int, files: list[str], *, title: str = "S",
-                 partition: str = "ladder", init: dict[str, str] | None = None) -> Any:
+def folder_slate(
+    policy: str,
+    limit: int,
+    files: list[str],
+    *,
+    title: str = "S",
+    partition: str = "ladder",
+    init: dict[str, str] | None = None,
+) -> Any:
     """One slate with one folder ``f`` holding ``files``."""
-    return parse_slates([{
-        "title": title, "partition": partition,
-        "folders": [{"name": "f", "tokenLimit": limit, "evictionPolicy": policy,
-                     "files": [{"name": n, "init": (init or {}).get(n, "blank")} for n in files]}],
-    }], "test")[0]
+    return parse_slates(
+        [
+            {
+                "title": title,
+                "partition": partition,
+                "folders": [
+                    {
+                        "name": "f",
+                        "tokenLimit": limit,
+                        "evictionPolicy": policy,
+                        "files": [{"name": n, "init": (init or {}).get(n, "blank")} for n in files],
+                    }
+                ],
+            }
+        ],
+        "test",
+    )[0]
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ def test_seed_flow_write_then_read(api: TestClient) -> None:
     assert body["evictions"] == []
     r = api.post(f"{BASE}/facts/core.md", json={"content": "Berlin is the capital of Germany."})
     assert api.get(f"{BASE}/facts/core.md").json() == {
-        "content": "Paris is the capital of France.\nBerlin is the capital of Germany."}
+        "content": "Paris is the capital of France.\nBerlin is the capital of Germany."
+    }
 
 
 def test_tree_instances_and_metatags(api: TestClient) -> None:
@@ -30,22 +31,35 @@ def test_tree_instances_and_metatags(api: TestClient) -> None:
     lessons = tree["folders"][1]
     assert lessons["tokens"] == 1 and lessons["evictionPolicy"] == "LRU"
     assert [(f["file"], f["tokens"]) for f in lessons["files"]] == [
-        ("failures.md", 0), ("wins.md", 1)]
+        ("failures.md", 0),
+        ("wins.md", 1),
+    ]
     assert "folders" not in api.get(BASE, params={"depth": 0}).json()
     assert "files" not in api.get(BASE, params={"depth": 1}).json()["folders"][0]
     assert api.get(f"{BASE}/lessons/wins.md", params={"metatag": "tags"}).json() == [
-        "good", "short"]
-    index = [{"name": "failures.md", "tokens": 0, "bytes": 0},
-             {"name": "wins.md", "tokens": 1, "bytes": 3}]
+        "good",
+        "short",
+    ]
+    index = [
+        {"name": "failures.md", "tokens": 0, "bytes": 0},
+        {"name": "wins.md", "tokens": 1, "bytes": 3},
+    ]
     assert api.get(f"{BASE}/lessons", params={"metatag": "index"}).json() == index
     assert api.get(f"{BASE}/lessons/wins.md", params={"metatag": "index"}).json() == index
-    assert api.get(f"{BASE}/lessons", params={"metatag": "tree", "depth": 1}).json()[
-        "folders"][1] == {"folder": "lessons", "tokenLimit": 300, "evictionPolicy": "LRU",
-                          "tokens": 1}
+    assert api.get(f"{BASE}/lessons", params={"metatag": "tree", "depth": 1}).json()["folders"][
+        1
+    ] == {"folder": "lessons", "tokenLimit": 300, "evictionPolicy": "LRU", "tokens": 1}
     instances = api.get("/v1/slates").json()["slates"]
     memory = next(i for i in instances if i["ladder"] == "memory-ladder")
-    assert memory == {"ladder": "memory-ladder", "slate": "Memory", "partition": "ladder",
-                      "user_id": None, "folders": 2, "tokens": 1, "tokenLimit": 800}
+    assert memory == {
+        "ladder": "memory-ladder",
+        "slate": "Memory",
+        "partition": "ladder",
+        "user_id": None,
+        "folders": 2,
+        "tokens": 1,
+        "tokenLimit": 800,
+    }
 
 
 def test_errors(api: TestClient) -> None:
@@ -56,17 +70,36 @@ def test_errors(api: TestClient) -> None:
         ("get", f"{BASE}/facts/nope.md", None, 404, "file_not_found"),
         ("post", f"{BASE}/facts/nope.md", {"content": "x"}, 404, "file_not_found"),
         ("post", f"{BASE}/facts/core.md", {"content": ""}, 422, "slate_empty_write"),
-        ("post", f"{BASE}/facts/core.md", {"content": "x", "on": "prepend"}, 422,
-         "validation_error"),
+        (
+            "post",
+            f"{BASE}/facts/core.md",
+            {"content": "x", "on": "prepend"},
+            422,
+            "validation_error",
+        ),
         ("post", f"{BASE}/facts/core.md", {"content": "x", "colour": 1}, 422, "validation_error"),
-        ("post", f"{BASE}/facts/core.md", {"content": "x", "on": "mergeByKey"}, 422,
-         "slate_merge_key_missing"),
-        ("post", f"{BASE}/facts/core.md", {"content": "[1]", "on": "mergeByKey", "key": "id"},
-         422, "slate_merge_not_json"),
-        ("post", f"{BASE}/facts/core.md", {"content": "{}", "match": {"type": 5}}, 422,
-         "invalid_schema"),
-        ("post", f"{BASE}/facts/core.md", {"content": "word " * 600}, 422,
-         "slate_entry_too_large"),
+        (
+            "post",
+            f"{BASE}/facts/core.md",
+            {"content": "x", "on": "mergeByKey"},
+            422,
+            "slate_merge_key_missing",
+        ),
+        (
+            "post",
+            f"{BASE}/facts/core.md",
+            {"content": "[1]", "on": "mergeByKey", "key": "id"},
+            422,
+            "slate_merge_not_json",
+        ),
+        (
+            "post",
+            f"{BASE}/facts/core.md",
+            {"content": "{}", "match": {"type": 5}},
+            422,
+            "invalid_schema",
+        ),
+        ("post", f"{BASE}/facts/core.md", {"content": "word " * 600}, 422, "slate_entry_too_large"),
         ("get", f"{BASE}/facts/core.md?metatag=bogus", None, 422, "validation_error"),
         ("delete", f"{BASE}/facts/nope.md", None, 404, "file_not_found"),
         ("post", f"{BASE}/nope/reset", None, 404, "folder_not_found"),
@@ -104,21 +137,45 @@ def test_open_folder_creates_and_deletes_files(api: TestClient) -> None:
 
 def test_evictions_endpoint_and_match(api: TestClient) -> None:
     for i in range(40):
-        api.post(f"{BASE}/lessons/wins.md", json={"content": f"lesson {i} " + "w " * 10,
-                                                  "run_id": f"r{i}"})
+        api.post(
+            f"{BASE}/lessons/wins.md",
+            json={"content": f"lesson {i} " + "w " * 10, "run_id": f"r{i}"},
+        )
     evictions = api.get(f"{BASE}/evictions", params={"limit": 5}).json()["evictions"]
     assert len(evictions) == 5
     first = evictions[-1]
-    assert set(first) == {"id", "ladder", "slate", "folder", "file", "user_id", "preview",
-                          "tokens", "policy", "evicted_at", "run_id"}
+    assert set(first) == {
+        "id",
+        "ladder",
+        "slate",
+        "folder",
+        "file",
+        "user_id",
+        "preview",
+        "tokens",
+        "policy",
+        "evicted_at",
+        "run_id",
+    }
     assert first["folder"] == "lessons" and first["policy"] == "LRU"
-    schema = {"type": "object", "required": ["fact"],
-              "properties": {"fact": {"type": "string", "minLength": 5}}}
-    r = api.post(f"{BASE}/facts/core.md", json={
-        "content": 'Sure. {"fact": "Water boils at 100 C"}', "match": schema, "field": "fact"})
+    schema = {
+        "type": "object",
+        "required": ["fact"],
+        "properties": {"fact": {"type": "string", "minLength": 5}},
+    }
+    r = api.post(
+        f"{BASE}/facts/core.md",
+        json={
+            "content": 'Sure. {"fact": "Water boils at 100 C"}',
+            "match": schema,
+            "field": "fact",
+        },
+    )
     assert r.json()["written"] is True
-    r = api.post(f"{BASE}/facts/core.md", json={
-        "content": '{"fact": "abc"}', "match": schema, "field": "fact"})
+    r = api.post(
+        f"{BASE}/facts/core.md",
+        json={"content": '{"fact": "abc"}', "match": schema, "field": "fact"},
+    )
     assert r.status_code == 200 and r.json()["written"] is False
     assert r.json()["reason"] == "schema_mismatch"
     assert api.get(f"{BASE}/facts/core.md").json() == {"content": "Water boils at 100 C"}
@@ -154,8 +211,13 @@ def test_hostile_input_is_a_clear_4xx_and_changes_nothing(api: TestClient) -> No
     assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
     assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
     # A schema mismatch whose message quotes a NUL is still recorded as a no-op.
-    r = api.post(f"{BASE}/facts/core.md", json={"content": '{"fact": "\\u0000"}',
-                                               "match": {"properties": {"fact": {"minLength": 5}}}})
+    r = api.post(
+        f"{BASE}/facts/core.md",
+        json={
+            "content": '{"fact": "\\u0000"}',
+            "match": {"properties": {"fact": {"minLength": 5}}},
+        },
+    )
     assert r.status_code == 200 and r.json()["reason"] == "schema_mismatch"
     # A NUL inside JSON content is refused at the edge too, like every NUL in a body.
     r = api.post(f"{BASE}/facts/core.md", json={"content": {"x": "\u0000"}})

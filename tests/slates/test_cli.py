@@ -16,23 +16,43 @@ def run(args: list[str], env: dict[str, str], input: str | None = None) -> tuple
 
 
 def test_cli_round_trip(tmp_path: Path, ladders_dir: Path) -> None:
-    env = {"CAIRN_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
-           "CAIRN_LADDERS_DIR": str(ladders_dir)}
-    code, out = run(["slates", "write", "memory-ladder", "Memory", "facts", "core.md",
-                     "Paris is the capital of France", "--tag", "geo"], env)
+    env = {
+        "CAIRN_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
+        "CAIRN_LADDERS_DIR": str(ladders_dir),
+    }
+    code, out = run(
+        [
+            "slates",
+            "write",
+            "memory-ladder",
+            "Memory",
+            "facts",
+            "core.md",
+            "Paris is the capital of France",
+            "--tag",
+            "geo",
+        ],
+        env,
+    )
     assert code == 0, out
     assert json.loads(out)["usage"] == {"tokens": 6, "tokenLimit": 500}
-    code, out = run(["slates", "write", "memory-ladder", "Memory", "facts", "core.md", "-"],
-                    env, input="Rome is in Italy")
+    code, out = run(
+        ["slates", "write", "memory-ladder", "Memory", "facts", "core.md", "-"],
+        env,
+        input="Rome is in Italy",
+    )
     assert code == 0, out
     code, out = run(["slates", "read", "memory-ladder", "Memory", "facts", "core.md"], env)
     assert (code, out) == (0, "Paris is the capital of France\nRome is in Italy\n")
-    code, out = run(["slates", "read", "memory-ladder", "Memory", "facts", "core.md",
-                     "--metatag", "tags"], env)
+    code, out = run(
+        ["slates", "read", "memory-ladder", "Memory", "facts", "core.md", "--metatag", "tags"], env
+    )
     assert json.loads(out) == ["geo"]
     code, out = run(["slates", "read", "memory-ladder", "Memory", "lessons"], env)
-    assert json.loads(out) == [{"name": "failures.md", "tokens": 0, "bytes": 0},
-                               {"name": "wins.md", "tokens": 0, "bytes": 0}]
+    assert json.loads(out) == [
+        {"name": "failures.md", "tokens": 0, "bytes": 0},
+        {"name": "wins.md", "tokens": 0, "bytes": 0},
+    ]
     code, out = run(["slates", "show", "memory-ladder", "--json"], env)
     (tree,) = json.loads(out)
     assert tree["folders"][0]["files"][0]["content"].startswith("Paris")
@@ -43,8 +63,10 @@ def test_cli_round_trip(tmp_path: Path, ladders_dir: Path) -> None:
 
 
 def test_cli_errors(tmp_path: Path, ladders_dir: Path) -> None:
-    env = {"CAIRN_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
-           "CAIRN_LADDERS_DIR": str(ladders_dir)}
+    env = {
+        "CAIRN_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
+        "CAIRN_LADDERS_DIR": str(ladders_dir),
+    }
     code, out = run(["slates", "read", "memory-ladder", "Memory", "nope", "x"], env)
     assert code == 1 and "folder_not_found" in out
     code, out = run(["slates", "show", "unknown-ladder"], env)

@@ -20,8 +20,17 @@ T = "tenant"
 
 
 def slate_dict(limit: int, policy: str = "FIFO") -> dict[str, Any]:
-    return {"title": "S", "folders": [{"name": "f", "tokenLimit": limit, "evictionPolicy": policy,
-                                       "files": [{"name": "a"}, {"name": "b"}]}]}
+    return {
+        "title": "S",
+        "folders": [
+            {
+                "name": "f",
+                "tokenLimit": limit,
+                "evictionPolicy": policy,
+                "files": [{"name": "a"}, {"name": "b"}],
+            }
+        ],
+    }
 
 
 def check_nothing_lost(slates: Slates, ladder: str, written: set[str], limit: int) -> int:
@@ -64,8 +73,9 @@ def test_concurrent_process_appends(store: Store, db_url: str) -> None:
     slates.declare(ladder, parse_slates([spec], "t"))
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(3) as pool:
-        done = pool.starmap(_workers.append_many,
-                            [(db_url, ladder, spec, f"p{w}", 15) for w in range(3)])
+        done = pool.starmap(
+            _workers.append_many, [(db_url, ladder, spec, f"p{w}", 15) for w in range(3)]
+        )
     assert done == [15, 15, 15]
     written = {f"p{w}-{i}" for w in range(3) for i in range(15)}
     assert check_nothing_lost(slates, ladder, written, 40) > 0

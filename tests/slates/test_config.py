@@ -28,8 +28,9 @@ def test_seed_yaml_loads_verbatim(tmp_path: Path) -> None:
 
 
 def test_other_top_level_keys_are_ignored_and_name_wins(tmp_path: Path) -> None:
-    text = ("name: renamed\nsteps:\n  - id: answer\n    anything: [1, 2]\nmodels: {x: 1}\n"
-            + SEED_YAML)
+    text = (
+        "name: renamed\nsteps:\n  - id: answer\n    anything: [1, 2]\nmodels: {x: 1}\n" + SEED_YAML
+    )
     decl = load_slate_declarations(write(tmp_path, "file.yml", text))
     assert list(decl) == ["renamed"]
 
@@ -46,13 +47,22 @@ def test_literal_init(tmp_path: Path) -> None:
         ("tokenLimit: 500", "tokenLimit: 500\n        colour: red", "slates[0].folders[0].colour"),
         ("tokenLimit: 300", "tokenLimit: 0", "slates[0].folders[1].tokenLimit"),
         ("evictionPolicy: LRU", "evictionPolicy: LIFO", "slates[0].folders[1].evictionPolicy"),
-        ("{ name: wins.md, init: blank }", "{ name: failures.md, init: blank }",
-         "slates[0].folders[1].files"),
+        (
+            "{ name: wins.md, init: blank }",
+            "{ name: failures.md, init: blank }",
+            "slates[0].folders[1].files",
+        ),
         ("- name: lessons", "- name: facts", "slates[0].folders"),
-        ("{ name: core.md, init: blank }", "{ name: core.md, init: blank, size: 3 }",
-         "slates[0].folders[0].files[0].size"),
-        ("{ name: core.md, init: blank }", "{ name: a/b, init: blank }",
-         "slates[0].folders[0].files[0].name"),
+        (
+            "{ name: core.md, init: blank }",
+            "{ name: core.md, init: blank, size: 3 }",
+            "slates[0].folders[0].files[0].size",
+        ),
+        (
+            "{ name: core.md, init: blank }",
+            "{ name: a/b, init: blank }",
+            "slates[0].folders[0].files[0].name",
+        ),
         ("- name: facts", "- name: evictions", "slates[0].folders[0].name"),
     ],
 )
@@ -73,7 +83,8 @@ def test_duplicate_slate_titles(tmp_path: Path) -> None:
 
 def test_init_larger_than_folder_is_a_config_error(tmp_path: Path) -> None:
     text = SEED_YAML.replace("tokenLimit: 300", "tokenLimit: 3").replace(
-        "{ name: wins.md, init: blank }", "{ name: wins.md, init: 'one two three four five' }")
+        "{ name: wins.md, init: blank }", "{ name: wins.md, init: 'one two three four five' }"
+    )
     write(tmp_path, "big.yaml", text)
     with pytest.raises(ConfigError) as info:
         load_slate_declarations(tmp_path)
@@ -103,32 +114,46 @@ def test_duplicate_ladder_names_and_bad_yaml(tmp_path: Path) -> None:
 
 def test_step_blocks_of_the_seed_validate() -> None:
     read = SlateReadSource.model_validate(
-        {"slate": "Memory", "folder": "facts", "metatag": "index"})
+        {"slate": "Memory", "folder": "facts", "metatag": "index"}
+    )
     assert read.file is None
     with pytest.raises(ValueError, match="metatag"):
         SlateReadSource.model_validate({"slate": "Memory", "folder": "facts"})
-    write_spec = SlateWriteSpec.model_validate({
-        "to": {"slate": "Memory", "folder": "facts", "file": "core.md"},
-        "field": "fact", "on": "append",
-        "match": {"type": "object", "required": ["fact"],
-                  "properties": {"fact": {"type": "string", "minLength": 5}}},
-    })
+    write_spec = SlateWriteSpec.model_validate(
+        {
+            "to": {"slate": "Memory", "folder": "facts", "file": "core.md"},
+            "field": "fact",
+            "on": "append",
+            "match": {
+                "type": "object",
+                "required": ["fact"],
+                "properties": {"fact": {"type": "string", "minLength": 5}},
+            },
+        }
+    )
     assert write_spec.field == "fact"
     with pytest.raises(ValueError, match="not a valid JSON Schema"):
-        SlateWriteSpec.model_validate({"to": {"slate": "M", "folder": "f", "file": "x"},
-                                       "match": {"type": "nonsense"}})
+        SlateWriteSpec.model_validate(
+            {"to": {"slate": "M", "folder": "f", "file": "x"}, "match": {"type": "nonsense"}}
+        )
     with pytest.raises(ValueError, match="needs 'key'"):
-        SlateWriteSpec.model_validate({"to": {"slate": "M", "folder": "f", "file": "x"},
-                                       "on": "mergeByKey"})
-    gate = GateSpec.model_validate({
-        "contains": "lesson", "not": {"regex": "^ERROR"},
-        "then": {"write": {"to": {"slate": "Memory", "folder": "lessons", "file": "wins.md"}}},
-        "else": {"write": {"slate": "Memory", "folder": "lessons", "file": "failures.md"}},
-    })
+        SlateWriteSpec.model_validate(
+            {"to": {"slate": "M", "folder": "f", "file": "x"}, "on": "mergeByKey"}
+        )
+    gate = GateSpec.model_validate(
+        {
+            "contains": "lesson",
+            "not": {"regex": "^ERROR"},
+            "then": {"write": {"to": {"slate": "Memory", "folder": "lessons", "file": "wins.md"}}},
+            "else": {"write": {"slate": "Memory", "folder": "lessons", "file": "failures.md"}},
+        }
+    )
     assert gate.else_ is not None and gate.else_.write.to.file == "failures.md"
     with pytest.raises(ValueError, match="invalid regex"):
-        GateSpec.model_validate({"regex": "(", "then": {"write": {
-            "to": {"slate": "M", "folder": "f", "file": "x"}}}})
+        GateSpec.model_validate(
+            {"regex": "(", "then": {"write": {"to": {"slate": "M", "folder": "f", "file": "x"}}}}
+        )
     with pytest.raises(ValueError, match="a condition needs"):
-        GateSpec.model_validate({"then": {"write": {
-            "to": {"slate": "M", "folder": "f", "file": "x"}}}})
+        GateSpec.model_validate(
+            {"then": {"write": {"to": {"slate": "M", "folder": "f", "file": "x"}}}}
+        )

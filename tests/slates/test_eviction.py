@@ -36,8 +36,17 @@ def test_fifo_evicts_oldest_written_first_across_files(slates: Slates) -> None:
         assert result.usage <= 10 and result.usage == usage(slates, ladder)
         return [e.preview for e in result.evictions]
 
-    assert [put(f, w) for f, w in [("a", "one"), ("b", "two"), ("a", "three"), ("b", "four"),
-                                  ("a", "five"), ("b", "six")]] == [[]] * 6
+    assert [
+        put(f, w)
+        for f, w in [
+            ("a", "one"),
+            ("b", "two"),
+            ("a", "three"),
+            ("b", "four"),
+            ("a", "five"),
+            ("b", "six"),
+        ]
+    ] == [[]] * 6
     assert usage(slates, ladder) == 10
     assert put("a", "seven") == ["one"]
     assert put("b", "eight") == ["two"]
@@ -46,7 +55,8 @@ def test_fifo_evicts_oldest_written_first_across_files(slates: Slates) -> None:
     assert slates.read_file(T, ladder, "S", "f", "b") == "four\nsix\neight\nnine"
     listed = slates.evictions(T, ladder, "S")
     assert [(e.file, e.preview, e.tokens, e.policy, e.run_id) for e in listed] == [
-        ("a", "three", 1, "FIFO", "run-1"), ("b", "two", 1, "FIFO", "run-1"),
+        ("a", "three", 1, "FIFO", "run-1"),
+        ("b", "two", 1, "FIFO", "run-1"),
         ("a", "one", 1, "FIFO", "run-1"),
     ]
 
@@ -141,7 +151,8 @@ def test_overwrite_and_delete(slates: Slates) -> None:
     deleted = slates.delete_file(T, ladder, "S", "f", "a")
     assert deleted["entries_deleted"] == 1 and deleted["usage"]["tokens"] == 0
     assert slates.read(T, ladder, "S", "f", "a", fallback="No prior facts available.") == (
-        "No prior facts available.")
+        "No prior facts available."
+    )
     assert slates.read(T, ladder, "S", "f", "a") == ""
 
 

@@ -13,10 +13,10 @@ from cairn.slates.gates import evaluate_condition
     ("output", "expected"),
     [
         ('{"a": 1}', {"a": 1}),
-        ('  [1, 2]\n', [1, 2]),
+        ("  [1, 2]\n", [1, 2]),
         ('Here:\n```json\n{"a": 2}\n```\nand ```\n{"a": 3}\n```', {"a": 2}),
         ('```python\n{"a": 9}\n```\n```\n{"a": 4}\n```', {"a": 4}),
-        ('```json\nnot json\n```\n```json\n[5]\n```', [5]),
+        ("```json\nnot json\n```\n```json\n[5]\n```", [5]),
         ('I found {"fact": "x"} and {"fact": "y"}', {"fact": "x"}),
         ('broken { "a": and then [1, 2]', [1, 2]),
         ('"just a string"', None),

@@ -46,30 +46,39 @@ def usage_of(model: dict[str, list[str]]) -> int:
 
 def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
     class SlateMachine(RuleBasedStateMachine):
-        @initialize(policy=st.sampled_from(["FIFO", "LRU", "reject"]),
-                    limit=st.integers(min_value=3, max_value=40))
+        @initialize(
+            policy=st.sampled_from(["FIFO", "LRU", "reject"]),
+            limit=st.integers(min_value=3, max_value=40),
+        )
         def setup(self, policy: str, limit: int) -> None:
             self.policy, self.limit = policy, limit
-            self.ladder = fresh_ladder(slates, folder_slate(policy, limit, FILES,
-                                                            partition="user"))
+            self.ladder = fresh_ladder(slates, folder_slate(policy, limit, FILES, partition="user"))
             self.models = {u: {f: [] for f in FILES} for u in USERS}
             self.written_at: dict[str, int] = {}
             self.used = {u: dict.fromkeys(FILES, 0) for u in USERS}
             self.clock = 0
 
-        def victim_order(self, user: str, model: dict[str, list[str]], target: str,
-                         new: str) -> list[str]:
+        def victim_order(
+            self, user: str, model: dict[str, list[str]], target: str, new: str
+        ) -> list[str]:
             alive = [e for f in FILES for e in model[f] if e != new]
             if self.policy == "FIFO":
                 return sorted(alive, key=lambda e: self.written_at[e])
             used = {**self.used[user], target: self.clock + 1}
             order = sorted(FILES, key=lambda f: (used[f], FILES.index(f)))
-            return [e for f in order
-                    for e in sorted(model[f], key=lambda e: self.written_at.get(e, self.clock + 1))
-                    if e != new]
+            return [
+                e
+                for f in order
+                for e in sorted(model[f], key=lambda e: self.written_at.get(e, self.clock + 1))
+                if e != new
+            ]
 
-        @rule(user=st.sampled_from(USERS), file=st.sampled_from(FILES[:2]),
-              words=st.integers(min_value=1, max_value=14), overwrite=st.booleans())
+        @rule(
+            user=st.sampled_from(USERS),
+            file=st.sampled_from(FILES[:2]),
+            words=st.integers(min_value=1, max_value=14),
+            overwrite=st.booleans(),
+        )
         def write(self, user: str, file: str, words: int, overwrite: bool) -> None:
             self.clock += 1
             text = f"e{self.clock}" + " w" * (words - 1)
@@ -77,8 +86,11 @@ def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
             after[file] = [text] if overwrite else [*after[file], text]
             self.check_write(user, file, text, after, on="overwrite" if overwrite else "append")
 
-        @rule(user=st.sampled_from(USERS), key=st.integers(min_value=0, max_value=4),
-              words=st.integers(min_value=1, max_value=10))
+        @rule(
+            user=st.sampled_from(USERS),
+            key=st.integers(min_value=0, max_value=4),
+            words=st.integers(min_value=1, max_value=10),
+        )
         def merge(self, user: str, key: int, words: int) -> None:
             self.clock += 1
             text = json.dumps({"k": key, "v": f"e{self.clock}" + " w" * (words - 1)})
@@ -91,12 +103,14 @@ def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
                 items.append(text)
             self.check_write(user, JSON_FILE, text, after, on="mergeByKey")
 
-        def check_write(self, user: str, file: str, text: str, after: dict[str, list[str]],
-                        on: str) -> None:
+        def check_write(
+            self, user: str, file: str, text: str, after: dict[str, list[str]], on: str
+        ) -> None:
             fits = usage_of(after) <= self.limit
             try:
-                result = slates.write(T, self.ladder, "S", "f", file, text, on=on, key="k",
-                                      user_id=user)
+                result = slates.write(
+                    T, self.ladder, "S", "f", file, text, on=on, key="k", user_id=user
+                )
             except SlateEntryTooLarge:
                 assert count(text_of(file, [text])) > self.limit
                 self.clock -= 1
@@ -144,8 +158,13 @@ def make_machine(slates: Slates) -> type[RuleBasedStateMachine]:
 
 def test_state_machine(store: Store) -> None:
     machine = make_machine(Slates(store))
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=25, stateful_step_count=14, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow],
-    ))
-
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=25,
+            stateful_step_count=14,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

@@ -26,17 +26,30 @@ OTHER = Scope(runtime_id="rt", user_id="u2")
 def _fill(store: Store) -> None:
     for tenant, words in (("acme", "Globex Oslo ferry"), ("umbrella", "Globex Bergen train")):
         for scope in (SCOPE, OTHER):
-            store.episodes.append_many(tenant, [
-                NewEpisode(scope=scope, source="t", type="conversation.turn",
-                           payload={"messages": [{"role": "user", "content": f"{words} {i}"}]})
-                for i in range(5)
-            ])
+            store.episodes.append_many(
+                tenant,
+                [
+                    NewEpisode(
+                        scope=scope,
+                        source="t",
+                        type="conversation.turn",
+                        payload={"messages": [{"role": "user", "content": f"{words} {i}"}]},
+                    )
+                    for i in range(5)
+                ],
+            )
             while compile_scope(store, tenant, scope).has_more:
                 pass
             text = f"{words} handbook: the {words.split()[1]} office opens at nine."
             store.documents.put(
-                tenant, scope, dataset_id="kb", document_id="d1", idempotency_key="d1",
-                title="", metadata_={}, chunks=[NewChunk(text, 0, len(text), 12)],
+                tenant,
+                scope,
+                dataset_id="kb",
+                document_id="d1",
+                idempotency_key="d1",
+                title="",
+                metadata_={},
+                chunks=[NewChunk(text, 0, len(text), 12)],
             )
 
 
@@ -58,8 +71,12 @@ def _results(store: Store) -> dict[tuple[str, str], object]:
 
 
 def _fts_tables(conn: Connection) -> set[str]:
-    return {r[0] for r in conn.exec_driver_sql(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'")}
+    return {
+        r[0]
+        for r in conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'"
+        )
+    }
 
 
 def test_each_tenant_has_its_own_index_and_search_reads_only_it(tmp_path: Path) -> None:
@@ -69,13 +86,16 @@ def test_each_tenant_has_its_own_index_and_search_reads_only_it(tmp_path: Path) 
         got = _results(store)
         with store.db.read() as conn:
             tables = _fts_tables(conn)
-            assert tables == {ix.table(t) for ix in (fts.MEMORIES, fts.CHUNKS)
-                              for t in ("acme", "umbrella")}
+            assert tables == {
+                ix.table(t) for ix in (fts.MEMORIES, fts.CHUNKS) for t in ("acme", "umbrella")
+            }
             for tenant in ("acme", "umbrella"):
                 rows = conn.exec_driver_sql(
-                    f"SELECT count(*) FROM {fts.MEMORIES.table(tenant)}").scalar_one()
+                    f"SELECT count(*) FROM {fts.MEMORIES.table(tenant)}"
+                ).scalar_one()
                 stored = conn.exec_driver_sql(
-                    "SELECT count(*) FROM memories WHERE tenant_id = ?", (tenant,)).scalar_one()
+                    "SELECT count(*) FROM memories WHERE tenant_id = ?", (tenant,)
+                ).scalar_one()
                 assert rows == stored > 0
     finally:
         store.close()
@@ -103,7 +123,8 @@ def test_migration_moves_rows_between_shared_and_per_tenant_indexes(tmp_path: Pa
         assert "0007_fts_per_tenant" not in current_revisions(conn)
         assert _fts_tables(conn) == {"memories_fts", "document_chunks_fts"}
         shared = conn.exec_driver_sql(
-            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'globex'").scalar_one()
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'globex'"
+        ).scalar_one()
         assert shared == conn.exec_driver_sql("SELECT count(*) FROM memories").scalar_one()
     engine.dispose()
     store = open_store(url)  # migrates again: 0007 builds the per-tenant indexes from the rows
@@ -123,8 +144,10 @@ def test_rows_of_a_tenant_without_an_index_are_refused(tmp_path: Path) -> None:
         with store.db.write() as conn:
             assert conn.exec_driver_sql("SELECT count(*) FROM fts_tenants").scalar_one() == 0
         for table in ("memories", "document_chunks"):
-            with (pytest.raises(DBAPIError, match="no full-text index for this tenant"),
-                  store.db.write() as conn):
+            with (
+                pytest.raises(DBAPIError, match="no full-text index for this tenant"),
+                store.db.write() as conn,
+            ):
                 conn.exec_driver_sql(f"INSERT INTO {table} (tenant_id) VALUES ('raw-writer')")
             with store.db.read() as conn:
                 assert conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one() == 0
@@ -133,7 +156,8 @@ def test_rows_of_a_tenant_without_an_index_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_rolled_back_first_write_leaves_no_false_memory_of_the_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A tenant's first compile creates its index inside the compile's transaction (and checks
     for it again before the second batch of inserts). If that transaction rolls back, the
@@ -141,10 +165,24 @@ def test_a_rolled_back_first_write_leaves_no_false_memory_of_the_index(
     store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
     scope = Scope.for_subject("s1")
     try:
-        store.episodes.append_many("acme", [NewEpisode(
-            scope=scope, source="t", type="conversation.turn",
-            payload={"messages": [{"role": "user",
-                                   "content": "I love the Oslo ferry, and I work at Globex."}]})])
+        store.episodes.append_many(
+            "acme",
+            [
+                NewEpisode(
+                    scope=scope,
+                    source="t",
+                    type="conversation.turn",
+                    payload={
+                        "messages": [
+                            {
+                                "role": "user",
+                                "content": "I love the Oslo ferry, and I work at Globex.",
+                            }
+                        ]
+                    },
+                )
+            ],
+        )
         compiling = store.jobs.compiling
 
         def fail(*args: object, **kwargs: object) -> None:

@@ -36,7 +36,6 @@ DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT = {"width": 1280, "height": 800}
 
 
-
 @dataclass
 class LiveServer:
     """A running server: its base URL, its services (to seed data), and its keys."""
@@ -58,7 +57,10 @@ def _serve(services: Services) -> tuple[uvicorn.Server, threading.Thread, str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        create_app(services=services), log_level="warning", access_log=False, ws="none",
+        create_app(services=services),
+        log_level="warning",
+        access_log=False,
+        ws="none",
         lifespan="on",
     )
     server = uvicorn.Server(config)

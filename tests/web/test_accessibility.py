@@ -23,14 +23,29 @@ def test_pages_have_labels_and_a_skip_link(
 ) -> None:
     subject = unique("web-a11y")
     with live_server.api() as api:
-        api.post("/v1/episodes", json={"subject_id": subject, "source": "chat",
-                                       "type": "message", "payload": {"text": "hello"}})
+        api.post(
+            "/v1/episodes",
+            json={
+                "subject_id": subject,
+                "source": "chat",
+                "type": "message",
+                "payload": {"text": "hello"},
+            },
+        )
     sign_in(page)
     paths = [
-        "/ui/subjects", f"/ui/subjects/{subject}", f"/ui/subjects/{subject}/delete",
-        f"/ui/context?subject_id={subject}&query=hello", "/ui/templates",
-        "/ui/templates/incident-summary", "/ui/slates", "/ui/slates/web-notes/Notes",
-        "/ui/ladders", "/ui/ladders/memory-ladder", "/ui/validate-ladder", "/ui/runs",
+        "/ui/subjects",
+        f"/ui/subjects/{subject}",
+        f"/ui/subjects/{subject}/delete",
+        f"/ui/context?subject_id={subject}&query=hello",
+        "/ui/templates",
+        "/ui/templates/incident-summary",
+        "/ui/slates",
+        "/ui/slates/web-notes/Notes",
+        "/ui/ladders",
+        "/ui/ladders/memory-ladder",
+        "/ui/validate-ladder",
+        "/ui/runs",
     ]
     for path in paths:
         response = page.goto(f"{live_server.url}{path}")

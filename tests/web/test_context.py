@@ -25,18 +25,30 @@ def seeded_subject(server: LiveServer) -> str:
     subject = unique("web-context")
     with server.api() as api:
         for text in FACTS:
-            r = api.post("/v1/episodes", json={
-                "subject_id": subject, "source": "chat", "type": "message",
-                "payload": {"text": text}, "session_id": "s1",
-            })
+            r = api.post(
+                "/v1/episodes",
+                json={
+                    "subject_id": subject,
+                    "source": "chat",
+                    "type": "message",
+                    "payload": {"text": text},
+                    "session_id": "s1",
+                },
+            )
             assert r.status_code == 201
     compile_scope(server.services, "tenant-a", Scope.for_subject(subject))
     with server.api() as api:  # a later conversation, not compiled yet: the recent lane
         for text in ("Hello again!", "Can you remind me where I live now?"):
-            api.post("/v1/episodes", json={
-                "subject_id": subject, "source": "chat", "type": "message",
-                "payload": {"text": text}, "session_id": "s2",
-            })
+            api.post(
+                "/v1/episodes",
+                json={
+                    "subject_id": subject,
+                    "source": "chat",
+                    "type": "message",
+                    "payload": {"text": text},
+                    "session_id": "s2",
+                },
+            )
     return subject
 
 
@@ -54,9 +66,13 @@ def test_context_preview_matches_the_api_and_explains_what_is_left_out(
     expect(rows.first).to_be_visible()
     packed_ids = rows.evaluate_all("rs => rs.map(r => r.dataset.item)")
     with live_server.api() as api:
-        scoped = api.post("/v1/scopes/context", json={
-            "scope": {"runtime_id": "default", "user_id": subject}, "query": query,
-        }).json()
+        scoped = api.post(
+            "/v1/scopes/context",
+            json={
+                "scope": {"runtime_id": "default", "user_id": subject},
+                "query": query,
+            },
+        ).json()
         bundle = api.post("/v1/context", json={"subject_id": subject, "task": query}).json()
     # The page shows exactly what the API assembles, in the same order, and renders the same text.
     assert packed_ids == [i["id"] for i in scoped["items"]]

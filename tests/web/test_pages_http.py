@@ -70,8 +70,11 @@ def test_forms_need_the_csrf_token(web: TestClient, app_services: Services) -> N
     assert r.status_code == 403
     assert "csrf_failed" in r.text and "cairn_session" not in r.headers.get("set-cookie", "")
     signed_in(web, key)
-    web.post("/v1/episodes", headers={"X-API-Key": key}, json={
-        "subject_id": "s1", "source": "t", "type": "t", "payload": {}})
+    web.post(
+        "/v1/episodes",
+        headers={"X-API-Key": key},
+        json={"subject_id": "s1", "source": "t", "type": "t", "payload": {}},
+    )
     r = web.post("/ui/subjects/s1/delete", data={"csrf": "forged"})
     assert r.status_code == 403
     listed = web.get("/v1/subjects", headers={"X-API-Key": key}).json()
@@ -90,8 +93,12 @@ def test_errors_are_pages_and_the_api_stays_json(web: TestClient) -> None:
     r = web.get("/ui/context", params={"subject_id": "bad id", "query": "x"})
     assert r.status_code == 422 and "subject_id" in r.text
     assert web.get("/ui/static/cairn.css").status_code == 200
-    assert web.get("/openapi.json").json()["paths"].keys().isdisjoint(
-        {p for p in web.get("/openapi.json").json()["paths"] if p.startswith("/ui")})
+    assert (
+        web.get("/openapi.json")
+        .json()["paths"]
+        .keys()
+        .isdisjoint({p for p in web.get("/openapi.json").json()["paths"] if p.startswith("/ui")})
+    )
 
 
 def test_a_per_user_slate_asks_for_the_user(web: TestClient) -> None:
@@ -100,19 +107,29 @@ def test_a_per_user_slate_asks_for_the_user(web: TestClient) -> None:
     r = web.get("/ui/slates/web-notes/Profile")
     assert r.status_code == 200 and "enter a user id" in r.text
     token = csrf_of(web.get("/ui/slates/web-notes/Notes").text)
-    r = web.post("/ui/slates/web-notes/Profile/write", data={
-        "csrf": token, "folder": "prefs", "file": "likes.md", "content": "green tea",
-        "user_id": "ana"})
+    r = web.post(
+        "/ui/slates/web-notes/Profile/write",
+        data={
+            "csrf": token,
+            "folder": "prefs",
+            "file": "likes.md",
+            "content": "green tea",
+            "user_id": "ana",
+        },
+    )
     assert r.status_code == 303
     assert r.headers["location"].startswith("/ui/slates/web-notes/Profile?user_id=ana&wrote=")
     page = web.get("/ui/slates/web-notes/Profile", params={"user_id": "ana"}).text
     assert "green tea" in page
     assert 'href="/ui/slates/web-notes/Profile?user_id=ana"' in web.get("/ui/slates").text
-    assert "green tea" not in web.get("/ui/slates/web-notes/Profile",
-                                      params={"user_id": "bob"}).text
+    assert (
+        "green tea" not in web.get("/ui/slates/web-notes/Profile", params={"user_id": "bob"}).text
+    )
     # A write without the user is refused on the page, and writes nothing.
-    r = web.post("/ui/slates/web-notes/Profile/write", data={
-        "csrf": token, "folder": "prefs", "file": "likes.md", "content": "coffee"})
+    r = web.post(
+        "/ui/slates/web-notes/Profile/write",
+        data={"csrf": token, "folder": "prefs", "file": "likes.md", "content": "coffee"},
+    )
     assert r.status_code == 422 and "slate_user_required" in r.text
 
 
@@ -121,7 +138,8 @@ def backend_web(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
     """The inspector on each storage backend (parametrized by ``backend``), in open mode."""
     ladders = make_ladders_dir(tmp_path / "ladders")
     services = Services.from_settings(
-        server_settings(tmp_path / "data", ladders_dir=ladders, database_url=db_url))
+        server_settings(tmp_path / "data", ladders_dir=ladders, database_url=db_url)
+    )
     with TestClient(create_app(services=services), follow_redirects=False) as c:
         yield c
     services.close()
@@ -130,18 +148,36 @@ def backend_web(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
 def test_every_page_on_each_backend(backend_web: TestClient) -> None:
     web = backend_web
     token = csrf_of(web.get("/ui/templates/user-preference").text)
-    r = web.post("/ui/templates/user-preference", data={
-        "csrf": token, "subject_id": "ana", "session_id": "s1",
-        "field.subject": "drinks", "field.preference": "Ana prefers green tea."})
+    r = web.post(
+        "/ui/templates/user-preference",
+        data={
+            "csrf": token,
+            "subject_id": "ana",
+            "session_id": "s1",
+            "field.subject": "drinks",
+            "field.preference": "Ana prefers green tea.",
+        },
+    )
     assert r.status_code == 201 and "Episode created" in r.text
-    web.post("/v1/episodes", json={"subject_id": "ana", "source": "chat", "type": "message",
-                                   "payload": {"role": "user", "content": "I live in Lisbon."}})
+    web.post(
+        "/v1/episodes",
+        json={
+            "subject_id": "ana",
+            "source": "chat",
+            "type": "message",
+            "payload": {"role": "user", "content": "I live in Lisbon."},
+        },
+    )
     web.post("/v1/memories/compile", json={"subject_id": "ana"}).raise_for_status()
-    r = web.post("/ui/slates/memory-ladder/Memory/write", data={
-        "csrf": token, "folder": "facts", "file": "core.md", "content": "Ana likes tea."})
+    r = web.post(
+        "/ui/slates/memory-ladder/Memory/write",
+        data={"csrf": token, "folder": "facts", "file": "core.md", "content": "Ana likes tea."},
+    )
     assert r.status_code == 303
-    r = web.post("/ui/ladders/memory-ladder/chat", data={
-        "csrf": token, "message": "What is the capital of France?", "history": "[]"})
+    r = web.post(
+        "/ui/ladders/memory-ladder/chat",
+        data={"csrf": token, "message": "What is the capital of France?", "history": "[]"},
+    )
     assert r.status_code == 200 and "Paris." in r.text
     run_id = re.search(r'href="/ui/runs/(run-[0-9a-f]+)"', r.text)
     assert run_id is not None
@@ -165,7 +201,8 @@ def test_every_page_on_each_backend(backend_web: TestClient) -> None:
 
 
 def test_timeline_session_filter_reaches_past_the_first_page(
-    web: TestClient, app_services: Services,
+    web: TestClient,
+    app_services: Services,
 ) -> None:
     """The session filter is applied by the database, so a session whose memories all lie
     beyond the first page is found, and it is offered as a choice on every page."""
@@ -176,11 +213,20 @@ def test_timeline_session_filter_reaches_past_the_first_page(
     key, _ = app_services.store.keys.create("acme")
     scope = Scope.for_subject("long")
     store = app_services.store
-    store.episodes.append_many("acme", [
-        NewEpisode(scope=scope, source="t", type="conversation.turn", session_id=session,
-                   payload={"messages": [{"role": "user", "content": f"note {session} {i}"}]})
-        for session, count in (("early", 150), ("late", 3)) for i in range(count)
-    ])
+    store.episodes.append_many(
+        "acme",
+        [
+            NewEpisode(
+                scope=scope,
+                source="t",
+                type="conversation.turn",
+                session_id=session,
+                payload={"messages": [{"role": "user", "content": f"note {session} {i}"}]},
+            )
+            for session, count in (("early", 150), ("late", 3))
+            for i in range(count)
+        ],
+    )
     while compile_scope(store, "acme", scope).has_more:
         pass
     signed_in(web, key)

@@ -14,8 +14,15 @@ from tests.web.conftest import LiveServer
 pytestmark = pytest.mark.browser
 
 
-def write(page: Any, folder: str, content: str, *, file: str | None = None,
-          tags: str = "", mode: str = "append") -> None:
+def write(
+    page: Any,
+    folder: str,
+    content: str,
+    *,
+    file: str | None = None,
+    tags: str = "",
+    mode: str = "append",
+) -> None:
     section = page.locator(f"section[data-folder='{folder}']")
     section.locator("summary").filter(has_text="Write to this folder").click()
     if file:
@@ -33,7 +40,8 @@ def test_write_to_a_slate_and_watch_usage_and_evictions(
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Slates").click()
     ladder = page.locator("section[data-ladder='web-notes']")
     expect(ladder.locator("tr[data-slate='Notes'] [data-testid=usage]")).to_have_attribute(
-        "data-limit", "42")
+        "data-limit", "42"
+    )
     expect(page.locator("section[data-ladder='memory-ladder']")).to_be_visible()
     shoot(page, "slates")
     ladder.get_by_role("link", name="Notes", exact=True).click()
@@ -51,7 +59,8 @@ def test_write_to_a_slate_and_watch_usage_and_evictions(
     assert 0 < first_tokens <= 30
     notes = inbox.locator("tr[data-file='notes.md']")
     expect(notes.get_by_test_id("file-content")).to_have_text(
-        "Call the plumber about the kitchen sink.")
+        "Call the plumber about the kitchen sink."
+    )
     expect(notes.locator(".tag")).to_have_text(["home", "urgent"])
 
     write(page, "inbox", "Renew the passport before the trip in June.", file="todo.md")
@@ -71,10 +80,12 @@ def test_write_to_a_slate_and_watch_usage_and_evictions(
     before = rules.get_by_test_id("usage").get_attribute("data-tokens")
     write(page, "rules", "Always answer in full sentences, with sources and dates.")
     expect(page.get_by_test_id("error-code")).to_have_text(
-        re.compile("slate_limit_exceeded|slate_entry_too_large"))
+        re.compile("slate_limit_exceeded|slate_entry_too_large")
+    )
     expect(rules.get_by_test_id("usage")).to_have_attribute("data-tokens", before)
     expect(rules.locator("tr[data-file='rules.md']").get_by_test_id("file-content")).to_have_text(
-        "Be brief.")
+        "Be brief."
+    )
 
     # The API sees the same slate.
     with live_server.api("b") as api:

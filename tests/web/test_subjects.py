@@ -21,8 +21,13 @@ def record(server: LiveServer, tenant: str, subject: str, n: int, **extra: Any) 
     out = []
     with server.api(tenant) as api:
         for i in range(n):
-            body = {"subject_id": subject, "source": "chat", "type": "message",
-                    "payload": {"text": f"message {i} of {subject}"}, **extra}
+            body = {
+                "subject_id": subject,
+                "source": "chat",
+                "type": "message",
+                "payload": {"text": f"message {i} of {subject}"},
+                **extra,
+            }
             r = api.post("/v1/episodes", json=body)
             assert r.status_code == 201, r.text
             out.append(r.json())
@@ -97,13 +102,25 @@ def test_timeline_orders_links_and_filters(
     subject = unique("web-timeline")
     t0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     eps = [
-        record(live_server, "a", subject, 1, session_id="s-1",
-               occurred_at=(t0 + timedelta(minutes=i)).isoformat(),
-               payload={"role": "user", "name": "Ana", "content": text})[0]
+        record(
+            live_server,
+            "a",
+            subject,
+            1,
+            session_id="s-1",
+            occurred_at=(t0 + timedelta(minutes=i)).isoformat(),
+            payload={"role": "user", "name": "Ana", "content": text},
+        )[0]
         for i, text in enumerate(["I live in Lisbon.", "I moved to Porto last month.", "Hi again"])
     ]
-    record(live_server, "a", subject, 1, session_id="s-2",
-           occurred_at=(t0 + timedelta(hours=1)).isoformat())
+    record(
+        live_server,
+        "a",
+        subject,
+        1,
+        session_id="s-2",
+        occurred_at=(t0 + timedelta(hours=1)).isoformat(),
+    )
     # The real compiler: a turn per message, and a location fact that Porto supersedes.
     compile_scope(live_server.services, "tenant-a", Scope.for_subject(subject))
     sign_in(page)
@@ -111,9 +128,20 @@ def test_timeline_orders_links_and_filters(
     entries = page.get_by_test_id("timeline").locator("> li")
     expect(entries).to_have_count(10)
     kinds = entries.evaluate_all(
-        "els => els.map(e => e.dataset.kind === 'episode' ? 'episode' : e.dataset.memoryKind)")
-    assert kinds == ["episode", "turn", "profile_fact", "episode", "turn", "profile_fact",
-                     "episode", "turn", "episode", "note"]
+        "els => els.map(e => e.dataset.kind === 'episode' ? 'episode' : e.dataset.memoryKind)"
+    )
+    assert kinds == [
+        "episode",
+        "turn",
+        "profile_fact",
+        "episode",
+        "turn",
+        "profile_fact",
+        "episode",
+        "turn",
+        "episode",
+        "note",
+    ]
     old = page.locator("li[data-status='superseded']")
     expect(old).to_have_count(1)
     expect(old.locator(".content")).to_contain_text("Ana lives in Lisbon")
@@ -148,8 +176,11 @@ def test_other_tenants_data_is_not_found(page: Any, live_server: LiveServer, sig
     subject = unique("web-private")
     ep = record(live_server, "b", subject, 1)[0]
     sign_in(page, "a")
-    for path in (f"/ui/subjects/{subject}", f"/ui/episodes/{ep['id']}",
-                 f"/ui/subjects/{subject}/delete"):
+    for path in (
+        f"/ui/subjects/{subject}",
+        f"/ui/episodes/{ep['id']}",
+        f"/ui/subjects/{subject}/delete",
+    ):
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 404
         expect(page.get_by_role("heading", name="Not found")).to_be_visible()

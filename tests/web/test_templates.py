@@ -63,11 +63,13 @@ def test_apply_a_template_through_its_form(
         timeline = api.get("/v1/timeline", params={"subject_id": subject}).json()
     assert [e["id"] for e in timeline["episodes"]] == [episode_id]
     assert timeline["episodes"][0]["payload"]["fields"] == {
-        "customer": "Globex Corp", "issue": "Duplicate charge on the May invoice",
+        "customer": "Globex Corp",
+        "issue": "Duplicate charge on the May invoice",
         "next_owner": "Tier 2 billing",
     }
     assert timeline["episodes"][0]["metadata"]["template"] == {
-        "id": "customer-support-handoff", "version": 1,
+        "id": "customer-support-handoff",
+        "version": 1,
     }
 
 

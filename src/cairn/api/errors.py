@@ -70,8 +70,11 @@ def _detail(e: dict[str, Any]) -> dict[str, Any]:
         loc = list(e.get("loc", ()))
         at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
         reason = (e.get("ctx") or {}).get("error", "")
-        return {"field": "body", "type": "json_invalid",
-                "message": f"the body is not valid JSON{at}" + (f": {reason}" if reason else "")}
+        return {
+            "field": "body",
+            "type": "json_invalid",
+            "message": f"the body is not valid JSON{at}" + (f": {reason}" if reason else ""),
+        }
     return {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
 
 

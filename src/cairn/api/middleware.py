@@ -251,8 +251,11 @@ class RejectLoneSurrogateMiddleware:
             where = nul_path(parsed)
             if where is not None:
                 field = where or "body"
-                detail = {"field": field, "message": "must not contain a NUL character",
-                          "type": "nul_character"}
+                detail = {
+                    "field": field,
+                    "message": "must not contain a NUL character",
+                    "type": "nul_character",
+                }
                 text = f"invalid request at '{field}': must not contain a NUL character"
                 await _send_error(scope, send, 422, "validation_error", text, [detail])
                 return

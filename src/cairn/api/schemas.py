@@ -81,10 +81,17 @@ def episode_json(ep: Episode) -> dict[str, Any]:
     """An episode as ``EpisodePublic`` serializes it, built directly for the ingest hot path
     (constructing a pydantic model per episode cost more than the database insert)."""
     return {
-        "id": str(ep.id), "subject_id": ep.scope.user_id, "source": ep.source, "type": ep.type,
-        "payload": ep.payload, "metadata": ep.metadata, "provenance": ep.provenance,
-        "session_id": ep.session_id, "idempotency_key": ep.idempotency_key,
-        "occurred_at": _iso(ep.occurred_at), "created_at": _iso(ep.created_at),
+        "id": str(ep.id),
+        "subject_id": ep.scope.user_id,
+        "source": ep.source,
+        "type": ep.type,
+        "payload": ep.payload,
+        "metadata": ep.metadata,
+        "provenance": ep.provenance,
+        "session_id": ep.session_id,
+        "idempotency_key": ep.idempotency_key,
+        "occurred_at": _iso(ep.occurred_at),
+        "created_at": _iso(ep.created_at),
     }
 
 

@@ -54,16 +54,19 @@ steps:
 """
 
 
-def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
-                warmup: int) -> dict[str, float]:
+def _in_process(
+    database_url: str, ladders: Path, data_dir: Path, calls: int, warmup: int
+) -> dict[str, float]:
     from cairn.config import Settings
     from cairn.ladders.providers import ChatRequest
     from cairn.ladders.runtime import LadderRuntime, RunRequest
     from cairn.services import Services
 
-    services = Services.from_settings(Settings.model_validate(
-        {"data_dir": data_dir, "database_url": database_url, "ladders_dir": ladders}
-    ))
+    services = Services.from_settings(
+        Settings.model_validate(
+            {"data_dir": data_dir, "database_url": database_url, "ladders_dir": ladders}
+        )
+    )
     try:
         ladder = services.ladders.get("bench")
         runtime = LadderRuntime(services)
@@ -72,8 +75,12 @@ def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
         model_times: list[float] = []
         phases: dict[str, list[float]] = {"read": [], "write": [], "rest": []}
         for i in range(warmup + calls):
-            req = RunRequest(tenant="bench", ladder="bench", model="gpt-4o",
-                             messages=[{"role": "user", "content": f"fact number {i}?"}])
+            req = RunRequest(
+                tenant="bench",
+                ladder="bench",
+                model="gpt-4o",
+                messages=[{"role": "user", "content": f"fact number {i}?"}],
+            )
             t0 = time.perf_counter()
             out = runtime.run(ladder, req)
             elapsed = (time.perf_counter() - t0) * 1000
@@ -92,7 +99,8 @@ def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
                 assert out.trace["steps"][0]["writes"][0]["written"]  # type: ignore[index]
         overheads = [t - m for t, m in zip(totals, model_times, strict=True)]
         return {
-            "p50_ms": percentile(totals, 50), "p95_ms": percentile(totals, 95),
+            "p50_ms": percentile(totals, 50),
+            "p95_ms": percentile(totals, 95),
             "model_p50_ms": percentile(model_times, 50),
             "overhead_p50_ms": percentile(overheads, 50),
             "overhead_p95_ms": percentile(overheads, 95),
@@ -106,17 +114,22 @@ def _in_process(database_url: str, ladders: Path, data_dir: Path, calls: int,
         services.close()
 
 
-def _over_http(database_url: str, ladders: Path, data_dir: Path, calls: int,
-               warmup: int) -> dict[str, float]:
+def _over_http(
+    database_url: str, ladders: Path, data_dir: Path, calls: int, warmup: int
+) -> dict[str, float]:
     from cairn.bench.server import running_server
 
     env = {"CAIRN_LADDERS_DIR": str(ladders)}
-    with running_server(database_url, env=env, data_dir=data_dir) as base, \
-            httpx.Client(base_url=base, timeout=30) as client:
+    with (
+        running_server(database_url, env=env, data_dir=data_dir) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+    ):
         latencies = []
         for i in range(warmup + calls):
-            body = {"model": "gpt-4o",
-                    "messages": [{"role": "user", "content": f"fact number {i}?"}]}
+            body = {
+                "model": "gpt-4o",
+                "messages": [{"role": "user", "content": f"fact number {i}?"}],
+            }
             t0 = time.perf_counter()
             r = client.post("/v1/local/bench/chat/completions", json=body)
             elapsed = (time.perf_counter() - t0) * 1000
@@ -126,8 +139,14 @@ def _over_http(database_url: str, ladders: Path, data_dir: Path, calls: int,
         return {"p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95)}
 
 
-def run(*, calls: int = 1000, warmup: int = 50, backends: tuple[str, ...] = ("sqlite",),
-        pg_url: str = PG_DEFAULT, http: bool = True) -> list[dict[str, Any]]:
+def run(
+    *,
+    calls: int = 1000,
+    warmup: int = 50,
+    backends: tuple[str, ...] = ("sqlite",),
+    pg_url: str = PG_DEFAULT,
+    http: bool = True,
+) -> list[dict[str, Any]]:
     """Measure and print the table; returns its rows."""
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,6 +154,7 @@ def run(*, calls: int = 1000, warmup: int = 50, backends: tuple[str, ...] = ("sq
         ladders.mkdir()
         (ladders / "bench.yaml").write_text(LADDER)
         for backend in backends:
+
             def measure(url: str, backend: str = backend) -> dict[str, float]:
                 data_dir = Path(tmp) / f"data-{backend}"
                 result = _in_process(url, ladders, data_dir, calls, warmup)
@@ -144,27 +164,56 @@ def run(*, calls: int = 1000, warmup: int = 50, backends: tuple[str, ...] = ("sq
                     http_url = url
                     if backend == "sqlite":
                         http_url = f"sqlite:///{Path(tmp) / 'http.db'}"
-                    rows.append({"backend": backend, "path": "POST /v1/local/bench (HTTP)",
-                                 **_over_http(http_url, ladders, data_dir, calls, warmup)})
+                    rows.append(
+                        {
+                            "backend": backend,
+                            "path": "POST /v1/local/bench (HTTP)",
+                            **_over_http(http_url, ladders, data_dir, calls, warmup),
+                        }
+                    )
                 return result
 
             if backend == "sqlite":
                 measure(f"sqlite:///{Path(tmp) / 'bench.db'}")
             else:
                 _with_pg_database(pg_url, measure)
-    table = Table("backend", "path", "p50 ms", "p95 ms", "model p50 ms", "overhead p50 ms",
-                  "overhead p95 ms", title=f"Ladder call, {calls} calls (scripted model)")
+    table = Table(
+        "backend",
+        "path",
+        "p50 ms",
+        "p95 ms",
+        "model p50 ms",
+        "overhead p50 ms",
+        "overhead p95 ms",
+        title=f"Ladder call, {calls} calls (scripted model)",
+    )
     for r in rows:
-        table.add_row(r["backend"], r["path"], f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}",
-                      *(f"{r[k]:.2f}" if k in r else "—"
-                        for k in ("model_p50_ms", "overhead_p50_ms", "overhead_p95_ms")))
+        table.add_row(
+            r["backend"],
+            r["path"],
+            f"{r['p50_ms']:.2f}",
+            f"{r['p95_ms']:.2f}",
+            *(
+                f"{r[k]:.2f}" if k in r else "—"
+                for k in ("model_p50_ms", "overhead_p50_ms", "overhead_p95_ms")
+            ),
+        )
     console = Console()
     console.print(table)
-    split = Table("backend", "slate read p50 ms", "slate write p50 ms",
-                  "run bookkeeping p50 ms", title="Where the in-process time goes")
+    split = Table(
+        "backend",
+        "slate read p50 ms",
+        "slate write p50 ms",
+        "run bookkeeping p50 ms",
+        title="Where the in-process time goes",
+    )
     for r in rows:
         if "slate_read_p50_ms" in r:
-            split.add_row(r["backend"], f"{r['slate_read_p50_ms']:.2f}",
-                          f"{r['slate_write_p50_ms']:.2f}", f"{r['bookkeeping_p50_ms']:.2f}")
+            split.add_row(
+                r["backend"],
+                f"{r['slate_read_p50_ms']:.2f}",
+                f"{r['slate_write_p50_ms']:.2f}",
+                f"{r['bookkeeping_p50_ms']:.2f}",
+            )
     console.print(split)
     return rows

@@ -57,8 +57,11 @@ class LocomoReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "questions": self.questions, "budget_recall": self.budget_recall,
-            "recall_at": self.recall_at, "p50_ms": self.p50_ms, "p95_ms": self.p95_ms,
+            "questions": self.questions,
+            "budget_recall": self.budget_recall,
+            "recall_at": self.recall_at,
+            "p50_ms": self.p50_ms,
+            "p95_ms": self.p95_ms,
         }
 
 
@@ -83,14 +86,23 @@ def load(path: Path) -> list[Conversation]:
         while f"session_{n}" in conv:
             at = parse_date(conv[f"session_{n}_date_time"])
             for turn in conv[f"session_{n}"]:
-                turns.append({
-                    "dia_id": turn["dia_id"], "speaker": turn["speaker"], "text": turn["text"],
-                    "caption": turn.get("blip_caption"), "session": n, "at": at,
-                })
+                turns.append(
+                    {
+                        "dia_id": turn["dia_id"],
+                        "speaker": turn["speaker"],
+                        "text": turn["text"],
+                        "caption": turn.get("blip_caption"),
+                        "session": n,
+                        "at": at,
+                    }
+                )
             n += 1
         questions = [
-            {"question": q["question"], "category": q.get("category"),
-             "evidence": _DIA.findall(" ".join(map(str, q.get("evidence", []))))}
+            {
+                "question": q["question"],
+                "category": q.get("category"),
+                "evidence": _DIA.findall(" ".join(map(str, q.get("evidence", [])))),
+            }
             for q in sample.get("qa", [])
         ]
         out.append(Conversation(sample["sample_id"], turns, questions))
@@ -105,18 +117,24 @@ def ingest(store: Store, conv: Conversation) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": "user", "name": turn["speaker"], "content": turn["text"]}
         if turn["caption"]:
             msg["caption"] = turn["caption"]
-        items.append(NewEpisode(
-            scope=scope, source="locomo", type="conversation.turn",
-            payload={"messages": [msg]}, session_id=f"session_{turn['session']}",
-            idempotency_key=turn["dia_id"],
-            occurred_at=turn["at"],
-        ))
+        items.append(
+            NewEpisode(
+                scope=scope,
+                source="locomo",
+                type="conversation.turn",
+                payload={"messages": [msg]},
+                session_id=f"session_{turn['session']}",
+                idempotency_key=turn["dia_id"],
+                occurred_at=turn["at"],
+            )
+        )
     episodes, _ = store.episodes.append_many(TENANT, items)
     return {turn["dia_id"]: ep.id for turn, ep in zip(conv.turns, episodes, strict=True)}
 
 
-def budget_hits(results: Sequence[Any], evidence: set[Any], budget: int,
-                count: Callable[[str], int]) -> bool:
+def budget_hits(
+    results: Sequence[Any], evidence: set[Any], budget: int, count: Callable[[str], int]
+) -> bool:
     used = 0
     for r in results:
         cost = count(r.memory.content)
@@ -173,15 +191,15 @@ def run(
                         continue
                     asked += 1
                     t1 = time.perf_counter()
-                    results = search(store, TENANT, scope, q["question"], limit=limit,
-                                     embedder=embedder)
+                    results = search(
+                        store, TENANT, scope, q["question"], limit=limit, embedder=embedder
+                    )
                     latencies.append((time.perf_counter() - t1) * 1000)
                     for b in BUDGETS:
                         hits_budget[b] += budget_hits(results, evidence, b, count)
                     for k in RECALL_AT:
                         hits_at[k] += any(
-                            evidence.intersection(r.memory.source_episode_ids)
-                            for r in results[:k]
+                            evidence.intersection(r.memory.source_episode_ids) for r in results[:k]
                         )
                 if progress:
                     progress(f"{conv.sample_id}: {asked} questions so far")
@@ -191,8 +209,12 @@ def run(
 
 
 def make_report(
-    asked: int, hits_budget: dict[int, int], hits_at: dict[int, int], latencies: list[float],
-    compile_s: float, n_memories: int,
+    asked: int,
+    hits_budget: dict[int, int],
+    hits_at: dict[int, int],
+    latencies: list[float],
+    compile_s: float,
+    n_memories: int,
 ) -> LocomoReport:
     """Turn hit counts and latencies into the report (shared by the search and context modes)."""
     n = max(asked, 1)
@@ -203,7 +225,8 @@ def make_report(
         recall_at={str(k): round(hits_at[k] / n, 3) for k in RECALL_AT},
         p50_ms=round(statistics.median(latencies), 2) if latencies else 0.0,
         p95_ms=round(latencies[int(0.95 * (len(latencies) - 1))], 2) if latencies else 0.0,
-        compile_s=round(compile_s, 2), memories=n_memories,
+        compile_s=round(compile_s, 2),
+        memories=n_memories,
     )
 
 

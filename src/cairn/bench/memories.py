@@ -30,33 +30,181 @@ from cairn.store.database import normalize_url
 
 TENANT = "bench"
 _NOUNS = [
-    "garden", "painting", "guitar", "hiking", "camping", "dog", "cat", "school", "job",
-    "interview", "museum", "concert", "beach", "mountain", "recipe", "bakery", "marathon", "book",
-    "novel", "poem", "photo", "camera", "bike", "car", "trip", "vacation", "festival", "family",
-    "sister", "brother", "mother", "father", "friend", "team", "project", "meeting", "conference",
-    "workshop", "adoption", "agency", "shelter", "charity", "volunteer", "class", "course",
-    "degree", "exam", "piano", "violin", "dance", "yoga", "pottery", "sculpture", "sunset",
-    "sunrise", "lake", "river", "forest", "park", "city", "village", "country", "island", "hotel",
-    "restaurant", "coffee", "tea", "pizza", "pasta", "salad", "cake", "cookie", "birthday",
-    "wedding", "anniversary", "holiday", "christmas", "summer", "winter", "spring", "autumn",
-    "rain", "snow", "storm", "game", "match", "season", "league", "coach", "painting", "canvas",
-    "gallery", "exhibition", "award", "prize", "scholarship", "startup", "company", "office",
-    "manager", "doctor", "nurse", "hospital", "clinic", "therapy", "support", "group",
-    "counseling", "parade", "pride", "community",
+    "garden",
+    "painting",
+    "guitar",
+    "hiking",
+    "camping",
+    "dog",
+    "cat",
+    "school",
+    "job",
+    "interview",
+    "museum",
+    "concert",
+    "beach",
+    "mountain",
+    "recipe",
+    "bakery",
+    "marathon",
+    "book",
+    "novel",
+    "poem",
+    "photo",
+    "camera",
+    "bike",
+    "car",
+    "trip",
+    "vacation",
+    "festival",
+    "family",
+    "sister",
+    "brother",
+    "mother",
+    "father",
+    "friend",
+    "team",
+    "project",
+    "meeting",
+    "conference",
+    "workshop",
+    "adoption",
+    "agency",
+    "shelter",
+    "charity",
+    "volunteer",
+    "class",
+    "course",
+    "degree",
+    "exam",
+    "piano",
+    "violin",
+    "dance",
+    "yoga",
+    "pottery",
+    "sculpture",
+    "sunset",
+    "sunrise",
+    "lake",
+    "river",
+    "forest",
+    "park",
+    "city",
+    "village",
+    "country",
+    "island",
+    "hotel",
+    "restaurant",
+    "coffee",
+    "tea",
+    "pizza",
+    "pasta",
+    "salad",
+    "cake",
+    "cookie",
+    "birthday",
+    "wedding",
+    "anniversary",
+    "holiday",
+    "christmas",
+    "summer",
+    "winter",
+    "spring",
+    "autumn",
+    "rain",
+    "snow",
+    "storm",
+    "game",
+    "match",
+    "season",
+    "league",
+    "coach",
+    "painting",
+    "canvas",
+    "gallery",
+    "exhibition",
+    "award",
+    "prize",
+    "scholarship",
+    "startup",
+    "company",
+    "office",
+    "manager",
+    "doctor",
+    "nurse",
+    "hospital",
+    "clinic",
+    "therapy",
+    "support",
+    "group",
+    "counseling",
+    "parade",
+    "pride",
+    "community",
 ]
 _VERBS = [
-    "visited", "painted", "played", "joined", "started", "finished", "loved", "enjoyed", "bought",
-    "made", "cooked", "baked", "read", "wrote", "watched", "learned", "taught", "organized",
-    "attended", "hosted", "planned", "booked", "found", "lost", "won", "celebrated", "adopted",
-    "volunteered", "climbed", "ran", "swam", "traveled", "moved", "signed",
+    "visited",
+    "painted",
+    "played",
+    "joined",
+    "started",
+    "finished",
+    "loved",
+    "enjoyed",
+    "bought",
+    "made",
+    "cooked",
+    "baked",
+    "read",
+    "wrote",
+    "watched",
+    "learned",
+    "taught",
+    "organized",
+    "attended",
+    "hosted",
+    "planned",
+    "booked",
+    "found",
+    "lost",
+    "won",
+    "celebrated",
+    "adopted",
+    "volunteered",
+    "climbed",
+    "ran",
+    "swam",
+    "traveled",
+    "moved",
+    "signed",
 ]
 _NAMES = ["Alice", "Bruno", "Chen", "Dana"]
 
 
 def _vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
     """Pronounceable pseudo-words; used with Zipf weights, like real text's word counts."""
-    onsets = ["b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "br",
-              "st", "tr", "pl", "gr"]
+    onsets = [
+        "b",
+        "c",
+        "d",
+        "f",
+        "g",
+        "h",
+        "k",
+        "l",
+        "m",
+        "n",
+        "p",
+        "r",
+        "s",
+        "t",
+        "v",
+        "br",
+        "st",
+        "tr",
+        "pl",
+        "gr",
+    ]
     vowels = ["a", "e", "i", "o", "u", "ai", "ou"]
     words: list[str] = []
     seen = set()
@@ -91,12 +239,16 @@ def synthetic_episodes(n: int, subject: str, seed: int = _RNG_SEED) -> list[NewE
         speaker = _NAMES[i % 2] if (i // 200) % 2 == 0 else _NAMES[2 + i % 2]
         words = rng.choices(vocab, weights=weights, k=rng.randint(8, 20))
         text = f"I {' '.join(words)}."
-        out.append(NewEpisode(
-            scope=scope, source="bench", type="conversation.turn",
-            payload={"messages": [{"role": "user", "name": speaker, "content": text}]},
-            session_id=f"s{i // 20}",
-            occurred_at=start + timedelta(days=i // 20, seconds=i % 20),
-        ))
+        out.append(
+            NewEpisode(
+                scope=scope,
+                source="bench",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "name": speaker, "content": text}]},
+                session_id=f"s{i // 20}",
+                occurred_at=start + timedelta(days=i // 20, seconds=i % 20),
+            )
+        )
     return out
 
 
@@ -156,20 +308,22 @@ def other_tenants(store: Store, count: int) -> None:
         compile_scope(store, tenant, scope)
 
 
-def measure(store: Store, memories: int, queries: int, embedder: Any,
-            tenants: int = 1) -> dict[str, Any]:
+def measure(
+    store: Store, memories: int, queries: int, embedder: Any, tenants: int = 1
+) -> dict[str, Any]:
     other_tenants(store, tenants - 1)
     subject = f"bench-{uuid.uuid4().hex[:8]}"
     scope = Scope.for_subject(subject)
     episodes = synthetic_episodes(memories, subject)
     for start in range(0, len(episodes), 1000):
-        store.episodes.append_many(TENANT, episodes[start:start + 1000])
+        store.episodes.append_many(TENANT, episodes[start : start + 1000])
     t0 = time.perf_counter()
     while compile_scope(store, TENANT, scope).has_more:
         pass
     compile_s = time.perf_counter() - t0
     result: dict[str, Any] = {
-        "episodes": memories, "memories": store.memories.count(TENANT, scope),
+        "episodes": memories,
+        "memories": store.memories.count(TENANT, scope),
         "compile_eps": memories / compile_s,
     }
     qs = questions(queries)
@@ -198,8 +352,15 @@ def measure(store: Store, memories: int, queries: int, embedder: Any,
     return result
 
 
-def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...],
-        pg_url: str, tenants: int = 1) -> list[dict[str, Any]]:
+def run(
+    *,
+    memories: int,
+    queries: int,
+    embedder: Any,
+    backends: tuple[str, ...],
+    pg_url: str,
+    tenants: int = 1,
+) -> list[dict[str, Any]]:
     from sqlalchemy import create_engine, text
 
     console = Console(width=160)
@@ -226,10 +387,19 @@ def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...]
                     admin.dispose()
             row["backend"] = backend
             rows.append(row)
-    table = Table(title=f"compile + search, {memories} episodes in one subject, "
-                        f"{tenants} tenant{'s' if tenants > 1 else ''}")
-    for col in ("backend", "memories", "compile ep/s", "lexical p50/p95 ms",
-                "lexical CPU p50/p95 ms", "hybrid p50/p95 ms", "hybrid CPU p50/p95 ms"):
+    table = Table(
+        title=f"compile + search, {memories} episodes in one subject, "
+        f"{tenants} tenant{'s' if tenants > 1 else ''}"
+    )
+    for col in (
+        "backend",
+        "memories",
+        "compile ep/s",
+        "lexical p50/p95 ms",
+        "lexical CPU p50/p95 ms",
+        "hybrid p50/p95 ms",
+        "hybrid CPU p50/p95 ms",
+    ):
         table.add_column(col)
 
     def pair(r: dict[str, Any], key: str) -> str:
@@ -238,8 +408,14 @@ def run(*, memories: int, queries: int, embedder: Any, backends: tuple[str, ...]
         return f"{r[f'{key}_p50']:.2f} / {r[f'{key}_p95']:.2f}"
 
     for r in rows:
-        table.add_row(r["backend"], str(r["memories"]), f"{r['compile_eps']:.0f}",
-                      pair(r, "lexical"), pair(r, "lexical_cpu"), pair(r, "hybrid"),
-                      pair(r, "hybrid_cpu"))
+        table.add_row(
+            r["backend"],
+            str(r["memories"]),
+            f"{r['compile_eps']:.0f}",
+            pair(r, "lexical"),
+            pair(r, "lexical_cpu"),
+            pair(r, "hybrid"),
+            pair(r, "hybrid_cpu"),
+        )
     console.print(table)
     return rows

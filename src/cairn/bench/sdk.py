@@ -41,21 +41,34 @@ def _timed(n: int, call: Callable[[int], Any]) -> list[float]:
 
 
 def _episode(i: int) -> dict[str, Any]:
-    return {"subject_id": "bench", "source": "bench", "type": "message",
-            "payload": {"text": f"message {i} about the weather"}}
+    return {
+        "subject_id": "bench",
+        "source": "bench",
+        "type": "message",
+        "payload": {"text": f"message {i} about the weather"},
+    }
 
 
 def _latencies(base: str, data_dir: Path, calls: int) -> list[tuple[str, str, list[float]]]:
     rows: list[tuple[str, str, list[float]]] = []
     with httpx.Client(base_url=base) as raw:
-        rows.append(("raw httpx", "loopback", _timed(
-            calls, lambda i: raw.post("/v1/episodes", json=_episode(i)).raise_for_status())))
+        rows.append(
+            (
+                "raw httpx",
+                "loopback",
+                _timed(
+                    calls, lambda i: raw.post("/v1/episodes", json=_episode(i)).raise_for_status()
+                ),
+            )
+        )
     with Cairn(base) as sdk:
-        rows.append(("Cairn", "loopback", _timed(
-            calls, lambda i: sdk.episodes.create(**_episode(i)))))
+        rows.append(
+            ("Cairn", "loopback", _timed(calls, lambda i: sdk.episodes.create(**_episode(i))))
+        )
     with Cairn.local(Settings(data_dir=data_dir)) as local:
-        rows.append(("Cairn", "in-process", _timed(
-            calls, lambda i: local.episodes.create(**_episode(i)))))
+        rows.append(
+            ("Cairn", "in-process", _timed(calls, lambda i: local.episodes.create(**_episode(i))))
+        )
 
     async def run_async() -> list[float]:
         async with AsyncCairn.local(Settings(data_dir=data_dir)) as c:
@@ -80,10 +93,14 @@ def _mcp(data_dir: Path, calls: int) -> list[tuple[str, list[float]]]:
         async with api, Client(build_server(api)) as mcp:
             rows = []
             for tool, args in (
-                ("record_episode", lambda i: {"subject_id": "mcp", "text": f"note {i}",
-                                              "session_id": "s"}),
-                ("get_context", lambda i: {"subject_id": "mcp", "task": "notes",
-                                           "session_id": "s"}),
+                (
+                    "record_episode",
+                    lambda i: {"subject_id": "mcp", "text": f"note {i}", "session_id": "s"},
+                ),
+                (
+                    "get_context",
+                    lambda i: {"subject_id": "mcp", "task": "notes", "session_id": "s"},
+                ),
             ):
                 out = []
                 for i in range(calls):
@@ -99,8 +116,13 @@ def _mcp(data_dir: Path, calls: int) -> list[tuple[str, list[float]]]:
 
 def _ingest(args: list[str], data_dir: Path) -> float:
     env = {"CAIRN_DATA_DIR": str(data_dir), "PATH": "", "CAIRN_LOG_LEVEL": "WARNING"}
-    done = subprocess.run([sys.executable, "-m", "cairn.cli.main", "ingest", *args, "--json"],
-                          env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "cairn.cli.main", "ingest", *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     summary = json.loads(done.stdout)
     return float(summary["created"]) / float(summary["seconds"])
 
@@ -111,21 +133,43 @@ def run(calls: int = 1000, episodes: int = 10_000) -> None:
         root = Path(tmp)
         server_dir, local_dir = root / "server", root / "local"
         src = root / "episodes.jsonl"
-        src.write_text("".join(json.dumps({**_episode(i), "subject_id": f"s{i % 100}"}) + "\n"
-                               for i in range(episodes)))
+        src.write_text(
+            "".join(
+                json.dumps({**_episode(i), "subject_id": f"s{i % 100}"}) + "\n"
+                for i in range(episodes)
+            )
+        )
         with running_server(f"sqlite:///{server_dir / 'cairn.db'}", data_dir=server_dir) as base:
             rows = _latencies(base, local_dir, calls)
             mcp_rows = _mcp(root / "mcp", calls)
             remote = _ingest([str(src), "--url", base], root / "unused")
         local = _ingest([str(src)], root / "ingest-local")
-    table = Table("client", "mode", "calls", "p50 ms", "p95 ms", "mean ms",
-                  title="POST /v1/episodes, one at a time (SQLite)")
+    table = Table(
+        "client",
+        "mode",
+        "calls",
+        "p50 ms",
+        "p95 ms",
+        "mean ms",
+        title="POST /v1/episodes, one at a time (SQLite)",
+    )
     for client, mode, lat in rows:
-        table.add_row(client, mode, str(len(lat)), f"{_pct(lat, 50):.2f}",
-                      f"{_pct(lat, 95):.2f}", f"{statistics.fmean(lat):.2f}")
+        table.add_row(
+            client,
+            mode,
+            str(len(lat)),
+            f"{_pct(lat, 50):.2f}",
+            f"{_pct(lat, 95):.2f}",
+            f"{statistics.fmean(lat):.2f}",
+        )
     console.print(table)
-    tools = Table("tool", "calls", "p50 ms", "p95 ms",
-                  title="MCP tool calls (in-memory MCP client, in-process API)")
+    tools = Table(
+        "tool",
+        "calls",
+        "p50 ms",
+        "p95 ms",
+        title="MCP tool calls (in-memory MCP client, in-process API)",
+    )
     for tool, lat in mcp_rows:
         tools.add_row(tool, str(len(lat)), f"{_pct(lat, 50):.2f}", f"{_pct(lat, 95):.2f}")
     console.print(tools)

@@ -26,21 +26,43 @@ from cairn.bench.ingest import PG_DEFAULT, _with_pg_database, percentile
 
 T = "bench"
 LADDER = "bench"
-SLATES = [{
-    "title": "Memory",
-    "folders": [
-        {"name": "facts", "tokenLimit": 500, "evictionPolicy": "FIFO",
-         "files": [{"name": "core.md"}]},
-        {"name": "lessons", "tokenLimit": 300, "evictionPolicy": "LRU",
-         "files": [{"name": "failures.md"}, {"name": "wins.md"}]},
-        {"name": "people", "tokenLimit": 2000, "evictionPolicy": "FIFO",
-         "files": [{"name": "people.json"}]},
-        {"name": "large", "tokenLimit": 8000, "evictionPolicy": "FIFO",
-         "files": [{"name": "a.md"}, {"name": "b.md"}]},
-        {"name": "shared", "tokenLimit": 500, "evictionPolicy": "FIFO",
-         "files": [{"name": "log.md"}]},
-    ],
-}]
+SLATES = [
+    {
+        "title": "Memory",
+        "folders": [
+            {
+                "name": "facts",
+                "tokenLimit": 500,
+                "evictionPolicy": "FIFO",
+                "files": [{"name": "core.md"}],
+            },
+            {
+                "name": "lessons",
+                "tokenLimit": 300,
+                "evictionPolicy": "LRU",
+                "files": [{"name": "failures.md"}, {"name": "wins.md"}],
+            },
+            {
+                "name": "people",
+                "tokenLimit": 2000,
+                "evictionPolicy": "FIFO",
+                "files": [{"name": "people.json"}],
+            },
+            {
+                "name": "large",
+                "tokenLimit": 8000,
+                "evictionPolicy": "FIFO",
+                "files": [{"name": "a.md"}, {"name": "b.md"}],
+            },
+            {
+                "name": "shared",
+                "tokenLimit": 500,
+                "evictionPolicy": "FIFO",
+                "files": [{"name": "log.md"}],
+            },
+        ],
+    }
+]
 
 
 def _entry(i: int) -> str:
@@ -72,9 +94,17 @@ def _measure(url: str, ops: int, threads: int) -> list[dict[str, Any]]:
     def add(name: str, n: int, fn: Callable[[int], Any]) -> None:
         cpu = time.process_time()
         lat, wall, ev = _timed(n, fn)
-        rows.append({"op": name, "n": n, "per_s": n / wall, "p50": percentile(lat, 50),
-                     "p95": percentile(lat, 95), "evictions": ev,
-                     "cpu": (time.process_time() - cpu) * 1000 / n})
+        rows.append(
+            {
+                "op": name,
+                "n": n,
+                "per_s": n / wall,
+                "p50": percentile(lat, 50),
+                "p95": percentile(lat, 95),
+                "evictions": ev,
+                "cpu": (time.process_time() - cpu) * 1000 / n,
+            }
+        )
 
     w = slates.write
     try:
@@ -83,29 +113,61 @@ def _measure(url: str, ops: int, threads: int) -> list[dict[str, Any]]:
             w(T, LADDER, "Memory", "lessons", ("wins.md", "failures.md")[i % 2], _entry(i))
         for i in range(900):
             w(T, LADDER, "Memory", "large", ("a.md", "b.md")[i % 2], _entry(i))
-        add("append, FIFO 500 (full)", ops,
-            lambda i: w(T, LADDER, "Memory", "facts", "core.md", _entry(i)))
-        add("append, LRU 300 (full)", ops,
-            lambda i: w(T, LADDER, "Memory", "lessons", ("wins.md", "failures.md")[i % 2],
-                        _entry(i)))
-        add("mergeByKey (50 keys)", ops,
-            lambda i: w(T, LADDER, "Memory", "people", "people.json",
-                        {"id": i % 50, "note": _entry(i)}, on="mergeByKey", key="id"))
-        add("append, FIFO 8000 (full)", max(ops // 4, 1),
-            lambda i: w(T, LADDER, "Memory", "large", ("a.md", "b.md")[i % 2], _entry(i)))
-        add("read (LRU, counted)", ops,
-            lambda i: slates.read(T, LADDER, "Memory", "lessons", "wins.md"))
-        add("read (peek)", ops,
-            lambda i: slates.read(T, LADDER, "Memory", "facts", "core.md", peek=True))
-        add("read index metatag", ops,
-            lambda i: slates.read(T, LADDER, "Memory", "lessons", metatag="index"))
+        add(
+            "append, FIFO 500 (full)",
+            ops,
+            lambda i: w(T, LADDER, "Memory", "facts", "core.md", _entry(i)),
+        )
+        add(
+            "append, LRU 300 (full)",
+            ops,
+            lambda i: w(
+                T, LADDER, "Memory", "lessons", ("wins.md", "failures.md")[i % 2], _entry(i)
+            ),
+        )
+        add(
+            "mergeByKey (50 keys)",
+            ops,
+            lambda i: w(
+                T,
+                LADDER,
+                "Memory",
+                "people",
+                "people.json",
+                {"id": i % 50, "note": _entry(i)},
+                on="mergeByKey",
+                key="id",
+            ),
+        )
+        add(
+            "append, FIFO 8000 (full)",
+            max(ops // 4, 1),
+            lambda i: w(T, LADDER, "Memory", "large", ("a.md", "b.md")[i % 2], _entry(i)),
+        )
+        add(
+            "read (LRU, counted)",
+            ops,
+            lambda i: slates.read(T, LADDER, "Memory", "lessons", "wins.md"),
+        )
+        add(
+            "read (peek)",
+            ops,
+            lambda i: slates.read(T, LADDER, "Memory", "facts", "core.md", peek=True),
+        )
+        add(
+            "read index metatag",
+            ops,
+            lambda i: slates.read(T, LADDER, "Memory", "lessons", metatag="index"),
+        )
 
         per_thread = max(ops // threads, 1)
         latencies: list[float] = []
 
         def worker(t: int) -> tuple[list[float], int]:
-            lat, _, ev = _timed(per_thread, lambda i: w(
-                T, LADDER, "Memory", "shared", "log.md", _entry(t * 100_000 + i)))
+            lat, _, ev = _timed(
+                per_thread,
+                lambda i: w(T, LADDER, "Memory", "shared", "log.md", _entry(t * 100_000 + i)),
+            )
             return lat, ev
 
         start, cpu = time.perf_counter(), time.process_time()
@@ -114,11 +176,17 @@ def _measure(url: str, ops: int, threads: int) -> list[dict[str, Any]]:
         wall = time.perf_counter() - start
         for lat, _ in results:
             latencies.extend(lat)
-        rows.append({"op": f"append, {threads} threads, 1 folder", "n": per_thread * threads,
-                     "per_s": per_thread * threads / wall, "p50": percentile(latencies, 50),
-                     "p95": percentile(latencies, 95),
-                     "evictions": sum(ev for _, ev in results),
-                     "cpu": (time.process_time() - cpu) * 1000 / (per_thread * threads)})
+        rows.append(
+            {
+                "op": f"append, {threads} threads, 1 folder",
+                "n": per_thread * threads,
+                "per_s": per_thread * threads / wall,
+                "p50": percentile(latencies, 50),
+                "p95": percentile(latencies, 95),
+                "evictions": sum(ev for _, ev in results),
+                "cpu": (time.process_time() - cpu) * 1000 / (per_thread * threads),
+            }
+        )
     finally:
         store.close()
     return rows
@@ -135,13 +203,26 @@ def _measure_postgres(pg_url: str, ops: int, threads: int) -> list[dict[str, Any
     return found[0]
 
 
-def run(*, ops: int = 2000, threads: int = 4, backends: tuple[str, ...] = ("sqlite", "postgres"),
-        pg_url: str = PG_DEFAULT) -> None:
+def run(
+    *,
+    ops: int = 2000,
+    threads: int = 4,
+    backends: tuple[str, ...] = ("sqlite", "postgres"),
+    pg_url: str = PG_DEFAULT,
+) -> None:
     """Measure each backend and print one table."""
     console = Console(width=120)
-    table = Table("backend", "operation", "ops", "ops/s", "p50 ms", "p95 ms", "CPU ms/op",
-                  "evictions",
-                  title=f"cairn bench slates (ops={ops}, threads={threads})")
+    table = Table(
+        "backend",
+        "operation",
+        "ops",
+        "ops/s",
+        "p50 ms",
+        "p95 ms",
+        "CPU ms/op",
+        "evictions",
+        title=f"cairn bench slates (ops={ops}, threads={threads})",
+    )
     for backend in backends:
         if backend == "sqlite":
             with tempfile.TemporaryDirectory() as tmp:
@@ -151,6 +232,14 @@ def run(*, ops: int = 2000, threads: int = 4, backends: tuple[str, ...] = ("sqli
         else:
             raise SystemExit(f"unknown backend {backend!r}: use sqlite or postgres")
         for r in rows:
-            table.add_row(backend, r["op"], str(r["n"]), f"{r['per_s']:,.0f}", f"{r['p50']:.2f}",
-                          f"{r['p95']:.2f}", f"{r['cpu']:.2f}", str(r["evictions"]))
+            table.add_row(
+                backend,
+                r["op"],
+                str(r["n"]),
+                f"{r['per_s']:,.0f}",
+                f"{r['p50']:.2f}",
+                f"{r['p95']:.2f}",
+                f"{r['cpu']:.2f}",
+                str(r["evictions"]),
+            )
     console.print(table)

@@ -21,13 +21,17 @@ from cairn.client import APIConnectionError, APIError, Cairn, CairnClientError
 from cairn.errors import CairnError
 
 URL = typer.Option(
-    None, "--url", envvar="CAIRN_URL",
+    None,
+    "--url",
+    envvar="CAIRN_URL",
     help="Server URL (CAIRN_URL). Without it, work in-process on the configured database.",
 )
-API_KEY = typer.Option(None, "--api-key", envvar="CAIRN_API_KEY",
-                       help="API key (CAIRN_API_KEY); decides the tenant.")
-DATABASE_URL = typer.Option(None, "--database-url",
-                            help="In-process only: database URL (CAIRN_DATABASE_URL).")
+API_KEY = typer.Option(
+    None, "--api-key", envvar="CAIRN_API_KEY", help="API key (CAIRN_API_KEY); decides the tenant."
+)
+DATABASE_URL = typer.Option(
+    None, "--database-url", help="In-process only: database URL (CAIRN_DATABASE_URL)."
+)
 JSON = typer.Option(False, "--json", help="Print JSON (errors as JSON on stderr).")
 
 
@@ -35,13 +39,26 @@ def report_error(error: Exception, as_json: bool) -> typer.Exit:
     """Print an SDK error (code, status, request id) and return exit 1."""
     if isinstance(error, APIError):
         if as_json:
-            sys.stderr.write(json.dumps({"error": {
-                "code": error.code, "status": error.status, "message": error.message,
-                "details": error.details, "request_id": error.request_id}}) + "\n")
+            sys.stderr.write(
+                json.dumps(
+                    {
+                        "error": {
+                            "code": error.code,
+                            "status": error.status,
+                            "message": error.message,
+                            "details": error.details,
+                            "request_id": error.request_id,
+                        }
+                    }
+                )
+                + "\n"
+            )
         else:
             rid = f" [dim](request {error.request_id})[/]" if error.request_id else ""
-            err_console.print(f"[bold red]error[/] ({error.status} {error.code}): "
-                              f"{error.message}{rid}", highlight=False)
+            err_console.print(
+                f"[bold red]error[/] ({error.status} {error.code}): {error.message}{rid}",
+                highlight=False,
+            )
             if error.code == "validation_error" and isinstance(error.details, list):
                 for d in error.details[:10]:
                     err_console.print(f"  {d.get('field')}: {d.get('message')}", highlight=False)
@@ -67,8 +84,9 @@ def open_client(url: str | None, api_key: str | None, database_url: str | None) 
 
 
 @contextmanager
-def connected(url: str | None, api_key: str | None, database_url: str | None,
-              as_json: bool = False) -> Iterator[Cairn]:
+def connected(
+    url: str | None, api_key: str | None, database_url: str | None, as_json: bool = False
+) -> Iterator[Cairn]:
     """Open a client, turn SDK errors into a printed message and exit 1, always close."""
     client = open_client(url, api_key, database_url)
     try:
@@ -77,8 +95,9 @@ def connected(url: str | None, api_key: str | None, database_url: str | None,
         raise report_error(exc, as_json) from exc
     except ValueError as exc:  # client-side validation of a request model
         if as_json:
-            sys.stderr.write(json.dumps({"error": {"code": "validation_error",
-                                                   "message": str(exc)}}) + "\n")
+            sys.stderr.write(
+                json.dumps({"error": {"code": "validation_error", "message": str(exc)}}) + "\n"
+            )
         else:
             err_console.print(f"[bold red]invalid input:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc

@@ -35,8 +35,11 @@ def detect(path: Path) -> Literal["jsonl", "locomo", "chat"]:
         record = json.loads(first)
     except ValueError:
         return "jsonl"
-    if isinstance(record, dict) and ("messages" in record or "mapping" in record) \
-            and "payload" not in record:
+    if (
+        isinstance(record, dict)
+        and ("messages" in record or "mapping" in record)
+        and "payload" not in record
+    ):
         return "chat"
     return "jsonl"
 
@@ -76,17 +79,22 @@ def read_locomo(path: Path, subject_id: str | None) -> Iterator[Item]:
     for conv in conversations:
         subject = subject_id or f"locomo:{conv.sample_id}"
         for i, turn in enumerate(conv.turns):
-            msg: dict[str, Any] = {"role": "user", "name": turn["speaker"],
-                                   "content": turn["text"]}
+            msg: dict[str, Any] = {"role": "user", "name": turn["speaker"], "content": turn["text"]}
             if turn.get("caption"):
                 msg["caption"] = turn["caption"]
-            yield f"{conv.sample_id} {turn['dia_id']}", {
-                "subject_id": subject, "source": "locomo", "type": "conversation.turn",
-                "payload": {"messages": [msg]}, "session_id": f"session_{turn['session']}",
-                "idempotency_key": turn["dia_id"],
-                "occurred_at": (turn["at"] + timedelta(seconds=i)).isoformat(),
-                "metadata": {"dia_id": turn["dia_id"], "speaker": turn["speaker"]},
-            }
+            yield (
+                f"{conv.sample_id} {turn['dia_id']}",
+                {
+                    "subject_id": subject,
+                    "source": "locomo",
+                    "type": "conversation.turn",
+                    "payload": {"messages": [msg]},
+                    "session_id": f"session_{turn['session']}",
+                    "idempotency_key": turn["dia_id"],
+                    "occurred_at": (turn["at"] + timedelta(seconds=i)).isoformat(),
+                    "metadata": {"dia_id": turn["dia_id"], "speaker": turn["speaker"]},
+                },
+            )
 
 
 def _conversations(path: Path) -> Iterator[tuple[str, Any]]:
@@ -164,18 +172,25 @@ def read_chat(path: Path, subject_id: str | None) -> Iterator[Item]:
                 yield label, ValueError("a message needs a string 'content'")
                 continue
             body: dict[str, Any] = {
-                "subject_id": subject, "source": "chat-export", "type": "conversation.turn",
-                "payload": {"messages": [{"role": str(msg.get("role") or "user"),
-                                          "content": msg["content"]}]},
-                "session_id": conv_id, "idempotency_key": f"{conv_id}:{i}",
+                "subject_id": subject,
+                "source": "chat-export",
+                "type": "conversation.turn",
+                "payload": {
+                    "messages": [
+                        {"role": str(msg.get("role") or "user"), "content": msg["content"]}
+                    ]
+                },
+                "session_id": conv_id,
+                "idempotency_key": f"{conv_id}:{i}",
             }
             if msg.get("timestamp") or msg.get("created_at"):
                 body["occurred_at"] = msg.get("timestamp") or msg.get("created_at")
             yield label, body
 
 
-def read(path: Path, fmt: Format, subject_id: str | None, key_prefix: str | None
-         ) -> tuple[str, Iterator[Item]]:
+def read(
+    path: Path, fmt: Format, subject_id: str | None, key_prefix: str | None
+) -> tuple[str, Iterator[Item]]:
     """The resolved format and its items."""
     resolved = detect(path) if fmt == "auto" else fmt
     if resolved == "locomo":

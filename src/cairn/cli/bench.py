@@ -16,8 +16,10 @@ def ingest(
     episodes: int = typer.Option(10_000, help="Episodes per mode."),
     concurrency: int = typer.Option(8, help="Requests in flight."),
     backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
-    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
-                               help="PostgreSQL server (a scratch database is made on it)."),
+    pg_url: str = typer.Option(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL server (a scratch database is made on it).",
+    ),
 ) -> None:
     """Episodes/s and latency of POST /v1/episodes through a real server on loopback.
 
@@ -33,8 +35,10 @@ def templates(
     applies: int = typer.Option(5_000, help="Applies (and plain episodes) per backend."),
     concurrency: int = typer.Option(8, help="Requests in flight."),
     backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
-    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
-                               help="PostgreSQL server (a scratch database is made on it)."),
+    pg_url: str = typer.Option(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL server (a scratch database is made on it).",
+    ),
 ) -> None:
     """Template catalogue load, rendering, and apply vs plain POST /v1/episodes over HTTP.
 
@@ -50,8 +54,10 @@ def ladders(
     calls: int = typer.Option(1000, help="Measured calls (after the warm-up)."),
     warmup: int = typer.Option(50, help="Calls not measured."),
     backend: list[str] = typer.Option(["sqlite"], help="Backends: sqlite, postgres."),
-    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
-                               help="PostgreSQL server (a scratch database is made on it)."),
+    pg_url: str = typer.Option(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL server (a scratch database is made on it).",
+    ),
     http: bool = typer.Option(True, help="Also measure end to end over loopback HTTP."),
 ) -> None:
     """Ladder runtime overhead per call (scripted model, one slate read and one write).
@@ -68,8 +74,10 @@ def slates(
     ops: int = typer.Option(2000, help="Operations per measurement."),
     threads: int = typer.Option(4, help="Threads appending to one folder at once."),
     backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
-    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
-                               help="PostgreSQL server (a scratch database is made on it)."),
+    pg_url: str = typer.Option(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL server (a scratch database is made on it).",
+    ),
 ) -> None:
     """Slate writes/s and reads/s with eviction active, p50/p95 latency.
 
@@ -88,12 +96,15 @@ app.command("memories")(memories_command)
 
 @app.command("context")
 def context(
-    sizes: list[int] = typer.Option([1_000, 10_000, 100_000], "--size",
-                                    help="Memories in the subject (repeat the option)."),
+    sizes: list[int] = typer.Option(
+        [1_000, 10_000, 100_000], "--size", help="Memories in the subject (repeat the option)."
+    ),
     backend: list[str] = typer.Option(["sqlite", "postgres"], help="Backends to measure."),
     requests: int = typer.Option(300, help="Sequential requests per size."),
-    pg_url: str = typer.Option("postgresql://postgres@127.0.0.1:5432/postgres",
-                               help="PostgreSQL server (a scratch database is made on it)."),
+    pg_url: str = typer.Option(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL server (a scratch database is made on it).",
+    ),
 ) -> None:
     """p50/p95 of context assembly over loopback HTTP (and in-process) by corpus size.
 
@@ -102,7 +113,6 @@ def context(
     from cairn.bench.context import run
 
     run(sizes=tuple(sizes), backends=tuple(backend), requests=requests, pg_url=pg_url)
-
 
 
 @app.command("sdk")

@@ -15,11 +15,14 @@ from cairn.cli._common import console, print_json
 def context(
     subject_id: str = typer.Argument(..., help="The subject to assemble context for."),
     task: str = typer.Argument(..., help="What the model is about to do (the query)."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1,
-                                          help="Token budget of the rendered context."),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", min=1, help="Token budget of the rendered context."
+    ),
     session: str | None = typer.Option(None, "--session", help="Conversation (session_id)."),
     text_only: bool = typer.Option(False, "--text", help="Print only the rendered context."),
-    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+    url: str | None = URL,
+    api_key: str | None = API_KEY,
+    database_url: str | None = DATABASE_URL,
     as_json: bool = JSON,
 ) -> None:
     """Assemble context for a subject and a task (POST /v1/context).
@@ -37,12 +40,22 @@ def context(
     items = bundle.provenance.get("items", [])
     table = Table("#", "kind", "source", "score", "tokens", "id")
     for n, item in enumerate(items, 1):
-        table.add_row(str(n), escape(str(item.get("kind"))), str(item.get("source_class")),
-                      f"{float(item.get('score') or 0):.3f}", str(item.get("token_count")),
-                      str(item.get("id"))[:8])
+        table.add_row(
+            str(n),
+            escape(str(item.get("kind"))),
+            str(item.get("source_class")),
+            f"{float(item.get('score') or 0):.3f}",
+            str(item.get("token_count")),
+            str(item.get("id"))[:8],
+        )
     console.print(table)
     body = Text(bundle.assembled_context) if bundle.assembled_context else Text("(empty)", "dim")
-    console.print(Panel(body, title=f"context for {escape(subject_id)}",
-                        subtitle=f"{bundle.token_estimate} tokens"))
+    console.print(
+        Panel(
+            body,
+            title=f"context for {escape(subject_id)}",
+            subtitle=f"{bundle.token_estimate} tokens",
+        )
+    )
     if bundle.provenance.get("truncated"):
         console.print("[dim]some candidates did not fit the budget[/]")

@@ -69,20 +69,30 @@ def _compile(client: Cairn, subjects: list[str]) -> dict[str, int]:
 
 def ingest(
     file: str = typer.Argument(..., help="The file to import; '-' reads standard input."),
-    fmt: str = typer.Option("auto", "--format", "-f",
-                            help="jsonl | locomo | chat | auto (guess from the content)."),
-    subject: str | None = typer.Option(None, "--subject",
-                                       help="Subject for records that name none."),
-    batch_size: int = typer.Option(100, "--batch-size", min=1, max=100,
-                                   help="Episodes per request (all-or-nothing each)."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid",
-                                      help="Import the valid records even if some are not."),
-    keys: bool = typer.Option(True, "--keys/--no-keys",
-                              help="JSONL: give each line without an idempotency_key one from "
-                                   "the file name and line number, so a re-run writes nothing."),
-    compile_after: bool = typer.Option(False, "--compile",
-                                       help="Compile the imported subjects afterwards."),
-    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+    fmt: str = typer.Option(
+        "auto", "--format", "-f", help="jsonl | locomo | chat | auto (guess from the content)."
+    ),
+    subject: str | None = typer.Option(
+        None, "--subject", help="Subject for records that name none."
+    ),
+    batch_size: int = typer.Option(
+        100, "--batch-size", min=1, max=100, help="Episodes per request (all-or-nothing each)."
+    ),
+    skip_invalid: bool = typer.Option(
+        False, "--skip-invalid", help="Import the valid records even if some are not."
+    ),
+    keys: bool = typer.Option(
+        True,
+        "--keys/--no-keys",
+        help="JSONL: give each line without an idempotency_key one from "
+        "the file name and line number, so a re-run writes nothing.",
+    ),
+    compile_after: bool = typer.Option(
+        False, "--compile", help="Compile the imported subjects afterwards."
+    ),
+    url: str | None = URL,
+    api_key: str | None = API_KEY,
+    database_url: str | None = DATABASE_URL,
     as_json: bool = JSON,
 ) -> None:
     """Import episodes from a file, with a progress bar and a summary.
@@ -104,9 +114,16 @@ def ingest(
         resolved, items = read(path, fmt, subject, key_prefix)  # type: ignore[arg-type]
         episodes, errors = _validate(items)
     summary: dict[str, Any] = {
-        "file": file, "format": resolved, "records": len(episodes) + len(errors),
-        "valid": len(episodes), "invalid": len(errors), "sent": 0, "created": 0,
-        "duplicates": 0, "subjects": len({e.subject_id for e in episodes}), "batches": 0,
+        "file": file,
+        "format": resolved,
+        "records": len(episodes) + len(errors),
+        "valid": len(episodes),
+        "invalid": len(errors),
+        "sent": 0,
+        "created": 0,
+        "duplicates": 0,
+        "subjects": len({e.subject_id for e in episodes}),
+        "batches": 0,
         "errors": errors[:MAX_SHOWN_ERRORS],
     }
     if errors and not skip_invalid:
@@ -118,8 +135,10 @@ def ingest(
         except CairnClientError as exc:
             summary["seconds"] = round(time.perf_counter() - started, 3)
             if not as_json:
-                err_console.print(f"[red]stopped after {summary['sent']} episode(s) in "
-                                  f"{summary['batches']} batch(es)[/]")
+                err_console.print(
+                    f"[red]stopped after {summary['sent']} episode(s) in "
+                    f"{summary['batches']} batch(es)[/]"
+                )
             raise report_error(exc, as_json) from exc
         if compile_after and episodes:
             summary["compiled"] = _compile(client, sorted({e.subject_id for e in episodes}))
@@ -130,13 +149,25 @@ def ingest(
     _print_summary(summary)
 
 
-def _send(client: Cairn, episodes: list[EpisodeCreate], batch_size: int,
-          summary: dict[str, Any], quiet: bool) -> None:
-    with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, disable=quiet, transient=True) as progress:
+def _send(
+    client: Cairn,
+    episodes: list[EpisodeCreate],
+    batch_size: int,
+    summary: dict[str, Any],
+    quiet: bool,
+) -> None:
+    with Progress(
+        TextColumn("ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=quiet,
+        transient=True,
+    ) as progress:
         task = progress.add_task("ingest", total=len(episodes))
         for start in range(0, len(episodes), batch_size):
-            chunk = episodes[start:start + batch_size]
+            chunk = episodes[start : start + batch_size]
             result = client.episodes.create_many(chunk)
             summary["batches"] += 1
             summary["sent"] += len(chunk)
@@ -153,14 +184,26 @@ def _print_errors(errors: list[dict[str, str]], as_json: bool, summary: dict[str
         err_console.print(f"[red]{e['where']}[/]: {e['error']}", highlight=False)
     if len(errors) > MAX_SHOWN_ERRORS:
         err_console.print(f"... and {len(errors) - MAX_SHOWN_ERRORS} more")
-    err_console.print(f"[bold red]{len(errors)} invalid record(s); nothing was imported[/] "
-                      "(--skip-invalid imports the rest)")
+    err_console.print(
+        f"[bold red]{len(errors)} invalid record(s); nothing was imported[/] "
+        "(--skip-invalid imports the rest)"
+    )
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
     table = Table(show_header=False, title="ingest summary", title_justify="left")
-    for key in ("file", "format", "records", "invalid", "sent", "created", "duplicates",
-                "subjects", "batches", "seconds"):
+    for key in (
+        "file",
+        "format",
+        "records",
+        "invalid",
+        "sent",
+        "created",
+        "duplicates",
+        "subjects",
+        "batches",
+        "seconds",
+    ):
         table.add_row(key, str(summary[key]))
     if "compiled" in summary:
         table.add_row("memories compiled", str(sum(summary["compiled"].values())))

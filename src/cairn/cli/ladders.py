@@ -11,8 +11,9 @@ from rich.table import Table
 
 from cairn.cli._common import console, err_console, fail, print_json, settings_with
 
-app = typer.Typer(help="Declarative agent pipelines served as OpenAI-compatible models.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Declarative agent pipelines served as OpenAI-compatible models.", no_args_is_help=True
+)
 
 DIR_OPTION = typer.Option(None, "--ladders-dir", help="Ladder directory (CAIRN_LADDERS_DIR).")
 
@@ -34,8 +35,13 @@ def list_ladders(
     except Exception as exc:
         raise fail(exc) from exc
     rows: list[dict[str, Any]] = [
-        {"name": ld.name, "file": str(ld.path), "agent": ld.agent,
-         "steps": [s.id for s in ld.steps], "slates": [s.title for s in ld.spec.slates]}
+        {
+            "name": ld.name,
+            "file": str(ld.path),
+            "agent": ld.agent,
+            "steps": [s.id for s in ld.steps],
+            "slates": [s.title for s in ld.spec.slates],
+        }
         for ld in registry.all()
     ]
     if as_json:
@@ -99,9 +105,15 @@ def run(
         raise fail(exc) from exc
     try:
         target = services.ladders.get(ladder)
-        request = RunRequest(tenant=tenant, ladder=target.name,
-                             messages=[{"role": "user", "content": message}], model=model,
-                             run_id=idempotency_key, user=user, context_id=conversation)
+        request = RunRequest(
+            tenant=tenant,
+            ladder=target.name,
+            messages=[{"role": "user", "content": message}],
+            model=model,
+            run_id=idempotency_key,
+            user=user,
+            context_id=conversation,
+        )
         runtime = LadderRuntime(services)
         outcome: RunOutcome | None = None
         for item in runtime.run_stream(target, request, stream=stream and not as_json):
@@ -120,8 +132,9 @@ def run(
         if trace:
             record = runtime.runs.get(tenant, outcome.run_id)
             print_json(record.trace if record else None)
-        err_console.print(f"[dim]run {outcome.run_id}"
-                          + (" (replayed)" if outcome.replayed else "") + "[/]")
+        err_console.print(
+            f"[dim]run {outcome.run_id}" + (" (replayed)" if outcome.replayed else "") + "[/]"
+        )
     except Exception as exc:
         raise fail(exc) from exc
     finally:

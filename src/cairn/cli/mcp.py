@@ -11,16 +11,21 @@ from cairn.errors import CairnError
 
 
 def mcp(
-    transport: str = typer.Option("stdio", "--transport", "-t",
-                                  help="stdio (for a client that starts this command) or http."),
+    transport: str = typer.Option(
+        "stdio", "--transport", "-t", help="stdio (for a client that starts this command) or http."
+    ),
     host: str = typer.Option("127.0.0.1", "--host", help="http: bind address (loopback)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="http: port."),
     path: str = typer.Option("/mcp", "--path", help="http: endpoint path."),
     allow_remote: bool = typer.Option(
-        False, "--allow-remote",
+        False,
+        "--allow-remote",
         help="http: allow a non-loopback --host. The MCP endpoint has no authentication of its "
-             "own and acts with this process's API key: put it behind one."),
-    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+        "own and acts with this process's API key: put it behind one.",
+    ),
+    url: str | None = URL,
+    api_key: str | None = API_KEY,
+    database_url: str | None = DATABASE_URL,
 ) -> None:
     """Serve the memory tools over MCP, bound to one API key (one tenant).
 
@@ -42,10 +47,15 @@ def mcp(
     if transport == "http" and not is_loopback(host) and not allow_remote:
         raise typer.BadParameter(
             f"{host} is not a loopback address; add --allow-remote if a proxy authenticates "
-            "callers", param_hint="--host")
+            "callers",
+            param_hint="--host",
+        )
     try:
-        client = (AsyncCairn(url, api_key=api_key or "") if url else
-                  AsyncCairn.local(settings_with(database_url=database_url), api_key=api_key))
+        client = (
+            AsyncCairn(url, api_key=api_key or "")
+            if url
+            else AsyncCairn.local(settings_with(database_url=database_url), api_key=api_key)
+        )
     except CairnError as exc:
         raise fail(exc) from exc
     server = build_server(client)
@@ -58,8 +68,9 @@ def mcp(
                 await server.run_stdio_async()
             else:
                 err_console.print(f"Cairn MCP on http://{host}:{port}{path}")
-                await server.run_streamable_http_async(host=host, port=port,
-                                                       streamable_http_path=path)
+                await server.run_streamable_http_async(
+                    host=host, port=port, streamable_http_path=path
+                )
 
     try:
         anyio.run(run)

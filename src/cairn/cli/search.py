@@ -17,7 +17,9 @@ def search(
     limit: int = typer.Option(10, "--limit", min=1, max=200, help="Most results."),
     hybrid: bool = typer.Option(False, "--hybrid", help="Lexical + vector (needs an embedder)."),
     semantic: bool = typer.Option(False, "--semantic", help="Vector only (needs an embedder)."),
-    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+    url: str | None = URL,
+    api_key: str | None = API_KEY,
+    database_url: str | None = DATABASE_URL,
     as_json: bool = JSON,
 ) -> None:
     """Search a subject's compiled memories (each score in [0, 1]).
@@ -25,14 +27,17 @@ def search(
     Example: cairn search user-1 "what does she drink" --limit 5
     """
     with connected(url, api_key, database_url, as_json) as client:
-        result = client.memories.search(subject_id, query, kinds=kind, limit=limit,
-                                        hybrid=hybrid, semantic=semantic)
+        result = client.memories.search(
+            subject_id, query, kinds=kind, limit=limit, hybrid=hybrid, semantic=semantic
+        )
     if as_json:
         print_json(dump(result))
         return
     if not result.memories:
-        console.print(f"[dim]no memories of {_short(subject_id)} match (compiled yet? "
-                      f"'cairn ingest --compile' or POST /v1/memories/compile)[/]")
+        console.print(
+            f"[dim]no memories of {_short(subject_id)} match (compiled yet? "
+            f"'cairn ingest --compile' or POST /v1/memories/compile)[/]"
+        )
         return
     table = Table("score", "kind", "content", "id")
     for m in result.memories:

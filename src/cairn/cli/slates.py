@@ -18,8 +18,7 @@ from cairn.core.tenants import DEFAULT_TENANT
 from cairn.slates.service import Slates
 from cairn.store import open_store
 
-app = typer.Typer(help="Inspect and edit slates (working memory of ladders).",
-                  no_args_is_help=True)
+app = typer.Typer(help="Inspect and edit slates (working memory of ladders).", no_args_is_help=True)
 
 DB_OPTION = typer.Option(None, "--database-url", help="Database URL (default: CAIRN_DATABASE_URL).")
 LADDERS_OPTION = typer.Option(None, "--ladders-dir", help="Ladder files (CAIRN_LADDERS_DIR).")
@@ -67,14 +66,30 @@ def show(
         print_json(trees)
         return
     for tree in trees:
-        table = Table("folder", "file", "tokens", "limit", "policy", "entries", "tags",
-                      title=f"{ladder}/{tree['slate']}  {tree['tokens']}/{tree['tokenLimit']}")
+        table = Table(
+            "folder",
+            "file",
+            "tokens",
+            "limit",
+            "policy",
+            "entries",
+            "tags",
+            title=f"{ladder}/{tree['slate']}  {tree['tokens']}/{tree['tokenLimit']}",
+        )
         for folder in tree["folders"]:
-            table.add_row(folder["folder"], "", str(folder["tokens"]),
-                          str(folder["tokenLimit"]), folder["evictionPolicy"], "", "")
+            table.add_row(
+                folder["folder"],
+                "",
+                str(folder["tokens"]),
+                str(folder["tokenLimit"]),
+                folder["evictionPolicy"],
+                "",
+                "",
+            )
             for f in folder["files"]:
-                table.add_row("", f["file"], str(f["tokens"]), "", "", str(f["entries"]),
-                              ", ".join(f["tags"]))
+                table.add_row(
+                    "", f["file"], str(f["tokens"]), "", "", str(f["entries"]), ", ".join(f["tags"])
+                )
         console.print(table)
 
 
@@ -100,8 +115,18 @@ def read(
     if file is None and metatag is None:
         metatag = "index"
     with open_slates(database_url, ladders_dir) as slates:
-        text = slates.read(tenant, ladder, slate, folder, file, user_id=user, metatag=metatag,
-                           depth=depth, fallback=fallback, peek=peek)
+        text = slates.read(
+            tenant,
+            ladder,
+            slate,
+            folder,
+            file,
+            user_id=user,
+            metatag=metatag,
+            depth=depth,
+            fallback=fallback,
+            peek=peek,
+        )
     sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
 
 
@@ -127,8 +152,18 @@ def write(
     if content == "-":
         content = sys.stdin.read()
     with open_slates(database_url, ladders_dir) as slates:
-        result = slates.write(tenant, ladder, slate, folder, file, content, on=on, key=key,
-                              tags=tag or None, user_id=user)
+        result = slates.write(
+            tenant,
+            ladder,
+            slate,
+            folder,
+            file,
+            content,
+            on=on,
+            key=key,
+            tags=tag or None,
+            user_id=user,
+        )
     print_json(result.to_dict())
 
 

@@ -17,7 +17,9 @@ def list_subjects(
     prefix: str | None = typer.Option(None, "--prefix", help="Only ids starting with this."),
     limit: int = typer.Option(100, "--limit", min=1, max=1000),
     offset: int = typer.Option(0, "--offset", min=0),
-    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+    url: str | None = URL,
+    api_key: str | None = API_KEY,
+    database_url: str | None = DATABASE_URL,
     as_json: bool = JSON,
 ) -> None:
     """Subjects of your tenant with their episode and memory counts.
@@ -40,7 +42,9 @@ def list_subjects(
 def delete_subject(
     subject_id: str = typer.Argument(..., help="The subject to delete."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+    url: str | None = URL,
+    api_key: str | None = API_KEY,
+    database_url: str | None = DATABASE_URL,
     as_json: bool = JSON,
 ) -> None:
     """Delete everything of a subject in your tenant (episodes, memories, ...).
@@ -55,5 +59,7 @@ def delete_subject(
     if as_json:
         print_json(dump(result))
         return
-    console.print(f"deleted {result.subject_id}: {result.episodes_deleted} episode(s), "
-                  f"{result.memories_deleted} memory(ies)")
+    console.print(
+        f"deleted {result.subject_id}: {result.episodes_deleted} episode(s), "
+        f"{result.memories_deleted} memory(ies)"
+    )

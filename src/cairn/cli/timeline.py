@@ -23,7 +23,9 @@ def timeline(
     subject_id: str = typer.Argument(..., help="The subject (e.g. user-1)."),
     limit: int = typer.Option(50, "--limit", min=1, max=1000, help="Items of each list."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many of each list."),
-    url: str | None = URL, api_key: str | None = API_KEY, database_url: str | None = DATABASE_URL,
+    url: str | None = URL,
+    api_key: str | None = API_KEY,
+    database_url: str | None = DATABASE_URL,
     as_json: bool = JSON,
 ) -> None:
     """Show a subject's episodes and memories in time order.
@@ -35,16 +37,34 @@ def timeline(
     if as_json:
         print_json(dump(result))
         return
-    episodes = Table("occurred", "type", "source", "session", "payload",
-                     title=f"episodes of {escape(subject_id)}", title_justify="left")
+    episodes = Table(
+        "occurred",
+        "type",
+        "source",
+        "session",
+        "payload",
+        title=f"episodes of {escape(subject_id)}",
+        title_justify="left",
+    )
     for e in result.episodes:
-        episodes.add_row(f"{e.occurred_at:%Y-%m-%d %H:%M:%S}", _short(e.type), _short(e.source),
-                         _short(e.session_id or ""), _short(e.payload))
+        episodes.add_row(
+            f"{e.occurred_at:%Y-%m-%d %H:%M:%S}",
+            _short(e.type),
+            _short(e.source),
+            _short(e.session_id or ""),
+            _short(e.payload),
+        )
     console.print(episodes)
     if result.episodes_has_more:
         console.print(f"[dim]more episodes: --offset {offset + limit}[/]")
-    memories = Table("kind", "status", "conf", "content", title=f"memories of {escape(subject_id)}",
-                     title_justify="left")
+    memories = Table(
+        "kind",
+        "status",
+        "conf",
+        "content",
+        title=f"memories of {escape(subject_id)}",
+        title_justify="left",
+    )
     for m in result.memories:
         memories.add_row(_short(m.kind), m.status, f"{m.confidence:.2f}", _short(m.content))
     console.print(memories)

@@ -24,8 +24,9 @@ def worker(
     from cairn.services import Services
 
     settings = settings_with(database_url=database_url)
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s"
+    )
     try:
         services = Services.from_settings(settings)
     except Exception as exc:

@@ -68,16 +68,23 @@ class Cairn:
     """
 
     def __init__(
-        self, base_url: str | None = None, api_key: str | None = None, *,
-        transport: httpx.BaseTransport | None = None, timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = 0.5,
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        backoff: float = 0.5,
         headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = resolve_url(base_url or (LOCAL_BASE_URL if transport else None))
         self.api_key = resolve_key(api_key)
         self.retry = RetryPolicy(max_retries, backoff)
         self._http = httpx.Client(
-            base_url=self.base_url, transport=transport, timeout=timeout,
+            base_url=self.base_url,
+            transport=transport,
+            timeout=timeout,
             headers=default_headers(self.api_key, headers),
         )
         self._local: LocalApp | None = None
@@ -92,8 +99,12 @@ class Cairn:
 
     @classmethod
     def local(
-        cls, settings: Settings | None = None, *, services: Services | None = None,
-        api_key: str | None = None, **options: Any,
+        cls,
+        settings: Settings | None = None,
+        *,
+        services: Services | None = None,
+        api_key: str | None = None,
+        **options: Any,
     ) -> Cairn:
         """A client of the Cairn app running in this process on ``settings``' database.
 
@@ -118,7 +129,10 @@ class Cairn:
         while True:
             try:
                 response = self._http.request(
-                    call.method, call.path, params=call.params, json=call.json,
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
                     headers=call.headers or None,
                 )
             except httpx.TransportError as exc:
@@ -136,8 +150,13 @@ class Cairn:
     def _stream_lines(self, call: Call[Any]) -> Iterator[str]:
         """The lines of a streamed answer (server-sent events); sent once, never retried."""
         try:
-            with self._http.stream(call.method, call.path, params=call.params, json=call.json,
-                                   headers=call.headers or None) as response:
+            with self._http.stream(
+                call.method,
+                call.path,
+                params=call.params,
+                json=call.json,
+                headers=call.headers or None,
+            ) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise error_from_response(response)
@@ -145,8 +164,15 @@ class Cairn:
         except httpx.TransportError as exc:
             raise _connection_error(exc, call) from exc
 
-    def request(self, method: str, path: str, *, json: Any = None,
-                params: dict[str, Any] | None = None, idempotent: bool | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        idempotent: bool | None = None,
+    ) -> Any:
         """Call any endpoint and get its JSON back (for endpoints newer than this SDK)."""
         return self._send(Call(method, path, Any, params=params, json=json, idempotent=idempotent))
 
@@ -162,13 +188,20 @@ class Cairn:
         """``GET /v1/version``."""
         return self._send(Call("GET", "/v1/version", Version))
 
-    def timeline(self, subject_id: str, *, limit: int | None = None,
-                 offset: int | None = None) -> Timeline:
+    def timeline(
+        self, subject_id: str, *, limit: int | None = None, offset: int | None = None
+    ) -> Timeline:
         """Episodes and memories of a subject in time order, each paged by limit/offset."""
         return self._send(timeline_call(subject_id, limit, offset))
 
-    def context(self, subject_id: str, task: str, *, max_tokens: int | None = None,
-                session_id: str | None = None) -> ContextBundle:
+    def context(
+        self,
+        subject_id: str,
+        task: str,
+        *,
+        max_tokens: int | None = None,
+        session_id: str | None = None,
+    ) -> ContextBundle:
         """Ranked, token-bounded context for a subject and a task (``POST /v1/context``)."""
         return self._send(context_call(subject_id, task, max_tokens, session_id))
 
@@ -182,8 +215,12 @@ class Cairn:
     def __enter__(self) -> Cairn:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
 
@@ -198,16 +235,23 @@ class AsyncCairn:
     """
 
     def __init__(
-        self, base_url: str | None = None, api_key: str | None = None, *,
-        transport: httpx.AsyncBaseTransport | None = None, timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = 0.5,
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        backoff: float = 0.5,
         headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = resolve_url(base_url or (LOCAL_BASE_URL if transport else None))
         self.api_key = resolve_key(api_key)
         self.retry = RetryPolicy(max_retries, backoff)
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, transport=transport, timeout=timeout,
+            base_url=self.base_url,
+            transport=transport,
+            timeout=timeout,
             headers=default_headers(self.api_key, headers),
         )
         self._local: LocalApp | None = None
@@ -224,8 +268,12 @@ class AsyncCairn:
 
     @classmethod
     def local(
-        cls, settings: Settings | None = None, *, services: Services | None = None,
-        api_key: str | None = None, **options: Any,
+        cls,
+        settings: Settings | None = None,
+        *,
+        services: Services | None = None,
+        api_key: str | None = None,
+        **options: Any,
     ) -> AsyncCairn:
         """An async client of the Cairn app running in this process (see ``Cairn.local``).
         The app's startup hooks run on first use (or ``async with``)."""
@@ -248,7 +296,10 @@ class AsyncCairn:
         while True:
             try:
                 response = await self._http.request(
-                    call.method, call.path, params=call.params, json=call.json,
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
                     headers=call.headers or None,
                 )
             except httpx.TransportError as exc:
@@ -267,9 +318,13 @@ class AsyncCairn:
         """The lines of a streamed answer (server-sent events); sent once, never retried."""
         await self._start()
         try:
-            async with self._http.stream(call.method, call.path, params=call.params,
-                                         json=call.json, headers=call.headers or None
-                                         ) as response:
+            async with self._http.stream(
+                call.method,
+                call.path,
+                params=call.params,
+                json=call.json,
+                headers=call.headers or None,
+            ) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise error_from_response(response)
@@ -278,9 +333,15 @@ class AsyncCairn:
         except httpx.TransportError as exc:
             raise _connection_error(exc, call) from exc
 
-    async def request(self, method: str, path: str, *, json: Any = None,
-                      params: dict[str, Any] | None = None,
-                      idempotent: bool | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        idempotent: bool | None = None,
+    ) -> Any:
         """Call any endpoint and get its JSON back (for endpoints newer than this SDK)."""
         return await self._send(
             Call(method, path, Any, params=params, json=json, idempotent=idempotent)
@@ -298,13 +359,20 @@ class AsyncCairn:
         """``GET /v1/version``."""
         return await self._send(Call("GET", "/v1/version", Version))
 
-    async def timeline(self, subject_id: str, *, limit: int | None = None,
-                       offset: int | None = None) -> Timeline:
+    async def timeline(
+        self, subject_id: str, *, limit: int | None = None, offset: int | None = None
+    ) -> Timeline:
         """Episodes and memories of a subject in time order, each paged by limit/offset."""
         return await self._send(timeline_call(subject_id, limit, offset))
 
-    async def context(self, subject_id: str, task: str, *, max_tokens: int | None = None,
-                      session_id: str | None = None) -> ContextBundle:
+    async def context(
+        self,
+        subject_id: str,
+        task: str,
+        *,
+        max_tokens: int | None = None,
+        session_id: str | None = None,
+    ) -> ContextBundle:
         """Ranked, token-bounded context for a subject and a task (``POST /v1/context``)."""
         return await self._send(context_call(subject_id, task, max_tokens, session_id))
 
@@ -322,6 +390,10 @@ class AsyncCairn:
         await self._start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.aclose()

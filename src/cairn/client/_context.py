@@ -41,17 +41,30 @@ def _scope(scope: ScopeLike) -> dict[str, Any]:
 
 
 def scope_context_call(
-    scope: ScopeLike, query: str, conversation_id: str | None, dataset_ids: list[str] | None,
-    budget: Budget | dict[str, int] | None, min_score: float | None, recent_turns: int | None,
-    recent_only: bool | None, render: bool | str | None, max_chars: int | None,
+    scope: ScopeLike,
+    query: str,
+    conversation_id: str | None,
+    dataset_ids: list[str] | None,
+    budget: Budget | dict[str, int] | None,
+    min_score: float | None,
+    recent_turns: int | None,
+    recent_only: bool | None,
+    render: bool | str | None,
+    max_chars: int | None,
 ) -> Call[ScopeContext]:
     body: dict[str, Any] = {"scope": _scope(scope), "query": query}
-    optional = {"conversation_id": conversation_id, "dataset_ids": dataset_ids,
-                "min_score": min_score, "recent_turns": recent_turns, "recent_only": recent_only}
+    optional = {
+        "conversation_id": conversation_id,
+        "dataset_ids": dataset_ids,
+        "min_score": min_score,
+        "recent_turns": recent_turns,
+        "recent_only": recent_only,
+    }
     body.update({k: v for k, v in optional.items() if v is not None})
     if budget is not None:
-        body["budget"] = body_of(budget if isinstance(budget, Budget)
-                                 else Budget.model_validate(budget))
+        body["budget"] = body_of(
+            budget if isinstance(budget, Budget) else Budget.model_validate(budget)
+        )
     if render:
         body["render"] = {"max_chars": max_chars or 0}
         if isinstance(render, str):
@@ -60,14 +73,20 @@ def scope_context_call(
 
 
 def turn_call(
-    scope: ScopeLike, conversation_id: str, idempotency_key: str,
-    messages: list[MessageLike], metadata: dict[str, Any] | None, occurred_at: datetime | None,
+    scope: ScopeLike,
+    conversation_id: str,
+    idempotency_key: str,
+    messages: list[MessageLike],
+    metadata: dict[str, Any] | None,
+    occurred_at: datetime | None,
 ) -> Call[TurnCommit]:
     body: dict[str, Any] = {
-        "scope": _scope(scope), "conversation_id": conversation_id,
+        "scope": _scope(scope),
+        "conversation_id": conversation_id,
         "idempotency_key": idempotency_key,
-        "messages": [body_of(m if isinstance(m, Message) else Message.model_validate(m))
-                     for m in messages],
+        "messages": [
+            body_of(m if isinstance(m, Message) else Message.model_validate(m)) for m in messages
+        ],
         "metadata": metadata or {},
     }
     if occurred_at is not None:
@@ -77,17 +96,27 @@ def turn_call(
 
 
 def document_call(
-    scope: ScopeLike, dataset_id: str, document_id: str, content: str, title: str,
-    idempotency_key: str | None, metadata: dict[str, Any] | None,
+    scope: ScopeLike,
+    dataset_id: str,
+    document_id: str,
+    content: str,
+    title: str,
+    idempotency_key: str | None,
+    metadata: dict[str, Any] | None,
 ) -> Call[DocumentCommit]:
     body: dict[str, Any] = {
-        "scope": _scope(scope), "dataset_id": dataset_id, "document_id": document_id,
-        "content": content, "title": title, "metadata": metadata or {},
+        "scope": _scope(scope),
+        "dataset_id": dataset_id,
+        "document_id": document_id,
+        "content": content,
+        "title": title,
+        "metadata": metadata or {},
     }
     if idempotency_key:
         body["idempotency_key"] = idempotency_key
-    return Call("POST", "/v1/scopes/documents", DocumentCommit, json=body,
-                idempotent=bool(idempotency_key))
+    return Call(
+        "POST", "/v1/scopes/documents", DocumentCommit, json=body, idempotent=bool(idempotency_key)
+    )
 
 
 class Scopes:
@@ -97,35 +126,66 @@ class Scopes:
         self._client = client
 
     def context(
-        self, scope: ScopeLike, query: str = "", *, conversation_id: str | None = None,
-        dataset_ids: list[str] | None = None, budget: Budget | dict[str, int] | None = None,
-        min_score: float | None = None, recent_turns: int | None = None,
-        recent_only: bool | None = None, render: bool | str | None = None,
+        self,
+        scope: ScopeLike,
+        query: str = "",
+        *,
+        conversation_id: str | None = None,
+        dataset_ids: list[str] | None = None,
+        budget: Budget | dict[str, int] | None = None,
+        min_score: float | None = None,
+        recent_turns: int | None = None,
+        recent_only: bool | None = None,
+        render: bool | str | None = None,
         max_chars: int | None = None,
     ) -> ScopeContext:
         """Packed context items for one scope. ``render=True`` adds the default rendering,
         a string renders with that (Jinja2) template."""
-        return self._client._send(scope_context_call(
-            scope, query, conversation_id, dataset_ids, budget, min_score, recent_turns,
-            recent_only, render, max_chars))
+        return self._client._send(
+            scope_context_call(
+                scope,
+                query,
+                conversation_id,
+                dataset_ids,
+                budget,
+                min_score,
+                recent_turns,
+                recent_only,
+                render,
+                max_chars,
+            )
+        )
 
     def commit_turn(
-        self, scope: ScopeLike, conversation_id: str, idempotency_key: str,
-        messages: list[MessageLike], *, metadata: dict[str, Any] | None = None,
+        self,
+        scope: ScopeLike,
+        conversation_id: str,
+        idempotency_key: str,
+        messages: list[MessageLike],
+        *,
+        metadata: dict[str, Any] | None = None,
         occurred_at: datetime | None = None,
     ) -> TurnCommit:
         """Store one conversation turn; a repeated key returns the original commit."""
-        return self._client._send(turn_call(scope, conversation_id, idempotency_key, messages,
-                                            metadata, occurred_at))
+        return self._client._send(
+            turn_call(scope, conversation_id, idempotency_key, messages, metadata, occurred_at)
+        )
 
     def put_document(
-        self, scope: ScopeLike, dataset_id: str, document_id: str, content: str, *,
-        title: str = "", idempotency_key: str | None = None,
+        self,
+        scope: ScopeLike,
+        dataset_id: str,
+        document_id: str,
+        content: str,
+        *,
+        title: str = "",
+        idempotency_key: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> DocumentCommit:
         """Store (chunk and index) a document of a dataset."""
-        return self._client._send(document_call(scope, dataset_id, document_id, content, title,
-                                                idempotency_key, metadata))
+        return self._client._send(
+            document_call(scope, dataset_id, document_id, content, title, idempotency_key, metadata)
+        )
 
 
 class AsyncScopes:
@@ -135,31 +195,62 @@ class AsyncScopes:
         self._client = client
 
     async def context(
-        self, scope: ScopeLike, query: str = "", *, conversation_id: str | None = None,
-        dataset_ids: list[str] | None = None, budget: Budget | dict[str, int] | None = None,
-        min_score: float | None = None, recent_turns: int | None = None,
-        recent_only: bool | None = None, render: bool | str | None = None,
+        self,
+        scope: ScopeLike,
+        query: str = "",
+        *,
+        conversation_id: str | None = None,
+        dataset_ids: list[str] | None = None,
+        budget: Budget | dict[str, int] | None = None,
+        min_score: float | None = None,
+        recent_turns: int | None = None,
+        recent_only: bool | None = None,
+        render: bool | str | None = None,
         max_chars: int | None = None,
     ) -> ScopeContext:
         """Packed context items for one scope (see ``Scopes.context``)."""
-        return await self._client._send(scope_context_call(
-            scope, query, conversation_id, dataset_ids, budget, min_score, recent_turns,
-            recent_only, render, max_chars))
+        return await self._client._send(
+            scope_context_call(
+                scope,
+                query,
+                conversation_id,
+                dataset_ids,
+                budget,
+                min_score,
+                recent_turns,
+                recent_only,
+                render,
+                max_chars,
+            )
+        )
 
     async def commit_turn(
-        self, scope: ScopeLike, conversation_id: str, idempotency_key: str,
-        messages: list[MessageLike], *, metadata: dict[str, Any] | None = None,
+        self,
+        scope: ScopeLike,
+        conversation_id: str,
+        idempotency_key: str,
+        messages: list[MessageLike],
+        *,
+        metadata: dict[str, Any] | None = None,
         occurred_at: datetime | None = None,
     ) -> TurnCommit:
         """Store one conversation turn; a repeated key returns the original commit."""
-        return await self._client._send(turn_call(scope, conversation_id, idempotency_key,
-                                                  messages, metadata, occurred_at))
+        return await self._client._send(
+            turn_call(scope, conversation_id, idempotency_key, messages, metadata, occurred_at)
+        )
 
     async def put_document(
-        self, scope: ScopeLike, dataset_id: str, document_id: str, content: str, *,
-        title: str = "", idempotency_key: str | None = None,
+        self,
+        scope: ScopeLike,
+        dataset_id: str,
+        document_id: str,
+        content: str,
+        *,
+        title: str = "",
+        idempotency_key: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> DocumentCommit:
         """Store (chunk and index) a document of a dataset."""
-        return await self._client._send(document_call(
-            scope, dataset_id, document_id, content, title, idempotency_key, metadata))
+        return await self._client._send(
+            document_call(scope, dataset_id, document_id, content, title, idempotency_key, metadata)
+        )

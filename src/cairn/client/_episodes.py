@@ -22,28 +22,46 @@ if TYPE_CHECKING:
 
 def create_episode_call(episode: EpisodeCreate) -> Call[Episode]:
     # With an idempotency key a repeat returns the original episode, so retrying is safe.
-    return Call("POST", "/v1/episodes", Episode, json=body_of(episode),
-                idempotent=episode.idempotency_key is not None)
+    return Call(
+        "POST",
+        "/v1/episodes",
+        Episode,
+        json=body_of(episode),
+        idempotent=episode.idempotency_key is not None,
+    )
 
 
 def create_batch_call(episodes: Iterable[EpisodeCreate | dict[str, Any]]) -> Call[EpisodeBatch]:
-    items = [e if isinstance(e, EpisodeCreate) else EpisodeCreate.model_validate(e)
-             for e in episodes]
-    return Call("POST", "/v1/episodes/batch", EpisodeBatch,
-                json={"episodes": body_of(items)},
-                idempotent=bool(items) and all(e.idempotency_key for e in items))
+    items = [
+        e if isinstance(e, EpisodeCreate) else EpisodeCreate.model_validate(e) for e in episodes
+    ]
+    return Call(
+        "POST",
+        "/v1/episodes/batch",
+        EpisodeBatch,
+        json={"episodes": body_of(items)},
+        idempotent=bool(items) and all(e.idempotency_key for e in items),
+    )
 
 
 def timeline_call(subject_id: str, limit: int | None, offset: int | None) -> Call[Timeline]:
-    return Call("GET", "/v1/timeline", Timeline,
-                params=clean_params({"subject_id": subject_id, "limit": limit, "offset": offset}))
+    return Call(
+        "GET",
+        "/v1/timeline",
+        Timeline,
+        params=clean_params({"subject_id": subject_id, "limit": limit, "offset": offset}),
+    )
 
 
 def list_subjects_call(
     limit: int | None, offset: int | None, prefix: str | None
 ) -> Call[SubjectList]:
-    return Call("GET", "/v1/subjects", SubjectList,
-                params=clean_params({"limit": limit, "offset": offset, "prefix": prefix}))
+    return Call(
+        "GET",
+        "/v1/subjects",
+        SubjectList,
+        params=clean_params({"limit": limit, "offset": offset, "prefix": prefix}),
+    )
 
 
 def delete_subject_call(subject_id: str) -> Call[SubjectDeleted]:
@@ -51,14 +69,26 @@ def delete_subject_call(subject_id: str) -> Call[SubjectDeleted]:
 
 
 def _episode(
-    subject_id: str, source: str, type: str, payload: dict[str, Any],
-    metadata: dict[str, Any] | None, provenance: dict[str, Any] | None, session_id: str | None,
-    idempotency_key: str | None, occurred_at: datetime | None,
+    subject_id: str,
+    source: str,
+    type: str,
+    payload: dict[str, Any],
+    metadata: dict[str, Any] | None,
+    provenance: dict[str, Any] | None,
+    session_id: str | None,
+    idempotency_key: str | None,
+    occurred_at: datetime | None,
 ) -> EpisodeCreate:
     return EpisodeCreate(
-        subject_id=subject_id, source=source, type=type, payload=payload,
-        metadata=metadata or {}, provenance=provenance or {}, session_id=session_id,
-        idempotency_key=idempotency_key, occurred_at=occurred_at,
+        subject_id=subject_id,
+        source=source,
+        type=type,
+        payload=payload,
+        metadata=metadata or {},
+        provenance=provenance or {},
+        session_id=session_id,
+        idempotency_key=idempotency_key,
+        occurred_at=occurred_at,
     )
 
 
@@ -69,14 +99,30 @@ class Episodes:
         self._client = client
 
     def create(
-        self, subject_id: str, *, source: str, type: str, payload: dict[str, Any],
-        metadata: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
-        session_id: str | None = None, idempotency_key: str | None = None,
+        self,
+        subject_id: str,
+        *,
+        source: str,
+        type: str,
+        payload: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
         occurred_at: datetime | None = None,
     ) -> Episode:
         """Record one episode. A repeated ``idempotency_key`` returns the original."""
-        ep = _episode(subject_id, source, type, payload, metadata, provenance, session_id,
-                      idempotency_key, occurred_at)
+        ep = _episode(
+            subject_id,
+            source,
+            type,
+            payload,
+            metadata,
+            provenance,
+            session_id,
+            idempotency_key,
+            occurred_at,
+        )
         return self._client._send(create_episode_call(ep))
 
     def create_many(self, episodes: Iterable[EpisodeCreate | dict[str, Any]]) -> EpisodeBatch:
@@ -91,19 +137,33 @@ class AsyncEpisodes:
         self._client = client
 
     async def create(
-        self, subject_id: str, *, source: str, type: str, payload: dict[str, Any],
-        metadata: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
-        session_id: str | None = None, idempotency_key: str | None = None,
+        self,
+        subject_id: str,
+        *,
+        source: str,
+        type: str,
+        payload: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
         occurred_at: datetime | None = None,
     ) -> Episode:
         """Record one episode. A repeated ``idempotency_key`` returns the original."""
-        ep = _episode(subject_id, source, type, payload, metadata, provenance, session_id,
-                      idempotency_key, occurred_at)
+        ep = _episode(
+            subject_id,
+            source,
+            type,
+            payload,
+            metadata,
+            provenance,
+            session_id,
+            idempotency_key,
+            occurred_at,
+        )
         return await self._client._send(create_episode_call(ep))
 
-    async def create_many(
-        self, episodes: Iterable[EpisodeCreate | dict[str, Any]]
-    ) -> EpisodeBatch:
+    async def create_many(self, episodes: Iterable[EpisodeCreate | dict[str, Any]]) -> EpisodeBatch:
         """Record 1-100 episodes, all or nothing (``POST /v1/episodes/batch``)."""
         return await self._client._send(create_batch_call(episodes))
 

@@ -44,7 +44,12 @@ class APIError(CairnClientError):
     """The server answered with an error (``{"error": {code, message, details, request_id}}``)."""
 
     def __init__(
-        self, message: str, *, code: str, status: int, details: Any = None,
+        self,
+        message: str,
+        *,
+        code: str,
+        status: int,
+        details: Any = None,
         request_id: str | None = None,
     ) -> None:
         super().__init__(message)

@@ -17,8 +17,13 @@ RunStatus = Literal["running", "completed", "failed"]
 
 
 def chat_call(
-    ladder: str, messages: list[dict[str, Any]], model: str | None, user: str | None,
-    idempotency_key: str | None, conversation_id: str | None, options: dict[str, Any],
+    ladder: str,
+    messages: list[dict[str, Any]],
+    model: str | None,
+    user: str | None,
+    idempotency_key: str | None,
+    conversation_id: str | None,
+    options: dict[str, Any],
 ) -> Call[ChatCompletion]:
     body: dict[str, Any] = {"messages": messages, "stream": False, **options}
     if model is not None:
@@ -31,17 +36,34 @@ def chat_call(
     if conversation_id:
         headers["X-Conversation-ID"] = conversation_id
     # The Idempotency-Key is the run id: a repeat replays the recorded run.
-    return Call("POST", f"/v1/local/{path_segment(ladder)}/chat/completions", ChatCompletion,
-                json=body, headers=headers, idempotent=bool(idempotency_key))
+    return Call(
+        "POST",
+        f"/v1/local/{path_segment(ladder)}/chat/completions",
+        ChatCompletion,
+        json=body,
+        headers=headers,
+        idempotent=bool(idempotency_key),
+    )
 
 
 def stream_call(
-    ladder: str, messages: list[dict[str, Any]], model: str | None, user: str | None,
-    idempotency_key: str | None, conversation_id: str | None, options: dict[str, Any],
+    ladder: str,
+    messages: list[dict[str, Any]],
+    model: str | None,
+    user: str | None,
+    idempotency_key: str | None,
+    conversation_id: str | None,
+    options: dict[str, Any],
 ) -> Call[ChatChunk]:
     call = chat_call(ladder, messages, model, user, idempotency_key, conversation_id, options)
-    return Call(call.method, call.path, ChatChunk, json={**call.json, "stream": True},
-                headers=call.headers, idempotent=False)
+    return Call(
+        call.method,
+        call.path,
+        ChatChunk,
+        json={**call.json, "stream": True},
+        headers=call.headers,
+        idempotent=False,
+    )
 
 
 def parse_event(line: str) -> ChatChunk | None:
@@ -61,9 +83,13 @@ def parse_event(line: str) -> ChatChunk | None:
         # The status line (200) was already sent when the run failed: the error is an event.
         code = str(error.get("code") or "internal_error")
         status = 500 if code == "internal_error" else 422
-        raise error_class(status)(str(error.get("message") or code), code=code, status=status,
-                                  details=error.get("details"),
-                                  request_id=error.get("request_id"))
+        raise error_class(status)(
+            str(error.get("message") or code),
+            code=code,
+            status=status,
+            details=error.get("details"),
+            request_id=error.get("request_id"),
+        )
     return ChatChunk.model_validate(event)
 
 
@@ -81,10 +107,15 @@ def models_call() -> Call[ModelList]:
     return Call("GET", "/v1/local/models", ModelList)
 
 
-def runs_call(ladder: str | None, status: str | None, limit: int | None,
-              offset: int | None) -> Call[RunList]:
-    return Call("GET", "/v1/runs", RunList, params=clean_params(
-        {"ladder": ladder, "status": status, "limit": limit, "offset": offset}))
+def runs_call(
+    ladder: str | None, status: str | None, limit: int | None, offset: int | None
+) -> Call[RunList]:
+    return Call(
+        "GET",
+        "/v1/runs",
+        RunList,
+        params=clean_params({"ladder": ladder, "status": status, "limit": limit, "offset": offset}),
+    )
 
 
 def run_call(run_id: str) -> Call[Run]:
@@ -98,25 +129,37 @@ class Ladders:
         self._client = client
 
     def chat(
-        self, ladder: str, messages: list[dict[str, Any]], *, model: str | None = None,
-        user: str | None = None, idempotency_key: str | None = None,
-        conversation_id: str | None = None, **options: Any,
+        self,
+        ladder: str,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        user: str | None = None,
+        idempotency_key: str | None = None,
+        conversation_id: str | None = None,
+        **options: Any,
     ) -> ChatCompletion:
         """Run the ladder on ``messages`` (``POST /v1/local/{ladder}/chat/completions``).
         ``options`` are OpenAI sampling options (temperature, max_tokens, ...)."""
-        return self._client._send(chat_call(ladder, messages, model, user, idempotency_key,
-                                            conversation_id, options))
+        return self._client._send(
+            chat_call(ladder, messages, model, user, idempotency_key, conversation_id, options)
+        )
 
     def stream(
-        self, ladder: str, messages: list[dict[str, Any]], *, model: str | None = None,
-        user: str | None = None, idempotency_key: str | None = None,
-        conversation_id: str | None = None, **options: Any,
+        self,
+        ladder: str,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        user: str | None = None,
+        idempotency_key: str | None = None,
+        conversation_id: str | None = None,
+        **options: Any,
     ) -> Iterator[ChatChunk]:
         """Run the ladder and yield its answer as it is produced (``stream: true``); each
         chunk's ``text`` is the new content. An error before the first token raises like any
         call; one during the stream raises an ``APIError`` from the event. Never retried."""
-        call = stream_call(ladder, messages, model, user, idempotency_key, conversation_id,
-                           options)
+        call = stream_call(ladder, messages, model, user, idempotency_key, conversation_id, options)
         yield from chunks(self._client._stream_lines(call))
 
     def models(self) -> ModelList:
@@ -131,22 +174,34 @@ class AsyncLadders:
         self._client = client
 
     async def chat(
-        self, ladder: str, messages: list[dict[str, Any]], *, model: str | None = None,
-        user: str | None = None, idempotency_key: str | None = None,
-        conversation_id: str | None = None, **options: Any,
+        self,
+        ladder: str,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        user: str | None = None,
+        idempotency_key: str | None = None,
+        conversation_id: str | None = None,
+        **options: Any,
     ) -> ChatCompletion:
         """Run the ladder on ``messages`` (see ``Ladders.chat``)."""
-        return await self._client._send(chat_call(ladder, messages, model, user,
-                                                  idempotency_key, conversation_id, options))
+        return await self._client._send(
+            chat_call(ladder, messages, model, user, idempotency_key, conversation_id, options)
+        )
 
     async def stream(
-        self, ladder: str, messages: list[dict[str, Any]], *, model: str | None = None,
-        user: str | None = None, idempotency_key: str | None = None,
-        conversation_id: str | None = None, **options: Any,
+        self,
+        ladder: str,
+        messages: list[dict[str, Any]],
+        *,
+        model: str | None = None,
+        user: str | None = None,
+        idempotency_key: str | None = None,
+        conversation_id: str | None = None,
+        **options: Any,
     ) -> AsyncIterator[ChatChunk]:
         """Run the ladder and yield its answer as it is produced (see ``Ladders.stream``)."""
-        call = stream_call(ladder, messages, model, user, idempotency_key, conversation_id,
-                           options)
+        call = stream_call(ladder, messages, model, user, idempotency_key, conversation_id, options)
         async for line in self._client._stream_lines(call):
             chunk = parse_event(line)
             if chunk is None:
@@ -166,8 +221,14 @@ class Runs:
     def __init__(self, client: Cairn) -> None:
         self._client = client
 
-    def list(self, *, ladder: str | None = None, status: RunStatus | None = None,
-             limit: int | None = None, offset: int | None = None) -> RunList:
+    def list(
+        self,
+        *,
+        ladder: str | None = None,
+        status: RunStatus | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> RunList:
         """The tenant's runs, newest first."""
         return self._client._send(runs_call(ladder, status, limit, offset))
 
@@ -182,8 +243,14 @@ class AsyncRuns:
     def __init__(self, client: AsyncCairn) -> None:
         self._client = client
 
-    async def list(self, *, ladder: str | None = None, status: RunStatus | None = None,
-                   limit: int | None = None, offset: int | None = None) -> RunList:
+    async def list(
+        self,
+        *,
+        ladder: str | None = None,
+        status: RunStatus | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> RunList:
         """The tenant's runs, newest first."""
         return await self._client._send(runs_call(ladder, status, limit, offset))
 

@@ -17,13 +17,23 @@ if TYPE_CHECKING:
 
 def compile_call(subject_id: str) -> Call[CompileResult]:
     # Compiling the same episodes twice creates no duplicate memory, so a retry is safe.
-    return Call("POST", "/v1/memories/compile", CompileResult,
-                json={"subject_id": subject_id}, idempotent=True)
+    return Call(
+        "POST",
+        "/v1/memories/compile",
+        CompileResult,
+        json={"subject_id": subject_id},
+        idempotent=True,
+    )
 
 
 def compile_async_call(subject_id: str) -> Call[CompileJobQueued]:
-    return Call("POST", "/v1/memories/compile", CompileJobQueued,
-                json={"subject_id": subject_id, "async": True}, idempotent=False)
+    return Call(
+        "POST",
+        "/v1/memories/compile",
+        CompileJobQueued,
+        json={"subject_id": subject_id, "async": True},
+        idempotent=False,
+    )
 
 
 def job_call(job_id: uuid.UUID | str) -> Call[CompileJob]:
@@ -31,13 +41,24 @@ def job_call(job_id: uuid.UUID | str) -> Call[CompileJob]:
 
 
 def search_call(
-    subject_id: str, q: str, kinds: list[str] | None, limit: int | None, semantic: bool,
-    hybrid: bool, include_superseded: bool,
+    subject_id: str,
+    q: str,
+    kinds: list[str] | None,
+    limit: int | None,
+    semantic: bool,
+    hybrid: bool,
+    include_superseded: bool,
 ) -> Call[SearchResult]:
-    params: dict[str, Any] = clean_params({
-        "subject_id": subject_id, "q": q, "limit": limit, "semantic": semantic or None,
-        "hybrid": hybrid or None, "include_superseded": include_superseded or None,
-    })
+    params: dict[str, Any] = clean_params(
+        {
+            "subject_id": subject_id,
+            "q": q,
+            "limit": limit,
+            "semantic": semantic or None,
+            "hybrid": hybrid or None,
+            "include_superseded": include_superseded or None,
+        }
+    )
     if kinds:
         params["kind"] = list(kinds)
     return Call("GET", "/v1/memories/search", SearchResult, params=params)
@@ -61,8 +82,9 @@ class Memories:
         """A compile job of the caller's tenant (``NotFoundError`` ``job_not_found``)."""
         return self._client._send(job_call(job_id))
 
-    def wait(self, job_id: uuid.UUID | str, *, timeout: float = 60.0,
-             interval: float = 0.2) -> CompileJob:
+    def wait(
+        self, job_id: uuid.UUID | str, *, timeout: float = 60.0, interval: float = 0.2
+    ) -> CompileJob:
         """Poll the job until it has finished; ``APITimeoutError`` after ``timeout`` s."""
         deadline = time.monotonic() + timeout
         while True:
@@ -74,13 +96,20 @@ class Memories:
             time.sleep(interval)
 
     def search(
-        self, subject_id: str, q: str, *, kinds: list[str] | None = None,
-        limit: int | None = None, semantic: bool = False, hybrid: bool = False,
+        self,
+        subject_id: str,
+        q: str,
+        *,
+        kinds: list[str] | None = None,
+        limit: int | None = None,
+        semantic: bool = False,
+        hybrid: bool = False,
         include_superseded: bool = False,
     ) -> SearchResult:
         """Memories of the subject ranked by relevance (``score`` in [0, 1])."""
-        return self._client._send(search_call(subject_id, q, kinds, limit, semantic, hybrid,
-                                              include_superseded))
+        return self._client._send(
+            search_call(subject_id, q, kinds, limit, semantic, hybrid, include_superseded)
+        )
 
 
 class AsyncMemories:
@@ -101,8 +130,9 @@ class AsyncMemories:
         """A compile job of the caller's tenant."""
         return await self._client._send(job_call(job_id))
 
-    async def wait(self, job_id: uuid.UUID | str, *, timeout: float = 60.0,
-                   interval: float = 0.2) -> CompileJob:
+    async def wait(
+        self, job_id: uuid.UUID | str, *, timeout: float = 60.0, interval: float = 0.2
+    ) -> CompileJob:
         """Poll the job until it has finished; ``APITimeoutError`` after ``timeout`` s."""
         deadline = time.monotonic() + timeout
         while True:
@@ -114,10 +144,17 @@ class AsyncMemories:
             await asyncio.sleep(interval)
 
     async def search(
-        self, subject_id: str, q: str, *, kinds: list[str] | None = None,
-        limit: int | None = None, semantic: bool = False, hybrid: bool = False,
+        self,
+        subject_id: str,
+        q: str,
+        *,
+        kinds: list[str] | None = None,
+        limit: int | None = None,
+        semantic: bool = False,
+        hybrid: bool = False,
         include_superseded: bool = False,
     ) -> SearchResult:
         """Memories of the subject ranked by relevance (``score`` in [0, 1])."""
-        return await self._client._send(search_call(subject_id, q, kinds, limit, semantic,
-                                                    hybrid, include_superseded))
+        return await self._client._send(
+            search_call(subject_id, q, kinds, limit, semantic, hybrid, include_superseded)
+        )

@@ -16,8 +16,12 @@ if TYPE_CHECKING:
 
 
 def apply_call(
-    template_id: str, subject_id: str, values: dict[str, Any], session_id: str | None,
-    idempotency_key: str | None, occurred_at: datetime | None,
+    template_id: str,
+    subject_id: str,
+    values: dict[str, Any],
+    session_id: str | None,
+    idempotency_key: str | None,
+    occurred_at: datetime | None,
 ) -> Call[Episode]:
     body: dict[str, Any] = {"subject_id": subject_id, "values": values}
     if session_id is not None:
@@ -26,8 +30,13 @@ def apply_call(
         body["idempotency_key"] = idempotency_key
     if occurred_at is not None:
         body["occurred_at"] = occurred_at.isoformat()
-    return Call("POST", f"/v1/memory-templates/{path_segment(template_id)}/apply", Episode,
-                json=body, idempotent=idempotency_key is not None)
+    return Call(
+        "POST",
+        f"/v1/memory-templates/{path_segment(template_id)}/apply",
+        Episode,
+        json=body,
+        idempotent=idempotency_key is not None,
+    )
 
 
 def _list() -> Call[MemoryTemplateList]:
@@ -53,13 +62,19 @@ class Templates:
         return self._client._send(_get(template_id))
 
     def apply(
-        self, template_id: str, subject_id: str, values: dict[str, Any], *,
-        session_id: str | None = None, idempotency_key: str | None = None,
+        self,
+        template_id: str,
+        subject_id: str,
+        values: dict[str, Any],
+        *,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
         occurred_at: datetime | None = None,
     ) -> Episode:
         """Validate ``values`` against the template and record the episode it renders."""
-        return self._client._send(apply_call(template_id, subject_id, values, session_id,
-                                             idempotency_key, occurred_at))
+        return self._client._send(
+            apply_call(template_id, subject_id, values, session_id, idempotency_key, occurred_at)
+        )
 
 
 class AsyncTemplates:
@@ -77,10 +92,16 @@ class AsyncTemplates:
         return await self._client._send(_get(template_id))
 
     async def apply(
-        self, template_id: str, subject_id: str, values: dict[str, Any], *,
-        session_id: str | None = None, idempotency_key: str | None = None,
+        self,
+        template_id: str,
+        subject_id: str,
+        values: dict[str, Any],
+        *,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
         occurred_at: datetime | None = None,
     ) -> Episode:
         """Validate ``values`` against the template and record the episode it renders."""
-        return await self._client._send(apply_call(template_id, subject_id, values, session_id,
-                                                   idempotency_key, occurred_at))
+        return await self._client._send(
+            apply_call(template_id, subject_id, values, session_id, idempotency_key, occurred_at)
+        )

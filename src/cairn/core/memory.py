@@ -81,8 +81,7 @@ class ContextRequest(BaseModel):
     query: str = ""
     budget: Budget = Field(default_factory=Budget)
     min_score: float = Field(default=0.0, strict=True)
-    recent_turns: int = Field(default=DEFAULT_RECENT_TURNS, ge=0, le=MAX_RECENT_TURNS,
-                              strict=True)
+    recent_turns: int = Field(default=DEFAULT_RECENT_TURNS, ge=0, le=MAX_RECENT_TURNS, strict=True)
     recent_only: bool = Field(default=False, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -224,8 +223,12 @@ class Document(BaseModel):
             if not stripped and (value or info.field_name != "idempotency_key"):
                 raise ValueError(
                     f"{info.field_name} must not be empty"
-                    + (" (omit it to use document_id)" if info.field_name == "idempotency_key"
-                       else ""))
+                    + (
+                        " (omit it to use document_id)"
+                        if info.field_name == "idempotency_key"
+                        else ""
+                    )
+                )
             return stripped
         if info.field_name == "content" and not value.strip():
             raise ValueError("content must not be empty")

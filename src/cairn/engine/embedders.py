@@ -109,8 +109,11 @@ class LocalEmbedder:
             return [self._embed_one(texts[0])]
         with self._lock:  # the model is not safe to call from two threads at once
             arr = self._model.encode(
-                list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
         return [list(map(float, row)) for row in arr]
 
@@ -123,7 +126,9 @@ class LocalEmbedder:
         model = self._model
         with self._lock, torch.inference_mode():
             batch = model.tokenizer(
-                [text], return_tensors="pt", truncation=True,
+                [text],
+                return_tensors="pt",
+                truncation=True,
                 max_length=model.max_seq_length,
             )
             hidden = model[0].auto_model(**batch).last_hidden_state
@@ -137,7 +142,11 @@ class OpenAIEmbedder:
     """An OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str = "", timeout_s: float = 30.0,
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        timeout_s: float = 30.0,
         batch_size: int = 128,
     ) -> None:
         if not base_url or not model:
@@ -155,7 +164,7 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start:start + self.batch_size])
+            batch = list(texts[start : start + self.batch_size])
             try:
                 resp = self._client.post(
                     f"{self.base_url}/embeddings", json={"model": self.model, "input": batch}
@@ -184,7 +193,9 @@ def get_embedder(settings: Settings) -> Embedder | None:
         return LocalEmbedder()
     if settings.embedder == "openai":
         return OpenAIEmbedder(
-            settings.llm_base_url, settings.embedding_model, settings.llm_api_key,
+            settings.llm_base_url,
+            settings.embedding_model,
+            settings.llm_api_key,
             settings.llm_timeout_s,
         )
     raise ConfigError(f"unknown embedder {settings.embedder!r}")

@@ -48,8 +48,9 @@ class ChatCompleter(Protocol):
 class OpenAIChatCompleter:
     """``POST {base_url}/chat/completions`` of an OpenAI-compatible server."""
 
-    def __init__(self, base_url: str, model: str, api_key: str = "",
-                 timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, base_url: str, model: str, api_key: str = "", timeout_s: float = 30.0
+    ) -> None:
         if not base_url or not model:
             raise ConfigError("CAIRN_COMPILER=llm needs CAIRN_LLM_BASE_URL and CAIRN_LLM_MODEL")
         self.base_url = base_url.rstrip("/")
@@ -58,8 +59,12 @@ class OpenAIChatCompleter:
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
     def complete(self, messages: Sequence[dict[str, str]]) -> str:
-        body = {"model": self.model, "messages": list(messages), "temperature": 0,
-                "response_format": {"type": "json_object"}}
+        body = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+        }
         try:
             resp = self._client.post(f"{self.base_url}/chat/completions", json=body)
             resp.raise_for_status()
@@ -96,26 +101,37 @@ class LLMCompiler:
 
     @classmethod
     def from_settings(cls, settings: Any) -> LLMCompiler:
-        return cls(OpenAIChatCompleter(settings.llm_base_url, settings.llm_model,
-                                       settings.llm_api_key, settings.llm_timeout_s),
-                   model=settings.llm_model)
+        return cls(
+            OpenAIChatCompleter(
+                settings.llm_base_url,
+                settings.llm_model,
+                settings.llm_api_key,
+                settings.llm_timeout_s,
+            ),
+            model=settings.llm_model,
+        )
 
     def compile(self, batch: CompileInput) -> list[MemoryDraft]:
-        drafts = [d for d in self._heuristic.compile(batch)
-                  if d.kind not in ("profile_fact", "episode_summary")]
+        drafts = [
+            d
+            for d in self._heuristic.compile(batch)
+            if d.kind not in ("profile_fact", "episode_summary")
+        ]
         records = _records(batch)
         for start in range(0, len(records), EPISODES_PER_CALL):
-            drafts.extend(self._extract(records[start:start + EPISODES_PER_CALL]))
+            drafts.extend(self._extract(records[start : start + EPISODES_PER_CALL]))
         return drafts
 
     def _extract(self, records: list[tuple[Any, str]]) -> list[MemoryDraft]:
         if not records:
             return []
         listing = "\n".join(f"{i}. {line}" for i, (_, line) in enumerate(records))
-        answer = self.completer.complete([
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": listing},
-        ])
+        answer = self.completer.complete(
+            [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": listing},
+            ]
+        )
         try:
             items = json.loads(answer)["memories"]
             if not isinstance(items, list):
@@ -128,8 +144,9 @@ class LLMCompiler:
                 continue
             kind = item.get("kind")
             content = str(item.get("content") or "").strip()
-            sources = [s for s in item.get("sources") or []
-                       if isinstance(s, int) and 0 <= s < len(records)]
+            sources = [
+                s for s in item.get("sources") or [] if isinstance(s, int) and 0 <= s < len(records)
+            ]
             if kind not in LLM_KINDS or not content or not sources:
                 continue  # provenance is never empty: a memory without sources is dropped
             eps = list({records[s][0].id: records[s][0] for s in sources}.values())
@@ -138,12 +155,22 @@ class LLMCompiler:
             except (TypeError, ValueError):
                 confidence = 0.7
             slot = item.get("slot") if isinstance(item.get("slot"), str) else None
-            out.append(MemoryDraft(
-                kind=kind, content=content, source_episode_ids=tuple(e.id for e in eps),
-                valid_from=max(e.occurred_at for e in eps), summary=content[:200],
-                confidence=max(0.0, min(1.0, confidence)), session_id=eps[-1].session_id,
-                slot=slot.lower() if slot else None,
-                metadata={"compiler": self.name, "compiler_version": self.version,
-                          "model": self.model, "keywords": ""},
-            ))
+            out.append(
+                MemoryDraft(
+                    kind=kind,
+                    content=content,
+                    source_episode_ids=tuple(e.id for e in eps),
+                    valid_from=max(e.occurred_at for e in eps),
+                    summary=content[:200],
+                    confidence=max(0.0, min(1.0, confidence)),
+                    session_id=eps[-1].session_id,
+                    slot=slot.lower() if slot else None,
+                    metadata={
+                        "compiler": self.name,
+                        "compiler_version": self.version,
+                        "model": self.model,
+                        "keywords": "",
+                    },
+                )
+            )
         return out

@@ -47,14 +47,26 @@ def _store_of(store_or_services: Any) -> Any:
 
 
 def lexical_lane(
-    store: Any, tenant_id: str, scope: Scope, query: str, *, pool: int,
-    kinds: Sequence[str] | None, include_superseded: bool, conn: Any = None,
+    store: Any,
+    tenant_id: str,
+    scope: Scope,
+    query: str,
+    *,
+    pool: int,
+    kinds: Sequence[str] | None,
+    include_superseded: bool,
+    conn: Any = None,
 ) -> dict[int, float]:
     """``seq → calibrated lexical score`` for the best ``pool`` matches."""
     terms = query_terms(query)
     raw = store.memories.lexical(
-        tenant_id, scope, terms, limit=pool, kinds=kinds,
-        include_superseded=include_superseded, conn=conn,
+        tenant_id,
+        scope,
+        terms,
+        limit=pool,
+        kinds=kinds,
+        include_superseded=include_superseded,
+        conn=conn,
     )
     if not raw:
         return {}
@@ -137,7 +149,6 @@ class _QueryCache:
                 self._items.popitem(last=False)
         return vec
 
-
     def prefetch(self, embedder: Any, query: str) -> Callable[[], np.ndarray]:
         """Start embedding ``query`` on a helper thread (unless cached) and return a call
         that waits for it, so the lexical lane runs while the model does: both release the
@@ -155,8 +166,15 @@ _EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cairn-query-
 
 
 def vector_lane(
-    store: Any, tenant_id: str, scope: Scope, query: str, embedder: Any, *, pool: int,
-    conn: Any, matrix: _Matrix | None = None,
+    store: Any,
+    tenant_id: str,
+    scope: Scope,
+    query: str,
+    embedder: Any,
+    *,
+    pool: int,
+    conn: Any,
+    matrix: _Matrix | None = None,
     query_vector: Callable[[], np.ndarray] | None = None,
 ) -> dict[int, float]:
     """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
@@ -186,8 +204,9 @@ def embedding_text(content: str, metadata: dict[str, Any]) -> str:
     return f"{content} ({context})" if context else content
 
 
-def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope: Scope,
-                   batch: int = 256) -> int:
+def embed_memories(
+    store_or_services: Any, embedder: Any, tenant_id: str, scope: Scope, batch: int = 256
+) -> int:
     """Embed the partition's memories that have no vector yet; returns how many."""
     store = _store_of(store_or_services)
     done = 0
@@ -200,7 +219,9 @@ def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope:
         blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
         with store.db.write() as conn:
             store.memories.set_embeddings(
-                conn, tenant_id, scope,
+                conn,
+                tenant_id,
+                scope,
                 [(row[0], blob) for row, blob in zip(todo, blobs, strict=True)],
             )
         done += len(todo)
@@ -211,8 +232,12 @@ def embed_memories(store_or_services: Any, embedder: Any, tenant_id: str, scope:
 FUSION = "minmax"
 
 
-def fuse(scores: dict[str, dict[int, float]], lanes: Sequence[str],
-         weights: dict[str, float], method: str = "weighted") -> dict[int, float]:
+def fuse(
+    scores: dict[str, dict[int, float]],
+    lanes: Sequence[str],
+    weights: dict[str, float],
+    method: str = "weighted",
+) -> dict[int, float]:
     """Combine calibrated lane scores into one score in [0, 1].
 
     ``weighted``: weighted mean of the calibrated scores. ``minmax``: the same after scaling
@@ -234,7 +259,6 @@ def fuse(scores: dict[str, dict[int, float]], lanes: Sequence[str],
         for seq, s in lane_scores.items():
             fused[seq] = fused.get(seq, 0.0) + w * s * scale
     return fused
-
 
 
 def search_memories(
@@ -259,8 +283,10 @@ def search_memories(
     store = _store_of(store)
     if limit <= 0:
         return []
-    lanes = list(lanes) if lanes is not None else (
-        ["lexical", "vector"] if embedder is not None else ["lexical"]
+    lanes = (
+        list(lanes)
+        if lanes is not None
+        else (["lexical", "vector"] if embedder is not None else ["lexical"])
     )
     if "vector" in lanes and embedder is None:
         raise InvalidInput(
@@ -281,13 +307,26 @@ def search_memories(
         scores: dict[str, dict[int, float]] = {}
         if "lexical" in lanes:
             scores["lexical"] = lexical_lane(
-                store, tenant_id, scope, query, pool=pool, kinds=kinds,
-                include_superseded=include_superseded, conn=conn,
+                store,
+                tenant_id,
+                scope,
+                query,
+                pool=pool,
+                kinds=kinds,
+                include_superseded=include_superseded,
+                conn=conn,
             )
         if "vector" in lanes:
             scores["vector"] = vector_lane(
-                store, tenant_id, scope, query, embedder, pool=pool * 2, conn=conn,
-                matrix=matrix, query_vector=query_vector,
+                store,
+                tenant_id,
+                scope,
+                query,
+                embedder,
+                pool=pool * 2,
+                conn=conn,
+                matrix=matrix,
+                query_vector=query_vector,
             )
         fused = fuse(scores, lanes, weights, FUSION)
         # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
@@ -303,9 +342,11 @@ def search_memories(
         found = store.memories.by_seqs(tenant_id, scope, order, conn)
         out = [
             ScoredMemory(
-                memory=found[seq], score=round(final[seq], 6),
+                memory=found[seq],
+                score=round(final[seq], 6),
                 lanes={lane: round(scores[lane].get(seq, 0.0), 6) for lane in lanes},
             )
-            for seq in order if seq in found
+            for seq in order
+            if seq in found
         ]
     return out

@@ -128,6 +128,7 @@ def attach_compile(services: Any) -> None:
         services.on_start.append(services.compile_worker.start)
         services.on_stop.append(services.compile_worker.stop)
     if settings.compile_on_ingest:
+
         def compile_after_ingest(tenant_id: str, scopes: list[Any]) -> None:
             for scope in scopes:
                 while compile_scope(services, tenant_id, scope).has_more:

@@ -69,11 +69,24 @@ def implicit_steps(spec: LadderFile, agent: str) -> list[StepSpec]:
         # The recalled items (one ``- content`` line each), not the rendered text: a render
         # template is for steps that ask for it by name (``board.<render.output>``).
         name = "Memory" if i == 0 else f"Memory {i + 1}"
-        fields.append({"name": name, "type": "text", "from": f"board.{hook.settings.output}",
-                       "fallback": "(nothing recalled)"})
+        fields.append(
+            {
+                "name": name,
+                "type": "text",
+                "from": f"board.{hook.settings.output}",
+                "fallback": "(nothing recalled)",
+            }
+        )
     fields.append({"name": "Conversation", "type": "text", "from": "input.messages"})
-    return [StepSpec.model_validate({"id": "reply", "fields": fields,
-                                     "systemPrompt": a.systemPrompt or DEFAULT_SYSTEM_PROMPT})]
+    return [
+        StepSpec.model_validate(
+            {
+                "id": "reply",
+                "fields": fields,
+                "systemPrompt": a.systemPrompt or DEFAULT_SYSTEM_PROMPT,
+            }
+        )
+    ]
 
 
 def build_agents(path: Path, spec: LadderFile) -> dict[str, tuple[list[StepSpec], Any, None]]:
@@ -99,5 +112,10 @@ def build_agents(path: Path, spec: LadderFile) -> dict[str, tuple[list[StepSpec]
     return out
 
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentBinding", "RequestContext", "build_agents",
-           "implicit_steps"]
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "AgentBinding",
+    "RequestContext",
+    "build_agents",
+    "implicit_steps",
+]

@@ -246,8 +246,9 @@ class LadderFile(Strict):
         try:
             MemoryStackConfig(
                 resources=self.resources,
-                agents={k: AgentSpec(prepare=a.prepare, commit=a.commit)
-                        for k, a in self.agents.items()},
+                agents={
+                    k: AgentSpec(prepare=a.prepare, commit=a.commit) for k, a in self.agents.items()
+                },
             )
         except ValidationError as exc:
             raise ValueError(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
@@ -285,7 +286,7 @@ def check_steps(steps: list[StepSpec], ladder: LadderFile, where: str) -> None:
                 check_slate_ref(slates, f.source, f"{where}[{i}].fields[{j}].from")
         for w in step.slate_writes():
             check_slate_ref(slates, w.to, f"{where}[{i}].slateWrite.to")
-        for name, v in (step.recordTemplate.values.items() if step.recordTemplate else []):
+        for name, v in step.recordTemplate.values.items() if step.recordTemplate else []:
             if isinstance(v, TemplateValue) and v.source.startswith("steps."):
                 ref = v.source.split(".")[1]
                 if ref not in seen and ref != step.id:
@@ -352,7 +353,8 @@ LadderYamlLoader.yaml_implicit_resolvers = {
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 LadderYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
     list("tTfF"),
 )
 

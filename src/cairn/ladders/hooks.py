@@ -91,8 +91,9 @@ def _conversation_id(value: str | None) -> str | None:
         raise ValueError("conversation_id must not contain a NUL character")
     value = value.strip()
     if not value:
-        raise ValueError("conversation_id must not be blank (leave it out to use the "
-                         "request's context id)")
+        raise ValueError(
+            "conversation_id must not be blank (leave it out to use the request's context id)"
+        )
     return value
 
 

@@ -138,8 +138,9 @@ def read_settings_file(
     """The YAML mapping in ``file``, which must resolve (symlinks followed) to a path inside
     ``config_dir`` and be at most ``max_bytes`` long. An empty file is an empty mapping."""
     if "\x00" in file:
-        raise ConfigError(f"settings file {file!r} must not contain a NUL character",
-                          code="invalid_config")
+        raise ConfigError(
+            f"settings file {file!r} must not contain a NUL character", code="invalid_config"
+        )
     base = Path(config_dir).resolve()
     target = (base / file).resolve()
     if not target.is_relative_to(base):

@@ -105,7 +105,9 @@ class OpenAIChatProvider:
         if api_key:
             hdrs["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(
-            base_url=self.base_url, headers=hdrs, timeout=httpx.Timeout(timeout_s),
+            base_url=self.base_url,
+            headers=hdrs,
+            timeout=httpx.Timeout(timeout_s),
             transport=transport,
         )
 
@@ -113,8 +115,11 @@ class OpenAIChatProvider:
         self._client.close()
 
     def _body(self, request: ChatRequest, stream: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {**request.options, "model": request.model,
-                                "messages": request.messages}
+        body: dict[str, Any] = {
+            **request.options,
+            "model": request.model,
+            "messages": request.messages,
+        }
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -162,9 +167,7 @@ class OpenAIChatProvider:
             content=content,
             model=str(data.get("model") or request.model),
             prompt_tokens=int(usage.get("prompt_tokens") or count_message_tokens(request.messages)),
-            completion_tokens=int(
-                usage.get("completion_tokens") or get_tokenizer().count(content)
-            ),
+            completion_tokens=int(usage.get("completion_tokens") or get_tokenizer().count(content)),
             finish_reason=str(choice.get("finish_reason") or "stop"),
         )
 
@@ -201,7 +204,8 @@ class OpenAIChatProvider:
             resp.close()
         content = "".join(parts)
         yield ChatReply(
-            content=content, model=str(model),
+            content=content,
+            model=str(model),
             prompt_tokens=int(usage.get("prompt_tokens") or count_message_tokens(request.messages)),
             completion_tokens=int(usage.get("completion_tokens") or get_tokenizer().count(content)),
             finish_reason=str(finish),
@@ -250,7 +254,8 @@ class ScriptedProvider:
     def complete(self, request: ChatRequest) -> ChatReply:
         content = self._reply_text(request)
         return ChatReply(
-            content=content, model=request.model or "scripted",
+            content=content,
+            model=request.model or "scripted",
             prompt_tokens=count_message_tokens(request.messages),
             completion_tokens=get_tokenizer().count(content),
         )

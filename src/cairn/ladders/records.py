@@ -48,14 +48,24 @@ def record_template(
     try:
         template = services.templates.get(spec.template)
         episode, created = apply_template(
-            services.store, tenant, template, spec.target(), values,
-            session_id=spec.session_id, idempotency_key=key,
+            services.store,
+            tenant,
+            template,
+            spec.target(),
+            values,
+            session_id=spec.session_id,
+            idempotency_key=key,
             listeners=getattr(services, "ingest_listeners", ()),
         )
     except CairnError as exc:
         return {**out, "written": False, "reason": exc.code, "detail": exc.message}
-    return {**out, "written": True, "episode_id": str(episode.id), "created": created,
-            "subject_id": episode.scope.subject_id}
+    return {
+        **out,
+        "written": True,
+        "episode_id": str(episode.id),
+        "created": created,
+        "subject_id": episode.scope.subject_id,
+    }
 
 
 __all__ = ["record_template", "template_values"]

@@ -25,9 +25,7 @@ def _redact_text(text: str, known: list[str]) -> str:
     for secret in known:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return SECRET_TEXT_RE.sub(
-        lambda m: (m.group(1) or "") + REDACTED, text
-    )
+    return SECRET_TEXT_RE.sub(lambda m: (m.group(1) or "") + REDACTED, text)
 
 
 def _redact(value: Any, known: list[str]) -> Any:

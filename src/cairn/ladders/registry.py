@@ -66,8 +66,11 @@ def build_providers(
     secrets: list[str] = []
     if settings.llm_base_url:
         providers[DEFAULT_PROVIDER] = OpenAIChatProvider(
-            DEFAULT_PROVIDER, settings.llm_base_url, settings.llm_api_key,
-            timeout_s=settings.llm_timeout_s, transport=transport,
+            DEFAULT_PROVIDER,
+            settings.llm_base_url,
+            settings.llm_api_key,
+            timeout_s=settings.llm_timeout_s,
+            transport=transport,
         )
         if settings.llm_api_key:
             secrets.append(settings.llm_api_key)
@@ -77,8 +80,12 @@ def build_providers(
             if key:
                 secrets.append(key)
             providers[pname] = OpenAIChatProvider(
-                pname, p.baseUrl or "", key, timeout_s=p.timeout or settings.llm_timeout_s,
-                retries=p.retries, transport=transport,
+                pname,
+                p.baseUrl or "",
+                key,
+                timeout_s=p.timeout or settings.llm_timeout_s,
+                retries=p.retries,
+                transport=transport,
             )
         else:
             rules = [ScriptedRule(r.reply, r.contains, r.regex) for r in p.rules]
@@ -127,12 +134,14 @@ def compile_ladder(path: Path, settings: Settings, *, transport: Any = None) -> 
 
     out: list[Ladder] = []
     for agent, (steps, binding, _) in build_agents(path, spec).items():
-        out.append(Ladder(f"{name}:{agent}", name, path, spec, router, steps, agent, binding,
-                          secrets))
+        out.append(
+            Ladder(f"{name}:{agent}", name, path, spec, router, steps, agent, binding, secrets)
+        )
     # The bare name runs the first agent.
     first = out[0]
-    out.insert(0, Ladder(name, name, path, spec, router, first.steps, first.agent,
-                         first.binding, secrets))
+    out.insert(
+        0, Ladder(name, name, path, spec, router, first.steps, first.agent, first.binding, secrets)
+    )
     return out
 
 
@@ -157,8 +166,8 @@ def check_templates(path: Path, ladder: Ladder, services: Any) -> None:
         spec = step.recordTemplate
         if spec is not None and spec.template not in catalogue:
             raise ConfigError(
-                f"{path}: steps[{i}].recordTemplate.template: no memory template "
-                f"{spec.template!r}", code="invalid_ladder",
+                f"{path}: steps[{i}].recordTemplate.template: no memory template {spec.template!r}",
+                code="invalid_ladder",
             )
 
 

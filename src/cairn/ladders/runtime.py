@@ -68,8 +68,14 @@ class RunRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        data = {"ladder": self.ladder, "messages": self.messages, "model": self.model,
-                "user": self.user, "context_id": self.context_id, "options": self.options}
+        data = {
+            "ladder": self.ladder,
+            "messages": self.messages,
+            "model": self.model,
+            "user": self.user,
+            "context_id": self.context_id,
+            "options": self.options,
+        }
         raw = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
@@ -92,12 +98,14 @@ class RunOutcome:
             "object": "chat.completion",
             "created": self.created,
             "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": self.content},
-                "finish_reason": "stop",
-                "logprobs": None,
-            }],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": self.content},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
             "usage": self.usage,
             "system_fingerprint": None,
         }
@@ -106,9 +114,13 @@ class RunOutcome:
     def from_record(cls, record: RunRecord) -> RunOutcome:
         r = record.response or {}
         return cls(
-            run_id=record.id, ladder=record.ladder,
-            content=r["choices"][0]["message"]["content"], model=r["model"],
-            created=r["created"], usage=r["usage"], replayed=True,
+            run_id=record.id,
+            ladder=record.ladder,
+            content=r["choices"][0]["message"]["content"],
+            model=r["model"],
+            created=r["created"],
+            usage=r["usage"],
+            replayed=True,
         )
 
 
@@ -154,15 +166,20 @@ class LadderRuntime:
 
     # ------------------------------------------------------------------ internals
 
-    def _claim(self, ladder: Ladder, request: RunRequest
-               ) -> tuple[str, set[str] | RunOutcome, datetime | None]:
+    def _claim(
+        self, ladder: Ladder, request: RunRequest
+    ) -> tuple[str, set[str] | RunOutcome, datetime | None]:
         """The run id, what to skip (the effects an earlier attempt applied, or the stored
         outcome of a completed run) and this attempt's ownership token."""
         run_id = check_run_id(request.run_id) if request.run_id else f"run-{uuid7().hex}"
         fingerprint = request.fingerprint()
         record, created = self.runs.begin(
-            request.tenant, run_id, ladder=ladder.name, request_hash=fingerprint,
-            model=request.model or "", user_id=request.user,
+            request.tenant,
+            run_id,
+            ladder=ladder.name,
+            request_hash=fingerprint,
+            model=request.model or "",
+            user_id=request.user,
         )
         if created:
             return run_id, set(), record.started_at
@@ -173,8 +190,7 @@ class LadderRuntime:
             )
         if record.status == COMPLETED:
             return run_id, RunOutcome.from_record(record), None
-        attempt = self.runs.take_over(request.tenant, run_id,
-                                      stale_before=utcnow() - STALE_AFTER)
+        attempt = self.runs.take_over(request.tenant, run_id, stale_before=utcnow() - STALE_AFTER)
         if attempt is not None:
             return run_id, set(record.effects), attempt
         raise RunInProgress(
@@ -183,31 +199,49 @@ class LadderRuntime:
         )
 
     def _execute(
-        self, ladder: Ladder, request: RunRequest, run_id: str, done: set[str], stream: bool,
+        self,
+        ladder: Ladder,
+        request: RunRequest,
+        run_id: str,
+        done: set[str],
+        stream: bool,
         attempt: datetime | None = None,
     ) -> Iterator[str | RunOutcome]:
         t0 = time.perf_counter()
         created = int(time.time())
         board = Board.for_request(
-            run_id=run_id, ladder=ladder.ladder, messages=request.messages,
-            context_id=request.context_id or "default", user_id=request.user,
+            run_id=run_id,
+            ladder=ladder.ladder,
+            messages=request.messages,
+            context_id=request.context_id or "default",
+            user_id=request.user,
         )
         effects: list[str] = [e for e in done]
         trace: dict[str, Any] = {
-            "run_id": run_id, "ladder": ladder.name, "agent": ladder.agent,
-            "requested_model": request.model, "user": request.user,
-            "context_id": board.context_id, "resumed_effects": sorted(done),
-            "prepare": [], "steps": [], "commit": [],
+            "run_id": run_id,
+            "ladder": ladder.name,
+            "agent": ladder.agent,
+            "requested_model": request.model,
+            "user": request.user,
+            "context_id": board.context_id,
+            "resumed_effects": sorted(done),
+            "prepare": [],
+            "steps": [],
+            "commit": [],
         }
         slates = SlateAccess(self.services, request.tenant, ladder.ladder, request.user, run_id)
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         # The response names the model the caller asked for, else the ladder.
         model_name = request.model or ladder.name
         try:
-            hooks = (ladder.binding.hooks_for(self.services, request.tenant)
-                     if ladder.binding is not None else None)
-            ctx = RequestContext(context_id=board.context_id, message=board.current_message,
-                                 run_id=run_id)
+            hooks = (
+                ladder.binding.hooks_for(self.services, request.tenant)
+                if ladder.binding is not None
+                else None
+            )
+            ctx = RequestContext(
+                context_id=board.context_id, message=board.current_message, run_id=run_id
+            )
             for hook in hooks.prepare if hooks else []:
                 trace["prepare"].append(run_hook(hook, board, ctx))
             reply: ChatReply | None = None
@@ -224,9 +258,12 @@ class LadderRuntime:
                 chat = ChatRequest(model=model, messages=rendered.messages, options=options)
                 tm = time.perf_counter()
                 step_trace: dict[str, Any] = {
-                    "id": step.id, "provider": provider.name, "model": model,
+                    "id": step.id,
+                    "provider": provider.name,
+                    "model": model,
                     "fields": [f.trace() for f in rendered.fields],
-                    "slate_reads": rendered.slate_reads(), "messages": rendered.messages,
+                    "slate_reads": rendered.slate_reads(),
+                    "messages": rendered.messages,
                 }
                 trace["steps"].append(step_trace)
                 if last and stream:
@@ -240,35 +277,54 @@ class LadderRuntime:
                 assert reply is not None
                 board.values[STEPS][step.id] = reply.content
                 step_trace["reply"] = reply.content
-                step_trace["usage"] = {"prompt_tokens": reply.prompt_tokens,
-                                       "completion_tokens": reply.completion_tokens}
+                step_trace["usage"] = {
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                }
                 usage["prompt_tokens"] += reply.prompt_tokens
                 usage["completion_tokens"] += reply.completion_tokens
                 tw = time.perf_counter()
-                step_trace["writes"] = self._writes(step, reply.content, slates, done, effects,
-                                                    request.tenant, run_id, board,
-                                                    record_now=not last, attempt=attempt)
+                step_trace["writes"] = self._writes(
+                    step,
+                    reply.content,
+                    slates,
+                    done,
+                    effects,
+                    request.tenant,
+                    run_id,
+                    board,
+                    record_now=not last,
+                    attempt=attempt,
+                )
                 end = time.perf_counter()
                 # Where the step's time went: fields (slate reads), the model, the writes.
-                step_trace["timings_ms"] = {"render": round((tm - ts) * 1000, 3),
-                                            "model": round((tw - tm) * 1000, 3),
-                                            "writes": round((end - tw) * 1000, 3)}
+                step_trace["timings_ms"] = {
+                    "render": round((tm - ts) * 1000, 3),
+                    "model": round((tw - tm) * 1000, 3),
+                    "writes": round((end - tw) * 1000, 3),
+                }
                 step_trace["duration_ms"] = round((end - ts) * 1000, 3)
             content = reply.content if reply is not None else ""
             board.set_engine(REPLY, content)
-            board.set_engine(MAIN_CHANNEL, [
-                {"role": "user", "content": board.current_message},
-                {"role": "assistant", "content": content},
-            ])
+            board.set_engine(
+                MAIN_CHANNEL,
+                [
+                    {"role": "user", "content": board.current_message},
+                    {"role": "assistant", "content": content},
+                ],
+            )
             for hook in hooks.commit if hooks else []:
                 trace["commit"].append(run_hook(hook, board, ctx))
         except GeneratorExit:
             # The streaming client went away before the end: the run did not finish (its
             # remaining writes and commit hooks did not run), so a retry may run it again.
-            trace["error"] = {"code": "client_disconnected",
-                              "message": "the client closed the stream before the run ended"}
-            self._fail(request.tenant, run_id, t0, trace, ladder, effects,
-                       "client disconnected", attempt)
+            trace["error"] = {
+                "code": "client_disconnected",
+                "message": "the client closed the stream before the run ended",
+            }
+            self._fail(
+                request.tenant, run_id, t0, trace, ladder, effects, "client disconnected", attempt
+            )
             raise
         except CairnError as exc:
             trace["error"] = {"code": exc.code, "message": exc.message}
@@ -286,14 +342,23 @@ class LadderRuntime:
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
         clean = redact(trace, ladder.secrets)
-        owned = self.runs.finish(request.tenant, run_id, status=COMPLETED,
-                                 duration_ms=duration, trace=clean,
-                                 response=outcome.completion(), effects=effects, attempt=attempt)
+        owned = self.runs.finish(
+            request.tenant,
+            run_id,
+            status=COMPLETED,
+            duration_ms=duration,
+            trace=clean,
+            response=outcome.completion(),
+            effects=effects,
+            attempt=attempt,
+        )
         if not owned:
             # A later attempt took the run over (this one looked dead): its record and its
             # write claims are the run's now.
-            log.warning("run %s was taken over by another attempt; this attempt's end is "
-                        "not recorded", run_id)
+            log.warning(
+                "run %s was taken over by another attempt; this attempt's end is not recorded",
+                run_id,
+            )
         elif any("/slateWrite/" in e or e.endswith("/if") for e in effects):
             try:  # the stored response answers every retry now; the claims are not needed
                 self.services.slates.forget_applied_writes(request.tenant, run_id)
@@ -303,8 +368,17 @@ class LadderRuntime:
         yield outcome
 
     def _writes(
-        self, step: Any, output: str, slates: SlateAccess, done: set[str], effects: list[str],
-        tenant: str, run_id: str, board: Board, *, record_now: bool,
+        self,
+        step: Any,
+        output: str,
+        slates: SlateAccess,
+        done: set[str],
+        effects: list[str],
+        tenant: str,
+        run_id: str,
+        board: Board,
+        *,
+        record_now: bool,
         attempt: datetime | None = None,
     ) -> list[dict[str, Any]]:
         """Apply the step's slateWrite blocks and its gated write.
@@ -323,14 +397,19 @@ class LadderRuntime:
             jobs.append((f"{step.id}/recordTemplate", step.recordTemplate))
         for key, spec in jobs:
             if key in done:
-                out.append({"effect": key, "written": False, "reason": WriteAlreadyApplied.code,
-                            "detail": "already applied by an earlier attempt of this run"})
+                out.append(
+                    {
+                        "effect": key,
+                        "written": False,
+                        "reason": WriteAlreadyApplied.code,
+                        "detail": "already applied by an earlier attempt of this run",
+                    }
+                )
                 continue
             if key.endswith("/if"):
                 result = slates.gated(spec, output, effect=key)
             elif key.endswith("/recordTemplate"):
-                result = record_template(self.services, tenant, spec, board,
-                                         f"{run_id}:{step.id}")
+                result = record_template(self.services, tenant, spec, board, f"{run_id}:{step.id}")
             else:
                 result = slates.write(spec, output, effect=key)
             result = {"effect": key, **result}
@@ -345,14 +424,30 @@ class LadderRuntime:
                 effects.append(key)
         return out
 
-    def _fail(self, tenant: str, run_id: str, t0: float, trace: dict[str, Any], ladder: Ladder,
-              effects: list[str], message: str, attempt: datetime | None = None) -> None:
+    def _fail(
+        self,
+        tenant: str,
+        run_id: str,
+        t0: float,
+        trace: dict[str, Any],
+        ladder: Ladder,
+        effects: list[str],
+        message: str,
+        attempt: datetime | None = None,
+    ) -> None:
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
         try:
-            self.runs.finish(tenant, run_id, status=FAILED, duration_ms=duration,
-                             trace=redact(trace, ladder.secrets), error=message, effects=effects,
-                             attempt=attempt)
+            self.runs.finish(
+                tenant,
+                run_id,
+                status=FAILED,
+                duration_ms=duration,
+                trace=redact(trace, ladder.secrets),
+                error=message,
+                effects=effects,
+                attempt=attempt,
+            )
         except Exception:  # never hide the run's own error behind a bookkeeping one
             log.exception("could not record the failure of run %s", run_id)
 
@@ -367,9 +462,16 @@ def run_hook(hook: Any, board: Board, ctx: RequestContext) -> dict[str, Any]:
         out["output"] = settings.output
         if settings.render is not None:
             out["render_output"] = settings.render.output
-        out["items"] = [{"id": i.id, "kind": i.kind, "score": i.score,
-                         "source_class": i.source_class, "content": i.content[:200]}
-                        for i in result.items]
+        out["items"] = [
+            {
+                "id": i.id,
+                "kind": i.kind,
+                "score": i.score,
+                "source_class": i.source_class,
+                "content": i.content[:200],
+            }
+            for i in result.items
+        ]
         out["token_count"] = result.token_count
         out["truncated"] = result.truncated
     elif isinstance(result, TurnCommit):

@@ -29,29 +29,59 @@ class SlateAccess:
     def read(self, ref: SlateReadSource, fallback: str | None = None) -> str:
         """The text a ``slateRead`` field sees; ``fallback`` replaces an empty result (an empty
         file, a metatag with no items) and a failed read, as the slates service defines."""
-        return str(self.slates.read(
-            self.tenant, self.ladder, ref.slate, ref.folder, ref.file, user_id=self.user,
-            metatag=ref.metatag, depth=ref.depth, fallback=fallback, run_id=self.run_id,
-        ))
+        return str(
+            self.slates.read(
+                self.tenant,
+                self.ladder,
+                ref.slate,
+                ref.folder,
+                ref.file,
+                user_id=self.user,
+                metatag=ref.metatag,
+                depth=ref.depth,
+                fallback=fallback,
+                run_id=self.run_id,
+            )
+        )
 
-    def write(self, spec: SlateWriteSpec, output: str, effect: str | None = None
-              ) -> dict[str, Any]:
+    def write(self, spec: SlateWriteSpec, output: str, effect: str | None = None) -> dict[str, Any]:
         """Apply a ``slateWrite`` block; a no-match is a recorded no-op, an error is traced.
         ``effect`` names the write within the run: applied at most once per run id."""
         target = spec.to.model_dump()
         try:
-            outcome = apply_slate_write(self.slates, self.tenant, self.ladder, spec, output,
-                                        run_id=self.run_id, user_id=self.user, effect=effect)
+            outcome = apply_slate_write(
+                self.slates,
+                self.tenant,
+                self.ladder,
+                spec,
+                output,
+                run_id=self.run_id,
+                user_id=self.user,
+                effect=effect,
+            )
         except CairnError as exc:
-            return {"kind": "slateWrite", "to": target, "written": False, "reason": exc.code,
-                    "detail": exc.message}
+            return {
+                "kind": "slateWrite",
+                "to": target,
+                "written": False,
+                "reason": exc.code,
+                "detail": exc.message,
+            }
         return {"kind": "slateWrite", "to": target, **_outcome(outcome)}
 
     def gated(self, gate: GateSpec, output: str, effect: str | None = None) -> dict[str, Any]:
         """Apply an ``if:`` gated write (the output verbatim, when the condition holds)."""
         try:
-            outcome = apply_gated_write(self.slates, self.tenant, self.ladder, gate, output,
-                                        run_id=self.run_id, user_id=self.user, effect=effect)
+            outcome = apply_gated_write(
+                self.slates,
+                self.tenant,
+                self.ladder,
+                gate,
+                output,
+                run_id=self.run_id,
+                user_id=self.user,
+                effect=effect,
+            )
         except CairnError as exc:
             return {"kind": "gated", "written": False, "reason": exc.code, "detail": exc.message}
         return {"kind": "gated", **_outcome(outcome)}

@@ -43,8 +43,12 @@ class ResolvedField:
     slate: dict[str, Any] | None = None
 
     def trace(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "from": self.source, "chars": len(self.value),
-                               "fallback_used": self.fallback_used}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "from": self.source,
+            "chars": len(self.value),
+            "fallback_used": self.fallback_used,
+        }
         if self.slate is not None:
             out["slate"] = self.slate
         if self.error:
@@ -59,9 +63,15 @@ class RenderedStep:
 
     def slate_reads(self) -> list[dict[str, Any]]:
         return [
-            {"field": f.name, **(f.slate or {}), "chars": len(f.value),
-             "fallback_used": f.fallback_used, **({"error": f.error} if f.error else {})}
-            for f in self.fields if f.slate is not None
+            {
+                "field": f.name,
+                **(f.slate or {}),
+                "chars": len(f.value),
+                "fallback_used": f.fallback_used,
+                **({"error": f.error} if f.error else {}),
+            }
+            for f in self.fields
+            if f.slate is not None
         ]
 
 
@@ -96,7 +106,7 @@ def source_text(src: str, board: Board) -> str:
     if src == "input.messages":
         return transcript(board.messages)
     if src.startswith("board."):
-        return to_text(board.get(src[len("board."):]))
+        return to_text(board.get(src[len("board.") :]))
     step_id = src.split(".")[1]  # steps.ID[.output]
     return to_text(board.get(STEPS, {}).get(step_id))
 
@@ -141,5 +151,12 @@ def render_step(step: StepSpec, board: Board, read: SlateReader) -> RenderedStep
     return RenderedStep(messages=messages, fields=resolved)
 
 
-__all__ = ["RenderedStep", "ResolvedField", "SlateReader", "render_step", "source_text",
-           "to_text", "transcript"]
+__all__ = [
+    "RenderedStep",
+    "ResolvedField",
+    "SlateReader",
+    "render_step",
+    "source_text",
+    "to_text",
+    "transcript",
+]

@@ -21,12 +21,20 @@ from cairn.client import APIError, AsyncCairn, CairnClientError
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
-SubjectId = Annotated[str, Field(
-    description="Who or what the memory is about, e.g. 'user-42' or 'customer:globex' "
-                "(1-256 of A-Z a-z 0-9 _ . - :).",
-    pattern=r"^[A-Za-z0-9_.\-:]{1,256}$")]
-SessionId = Annotated[str | None, Field(
-    description="Conversation id; episodes of the same session are recalled as recent turns.")]
+SubjectId = Annotated[
+    str,
+    Field(
+        description="Who or what the memory is about, e.g. 'user-42' or 'customer:globex' "
+        "(1-256 of A-Z a-z 0-9 _ . - :).",
+        pattern=r"^[A-Za-z0-9_.\-:]{1,256}$",
+    ),
+]
+SessionId = Annotated[
+    str | None,
+    Field(
+        description="Conversation id; episodes of the same session are recalled as recent turns."
+    ),
+]
 
 INSTRUCTIONS = """\
 Cairn is long-term memory. Record what happens with record_episode (or apply_template for a
@@ -58,37 +66,57 @@ def _tool_errors(fn: F) -> F:
 
 
 def _memory(m: Any) -> dict[str, Any]:
-    out = {"id": str(m.id), "kind": m.kind, "content": m.content, "confidence": m.confidence,
-           "status": m.status, "source_episode_ids": [str(e) for e in m.source_episode_ids]}
+    out = {
+        "id": str(m.id),
+        "kind": m.kind,
+        "content": m.content,
+        "confidence": m.confidence,
+        "status": m.status,
+        "source_episode_ids": [str(e) for e in m.source_episode_ids],
+    }
     if m.score is not None:
         out["score"] = m.score
     return out
 
 
 def _episode(e: Any) -> dict[str, Any]:
-    return e.model_dump(mode="json", exclude={"metadata", "provenance"} if not e.metadata
-                        and not e.provenance else set())
+    return e.model_dump(
+        mode="json",
+        exclude={"metadata", "provenance"} if not e.metadata and not e.provenance else set(),
+    )
 
 
 def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
     """An MCP server whose tools act through ``client`` (and so as its tenant)."""
-    server: MCPServer[Any] = MCPServer(name, version=__version__, instructions=INSTRUCTIONS,
-                                       log_level="WARNING")
+    server: MCPServer[Any] = MCPServer(
+        name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
 
     @_tool_errors
     async def record_episode(
         subject_id: SubjectId,
-        text: Annotated[str | None, Field(description="What happened, as plain text "
-                                          "(stored as payload.text).")] = None,
-        payload: Annotated[dict[str, Any] | None, Field(
-            description="Structured event data instead of (or besides) text.")] = None,
-        type: Annotated[str, Field(description="Event type, e.g. 'message', 'note', "
-                                   "'support.ticket'.", min_length=1, max_length=128)] = "note",
-        source: Annotated[str, Field(description="Where it came from.",
-                                     min_length=1, max_length=256)] = "mcp",
+        text: Annotated[
+            str | None, Field(description="What happened, as plain text (stored as payload.text).")
+        ] = None,
+        payload: Annotated[
+            dict[str, Any] | None,
+            Field(description="Structured event data instead of (or besides) text."),
+        ] = None,
+        type: Annotated[
+            str,
+            Field(
+                description="Event type, e.g. 'message', 'note', 'support.ticket'.",
+                min_length=1,
+                max_length=128,
+            ),
+        ] = "note",
+        source: Annotated[
+            str, Field(description="Where it came from.", min_length=1, max_length=256)
+        ] = "mcp",
         session_id: SessionId = None,
-        idempotency_key: Annotated[str | None, Field(
-            description="Retries with the same key return the original episode.")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="Retries with the same key return the original episode.")
+        ] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description="Extra labels.")] = None,
     ) -> dict[str, Any]:
         """Record an episode (an append-only event) about a subject: a message, an observation,
@@ -100,8 +128,14 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         if not body:
             raise ToolError("give 'text' or a non-empty 'payload'")
         ep = await client.episodes.create(
-            subject_id, source=source, type=type, payload=body, metadata=metadata,
-            session_id=session_id, idempotency_key=idempotency_key)
+            subject_id,
+            source=source,
+            type=type,
+            payload=body,
+            metadata=metadata,
+            session_id=session_id,
+            idempotency_key=idempotency_key,
+        )
         return _episode(ep)
 
     @_tool_errors
@@ -109,27 +143,47 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         """List the memory templates (id, title, episode type, fields with which are
         required) that apply_template accepts."""
         templates = await client.templates.list()
-        return {"templates": [
-            {"id": t.id, "version": t.version, "title": t.title, "description": t.description,
-             "episode_type": t.episode_type,
-             "fields": [f.model_dump(mode="json") for f in t.fields]} for t in templates]}
+        return {
+            "templates": [
+                {
+                    "id": t.id,
+                    "version": t.version,
+                    "title": t.title,
+                    "description": t.description,
+                    "episode_type": t.episode_type,
+                    "fields": [f.model_dump(mode="json") for f in t.fields],
+                }
+                for t in templates
+            ]
+        }
 
     @_tool_errors
     async def apply_template(
-        template_id: Annotated[str, Field(description="Template id, e.g. 'user-preference', "
-                                          "'project-decision' (see list_templates).")],
+        template_id: Annotated[
+            str,
+            Field(
+                description="Template id, e.g. 'user-preference', "
+                "'project-decision' (see list_templates)."
+            ),
+        ],
         subject_id: SubjectId,
-        values: Annotated[dict[str, str], Field(
-            description="Field name -> string value. Unknown fields and missing required "
-                        "fields are rejected.")],
+        values: Annotated[
+            dict[str, str],
+            Field(
+                description="Field name -> string value. Unknown fields and missing required "
+                "fields are rejected."
+            ),
+        ],
         session_id: SessionId = None,
-        idempotency_key: Annotated[str | None, Field(
-            description="Retries with the same key return the original episode.")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="Retries with the same key return the original episode.")
+        ] = None,
     ) -> dict[str, Any]:
         """Fill a memory template with values and record the resulting episode (a consistent,
         provenance-tagged note such as a preference, decision or incident summary)."""
-        ep = await client.templates.apply(template_id, subject_id, values, session_id=session_id,
-                                          idempotency_key=idempotency_key)
+        ep = await client.templates.apply(
+            template_id, subject_id, values, session_id=session_id, idempotency_key=idempotency_key
+        )
         return _episode(ep)
 
     @_tool_errors
@@ -149,8 +203,9 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
     async def search_memories(
         subject_id: SubjectId,
         query: Annotated[str, Field(description="What to look for.", min_length=1)],
-        kinds: Annotated[list[str] | None, Field(
-            description="Only these memory kinds, e.g. ['profile_fact'].")] = None,
+        kinds: Annotated[
+            list[str] | None, Field(description="Only these memory kinds, e.g. ['profile_fact'].")
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Most results.")] = 10,
     ) -> dict[str, Any]:
         """Search a subject's compiled memories; results are ranked, each with a score in
@@ -161,21 +216,31 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
     @_tool_errors
     async def get_context(
         subject_id: SubjectId,
-        task: Annotated[str, Field(description="What you are about to do or answer; used to "
-                                   "rank what is recalled.", min_length=1)],
-        max_tokens: Annotated[int | None, Field(
-            ge=1, le=200_000, description="Token budget of the returned context.")] = None,
+        task: Annotated[
+            str,
+            Field(
+                description="What you are about to do or answer; used to rank what is recalled.",
+                min_length=1,
+            ),
+        ],
+        max_tokens: Annotated[
+            int | None, Field(ge=1, le=200_000, description="Token budget of the returned context.")
+        ] = None,
         session_id: SessionId = None,
     ) -> dict[str, Any]:
         """Recall what Cairn knows about a subject for a task: ranked memories and recent
         turns of the session, packed under a token budget and rendered as text (`context`)."""
-        bundle = await client.context(subject_id, task, max_tokens=max_tokens,
-                                      session_id=session_id)
+        bundle = await client.context(
+            subject_id, task, max_tokens=max_tokens, session_id=session_id
+        )
         return {
-            "context": bundle.assembled_context, "token_estimate": bundle.token_estimate,
+            "context": bundle.assembled_context,
+            "token_estimate": bundle.token_estimate,
             "facts": [_memory(m) for m in bundle.facts + bundle.procedures],
-            "episodes": [{"id": str(e.id), "type": e.type, "payload": e.payload,
-                          "session_id": e.session_id} for e in bundle.episodes],
+            "episodes": [
+                {"id": str(e.id), "type": e.type, "payload": e.payload, "session_id": e.session_id}
+                for e in bundle.episodes
+            ],
         }
 
     @_tool_errors
@@ -186,10 +251,13 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """A subject's episodes and memories in time order."""
         t = await client.timeline(subject_id, limit=limit, offset=offset)
-        return {"subject_id": t.subject_id, "episodes": [_episode(e) for e in t.episodes],
-                "memories": [_memory(m) for m in t.memories],
-                "episodes_has_more": t.episodes_has_more,
-                "memories_has_more": t.memories_has_more}
+        return {
+            "subject_id": t.subject_id,
+            "episodes": [_episode(e) for e in t.episodes],
+            "memories": [_memory(m) for m in t.memories],
+            "episodes_has_more": t.episodes_has_more,
+            "memories_has_more": t.memories_has_more,
+        }
 
     @_tool_errors
     async def list_subjects(
@@ -212,10 +280,13 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
     async def read_slate(
         ladder: Annotated[str, Field(description="The ladder that declares the slate.")],
         slate: Annotated[str, Field(description="The slate's title, e.g. 'Memory'.")],
-        folder: Annotated[str | None, Field(description="A folder; omit for the slate's "
-                                            "tree of folders and files.")] = None,
-        file: Annotated[str | None, Field(description="A file of the folder; omit for the "
-                                          "folder's index.")] = None,
+        folder: Annotated[
+            str | None,
+            Field(description="A folder; omit for the slate's tree of folders and files."),
+        ] = None,
+        file: Annotated[
+            str | None, Field(description="A file of the folder; omit for the folder's index.")
+        ] = None,
         user_id: Annotated[str | None, Field(description="User of a per-user slate.")] = None,
     ) -> dict[str, Any]:
         """Read working memory: a slate file's content, a folder's index (files and sizes),
@@ -235,8 +306,9 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         folder: Annotated[str, Field(description="The folder, e.g. 'facts'.")],
         file: Annotated[str, Field(description="The file, e.g. 'core.md'.")],
         content: Annotated[str, Field(description="Text to write.")],
-        on: Annotated[Literal["append", "overwrite", "mergeByKey"], Field(
-            description="append (default), overwrite, or mergeByKey for JSON arrays.")
+        on: Annotated[
+            Literal["append", "overwrite", "mergeByKey"],
+            Field(description="append (default), overwrite, or mergeByKey for JSON arrays."),
         ] = "append",
         key: Annotated[str | None, Field(description="The key field for mergeByKey.")] = None,
         user_id: Annotated[str | None, Field(description="User of a per-user slate.")] = None,
@@ -244,15 +316,23 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         """Write to working memory. The folder's token limit always holds: older entries are
         evicted (FIFO/LRU) or the write is rejected, as the slate declares. Returns the new
         usage and any evictions."""
-        result = await client.slates.write(ladder, slate, folder, file, content, on=on, key=key,
-                                           user_id=user_id)
+        result = await client.slates.write(
+            ladder, slate, folder, file, content, on=on, key=key, user_id=user_id
+        )
         return result.model_dump(mode="json", exclude_none=True)
 
     tools: list[tuple[Callable[..., Any], ToolAnnotations]] = [
-        (record_episode, WRITE), (apply_template, WRITE), (list_templates, READ_ONLY),
-        (compile_memories, WRITE), (search_memories, READ_ONLY), (get_context, READ_ONLY),
-        (get_timeline, READ_ONLY), (list_subjects, READ_ONLY), (list_slates, READ_ONLY),
-        (read_slate, READ_ONLY), (write_slate, WRITE),
+        (record_episode, WRITE),
+        (apply_template, WRITE),
+        (list_templates, READ_ONLY),
+        (compile_memories, WRITE),
+        (search_memories, READ_ONLY),
+        (get_context, READ_ONLY),
+        (get_timeline, READ_ONLY),
+        (list_subjects, READ_ONLY),
+        (list_slates, READ_ONLY),
+        (read_slate, READ_ONLY),
+        (write_slate, WRITE),
     ]
     for fn, hints in tools:
         server.add_tool(fn, annotations=hints, structured_output=False)
@@ -260,6 +340,15 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
 
 
 TOOL_NAMES = (
-    "record_episode", "apply_template", "list_templates", "compile_memories", "search_memories",
-    "get_context", "get_timeline", "list_subjects", "list_slates", "read_slate", "write_slate",
+    "record_episode",
+    "apply_template",
+    "list_templates",
+    "compile_memories",
+    "search_memories",
+    "get_context",
+    "get_timeline",
+    "list_subjects",
+    "list_slates",
+    "read_slate",
+    "write_slate",
 )

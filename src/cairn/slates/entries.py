@@ -50,7 +50,8 @@ def merge_items(content: str | Any, key: str) -> list[dict[str, Any]]:
             )
         if key not in item:
             raise InvalidSlateWrite(
-                f"mergeByKey item {i} has no key field {key!r}", code="slate_merge_key_missing",
+                f"mergeByKey item {i} has no key field {key!r}",
+                code="slate_merge_key_missing",
                 details={"index": i, "key": key},
             )
     return items  # type: ignore[return-value]  # each item was checked to be a dict above
@@ -74,8 +75,15 @@ def _json_items(file: FileState) -> list[Any]:
 
 
 def apply_mode(
-    file: FileState, mode: str, content: Any, *, key: str | None, clock: int, now: datetime,
-    run_id: str | None, count: Any,
+    file: FileState,
+    mode: str,
+    content: Any,
+    *,
+    key: str | None,
+    clock: int,
+    now: datetime,
+    run_id: str | None,
+    count: Any,
 ) -> FileChange:
     """Apply one write mode to ``file``; new entries take seq numbers after ``clock``."""
 
@@ -83,8 +91,13 @@ def apply_mode(
         nonlocal clock
         clock += 1
         return Entry(
-            file=file.name, seq=clock, position=clock if position is None else position,
-            content=text, tokens=count(text), written_at=now, run_id=run_id,
+            file=file.name,
+            seq=clock,
+            position=clock if position is None else position,
+            content=text,
+            tokens=count(text),
+            written_at=now,
+            run_id=run_id,
         )
 
     entries = list(file.entries)
@@ -102,8 +115,14 @@ def apply_mode(
         else:
             text = content if isinstance(content, str) else canonical_json(content)
         entry = new_entry(text)
-        return FileChange("json" if file.kind == "json" and entries else "text",
-                          [*entries, entry], [entry], [entry], [], clock)
+        return FileChange(
+            "json" if file.kind == "json" and entries else "text",
+            [*entries, entry],
+            [entry],
+            [entry],
+            [],
+            clock,
+        )
     if mode == "mergeByKey":
         if not key:
             raise InvalidSlateWrite("mergeByKey needs 'key'", code="slate_merge_key_missing")
@@ -117,8 +136,17 @@ def apply_mode(
             entries = []
             for item in items:
                 clock += 1
-                entries.append(Entry(file.name, base_seq, clock, canonical_json(item),
-                                     count(canonical_json(item)), now, run_id))
+                entries.append(
+                    Entry(
+                        file.name,
+                        base_seq,
+                        clock,
+                        canonical_json(item),
+                        count(canonical_json(item)),
+                        now,
+                        run_id,
+                    )
+                )
         written: list[Entry] = []
         for item in incoming:
             text = canonical_json(item)

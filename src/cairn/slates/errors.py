@@ -1,14 +1,14 @@
 """Slate errors, each a ``CairnError`` with a stable code (mapped to HTTP by the API).
 
-    NotFound (404)      SlateNotFound ``slate_not_found``, FolderNotFound ``folder_not_found``,
-                        FileNotFound ``file_not_found``
-    Conflict (409)      SlateLimitExceeded ``slate_limit_exceeded`` (a ``reject`` folder is full),
-                        WriteAlreadyApplied ``slate_write_already_applied`` (a retried run's
-                        write that its earlier attempt applied; the runtime traces it)
-    InvalidInput (422)  SlateEntryTooLarge ``slate_entry_too_large`` (bigger than the folder),
-                        InvalidSlateWrite ``slate_invalid_write`` and the more specific codes
-                        ``slate_merge_key_missing``, ``slate_file_not_json``,
-                        ``slate_user_required``, ``invalid_schema``
+NotFound (404)      SlateNotFound ``slate_not_found``, FolderNotFound ``folder_not_found``,
+                    FileNotFound ``file_not_found``
+Conflict (409)      SlateLimitExceeded ``slate_limit_exceeded`` (a ``reject`` folder is full),
+                    WriteAlreadyApplied ``slate_write_already_applied`` (a retried run's
+                    write that its earlier attempt applied; the runtime traces it)
+InvalidInput (422)  SlateEntryTooLarge ``slate_entry_too_large`` (bigger than the folder),
+                    InvalidSlateWrite ``slate_invalid_write`` and the more specific codes
+                    ``slate_merge_key_missing``, ``slate_file_not_json``,
+                    ``slate_user_required``, ``invalid_schema``
 """
 
 from __future__ import annotations

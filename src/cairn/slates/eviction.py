@@ -52,8 +52,9 @@ class WritePlan:
     written: int = 0
 
 
-def victims(state: FolderState, policy: str, work: dict[str, list[Entry]],
-            protected: set[int]) -> Iterator[Entry]:
+def victims(
+    state: FolderState, policy: str, work: dict[str, list[Entry]], protected: set[int]
+) -> Iterator[Entry]:
     """Entries in the order the policy evicts them (a snapshot; protected ones skipped)."""
     if policy == "FIFO":
         pool = [e for entries in work.values() for e in entries if id(e) not in protected]
@@ -67,13 +68,22 @@ def victims(state: FolderState, policy: str, work: dict[str, list[Entry]],
 
 
 def plan_write(
-    state: FolderState, file: str, mode: str, content: Any, *, key: str | None,
-    tags: list[str] | None, now: datetime, run_id: str | None, count: Counter,
+    state: FolderState,
+    file: str,
+    mode: str,
+    content: Any,
+    *,
+    key: str | None,
+    tags: list[str] | None,
+    now: datetime,
+    run_id: str | None,
+    count: Counter,
 ) -> WritePlan:
     """Everything a write changes, or the error it raises; ``state`` is not modified."""
     target = state.files[file]
-    change = apply_mode(target, mode, content, key=key, clock=state.clock, now=now,
-                        run_id=run_id, count=count)
+    change = apply_mode(
+        target, mode, content, key=key, clock=state.clock, now=now, run_id=run_id, count=count
+    )
     clock = change.clock
     if change.kind == "text" and len(change.written) == 1:
         minimal = change.written[0].tokens  # a one-entry text file is just the entry
@@ -103,8 +113,14 @@ def plan_write(
                 details={"tokens": usage, "tokenLimit": state.token_limit},
             )
         # LRU ranks the written file as the most recently used one.
-        ranked = FolderState(state.slate, state.name, state.token_limit, state.policy, clock,
-                             {n: _with_last_used(f, last_used[n]) for n, f in state.files.items()})
+        ranked = FolderState(
+            state.slate,
+            state.name,
+            state.token_limit,
+            state.policy,
+            clock,
+            {n: _with_last_used(f, last_used[n]) for n, f in state.files.items()},
+        )
         protected = {id(e) for e in change.written}
         for victim in victims(ranked, state.policy, work, protected):
             if usage <= state.token_limit:
@@ -131,7 +147,11 @@ def plan_write(
         if name == file or any(e.file == name for e in evicted):
             text = render(kinds[name], work[name])
             plan.files[name] = FilePlan(
-                name, kinds[name], tokens[name], len(text.encode("utf-8")), last_used[name],
+                name,
+                kinds[name],
+                tokens[name],
+                len(text.encode("utf-8")),
+                last_used[name],
                 merged_tags if name == file else list(f.tags),
             )
     return plan
@@ -158,8 +178,9 @@ def plan_eviction(state: FolderState, until_tokens: int, count: Counter) -> Writ
     for name in {e.file for e in evicted}:
         f = state.files[name]
         text = render(f.kind, work[name])
-        plan.files[name] = FilePlan(name, f.kind, tokens[name], len(text.encode("utf-8")),
-                                    f.last_used, list(f.tags))
+        plan.files[name] = FilePlan(
+            name, f.kind, tokens[name], len(text.encode("utf-8")), f.last_used, list(f.tags)
+        )
     return plan
 
 

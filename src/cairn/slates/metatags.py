@@ -28,8 +28,9 @@ def _ordered(state: FolderState) -> list[FileState]:
     return sorted(state.files.values(), key=lambda f: (f.ordinal, f.id or 0))
 
 
-def slate_tree(spec: SlateSpec, states: list[FolderState], *, depth: int | None = None,
-               contents: bool = False) -> dict[str, Any]:
+def slate_tree(
+    spec: SlateSpec, states: list[FolderState], *, depth: int | None = None, contents: bool = False
+) -> dict[str, Any]:
     """The nested tree of one slate instance (see the module docstring)."""
     node: dict[str, Any] = {
         "slate": spec.title,

@@ -48,8 +48,9 @@ WRITE_MODES = ("append", "overwrite", "mergeByKey")
 class Slates:
     """Slate engine over the store. Declarations come from ladder files or ``declare``."""
 
-    def __init__(self, store: Store, *, tokenizer: str = "cl100k_base",
-                 ladders_dir: Path | str | None = None) -> None:
+    def __init__(
+        self, store: Store, *, tokenizer: str = "cl100k_base", ladders_dir: Path | str | None = None
+    ) -> None:
         self.store = store
         self.repo = SlateRepository(store.db)
         self.tokenizer = tokenizer
@@ -74,20 +75,25 @@ class Slates:
     def spec(self, ladder: str, slate: str) -> SlateSpec:
         found = self._declared.get(ladder, {}).get(slate)
         if found is None:
-            raise SlateNotFound(f"ladder {ladder!r} declares no slate {slate!r}",
-                                details={"ladder": ladder, "slate": slate})
+            raise SlateNotFound(
+                f"ladder {ladder!r} declares no slate {slate!r}",
+                details={"ladder": ladder, "slate": slate},
+            )
         return found
 
     def folder_spec(self, ladder: str, slate: str, folder: str) -> tuple[SlateSpec, FolderSpec]:
         sspec = self.spec(ladder, slate)
         fspec = sspec.folder(folder)
         if fspec is None:
-            raise FolderNotFound(f"slate {slate!r} has no folder {folder!r}",
-                                 details={"slate": slate, "folder": folder})
+            raise FolderNotFound(
+                f"slate {slate!r} has no folder {folder!r}",
+                details={"slate": slate, "folder": folder},
+            )
         return sspec, fspec
 
-    def _key(self, tenant: str, ladder: str, sspec: SlateSpec, folder: str,
-             user_id: str | None) -> FolderKey:
+    def _key(
+        self, tenant: str, ladder: str, sspec: SlateSpec, folder: str, user_id: str | None
+    ) -> FolderKey:
         if sspec.partition == "user":
             if not user_id:
                 raise InvalidInput(
@@ -95,8 +101,9 @@ class Slates:
                     code="slate_user_required",
                 )
             if len(user_id) > 256 or "\x00" in user_id:
-                raise InvalidInput("a user id has at most 256 characters and no NUL",
-                                   code="slate_user_required")
+                raise InvalidInput(
+                    "a user id has at most 256 characters and no NUL", code="slate_user_required"
+                )
             return FolderKey(tenant, ladder, user_id, sspec.title, folder)
         return FolderKey(tenant, ladder, "", sspec.title, folder)
 
@@ -114,8 +121,14 @@ class Slates:
             f.tokens = self._count(init)
         return f, clock
 
-    def _state(self, fspec: FolderSpec, key: FolderKey, folder_id: int | None, clock: int,
-               stored: dict[str, FileState]) -> tuple[FolderState, list[FileState]]:
+    def _state(
+        self,
+        fspec: FolderSpec,
+        key: FolderKey,
+        folder_id: int | None,
+        clock: int,
+        stored: dict[str, FileState],
+    ) -> tuple[FolderState, list[FileState]]:
         """The folder as declared and stored; also the declared files not stored yet."""
         files: dict[str, FileState] = {}
         missing: list[FileState] = []
@@ -128,24 +141,26 @@ class Slates:
                 missing.append(f)
         if fspec.open:
             files.update(stored)
-        state = FolderState(key.slate, key.folder, fspec.token_limit, fspec.eviction_policy,
-                            clock, files, folder_id)
+        state = FolderState(
+            key.slate, key.folder, fspec.token_limit, fspec.eviction_policy, clock, files, folder_id
+        )
         return state, missing
 
     def _read_state(self, conn: Any, key: FolderKey, fspec: FolderSpec) -> FolderState:
         found = self.repo.find_folder(conn, key)
         if found is None:
             return self._state(fspec, key, None, 0, {})[0]
-        return self._state(fspec, key, found[0], found[1],
-                           self.repo.load_files(conn, found[0]))[0]
+        return self._state(fspec, key, found[0], found[1], self.repo.load_files(conn, found[0]))[0]
 
-    def _locked_state(self, conn: Any, key: FolderKey, fspec: FolderSpec,
-                      new_file: str | None = None) -> FolderState:
+    def _locked_state(
+        self, conn: Any, key: FolderKey, fspec: FolderSpec, new_file: str | None = None
+    ) -> FolderState:
         """Lock the folder and make sure its declared files (and ``new_file``) are stored."""
         now = utcnow()
         folder_id, clock, _ = self.repo.lock_folder(conn, key, now)
-        state, missing = self._state(fspec, key, folder_id, clock,
-                                     self.repo.load_files(conn, folder_id))
+        state, missing = self._state(
+            fspec, key, folder_id, clock, self.repo.load_files(conn, folder_id)
+        )
         if new_file is not None and new_file not in state.files:
             f = FileState(name=new_file, ordinal=len(state.files))
             state.files[new_file] = f
@@ -155,22 +170,34 @@ class Slates:
             self.repo.insert_entries(conn, folder_id, f.entries)
         if missing:
             # Reload so the init entries carry their ids (they can be evicted later).
-            state = self._state(fspec, key, folder_id, state.clock,
-                                self.repo.load_files(conn, folder_id))[0]
+            state = self._state(
+                fspec, key, folder_id, state.clock, self.repo.load_files(conn, folder_id)
+            )[0]
             self.repo.save_folder(conn, folder_id, clock=state.clock, usage=state.usage, now=now)
         return state
 
     def _file(self, state: FolderState, name: str) -> FileState:
         f = state.files.get(name)
         if f is None:
-            raise FileNotFound(f"folder {state.name!r} has no file {name!r}",
-                               details={"folder": state.name, "file": name})
+            raise FileNotFound(
+                f"folder {state.name!r} has no file {name!r}",
+                details={"folder": state.name, "file": name},
+            )
         return f
 
     # --- reads ------------------------------------------------------------------------------
 
-    def read_file(self, tenant: str, ladder: str, slate: str, folder: str, file: str, *,
-                  user_id: str | None = None, peek: bool = False) -> str:
+    def read_file(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        folder: str,
+        file: str,
+        *,
+        user_id: str | None = None,
+        peek: bool = False,
+    ) -> str:
         """A file's text. Unless ``peek``, the read counts as a use of the file (for LRU)."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         key = self._key(tenant, ladder, sspec, folder, user_id)
@@ -185,27 +212,38 @@ class Slates:
             state.clock += 1
             assert f.id is not None and state.id is not None
             self.repo.touch_file(conn, f.id, state.clock)
-            self.repo.save_folder(conn, state.id, clock=state.clock, usage=state.usage,
-                                  now=utcnow())
+            self.repo.save_folder(
+                conn, state.id, clock=state.clock, usage=state.usage, now=utcnow()
+            )
             return f.text
 
-    def tags(self, tenant: str, ladder: str, slate: str, folder: str, file: str, *,
-             user_id: str | None = None) -> list[str]:
+    def tags(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        folder: str,
+        file: str,
+        *,
+        user_id: str | None = None,
+    ) -> list[str]:
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         key = self._key(tenant, ladder, sspec, folder, user_id)
         with self.store.db.read() as conn:
             return list(self._file(self._read_state(conn, key, fspec), file).tags)
 
-    def index(self, tenant: str, ladder: str, slate: str, folder: str, *,
-              user_id: str | None = None) -> list[dict[str, Any]]:
+    def index(
+        self, tenant: str, ladder: str, slate: str, folder: str, *, user_id: str | None = None
+    ) -> list[dict[str, Any]]:
         """``[{name, tokens, bytes}]`` for each file of the folder."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         key = self._key(tenant, ladder, sspec, folder, user_id)
         with self.store.db.read() as conn:
             return file_index(self._read_state(conn, key, fspec))
 
-    def folder_states(self, tenant: str, ladder: str, slate: str, *,
-                      user_id: str | None = None) -> list[FolderState]:
+    def folder_states(
+        self, tenant: str, ladder: str, slate: str, *, user_id: str | None = None
+    ) -> list[FolderState]:
         sspec = self.spec(ladder, slate)
         with self.store.db.read() as conn:
             return [
@@ -213,20 +251,41 @@ class Slates:
                 for f in sspec.folders
             ]
 
-    def tree(self, tenant: str, ladder: str, slate: str, *, user_id: str | None = None,
-             depth: int | None = None, contents: bool = False) -> dict[str, Any]:
+    def tree(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        *,
+        user_id: str | None = None,
+        depth: int | None = None,
+        contents: bool = False,
+    ) -> dict[str, Any]:
         """slate → folders → files with usage, cut at ``depth`` (0 = the slate node only)."""
         states = self.folder_states(tenant, ladder, slate, user_id=user_id)
         return slate_tree(self.spec(ladder, slate), states, depth=depth, contents=contents)
 
-    def inspect(self, tenant: str, ladder: str, slate: str, *,
-                user_id: str | None = None) -> dict[str, Any]:
+    def inspect(
+        self, tenant: str, ladder: str, slate: str, *, user_id: str | None = None
+    ) -> dict[str, Any]:
         """The whole slate with file contents, for the inspector (never counts as a use)."""
         return self.tree(tenant, ladder, slate, user_id=user_id, contents=True)
 
-    def read(self, tenant: str, ladder: str, slate: str, folder: str, file: str | None = None, *,
-             user_id: str | None = None, metatag: str | None = None, depth: int | None = None,
-             fallback: str | None = None, peek: bool = False, run_id: str | None = None) -> str:
+    def read(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        folder: str,
+        file: str | None = None,
+        *,
+        user_id: str | None = None,
+        metatag: str | None = None,
+        depth: int | None = None,
+        fallback: str | None = None,
+        peek: bool = False,
+        run_id: str | None = None,
+    ) -> str:
         """What a ``slateRead`` field resolves to: a file's text or a metatag as JSON text.
 
         ``fallback`` replaces an empty result (empty text, or a metatag with no items) and a
@@ -236,10 +295,12 @@ class Slates:
         try:
             if metatag is None:
                 if file is None:
-                    raise InvalidInput("a slate read needs 'file' or a metatag",
-                                       code="slate_invalid_read")
-                value = self.read_file(tenant, ladder, slate, folder, file, user_id=user_id,
-                                       peek=peek)
+                    raise InvalidInput(
+                        "a slate read needs 'file' or a metatag", code="slate_invalid_read"
+                    )
+                value = self.read_file(
+                    tenant, ladder, slate, folder, file, user_id=user_id, peek=peek
+                )
                 return fallback if fallback is not None and value == "" else value
             result: Any
             if metatag == "tags":
@@ -251,8 +312,10 @@ class Slates:
             elif metatag == "tree":
                 result = self.tree(tenant, ladder, slate, user_id=user_id, depth=depth)
             else:
-                raise InvalidInput(f"unknown metatag {metatag!r}: use tags, index or tree",
-                                   code="slate_invalid_read")
+                raise InvalidInput(
+                    f"unknown metatag {metatag!r}: use tags, index or tree",
+                    code="slate_invalid_read",
+                )
             if fallback is not None and result == []:
                 return fallback
             return json.dumps(result, ensure_ascii=False)
@@ -264,10 +327,22 @@ class Slates:
 
     # --- writes -----------------------------------------------------------------------------
 
-    def write(self, tenant: str, ladder: str, slate: str, folder: str, file: str, content: Any,
-              *, on: str = "append", key: str | None = None, tags: list[str] | None = None,
-              run_id: str | None = None, user_id: str | None = None,
-              effect: str | None = None) -> WriteResult:
+    def write(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        folder: str,
+        file: str,
+        content: Any,
+        *,
+        on: str = "append",
+        key: str | None = None,
+        tags: list[str] | None = None,
+        run_id: str | None = None,
+        user_id: str | None = None,
+        effect: str | None = None,
+    ) -> WriteResult:
         """Write ``content`` (a string; other JSON values are written as JSON) to a file.
 
         With ``effect`` (a ladder run's name for this write, e.g. ``final/if``; needs
@@ -285,7 +360,8 @@ class Slates:
         for tag in tags or []:
             if not isinstance(tag, str) or not tag or len(tag) > 128 or "\x00" in tag:
                 raise InvalidSlateWrite(
-                    "tags must be non-empty strings of at most 128 characters, without NUL")
+                    "tags must be non-empty strings of at most 128 characters, without NUL"
+                )
         if run_id is not None and (len(run_id) > 256 or "\x00" in run_id):
             raise InvalidSlateWrite("run_id has at most 256 characters, without NUL")
         if key is not None and "\x00" in key:
@@ -297,8 +373,10 @@ class Slates:
         new_file = None
         if fspec.file(file) is None:
             if not fspec.open:
-                raise FileNotFound(f"folder {folder!r} has no file {file!r}",
-                                   details={"folder": folder, "file": file})
+                raise FileNotFound(
+                    f"folder {folder!r} has no file {file!r}",
+                    details={"folder": folder, "file": file},
+                )
             try:
                 check_name(file, "file")
             except ValueError as exc:
@@ -306,24 +384,41 @@ class Slates:
             new_file = file
         now = utcnow()
         with self.store.db.write() as conn:
-            if effect is not None and not self.repo.claim_write(conn, tenant, str(run_id),
-                                                                effect, now):
+            if effect is not None and not self.repo.claim_write(
+                conn, tenant, str(run_id), effect, now
+            ):
                 raise WriteAlreadyApplied(
                     "already applied by an earlier attempt of this run",
-                    details={"run_id": run_id, "effect": effect})
+                    details={"run_id": run_id, "effect": effect},
+                )
             state = self._locked_state(conn, fkey, fspec, new_file)
-            plan = plan_write(state, file, on, content, key=key, tags=tags, now=now,
-                              run_id=run_id, count=self._count)
+            plan = plan_write(
+                state,
+                file,
+                on,
+                content,
+                key=key,
+                tags=tags,
+                now=now,
+                run_id=run_id,
+                count=self._count,
+            )
             evictions = self._commit(conn, fkey, state, plan, run_id)
         return WriteResult(
-            slate=slate, folder=folder, file=file, usage=plan.usage,
-            token_limit=fspec.token_limit, file_tokens=plan.files[file].tokens,
-            entries_written=plan.written, entries_replaced=len(plan.removed),
+            slate=slate,
+            folder=folder,
+            file=file,
+            usage=plan.usage,
+            token_limit=fspec.token_limit,
+            file_tokens=plan.files[file].tokens,
+            entries_written=plan.written,
+            entries_replaced=len(plan.removed),
             evictions=evictions,
         )
 
-    def _commit(self, conn: Any, key: FolderKey, state: FolderState, plan: WritePlan,
-                run_id: str | None) -> list[Eviction]:
+    def _commit(
+        self, conn: Any, key: FolderKey, state: FolderState, plan: WritePlan, run_id: str | None
+    ) -> list[Eviction]:
         now = utcnow()
         assert state.id is not None
         gone = [e.id for e in (*plan.removed, *plan.evicted) if e.id is not None]
@@ -332,13 +427,30 @@ class Slates:
         for name, fp in plan.files.items():
             file_id = state.files[name].id
             assert file_id is not None
-            self.repo.save_file(conn, file_id, kind=fp.kind, tokens=fp.tokens, bytes_=fp.bytes,
-                                last_used=fp.last_used, tags=fp.tags, now=now)
+            self.repo.save_file(
+                conn,
+                file_id,
+                kind=fp.kind,
+                tokens=fp.tokens,
+                bytes_=fp.bytes,
+                last_used=fp.last_used,
+                tags=fp.tags,
+                now=now,
+            )
         self.repo.save_folder(conn, state.id, clock=plan.clock, usage=plan.usage, now=now)
         evictions = [
-            Eviction(slate=key.slate, folder=key.folder, file=e.file, preview=preview(e.content),
-                     tokens=e.tokens, policy=state.policy, evicted_at=now, run_id=run_id,
-                     ladder=key.ladder, user_id=key.user_id)
+            Eviction(
+                slate=key.slate,
+                folder=key.folder,
+                file=e.file,
+                preview=preview(e.content),
+                tokens=e.tokens,
+                policy=state.policy,
+                evicted_at=now,
+                run_id=run_id,
+                ladder=key.ladder,
+                user_id=key.user_id,
+            )
             for e in plan.evicted
         ]
         self.repo.record_evictions(conn, key, evictions)
@@ -348,8 +460,17 @@ class Slates:
         """Drop a completed run's write claims (its stored response answers any retry)."""
         self.repo.forget_writes(tenant, run_id, utcnow())
 
-    def evict(self, tenant: str, ladder: str, slate: str, folder: str, *, until_tokens: int = 0,
-              user_id: str | None = None, run_id: str | None = None) -> list[Eviction]:
+    def evict(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        folder: str,
+        *,
+        until_tokens: int = 0,
+        user_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[Eviction]:
         """Evict entries in the folder's policy order until it holds ≤ ``until_tokens``."""
         if until_tokens < 0:
             raise InvalidInput("until_tokens must be ≥ 0")
@@ -360,8 +481,16 @@ class Slates:
             plan = plan_eviction(state, until_tokens, self._count)
             return self._commit(conn, fkey, state, plan, run_id)
 
-    def delete_file(self, tenant: str, ladder: str, slate: str, folder: str, file: str, *,
-                    user_id: str | None = None) -> dict[str, Any]:
+    def delete_file(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        folder: str,
+        file: str,
+        *,
+        user_id: str | None = None,
+    ) -> dict[str, Any]:
         """Empty a file (a declared file stays, empty; a file of an open folder is removed)."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
@@ -375,15 +504,29 @@ class Slates:
                 removed = len(f.entries)
             else:
                 removed = self.repo.delete_file_entries(conn, state.id, file)
-                self.repo.save_file(conn, f.id, kind="text", tokens=0, bytes_=0,
-                                    last_used=f.last_used, tags=[], now=now)
+                self.repo.save_file(
+                    conn,
+                    f.id,
+                    kind="text",
+                    tokens=0,
+                    bytes_=0,
+                    last_used=f.last_used,
+                    tags=[],
+                    now=now,
+                )
             usage = state.usage - f.tokens
             self.repo.save_folder(conn, state.id, clock=state.clock, usage=usage, now=now)
-        return {"slate": slate, "folder": folder, "file": file, "entries_deleted": removed,
-                "usage": {"tokens": usage, "tokenLimit": fspec.token_limit}}
+        return {
+            "slate": slate,
+            "folder": folder,
+            "file": file,
+            "entries_deleted": removed,
+            "usage": {"tokens": usage, "tokenLimit": fspec.token_limit},
+        }
 
-    def reset(self, tenant: str, ladder: str, slate: str, folder: str, *,
-              user_id: str | None = None) -> dict[str, Any]:
+    def reset(
+        self, tenant: str, ladder: str, slate: str, folder: str, *, user_id: str | None = None
+    ) -> dict[str, Any]:
         """Put a folder back to its declared ``init`` contents (tags and use history cleared)."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
@@ -394,28 +537,51 @@ class Slates:
                 assert f.id is not None
                 self.repo.drop_file(conn, state.id, f.id, f.name)
             state = self._locked_state(conn, fkey, fspec)
-        return {"slate": slate, "folder": folder, "reset": True,
-                "usage": {"tokens": state.usage, "tokenLimit": fspec.token_limit}}
+        return {
+            "slate": slate,
+            "folder": folder,
+            "reset": True,
+            "usage": {"tokens": state.usage, "tokenLimit": fspec.token_limit},
+        }
 
     # --- listings ---------------------------------------------------------------------------
 
-    def evictions(self, tenant: str, ladder: str, slate: str, *, user_id: str | None = None,
-                  limit: int = 100, offset: int = 0) -> list[Eviction]:
+    def evictions(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Eviction]:
         """Recorded evictions of a slate, newest first (one user's, for ``partition: user``)."""
         sspec = self.spec(ladder, slate)
         uid = self._key(tenant, ladder, sspec, "", user_id).user_id
         return self.repo.list_evictions(tenant, ladder, slate, uid, limit=limit, offset=offset)
 
-    def record_skip(self, tenant: str, ladder: str, slate: str, folder: str, file: str,
-                    reason: str, detail: str = "", *, run_id: str | None = None,
-                    user_id: str | None = None) -> None:
+    def record_skip(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        folder: str,
+        file: str,
+        reason: str,
+        detail: str = "",
+        *,
+        run_id: str | None = None,
+        user_id: str | None = None,
+    ) -> None:
         """Record a write that did nothing (no JSON, schema mismatch …) with its reason."""
         sspec = self.spec(ladder, slate)
         key = self._key(tenant, ladder, sspec, folder, user_id)
         self.repo.record_skip(key, file, reason, detail, run_id, utcnow())
 
-    def skipped_writes(self, tenant: str, ladder: str, slate: str, *,
-                       user_id: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    def skipped_writes(
+        self, tenant: str, ladder: str, slate: str, *, user_id: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
         """Recorded no-op ``slateWrite``s (schema mismatch, no JSON …), newest first."""
         sspec = self.spec(ladder, slate)
         uid = self._key(tenant, ladder, sspec, "", user_id).user_id
@@ -435,18 +601,30 @@ class Slates:
                 continue
             for spec in self._declared[lname].values():
                 limit = sum(f.token_limit for f in spec.folders)
-                users = [""] if spec.partition == "ladder" else sorted(
-                    {u for (la, s, u) in usage if la == lname and s == spec.title and u})
+                users = (
+                    [""]
+                    if spec.partition == "ladder"
+                    else sorted(
+                        {u for (la, s, u) in usage if la == lname and s == spec.title and u}
+                    )
+                )
                 for uid in users:
-                    out.append({
-                        "ladder": lname, "slate": spec.title, "partition": spec.partition,
-                        "user_id": uid or None, "folders": len(spec.folders),
-                        "tokens": usage.get((lname, spec.title, uid), 0), "tokenLimit": limit,
-                    })
+                    out.append(
+                        {
+                            "ladder": lname,
+                            "slate": spec.title,
+                            "partition": spec.partition,
+                            "user_id": uid or None,
+                            "folders": len(spec.folders),
+                            "tokens": usage.get((lname, spec.title, uid), 0),
+                            "tokenLimit": limit,
+                        }
+                    )
         return out
 
-    def ensure_known(self, ladder: str, slate: str, folder: str | None = None,
-                     file: str | None = None) -> None:
+    def ensure_known(
+        self, ladder: str, slate: str, folder: str | None = None, file: str | None = None
+    ) -> None:
         """Raise the matching 404 error if the path is not declared."""
         if folder is None:
             self.spec(ladder, slate)

@@ -18,8 +18,13 @@ from cairn.slates.service import Slates
 
 
 def apply_slate_write(
-    slates: Slates, tenant: str, ladder: str, spec: SlateWriteSpec | dict[str, Any],
-    model_output: str, run_id: str | None = None, user_id: str | None = None,
+    slates: Slates,
+    tenant: str,
+    ladder: str,
+    spec: SlateWriteSpec | dict[str, Any],
+    model_output: str,
+    run_id: str | None = None,
+    user_id: str | None = None,
     effect: str | None = None,
 ) -> WriteOutcome:
     """Extract JSON from ``model_output``, validate it against ``spec.match``, pick
@@ -30,19 +35,45 @@ def apply_slate_write(
     slates.ensure_known(ladder, to.slate, to.folder, to.file)
     extraction = extract_value(model_output, match=spec.match, field=spec.field)
     if not extraction.ok:
-        slates.record_skip(tenant, ladder, to.slate, to.folder, to.file, extraction.reason or "",
-                           extraction.detail or "", run_id=run_id, user_id=user_id)
+        slates.record_skip(
+            tenant,
+            ladder,
+            to.slate,
+            to.folder,
+            to.file,
+            extraction.reason or "",
+            extraction.detail or "",
+            run_id=run_id,
+            user_id=user_id,
+        )
         return WriteOutcome(written=False, reason=extraction.reason, detail=extraction.detail)
     content: Any = extraction.value if spec.on == "mergeByKey" else as_content(extraction.value)
-    result = slates.write(tenant, ladder, to.slate, to.folder, to.file, content, on=spec.on,
-                          key=spec.key, tags=spec.tags, run_id=run_id, user_id=user_id,
-                          effect=effect)
+    result = slates.write(
+        tenant,
+        ladder,
+        to.slate,
+        to.folder,
+        to.file,
+        content,
+        on=spec.on,
+        key=spec.key,
+        tags=spec.tags,
+        run_id=run_id,
+        user_id=user_id,
+        effect=effect,
+    )
     return WriteOutcome(written=True, result=result, value=as_content(extraction.value))
 
 
 def apply_gated_write(
-    slates: Slates, tenant: str, ladder: str, gate: GateSpec | dict[str, Any], output: str,
-    run_id: str | None = None, user_id: str | None = None, effect: str | None = None,
+    slates: Slates,
+    tenant: str,
+    ladder: str,
+    gate: GateSpec | dict[str, Any],
+    output: str,
+    run_id: str | None = None,
+    user_id: str | None = None,
+    effect: str | None = None,
 ) -> WriteOutcome:
     """Write ``output`` verbatim to ``then.write`` when the condition holds, else to
     ``else.write`` if there is one; otherwise nothing happens (reason ``gate_closed``)."""
@@ -50,12 +81,26 @@ def apply_gated_write(
         gate = GateSpec.model_validate(gate)
     branch = gate.then_ if evaluate_condition(gate, output) else gate.else_
     if branch is None:
-        return WriteOutcome(written=False, reason="gate_closed",
-                            detail="the condition does not hold and there is no else")
+        return WriteOutcome(
+            written=False,
+            reason="gate_closed",
+            detail="the condition does not hold and there is no else",
+        )
     if output == "":
         return WriteOutcome(written=False, reason="empty_value", detail="the output is empty")
     w = branch.write
-    result = slates.write(tenant, ladder, w.to.slate, w.to.folder, w.to.file, output, on=w.on,
-                          key=w.key, tags=w.tags, run_id=run_id, user_id=user_id, effect=effect)
+    result = slates.write(
+        tenant,
+        ladder,
+        w.to.slate,
+        w.to.folder,
+        w.to.file,
+        output,
+        on=w.on,
+        key=w.key,
+        tags=w.tags,
+        run_id=run_id,
+        user_id=user_id,
+        effect=effect,
+    )
     return WriteOutcome(written=True, result=result, value=output)
-

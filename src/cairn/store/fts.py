@@ -33,8 +33,10 @@ from sqlalchemy import Connection, text
 
 # The partition token of a row: a letter, then the hex of the scope key (FTS5's unicode61
 # tokenizer keeps it as one token).
-PART_SQL = ("'p' || hex({r}.tenant_id || char(31) || {r}.runtime_id || char(31) || "
-            "{r}.user_id || char(31) || {r}.agent_id)")
+PART_SQL = (
+    "'p' || hex({r}.tenant_id || char(31) || {r}.runtime_id || char(31) || "
+    "{r}.user_id || char(31) || {r}.agent_id)"
+)
 
 
 def part_token(tenant_id: str, runtime_id: str, user_id: str, agent_id: str) -> str:
@@ -63,9 +65,11 @@ class FtsIndex:
         tenant = "X'" + tenant_id.encode().hex() + "'"
         when = f"CAST({{r}}.tenant_id AS BLOB) = {tenant}"
         cols = ", ".join(self.columns)
-        insert = (f"INSERT INTO {name}(rowid, {cols}) VALUES ({self.values.format(r='new')});")
-        delete = (f"INSERT INTO {name}({name}, rowid, {cols}) "
-                  f"VALUES ('delete', {self.values.format(r='old')});")
+        insert = f"INSERT INTO {name}(rowid, {cols}) VALUES ({self.values.format(r='new')});"
+        delete = (
+            f"INSERT INTO {name}({name}, rowid, {cols}) "
+            f"VALUES ('delete', {self.values.format(r='old')});"
+        )
         return [
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5({cols}, content='', "
             "tokenize='porter unicode61 remove_diacritics 2')",
@@ -88,8 +92,10 @@ class FtsIndex:
 MEMORIES = FtsIndex(
     base="memories",
     columns=("body", "context", "part"),
-    values=("{r}.seq, {r}.content || ' ' || coalesce(json_extract({r}.metadata, '$.keywords'), "
-            "''), coalesce(json_extract({r}.metadata, '$.context_terms'), ''), " + PART_SQL),
+    values=(
+        "{r}.seq, {r}.content || ' ' || coalesce(json_extract({r}.metadata, '$.keywords'), "
+        "''), coalesce(json_extract({r}.metadata, '$.context_terms'), ''), " + PART_SQL
+    ),
     update_of="content, metadata",
     # Body words weigh 1, neighbouring messages' words 0.5, the partition token nothing.
     rank="bm25(1.0, 0.5, 0.0)",
@@ -149,7 +155,8 @@ class TenantIndexes:
         conn.exec_driver_sql(
             f"INSERT INTO {index.table(tenant_id)}(rowid, {', '.join(index.columns)}) "
             f"SELECT {index.values.format(r='b')} FROM {index.base} b "
-            "WHERE b.tenant_id = ?", (tenant_id,),
+            "WHERE b.tenant_id = ?",
+            (tenant_id,),
         )
 
     def table_if_exists(self, conn: Connection, index: FtsIndex, tenant_id: str) -> str | None:
@@ -166,7 +173,10 @@ class TenantIndexes:
 
     @staticmethod
     def _exists(conn: Connection, index: FtsIndex, tenant_id: str) -> bool:
-        return conn.execute(
-            text("SELECT 1 FROM fts_tenants WHERE base = :b AND tenant_id = :t"),
-            {"b": index.base, "t": tenant_id},
-        ).first() is not None
+        return (
+            conn.execute(
+                text("SELECT 1 FROM fts_tenants WHERE base = :b AND tenant_id = :t"),
+                {"b": index.base, "t": tenant_id},
+            ).first()
+            is not None
+        )

@@ -76,13 +76,18 @@ class CompileJob:
 def _job(row: Row[Any]) -> CompileJob:
     m = row._mapping
     return CompileJob(
-        id=m["id"], tenant_id=m["tenant_id"],
+        id=m["id"],
+        tenant_id=m["tenant_id"],
         scope=Scope.model_construct(
             runtime_id=m["runtime_id"], user_id=m["user_id"], agent_id=m["agent_id"]
         ),
-        status=m["status"], memories_created=m["memories_created"],
-        memory_ids=[uuid.UUID(str(x)) for x in m["memory_ids"]], error=m["error"],
-        attempts=m["attempts"], created_at=m["created_at"], started_at=m["started_at"],
+        status=m["status"],
+        memories_created=m["memories_created"],
+        memory_ids=[uuid.UUID(str(x)) for x in m["memory_ids"]],
+        error=m["error"],
+        attempts=m["attempts"],
+        created_at=m["created_at"],
+        started_at=m["started_at"],
         finished_at=m["finished_at"],
     )
 
@@ -94,9 +99,16 @@ class JobRepository:
 
     def enqueue(self, tenant_id: str, scope: Scope) -> CompileJob:
         row = {
-            "id": uuid7(), "tenant_id": tenant_id, "runtime_id": scope.runtime_id,
-            "user_id": scope.user_id, "agent_id": scope.agent_id, "status": "queued",
-            "memories_created": 0, "memory_ids": [], "error": None, "attempts": 0,
+            "id": uuid7(),
+            "tenant_id": tenant_id,
+            "runtime_id": scope.runtime_id,
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+            "status": "queued",
+            "memories_created": 0,
+            "memory_ids": [],
+            "error": None,
+            "attempts": 0,
             "created_at": utcnow(),
         }
         with self.db.write() as conn:
@@ -119,9 +131,12 @@ class JobRepository:
         claimable = (compile_jobs.c.status == "queued") | (
             (compile_jobs.c.status == "running") & (compile_jobs.c.started_at < now - STALE_AFTER)
         )
-        stmt = select(compile_jobs.c.id).where(claimable).order_by(
-            compile_jobs.c.created_at, compile_jobs.c.id
-        ).limit(1)
+        stmt = (
+            select(compile_jobs.c.id)
+            .where(claimable)
+            .order_by(compile_jobs.c.created_at, compile_jobs.c.id)
+            .limit(1)
+        )
         # An idle poll only reads: no write transaction (and, on SQLite, no writer lock)
         # unless there is something to claim.
         with self.db.read() as conn:
@@ -134,14 +149,18 @@ class JobRepository:
             if job_id is None:
                 return None
             row = conn.execute(
-                update(compile_jobs).where(compile_jobs.c.id == job_id)
+                update(compile_jobs)
+                .where(compile_jobs.c.id == job_id)
                 .values(status="running", started_at=now, attempts=compile_jobs.c.attempts + 1)
                 .returning(compile_jobs)
             ).one()
         return _job(row)
 
     def finish(
-        self, job_id: uuid.UUID, *, memory_ids: list[uuid.UUID] | None = None,
+        self,
+        job_id: uuid.UUID,
+        *,
+        memory_ids: list[uuid.UUID] | None = None,
         error: str | None = None,
     ) -> None:
         values: dict[str, Any] = {"finished_at": utcnow()}
@@ -163,8 +182,9 @@ class CompileQueries:
     def lock_scope(self, conn: Connection, tenant_id: str, scope: Scope) -> None:
         """Serialize compiles of one partition (SQLite's writer lock already does)."""
         if not self.db.is_sqlite:
-            key = "\x1f".join(("compile", tenant_id, scope.runtime_id, scope.user_id,
-                               scope.agent_id))
+            key = "\x1f".join(
+                ("compile", tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+            )
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": key})
 
     def uncompiled(
@@ -185,8 +205,10 @@ class CompileQueries:
         return {r[0] for r in conn.execute(stmt)}
 
     def count_uncompiled(self, conn: Connection, tenant_id: str, scope: Scope) -> int:
-        stmt = select(func.count()).select_from(episodes).where(
-            scope_filter(episodes, tenant_id, scope), episodes.c.compiled.is_(False)
+        stmt = (
+            select(func.count())
+            .select_from(episodes)
+            .where(scope_filter(episodes, tenant_id, scope), episodes.c.compiled.is_(False))
         )
         return int(conn.execute(stmt).scalar_one())
 
@@ -201,10 +223,10 @@ class CompileQueries:
                 out.setdefault(ep.session_id, []).append(ep)
         if not out:
             return {}
-        stmt = (
-            select(episodes)
-            .where(scope_filter(episodes, tenant_id, scope),
-                   episodes.c.session_id.in_(sorted(out)), episodes.c.compiled.is_(True))
+        stmt = select(episodes).where(
+            scope_filter(episodes, tenant_id, scope),
+            episodes.c.session_id.in_(sorted(out)),
+            episodes.c.compiled.is_(True),
         )
         for r in conn.execute(stmt):
             ep = row_to_episode(r)
@@ -216,6 +238,7 @@ class CompileQueries:
     def mark_compiled(self, conn: Connection, ids: list[uuid.UUID]) -> None:
         for start in range(0, len(ids), 500):
             conn.execute(
-                update(episodes).where(episodes.c.id.in_(ids[start:start + 500]))
+                update(episodes)
+                .where(episodes.c.id.in_(ids[start : start + 500]))
                 .values(compiled=True)
             )

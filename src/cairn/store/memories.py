@@ -82,17 +82,25 @@ def row_to_memory(row: Row[Any]) -> Memory:
 def _memory_of_row(row: dict[str, Any]) -> Memory:
     """The Memory a freshly inserted row stands for (without reading it back)."""
     return Memory.model_construct(
-        id=row["id"], tenant_id=row["tenant_id"],
+        id=row["id"],
+        tenant_id=row["tenant_id"],
         scope=Scope.model_construct(
             runtime_id=row["runtime_id"], user_id=row["user_id"], agent_id=row["agent_id"]
         ),
-        kind=row["kind"], content=row["content"], summary=row["summary"],
-        confidence=row["confidence"], valid_from=row["valid_from"], valid_to=row["valid_to"],
+        kind=row["kind"],
+        content=row["content"],
+        summary=row["summary"],
+        confidence=row["confidence"],
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
         status=row["status"],
         source_episode_ids=[uuid.UUID(str(x)) for x in row["source_episode_ids"]],
-        metadata=row["metadata"], session_id=row["session_id"],
-        superseded_by=row["superseded_by"], created_at=row["created_at"],
-        updated_at=row["updated_at"], seq=0,
+        metadata=row["metadata"],
+        session_id=row["session_id"],
+        superseded_by=row["superseded_by"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        seq=0,
     )
 
 
@@ -174,20 +182,27 @@ class MemoryRepository:
         with self.db.read() as own:
             return int(own.execute(stmt).scalar_one())
 
-    def facets(self, tenant_id: str, scope: Scope, conn: Connection
-               ) -> tuple[_list[str], _list[str]]:
+    def facets(
+        self, tenant_id: str, scope: Scope, conn: Connection
+    ) -> tuple[_list[str], _list[str]]:
         """The partition's memory kinds and the sessions of its memories and episodes, sorted
         (the inspector's filter choices)."""
         live = (scope_filter(t, tenant_id, scope), t.c.status != "deleted")
         kinds = conn.execute(select(t.c.kind).where(*live).distinct()).scalars().all()
-        sessions = set(conn.execute(
-            select(t.c.session_id).where(*live, t.c.session_id.is_not(None)).distinct()
-        ).scalars())
-        sessions.update(conn.execute(
-            select(episodes_t.c.session_id).where(
-                scope_filter(episodes_t, tenant_id, scope), episodes_t.c.session_id.is_not(None)
-            ).distinct()
-        ).scalars())
+        sessions = set(
+            conn.execute(
+                select(t.c.session_id).where(*live, t.c.session_id.is_not(None)).distinct()
+            ).scalars()
+        )
+        sessions.update(
+            conn.execute(
+                select(episodes_t.c.session_id)
+                .where(
+                    scope_filter(episodes_t, tenant_id, scope), episodes_t.c.session_id.is_not(None)
+                )
+                .distinct()
+            ).scalars()
+        )
         return sorted(kinds), sorted(sessions)
 
     def get(self, tenant_id: str, memory_id: uuid.UUID) -> Memory | None:
@@ -209,8 +224,12 @@ class MemoryRepository:
         out = {}
         for r in conn.execute(stmt):
             m = r._mapping
-            if (m["tenant_id"] == tenant_id and m["runtime_id"] == scope.runtime_id
-                    and m["user_id"] == scope.user_id and m["agent_id"] == scope.agent_id):
+            if (
+                m["tenant_id"] == tenant_id
+                and m["runtime_id"] == scope.runtime_id
+                and m["user_id"] == scope.user_id
+                and m["agent_id"] == scope.agent_id
+            ):
                 out[int(m["seq"])] = row_to_memory(r)
         return out
 
@@ -220,12 +239,23 @@ class MemoryRepository:
         """``seq → (confidence, status, kind)`` of the partition's rows among ``seqs``."""
         out: dict[int, tuple[float, str, str]] = {}
         for start in range(0, len(seqs), 500):
-            stmt = select(t.c.seq, t.c.confidence, t.c.status, t.c.kind, t.c.tenant_id,
-                          t.c.runtime_id, t.c.user_id, t.c.agent_id).where(
-                t.c.seq.in_(list(seqs[start:start + 500])))
+            stmt = select(
+                t.c.seq,
+                t.c.confidence,
+                t.c.status,
+                t.c.kind,
+                t.c.tenant_id,
+                t.c.runtime_id,
+                t.c.user_id,
+                t.c.agent_id,
+            ).where(t.c.seq.in_(list(seqs[start : start + 500])))
             for r in conn.execute(stmt):
-                if (r[4], r[5], r[6], r[7]) == (tenant_id, scope.runtime_id, scope.user_id,
-                                                scope.agent_id):
+                if (r[4], r[5], r[6], r[7]) == (
+                    tenant_id,
+                    scope.runtime_id,
+                    scope.user_id,
+                    scope.agent_id,
+                ):
                     out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]))
         return out
 
@@ -278,7 +308,9 @@ class MemoryRepository:
         ids = list(merged)
         existing: dict[Any, _list[str]] = {}
         for start in range(0, len(ids), 500):
-            stmt = select(t.c.id, t.c.source_episode_ids).where(t.c.id.in_(ids[start:start + 500]))
+            stmt = select(t.c.id, t.c.source_episode_ids).where(
+                t.c.id.in_(ids[start : start + 500])
+            )
             for r in conn.execute(stmt):
                 existing[r[0]] = [str(x) for x in r[1]]
         new_rows = [row for key, row in merged.items() if key not in existing]
@@ -291,31 +323,39 @@ class MemoryRepository:
             row = merged[key]
             extra = [str(x) for x in row["source_episode_ids"] if str(x) not in stored]
             if extra:
-                conn.execute(update(t).where(t.c.id == key).values(
-                    source_episode_ids=stored + extra, updated_at=row["updated_at"]))
+                conn.execute(
+                    update(t)
+                    .where(t.c.id == key)
+                    .values(source_episode_ids=stored + extra, updated_at=row["updated_at"])
+                )
         return [_memory_of_row(row) for row in new_rows]
 
     def refresh_metadata(self, conn: Connection, row: dict[str, Any]) -> None:
         """Replace the metadata of the stored memory ``row`` restates (same content)."""
         conn.execute(
-            update(t).where(
-                t.c.tenant_id == row["tenant_id"], t.c.runtime_id == row["runtime_id"],
-                t.c.user_id == row["user_id"], t.c.agent_id == row["agent_id"],
-                t.c.kind == row["kind"], t.c.content_hash == row["content_hash"],
-            ).values(metadata=row["metadata"], updated_at=row["updated_at"])
+            update(t)
+            .where(
+                t.c.tenant_id == row["tenant_id"],
+                t.c.runtime_id == row["runtime_id"],
+                t.c.user_id == row["user_id"],
+                t.c.agent_id == row["agent_id"],
+                t.c.kind == row["kind"],
+                t.c.content_hash == row["content_hash"],
+            )
+            .values(metadata=row["metadata"], updated_at=row["updated_at"])
         )
 
     def set_metadata(
         self, conn: Connection, memory_id: uuid.UUID, metadata: dict[str, Any], now: datetime
     ) -> None:
-        conn.execute(update(t).where(t.c.id == memory_id)
-                     .values(metadata=metadata, updated_at=now))
+        conn.execute(update(t).where(t.c.id == memory_id).values(metadata=metadata, updated_at=now))
 
     def set_sources(
         self, conn: Connection, memory_id: uuid.UUID, sources: _list[str], now: datetime
     ) -> None:
-        conn.execute(update(t).where(t.c.id == memory_id)
-                     .values(source_episode_ids=sources, updated_at=now))
+        conn.execute(
+            update(t).where(t.c.id == memory_id).values(source_episode_ids=sources, updated_at=now)
+        )
 
     def supersede(
         self, conn: Connection, old_id: uuid.UUID, new_id: uuid.UUID, at: datetime, now: datetime
@@ -338,15 +378,17 @@ class MemoryRepository:
             update(t).where(t.c.seq == bindparam("s")).values(embedding=bindparam("e")),
             params,
         )
-        key = {"tenant_id": tenant_id, "runtime_id": scope.runtime_id,
-               "user_id": scope.user_id, "agent_id": scope.agent_id}
+        key = {
+            "tenant_id": tenant_id,
+            "runtime_id": scope.runtime_id,
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+        }
         # A clock value, not a counter: a subject deleted and rebuilt never repeats a version
         # that a cache may still hold.
         version = time.time_ns() // 1000
         stmt = self.db.insert(vector_versions).values(**key, version=version)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=list(key), set_={"version": version}
-        )
+        stmt = stmt.on_conflict_do_update(index_elements=list(key), set_={"version": version})
         conn.execute(stmt)
 
     # -- search ------------------------------------------------------------------------------
@@ -370,13 +412,21 @@ class MemoryRepository:
         if not terms:
             return []
         params: dict[str, Any] = {
-            "tenant": tenant_id, "runtime": scope.runtime_id, "user": scope.user_id,
-            "agent": scope.agent_id, "limit": limit,
+            "tenant": tenant_id,
+            "runtime": scope.runtime_id,
+            "user": scope.user_id,
+            "agent": scope.agent_id,
+            "limit": limit,
         }
-        where = ["m.tenant_id = :tenant", "m.runtime_id = :runtime", "m.user_id = :user",
-                 "m.agent_id = :agent"]
-        where.append("m.status IN ('active', 'superseded')" if include_superseded
-                     else "m.status = 'active'")
+        where = [
+            "m.tenant_id = :tenant",
+            "m.runtime_id = :runtime",
+            "m.user_id = :user",
+            "m.agent_id = :agent",
+        ]
+        where.append(
+            "m.status IN ('active', 'superseded')" if include_superseded else "m.status = 'active'"
+        )
         if kinds:
             names = []
             for i, kind in enumerate(kinds):
@@ -401,8 +451,14 @@ class MemoryRepository:
             return [(int(r[0]), float(r[1])) for r in own.execute(text(sql), params)]
 
     def _fts5(
-        self, tenant_id: str, scope: Scope, terms: Sequence[str], where: _list[str],
-        params: dict[str, Any], limit: int, conn: Connection | None,
+        self,
+        tenant_id: str,
+        scope: Scope,
+        terms: Sequence[str],
+        where: _list[str],
+        params: dict[str, Any],
+        limit: int,
+        conn: Connection | None,
     ) -> _list[tuple[int, float]]:
         if conn is None:
             with self.db.read() as own:
@@ -416,8 +472,7 @@ class MemoryRepository:
     def vector_stamp(self, conn: Connection, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet): changes when its vectors do."""
         version = conn.execute(
-            select(vector_versions.c.version).where(scope_filter(vector_versions, tenant_id,
-                                                                 scope))
+            select(vector_versions.c.version).where(scope_filter(vector_versions, tenant_id, scope))
         ).scalar()
         return int(version or 0), 0
 
@@ -435,8 +490,9 @@ class MemoryRepository:
         """``(seq, content, metadata)`` of memories that have no vector yet."""
         rows = conn.execute(
             select(t.c.seq, t.c.content, t.c.metadata)
-            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_(None),
-                   t.c.status != "deleted")
+            .where(
+                scope_filter(t, tenant_id, scope), t.c.embedding.is_(None), t.c.status != "deleted"
+            )
             .order_by(t.c.seq)
             .limit(limit)
         ).all()
@@ -444,8 +500,13 @@ class MemoryRepository:
 
 
 def _fts5_ranked(
-    conn: Connection, table: str, part: str, terms: Sequence[str], where: _list[str],
-    params: dict[str, Any], limit: int,
+    conn: Connection,
+    table: str,
+    part: str,
+    terms: Sequence[str],
+    where: _list[str],
+    params: dict[str, Any],
+    limit: int,
 ) -> _list[tuple[int, float]]:
     """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index and
     returns the best ``inner`` rows; the join re-checks partition, status and kind. If
@@ -483,10 +544,13 @@ def _without_common_terms(
     small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
     every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
     forcing it on costs about 0.013 of recall at 1,000 tokens."""
+
     def count(q: str) -> int:
-        return int(conn.execute(
-            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": q}
-        ).scalar_one())
+        return int(
+            conn.execute(
+                text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": q}
+            ).scalar_one()
+        )
 
     total = count(f'part : "{part}"')
     if total < COMMON_TERM_MIN_ROWS:

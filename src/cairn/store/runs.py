@@ -85,26 +85,41 @@ class RunRepository:
         self.db = db
 
     def begin(
-        self, tenant_id: str, run_id: str, *, ladder: str, request_hash: str, model: str,
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        ladder: str,
+        request_hash: str,
+        model: str,
         user_id: str = "",
     ) -> tuple[RunRecord, bool]:
         """Insert the run as ``running``; returns the row and True, or the existing row and
         False when this run id is already known to the tenant."""
         now = utcnow()
         values = {
-            "id": run_id, "tenant_id": tenant_id, "ladder": ladder, "user_id": user_id,
-            "status": RUNNING, "request_hash": request_hash, "model": model, "created_at": now,
-            "started_at": now, "effects": [],
+            "id": run_id,
+            "tenant_id": tenant_id,
+            "ladder": ladder,
+            "user_id": user_id,
+            "status": RUNNING,
+            "request_hash": request_hash,
+            "model": model,
+            "created_at": now,
+            "started_at": now,
+            "effects": [],
         }
         with self.db.write() as conn:
             seq = conn.execute(
-                self.db.insert(ladder_runs).values(**values)
+                self.db.insert(ladder_runs)
+                .values(**values)
                 .on_conflict_do_nothing(index_elements=["tenant_id", "id"])
                 .returning(ladder_runs.c.seq)
             ).scalar()
             if seq is not None:  # new: no second statement needed
-                return RunRecord(**{k: values.get(k) for k in RunRecord.__dataclass_fields__
-                                    if k != "seq"}), True  # type: ignore[arg-type]
+                return RunRecord(
+                    **{k: values.get(k) for k in RunRecord.__dataclass_fields__ if k != "seq"}
+                ), True  # type: ignore[arg-type]
             row = conn.execute(
                 select(ladder_runs).where(
                     ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
@@ -112,26 +127,28 @@ class RunRepository:
             ).one()
         return _record(row), False
 
-    def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime
-                  ) -> datetime | None:
+    def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime) -> datetime | None:
         """Restart a failed run, or a running one not heard of since ``stale_before``
         (its process died). The new attempt's start (its ownership token: see ``finish``)
         when this caller now owns the run, else None."""
         started = utcnow()
         with self.db.write() as conn:
-            owned = conn.execute(
-                update(ladder_runs)
-                .where(
-                    ladder_runs.c.tenant_id == tenant_id,
-                    ladder_runs.c.id == run_id,
-                    or_(
-                        ladder_runs.c.status == FAILED,
-                        (ladder_runs.c.status == RUNNING)
-                        & (ladder_runs.c.started_at < stale_before),
-                    ),
-                )
-                .values(status=RUNNING, started_at=started, error=None)
-            ).rowcount == 1
+            owned = (
+                conn.execute(
+                    update(ladder_runs)
+                    .where(
+                        ladder_runs.c.tenant_id == tenant_id,
+                        ladder_runs.c.id == run_id,
+                        or_(
+                            ladder_runs.c.status == FAILED,
+                            (ladder_runs.c.status == RUNNING)
+                            & (ladder_runs.c.started_at < stale_before),
+                        ),
+                    )
+                    .values(status=RUNNING, started_at=started, error=None)
+                ).rowcount
+                == 1
+            )
         return started if owned else None
 
     def _owned(self, tenant_id: str, run_id: str, attempt: datetime | None) -> list[Any]:
@@ -140,34 +157,52 @@ class RunRepository:
             where += [ladder_runs.c.started_at == attempt, ladder_runs.c.status == RUNNING]
         return where
 
-    def add_effect(self, tenant_id: str, run_id: str, effects: list[str], *,
-                   attempt: datetime | None = None) -> None:
+    def add_effect(
+        self, tenant_id: str, run_id: str, effects: list[str], *, attempt: datetime | None = None
+    ) -> None:
         """Record the writes applied so far (the whole list, in order)."""
         with self.db.write() as conn:
             conn.execute(
-                update(ladder_runs).where(*self._owned(tenant_id, run_id, attempt))
+                update(ladder_runs)
+                .where(*self._owned(tenant_id, run_id, attempt))
                 .values(effects=list(effects))
             )
 
     def finish(
-        self, tenant_id: str, run_id: str, *, status: str, duration_ms: float,
-        trace: dict[str, Any], response: dict[str, Any] | None = None, error: str | None = None,
-        effects: list[str] | None = None, attempt: datetime | None = None,
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        status: str,
+        duration_ms: float,
+        trace: dict[str, Any],
+        response: dict[str, Any] | None = None,
+        error: str | None = None,
+        effects: list[str] | None = None,
+        attempt: datetime | None = None,
     ) -> bool:
         """Record the run's end. With ``attempt`` (the start ``begin`` or ``take_over`` gave
         this attempt), only while this attempt still owns the run: False if a later attempt
         took it over (this one's end is then not recorded)."""
         values: dict[str, Any] = {
-            "status": status, "finished_at": utcnow(), "duration_ms": duration_ms,
-            "trace": trace, "response": response, "error": error,
+            "status": status,
+            "finished_at": utcnow(),
+            "duration_ms": duration_ms,
+            "trace": trace,
+            "response": response,
+            "error": error,
         }
         if effects is not None:
             values["effects"] = list(effects)
         with self.db.write() as conn:
-            return conn.execute(
-                update(ladder_runs).where(*self._owned(tenant_id, run_id, attempt))
-                .values(**values)
-            ).rowcount == 1
+            return (
+                conn.execute(
+                    update(ladder_runs)
+                    .where(*self._owned(tenant_id, run_id, attempt))
+                    .values(**values)
+                ).rowcount
+                == 1
+            )
 
     def get(self, tenant_id: str, run_id: str) -> RunRecord | None:
         with self.db.read() as conn:
@@ -179,8 +214,13 @@ class RunRepository:
         return _record(row) if row is not None else None
 
     def list(
-        self, tenant_id: str, *, ladder: str | None = None, status: str | None = None,
-        limit: int = 50, offset: int = 0,
+        self,
+        tenant_id: str,
+        *,
+        ladder: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> tuple[list[RunRecord], int]:
         """The tenant's runs, newest first, and how many there are in all."""
         where = [ladder_runs.c.tenant_id == tenant_id]
@@ -193,8 +233,11 @@ class RunRepository:
                 select(func.count()).select_from(ladder_runs).where(*where)
             ).scalar_one()
             rows = conn.execute(
-                select(ladder_runs).where(*where).order_by(ladder_runs.c.seq.desc())
-                .limit(limit).offset(offset)
+                select(ladder_runs)
+                .where(*where)
+                .order_by(ladder_runs.c.seq.desc())
+                .limit(limit)
+                .offset(offset)
             ).all()
         return [_record(r) for r in rows], int(total)
 

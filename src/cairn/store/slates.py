@@ -68,8 +68,12 @@ slate_files = Table(
     "slate_files",
     metadata,
     Column("id", SeqType, primary_key=True, autoincrement=True),
-    Column("folder_id", BigInteger().with_variant(Integer(), "sqlite"),
-           ForeignKey("slate_folders.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "folder_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("slate_folders.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
     Column("name", String(128), nullable=False),
     Column("kind", String(8), nullable=False, server_default="text"),
     Column("tags", JsonType, nullable=False),
@@ -85,8 +89,12 @@ slate_entries = Table(
     "slate_entries",
     metadata,
     Column("id", SeqType, primary_key=True, autoincrement=True),
-    Column("folder_id", BigInteger().with_variant(Integer(), "sqlite"),
-           ForeignKey("slate_folders.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "folder_id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("slate_folders.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
     Column("file", String(128), nullable=False),
     Column("seq", BigInteger(), nullable=False),
     Column("position", BigInteger(), nullable=False),
@@ -168,33 +176,59 @@ class FolderRow:
 # more than running them on SQLite.
 _F, _FI, _E = slate_folders.c, slate_files.c, slate_entries.c
 _BY_KEY = (
-    (_F.tenant_id == bindparam("k_tenant")) & (_F.ladder == bindparam("k_ladder"))
-    & (_F.user_id == bindparam("k_user")) & (_F.slate == bindparam("k_slate"))
+    (_F.tenant_id == bindparam("k_tenant"))
+    & (_F.ladder == bindparam("k_ladder"))
+    & (_F.user_id == bindparam("k_user"))
+    & (_F.slate == bindparam("k_slate"))
     & (_F.folder == bindparam("k_folder"))
 )
 _SELECT_FOLDER = select(_F.id, _F.clock).where(_BY_KEY)
 _LOCK_FOLDER = _SELECT_FOLDER.with_for_update()
-_SELECT_FILES = (select(slate_files).where(_FI.folder_id == bindparam("folder_id"))
-                 .order_by(_FI.ordinal, _FI.id))
-_SELECT_ENTRIES = (select(_E.id, _E.file, _E.seq, _E.position, _E.content, _E.tokens)
-                   .where(_E.folder_id == bindparam("folder_id")).order_by(_E.position))
-_SAVE_FILE = update(slate_files).where(_FI.id == bindparam("file_id")).values(
-    kind=bindparam("kind"), tokens=bindparam("tokens"), bytes=bindparam("bytes_"),
-    last_used=bindparam("last_used"), tags=bindparam("tags", type_=JsonType),
-    updated_at=bindparam("now", type_=UTCDateTime()),
+_SELECT_FILES = (
+    select(slate_files).where(_FI.folder_id == bindparam("folder_id")).order_by(_FI.ordinal, _FI.id)
+)
+_SELECT_ENTRIES = (
+    select(_E.id, _E.file, _E.seq, _E.position, _E.content, _E.tokens)
+    .where(_E.folder_id == bindparam("folder_id"))
+    .order_by(_E.position)
+)
+_SAVE_FILE = (
+    update(slate_files)
+    .where(_FI.id == bindparam("file_id"))
+    .values(
+        kind=bindparam("kind"),
+        tokens=bindparam("tokens"),
+        bytes=bindparam("bytes_"),
+        last_used=bindparam("last_used"),
+        tags=bindparam("tags", type_=JsonType),
+        updated_at=bindparam("now", type_=UTCDateTime()),
+    )
 )
 _DELETE_ENTRIES = delete(slate_entries).where(_E.id.in_(bindparam("ids", expanding=True)))
-_TOUCH_FILE = update(slate_files).where(_FI.id == bindparam("file_id")).values(
-    last_used=bindparam("last_used"))
-_SAVE_FOLDER = update(slate_folders).where(_F.id == bindparam("folder_id")).values(
-    clock=bindparam("clock"), usage=bindparam("usage"),
-    updated_at=bindparam("now", type_=UTCDateTime()),
+_TOUCH_FILE = (
+    update(slate_files)
+    .where(_FI.id == bindparam("file_id"))
+    .values(last_used=bindparam("last_used"))
+)
+_SAVE_FOLDER = (
+    update(slate_folders)
+    .where(_F.id == bindparam("folder_id"))
+    .values(
+        clock=bindparam("clock"),
+        usage=bindparam("usage"),
+        updated_at=bindparam("now", type_=UTCDateTime()),
+    )
 )
 
 
 def _key_params(key: FolderKey) -> dict[str, str]:
-    return {"k_tenant": key.tenant, "k_ladder": key.ladder, "k_user": key.user_id,
-            "k_slate": key.slate, "k_folder": key.folder}
+    return {
+        "k_tenant": key.tenant,
+        "k_ladder": key.ladder,
+        "k_user": key.user_id,
+        "k_slate": key.slate,
+        "k_folder": key.folder,
+    }
 
 
 class SlateRepository:
@@ -213,8 +247,17 @@ class SlateRepository:
             return int(row[0]), int(row[1]), False
         conn.execute(
             self.db.insert(slate_folders)
-            .values(tenant_id=key.tenant, ladder=key.ladder, user_id=key.user_id, slate=key.slate,
-                    folder=key.folder, clock=0, usage=0, created_at=now, updated_at=now)
+            .values(
+                tenant_id=key.tenant,
+                ladder=key.ladder,
+                user_id=key.user_id,
+                slate=key.slate,
+                folder=key.folder,
+                clock=0,
+                usage=0,
+                created_at=now,
+                updated_at=now,
+            )
             .on_conflict_do_nothing()
         )
         row = conn.execute(_LOCK_FOLDER, params).one()
@@ -231,65 +274,115 @@ class SlateRepository:
         for r in rows:
             m = r._mapping
             files[m["name"]] = FileState(
-                name=m["name"], kind=m["kind"], tags=list(m["tags"] or []),
-                last_used=int(m["last_used"]), ordinal=int(m["ordinal"]), tokens=int(m["tokens"]),
+                name=m["name"],
+                kind=m["kind"],
+                tags=list(m["tags"] or []),
+                last_used=int(m["last_used"]),
+                ordinal=int(m["ordinal"]),
+                tokens=int(m["tokens"]),
                 id=int(m["id"]),
             )
         entries = conn.execute(_SELECT_ENTRIES, {"folder_id": folder_id})
         for entry_id, name, seq, position, content, tokens in entries:
             f = files.get(name)
             if f is not None:
-                f.entries.append(Entry(name, int(seq), int(position), content, int(tokens),
-                                       id=int(entry_id)))
+                f.entries.append(
+                    Entry(name, int(seq), int(position), content, int(tokens), id=int(entry_id))
+                )
         return files
 
     def add_file(self, conn: Connection, folder_id: int, f: FileState, now: datetime) -> int:
         res = conn.execute(
             slate_files.insert().values(
-                folder_id=folder_id, name=f.name, kind=f.kind, tags=f.tags, last_used=f.last_used,
-                ordinal=f.ordinal, tokens=f.tokens, bytes=len(f.text.encode("utf-8")),
+                folder_id=folder_id,
+                name=f.name,
+                kind=f.kind,
+                tags=f.tags,
+                last_used=f.last_used,
+                ordinal=f.ordinal,
+                tokens=f.tokens,
+                bytes=len(f.text.encode("utf-8")),
                 updated_at=now,
             )
         )
         return int(res.inserted_primary_key[0])  # type: ignore[index]
 
-    def save_file(self, conn: Connection, file_id: int, *, kind: str, tokens: int, bytes_: int,
-                  last_used: int, tags: list[str], now: datetime) -> None:
-        conn.execute(_SAVE_FILE, {"file_id": file_id, "kind": kind, "tokens": tokens,
-                                  "bytes_": bytes_, "last_used": last_used, "tags": tags,
-                                  "now": now})
+    def save_file(
+        self,
+        conn: Connection,
+        file_id: int,
+        *,
+        kind: str,
+        tokens: int,
+        bytes_: int,
+        last_used: int,
+        tags: list[str],
+        now: datetime,
+    ) -> None:
+        conn.execute(
+            _SAVE_FILE,
+            {
+                "file_id": file_id,
+                "kind": kind,
+                "tokens": tokens,
+                "bytes_": bytes_,
+                "last_used": last_used,
+                "tags": tags,
+                "now": now,
+            },
+        )
 
     def touch_file(self, conn: Connection, file_id: int, last_used: int) -> None:
         conn.execute(_TOUCH_FILE, {"file_id": file_id, "last_used": last_used})
 
     def drop_file(self, conn: Connection, folder_id: int, file_id: int, name: str) -> None:
-        conn.execute(delete(slate_entries).where(
-            (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)))
+        conn.execute(
+            delete(slate_entries).where(
+                (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)
+            )
+        )
         conn.execute(delete(slate_files).where(slate_files.c.id == file_id))
 
-    def save_folder(self, conn: Connection, folder_id: int, *, clock: int, usage: int,
-                    now: datetime) -> None:
-        conn.execute(_SAVE_FOLDER, {"folder_id": folder_id, "clock": clock, "usage": usage,
-                                    "now": now})
+    def save_folder(
+        self, conn: Connection, folder_id: int, *, clock: int, usage: int, now: datetime
+    ) -> None:
+        conn.execute(
+            _SAVE_FOLDER, {"folder_id": folder_id, "clock": clock, "usage": usage, "now": now}
+        )
 
     # --- entries ----------------------------------------------------------------------------
 
     def insert_entries(self, conn: Connection, folder_id: int, entries: Iterable[Entry]) -> None:
         rows = [
-            {"folder_id": folder_id, "file": e.file, "seq": e.seq, "position": e.position,
-             "content": e.content, "tokens": e.tokens, "run_id": e.run_id,
-             "written_at": e.written_at}
+            {
+                "folder_id": folder_id,
+                "file": e.file,
+                "seq": e.seq,
+                "position": e.position,
+                "content": e.content,
+                "tokens": e.tokens,
+                "run_id": e.run_id,
+                "written_at": e.written_at,
+            }
             for e in entries
         ]
         if rows:
             conn.execute(slate_entries.insert(), rows)
 
-    def claim_write(self, conn: Connection, tenant: str, run_id: str, effect: str,
-                    now: datetime) -> bool:
+    def claim_write(
+        self, conn: Connection, tenant: str, run_id: str, effect: str, now: datetime
+    ) -> bool:
         """Record that run ``run_id`` applies ``effect``; False if it already had."""
-        stmt = self.db.insert(slate_applied_writes).values(
-            tenant_id=tenant, run_id=run_id, effect=effect, applied_at=now,
-        ).on_conflict_do_nothing()
+        stmt = (
+            self.db.insert(slate_applied_writes)
+            .values(
+                tenant_id=tenant,
+                run_id=run_id,
+                effect=effect,
+                applied_at=now,
+            )
+            .on_conflict_do_nothing()
+        )
         return bool(conn.execute(stmt).rowcount)
 
     def forget_writes(self, tenant: str, run_id: str, now: datetime) -> None:
@@ -297,73 +390,125 @@ class SlateRepository:
         ``CLAIM_RETENTION`` (runs that failed and were never retried)."""
         c = slate_applied_writes.c
         with self.db.write() as conn:
-            conn.execute(delete(slate_applied_writes).where(
-                c.tenant_id == tenant,
-                or_(c.run_id == run_id, c.applied_at < now - CLAIM_RETENTION)))
+            conn.execute(
+                delete(slate_applied_writes).where(
+                    c.tenant_id == tenant,
+                    or_(c.run_id == run_id, c.applied_at < now - CLAIM_RETENTION),
+                )
+            )
 
     def delete_entries(self, conn: Connection, ids: list[int]) -> None:
         if not ids:
             return
         for start in range(0, len(ids), 500):
-            conn.execute(_DELETE_ENTRIES, {"ids": ids[start:start + 500]})
+            conn.execute(_DELETE_ENTRIES, {"ids": ids[start : start + 500]})
 
     def delete_file_entries(self, conn: Connection, folder_id: int, name: str) -> int:
-        res = conn.execute(delete(slate_entries).where(
-            (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)))
+        res = conn.execute(
+            delete(slate_entries).where(
+                (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)
+            )
+        )
         return int(res.rowcount or 0)
 
     # --- evictions and skipped writes ---------------------------------------------------------
 
     def record_evictions(self, conn: Connection, key: FolderKey, evictions: list[Eviction]) -> None:
         if evictions:
-            conn.execute(slate_evictions.insert(), [
-                {"tenant_id": key.tenant, "ladder": key.ladder, "user_id": key.user_id,
-                 "slate": ev.slate, "folder": ev.folder, "file": ev.file, "preview": ev.preview,
-                 "tokens": ev.tokens, "policy": ev.policy, "run_id": ev.run_id,
-                 "evicted_at": ev.evicted_at}
-                for ev in evictions
-            ])
+            conn.execute(
+                slate_evictions.insert(),
+                [
+                    {
+                        "tenant_id": key.tenant,
+                        "ladder": key.ladder,
+                        "user_id": key.user_id,
+                        "slate": ev.slate,
+                        "folder": ev.folder,
+                        "file": ev.file,
+                        "preview": ev.preview,
+                        "tokens": ev.tokens,
+                        "policy": ev.policy,
+                        "run_id": ev.run_id,
+                        "evicted_at": ev.evicted_at,
+                    }
+                    for ev in evictions
+                ],
+            )
 
-    def list_evictions(self, tenant: str, ladder: str, slate: str, user_id: str | None, *,
-                       limit: int = 100, offset: int = 0) -> list[Eviction]:
+    def list_evictions(
+        self,
+        tenant: str,
+        ladder: str,
+        slate: str,
+        user_id: str | None,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Eviction]:
         c = slate_evictions.c
         stmt = select(slate_evictions).where(
-            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate))
+            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate)
+        )
         if user_id is not None:
             stmt = stmt.where(c.user_id == user_id)
         stmt = stmt.order_by(c.id.desc()).limit(limit).offset(offset)
         with self.db.read() as conn:
             return [
                 Eviction(
-                    slate=m["slate"], folder=m["folder"], file=m["file"], preview=m["preview"],
-                    tokens=int(m["tokens"]), policy=m["policy"], evicted_at=m["evicted_at"],
-                    run_id=m["run_id"], ladder=m["ladder"], user_id=m["user_id"], id=int(m["id"]),
+                    slate=m["slate"],
+                    folder=m["folder"],
+                    file=m["file"],
+                    preview=m["preview"],
+                    tokens=int(m["tokens"]),
+                    policy=m["policy"],
+                    evicted_at=m["evicted_at"],
+                    run_id=m["run_id"],
+                    ladder=m["ladder"],
+                    user_id=m["user_id"],
+                    id=int(m["id"]),
                 )
                 for m in (r._mapping for r in conn.execute(stmt))
             ]
 
-    def record_skip(self, key: FolderKey, file: str, reason: str, detail: str,
-                    run_id: str | None, now: datetime) -> None:
+    def record_skip(
+        self, key: FolderKey, file: str, reason: str, detail: str, run_id: str | None, now: datetime
+    ) -> None:
         with self.db.write() as conn:
-            conn.execute(slate_skips.insert().values(
-                tenant_id=key.tenant, ladder=key.ladder, user_id=key.user_id, slate=key.slate,
-                folder=key.folder, file=file, reason=reason,
-                detail=detail[:2000].replace("\x00", "\\0"), run_id=run_id,
-                created_at=now,
-            ))
+            conn.execute(
+                slate_skips.insert().values(
+                    tenant_id=key.tenant,
+                    ladder=key.ladder,
+                    user_id=key.user_id,
+                    slate=key.slate,
+                    folder=key.folder,
+                    file=file,
+                    reason=reason,
+                    detail=detail[:2000].replace("\x00", "\\0"),
+                    run_id=run_id,
+                    created_at=now,
+                )
+            )
 
-    def list_skips(self, tenant: str, ladder: str, slate: str, user_id: str | None, *,
-                   limit: int = 100) -> list[dict[str, Any]]:
+    def list_skips(
+        self, tenant: str, ladder: str, slate: str, user_id: str | None, *, limit: int = 100
+    ) -> list[dict[str, Any]]:
         c = slate_skips.c
         stmt = select(slate_skips).where(
-            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate))
+            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate)
+        )
         if user_id is not None:
             stmt = stmt.where(c.user_id == user_id)
         with self.db.read() as conn:
             return [
-                {"folder": m["folder"], "file": m["file"], "reason": m["reason"],
-                 "detail": m["detail"], "run_id": m["run_id"], "user_id": m["user_id"] or None,
-                 "created_at": m["created_at"].isoformat().replace("+00:00", "Z")}
+                {
+                    "folder": m["folder"],
+                    "file": m["file"],
+                    "reason": m["reason"],
+                    "detail": m["detail"],
+                    "run_id": m["run_id"],
+                    "user_id": m["user_id"] or None,
+                    "created_at": m["created_at"].isoformat().replace("+00:00", "Z"),
+                }
                 for m in (r._mapping for r in conn.execute(stmt.order_by(c.id.desc()).limit(limit)))
             ]
 
@@ -375,14 +520,27 @@ class SlateRepository:
         if ladder is not None:
             stmt = stmt.where(c.ladder == ladder)
         with self.db.read() as conn:
-            return [FolderRow(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
-                    for r in conn.execute(stmt.order_by(c.ladder, c.slate, c.user_id, c.folder))]
+            return [
+                FolderRow(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
+                for r in conn.execute(stmt.order_by(c.ladder, c.slate, c.user_id, c.folder))
+            ]
 
     def count_entries(self, conn: Connection, folder_id: int) -> int:
-        return int(conn.execute(select(func.count()).select_from(slate_entries)
-                                .where(slate_entries.c.folder_id == folder_id)).scalar_one())
+        return int(
+            conn.execute(
+                select(func.count())
+                .select_from(slate_entries)
+                .where(slate_entries.c.folder_id == folder_id)
+            ).scalar_one()
+        )
 
 
-def folder_state(key: FolderKey, token_limit: int, policy: str, folder_id: int | None, clock: int,
-                 files: dict[str, FileState]) -> FolderState:
+def folder_state(
+    key: FolderKey,
+    token_limit: int,
+    policy: str,
+    folder_id: int | None,
+    clock: int,
+    files: dict[str, FileState],
+) -> FolderState:
     return FolderState(key.slate, key.folder, token_limit, policy, clock, files, folder_id)

@@ -84,7 +84,8 @@ def render_error(
     request: Request, status: int, code: str, message: str, details: Any = None
 ) -> HTMLResponse:
     return render(
-        request, "error.html",
+        request,
+        "error.html",
         {"status": status, "code": code, "message": message, "details": details},
         status=status,
     )

@@ -77,7 +77,11 @@ def sign_in(services: Services, key: str) -> str:
 
 def set_session(request: Request, response: Response, key: str) -> None:
     response.set_cookie(
-        SESSION_COOKIE, key.strip(), path=COOKIE_PATH, httponly=True, samesite="strict",
+        SESSION_COOKIE,
+        key.strip(),
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="strict",
         secure=request.url.scheme == "https",
     )
 
@@ -100,7 +104,11 @@ def persist_csrf(request: Request, response: Response) -> None:
     token = getattr(request.state, "csrf", None)
     if token and request.cookies.get(CSRF_COOKIE) != token:
         response.set_cookie(
-            CSRF_COOKIE, token, path=COOKIE_PATH, httponly=True, samesite="strict",
+            CSRF_COOKIE,
+            token,
+            path=COOKIE_PATH,
+            httponly=True,
+            samesite="strict",
             secure=request.url.scheme == "https",
         )
 

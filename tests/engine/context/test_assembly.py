@@ -145,7 +145,8 @@ def test_chunks_matching_every_document_of_a_small_dataset_keep_a_usable_score(
 
 
 def test_a_lane_cut_at_its_candidate_limit_marks_the_result_truncated(
-    assembly: CairnAssembly, store: Store,
+    assembly: CairnAssembly,
+    store: Store,
 ) -> None:
     """The budget would take 500 items, but a long-term lane gives at most 200 candidates: with
     250 relevant memories the result must say that something was left out."""
@@ -163,8 +164,14 @@ def test_a_lane_cut_at_its_candidate_limit_marks_the_result_truncated(
     # Fewer matches than the limit (another scope, 5 of them): nothing cut.
     small = Scope(runtime_id="memories", user_id="user-2", agent_id="assistant")
     for i in range(5):
-        add_memory(store, TENANT, f"Note {i} about the orchard harvest.", kind="turn",
-                   scope=small, minute=i)
+        add_memory(
+            store,
+            TENANT,
+            f"Note {i} about the orchard harvest.",
+            kind="turn",
+            scope=small,
+            minute=i,
+        )
     five = assembly.context(request(scope=small, query="orchard harvest", budget=budget))
     assert len(five.items) == 5 and not five.truncated
 

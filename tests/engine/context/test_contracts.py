@@ -138,8 +138,10 @@ def test_turn_validation(extra: dict[str, Any], expected: str) -> None:
         ({"dataset_id": " "}, "dataset_id: Value error, dataset_id must not be empty"),
         ({"document_id": ""}, "document_id: String should have at least 1 character"),
         ({"title": "\x00"}, "title must not contain a NUL character"),
-        ({"idempotency_key": "   "},
-         "idempotency_key must not be empty (omit it to use document_id)"),
+        (
+            {"idempotency_key": "   "},
+            "idempotency_key must not be empty (omit it to use document_id)",
+        ),
     ],
 )
 def test_document_validation(extra: dict[str, Any], expected: str) -> None:

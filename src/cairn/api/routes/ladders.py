@@ -27,8 +27,16 @@ from cairn.store.runs import RunRecord
 
 router = APIRouter(tags=["ladders"])
 
-OPTION_KEYS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed",
-               "presence_penalty", "frequency_penalty")
+OPTION_KEYS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+)
 
 
 class ChatMessageIn(BaseModel):
@@ -115,10 +123,14 @@ def chat_completions(
     meta = body.metadata or {}
     options = {k: getattr(body, k) for k in OPTION_KEYS if getattr(body, k) is not None}
     run = RunRequest(
-        tenant=tenant, ladder=target.name,
+        tenant=tenant,
+        ladder=target.name,
         messages=[m.model_dump(exclude_none=True) for m in body.messages],
-        model=body.model, run_id=run_id, user=body.user or "",
-        context_id=conversation_id or str(meta.get("conversation_id") or ""), options=options,
+        model=body.model,
+        run_id=run_id,
+        user=body.user or "",
+        context_id=conversation_id or str(meta.get("conversation_id") or ""),
+        options=options,
     )
     runtime = _runtime(request)
     headers = {"X-Cairn-Run-ID": run_id}
@@ -147,16 +159,25 @@ def _json(data: dict[str, Any], headers: dict[str, str]) -> Any:
 
 
 def _stream(
-    first: str | RunOutcome, events: Iterator[str | RunOutcome], run_id: str, model: str,
+    first: str | RunOutcome,
+    events: Iterator[str | RunOutcome],
+    run_id: str,
+    model: str,
     include_usage: bool,
 ) -> Iterator[bytes]:
-    base = {"id": f"chatcmpl-{run_id}", "object": "chat.completion.chunk", "model": model,
-            "system_fingerprint": None}
+    base = {
+        "id": f"chatcmpl-{run_id}",
+        "object": "chat.completion.chunk",
+        "model": model,
+        "system_fingerprint": None,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None, created: int) -> dict[str, Any]:
-        return {**base, "created": created,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
-                             "logprobs": None}]}
+        return {
+            **base,
+            "created": created,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
 
     import time
 
@@ -175,8 +196,16 @@ def _stream(
         yield _sse({"error": {**exc.to_dict(), "request_id": None}})
         return
     except Exception as exc:  # the status line is already sent: report in the stream
-        yield _sse({"error": {"code": "internal_error", "message": str(exc), "details": None,
-                              "request_id": None}})
+        yield _sse(
+            {
+                "error": {
+                    "code": "internal_error",
+                    "message": str(exc),
+                    "details": None,
+                    "request_id": None,
+                }
+            }
+        )
         return
     yield _sse(chunk({}, "stop", created))
     if include_usage and outcome is not None:
@@ -194,18 +223,29 @@ def list_models(request: Request, tenant: str = Depends(require_tenant)) -> dict
             created = int(ladder.path.stat().st_mtime)
         except OSError:
             created = 0
-        data.append({"id": ladder.name, "object": "model", "created": created,
-                     "owned_by": "cairn", "description": ladder.spec.description})
+        data.append(
+            {
+                "id": ladder.name,
+                "object": "model",
+                "created": created,
+                "owned_by": "cairn",
+                "description": ladder.spec.description,
+            }
+        )
     return {"object": "list", "data": data}
 
 
 def _summary(r: RunRecord) -> dict[str, Any]:
     return {
-        "id": r.id, "ladder": r.ladder, "status": r.status, "model": r.model,
+        "id": r.id,
+        "ladder": r.ladder,
+        "status": r.status,
+        "model": r.model,
         "user": r.user_id or None,
         "created_at": r.created_at.isoformat().replace("+00:00", "Z"),
         "finished_at": r.finished_at.isoformat().replace("+00:00", "Z") if r.finished_at else None,
-        "duration_ms": r.duration_ms, "error": r.error,
+        "duration_ms": r.duration_ms,
+        "error": r.error,
     }
 
 
@@ -219,8 +259,9 @@ def list_runs(
     offset: int = Query(0, ge=0, le=1_000_000_000),
 ) -> dict[str, Any]:
     """The tenant's ladder runs, newest first: ``{runs, total}``."""
-    runs, total = _runtime(request).runs.list(tenant, ladder=ladder, status=status, limit=limit,
-                                              offset=offset)
+    runs, total = _runtime(request).runs.list(
+        tenant, ladder=ladder, status=status, limit=limit, offset=offset
+    )
     return {"runs": [_summary(r) for r in runs], "total": total}
 
 
@@ -231,5 +272,9 @@ def get_run(run_id: str, request: Request, tenant: str = Depends(require_tenant)
     record = _runtime(request).runs.get(tenant, run_id)
     if record is None:
         raise NotFound(f"no run {run_id!r}", code="run_not_found")
-    return {**_summary(record), "effects": record.effects, "trace": record.trace,
-            "response": record.response}
+    return {
+        **_summary(record),
+        "effects": record.effects,
+        "trace": record.trace,
+        "response": record.response,
+    }

@@ -32,8 +32,9 @@ scopes_router = APIRouter(tags=["memories"])
 class _CompileOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    run_async: bool = Field(False, alias="async", strict=True,
-                            description="Queue a job and answer 202.")
+    run_async: bool = Field(
+        False, alias="async", strict=True, description="Queue a job and answer 202."
+    )
 
 
 class CompileRequest(_CompileOptions):
@@ -69,8 +70,9 @@ class SearchPublic(BaseModel):
     memories: list[MemoryPublic]
 
 
-def _compile(request: Request, tenant: str, scope: Scope, run_async: bool,
-             answer: dict[str, Any]) -> JSONResponse:
+def _compile(
+    request: Request, tenant: str, scope: Scope, run_async: bool, answer: dict[str, Any]
+) -> JSONResponse:
     """Compile one partition now (200), or queue a job for the worker (202)."""
     services = services_of(request)
     if run_async:
@@ -78,25 +80,31 @@ def _compile(request: Request, tenant: str, scope: Scope, run_async: bool,
         worker = getattr(services, "compile_worker", None)
         if worker is not None:
             worker.wake()
-        return JSONResponse(
-            status_code=202, content={"job_id": str(job.id), "status": job.status}
-        )
+        return JSONResponse(status_code=202, content={"job_id": str(job.id), "status": job.status})
     result = compile_scope(services, tenant, scope)
-    return JSONResponse({
-        **answer, "memories_created": result.memories_created,
-        "memories": [MemoryPublic.of(m).model_dump(mode="json") for m in result.memories],
-        "has_more": result.has_more, "remaining_episodes": result.remaining_episodes,
-    })
+    return JSONResponse(
+        {
+            **answer,
+            "memories_created": result.memories_created,
+            "memories": [MemoryPublic.of(m).model_dump(mode="json") for m in result.memories],
+            "has_more": result.has_more,
+            "remaining_episodes": result.remaining_episodes,
+        }
+    )
 
 
-@router.post("/compile", response_model=CompilePublic,
-             responses={202: {"model": CompileJobQueued}})
+@router.post("/compile", response_model=CompilePublic, responses={202: {"model": CompileJobQueued}})
 def compile_memories(
     body: CompileRequest, request: Request, tenant: str = Depends(require_tenant)
 ) -> JSONResponse:
     """Compile the subject's uncompiled episodes (a batch per call: see ``has_more``)."""
-    return _compile(request, tenant, Scope.for_subject(body.subject_id), body.run_async,
-                    {"subject_id": body.subject_id})
+    return _compile(
+        request,
+        tenant,
+        Scope.for_subject(body.subject_id),
+        body.run_async,
+        {"subject_id": body.subject_id},
+    )
 
 
 class ScopeCompileRequest(_CompileOptions):
@@ -107,15 +115,17 @@ class ScopeCompilePublic(_CompileOutcome):
     scope: Scope
 
 
-@scopes_router.post("/v1/scopes/compile", response_model=ScopeCompilePublic,
-                    responses={202: {"model": CompileJobQueued}})
+@scopes_router.post(
+    "/v1/scopes/compile",
+    response_model=ScopeCompilePublic,
+    responses={202: {"model": CompileJobQueued}},
+)
 def compile_scope_memories(
     body: ScopeCompileRequest, request: Request, tenant: str = Depends(require_tenant)
 ) -> JSONResponse:
     """Compile one scope's uncompiled episodes (its committed turns included): the
     scope-level twin of ``POST /v1/memories/compile``, for scopes that are not a subject."""
-    return _compile(request, tenant, body.scope, body.run_async,
-                    {"scope": body.scope.model_dump()})
+    return _compile(request, tenant, body.scope, body.run_async, {"scope": body.scope.model_dump()})
 
 
 @router.get("/compile/{job_id}", response_model=CompileJobPublic)
@@ -129,9 +139,12 @@ def get_compile_job(
     with store.db.read() as conn:
         memories = store.memories.by_ids(conn, tenant, job.memory_ids)
     return CompileJobPublic.model_construct(
-        job_id=job.id, status=job.status, subject_id=job.scope.user_id,
+        job_id=job.id,
+        status=job.status,
+        subject_id=job.scope.user_id,
         memories_created=job.memories_created,
-        memories=[MemoryPublic.of(m) for m in memories], error=job.error,
+        memories=[MemoryPublic.of(m) for m in memories],
+        error=job.error,
     )
 
 
@@ -163,8 +176,15 @@ def search(
     elif hybrid:
         lanes = ["lexical", "vector"]
     results = search_memories(
-        services, tenant, Scope.for_subject(subject_id), q, limit=limit, kinds=kinds or None,
-        include_superseded=include_superseded, embedder=embedder, lanes=lanes,
+        services,
+        tenant,
+        Scope.for_subject(subject_id),
+        q,
+        limit=limit,
+        kinds=kinds or None,
+        include_superseded=include_superseded,
+        embedder=embedder,
+        lanes=lanes,
     )
     return SearchPublic.model_construct(
         memories=[MemoryPublic.of(r.memory, score=r.score) for r in results]

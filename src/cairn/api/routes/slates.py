@@ -29,7 +29,7 @@ class SlateWriteBody(BaseModel):
 
     content: str | dict[str, Any] | list[Any] = Field(
         description="Text to write; an object/array is written as JSON. With `match` or "
-                    "`field`, the text is treated as model output and JSON is extracted from it."
+        "`field`, the text is treated as model output and JSON is extracted from it."
     )
     on: Literal["append", "overwrite", "mergeByKey"] = "append"
     key: str | None = Field(None, min_length=1, max_length=256)
@@ -55,8 +55,12 @@ def list_slates(
 
 @router.get("/v1/slates/{ladder}/{slate}")
 def slate_tree(
-    request: Request, ladder: str, slate: str, user_id: str | None = USER,
-    depth: int | None = DEPTH, tenant: str = Depends(require_tenant),
+    request: Request,
+    ladder: str,
+    slate: str,
+    user_id: str | None = USER,
+    depth: int | None = DEPTH,
+    tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """The slate's tree: folders and files with their usage (see the `tree` metatag)."""
     tree = _slates(request).tree(tenant, ladder, slate, user_id=user_id, depth=depth)
@@ -65,21 +69,31 @@ def slate_tree(
 
 @router.get("/v1/slates/{ladder}/{slate}/evictions")
 def list_evictions(
-    request: Request, ladder: str, slate: str, user_id: str | None = USER,
-    limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=1_000_000_000),
+    request: Request,
+    ladder: str,
+    slate: str,
+    user_id: str | None = USER,
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0, le=1_000_000_000),
     tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Recorded evictions of the slate, newest first."""
-    items = _slates(request).evictions(tenant, ladder, slate, user_id=user_id, limit=limit,
-                                       offset=offset)
+    items = _slates(request).evictions(
+        tenant, ladder, slate, user_id=user_id, limit=limit, offset=offset
+    )
     return {"ladder": ladder, "slate": slate, "evictions": [e.to_dict() for e in items]}
 
 
 @router.get("/v1/slates/{ladder}/{slate}/{folder}")
 def folder_metatag(
-    request: Request, ladder: str, slate: str, folder: str,
-    metatag: Literal["index", "tree"] = Query("index"), depth: int | None = DEPTH,
-    user_id: str | None = USER, tenant: str = Depends(require_tenant),
+    request: Request,
+    ladder: str,
+    slate: str,
+    folder: str,
+    metatag: Literal["index", "tree"] = Query("index"),
+    depth: int | None = DEPTH,
+    user_id: str | None = USER,
+    tenant: str = Depends(require_tenant),
 ) -> Any:
     """Folder-level metatags: `index` (default) or `tree`."""
     slates = _slates(request)
@@ -91,7 +105,11 @@ def folder_metatag(
 
 @router.post("/v1/slates/{ladder}/{slate}/{folder}/reset")
 def reset_folder(
-    request: Request, ladder: str, slate: str, folder: str, user_id: str | None = USER,
+    request: Request,
+    ladder: str,
+    slate: str,
+    folder: str,
+    user_id: str | None = USER,
     tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Put the folder back to its declared `init` contents."""
@@ -100,16 +118,25 @@ def reset_folder(
 
 @router.get("/v1/slates/{ladder}/{slate}/{folder}/{file}")
 def read_file(
-    request: Request, ladder: str, slate: str, folder: str, file: str,
-    metatag: Literal["tags", "index", "tree"] | None = Query(None), depth: int | None = DEPTH,
+    request: Request,
+    ladder: str,
+    slate: str,
+    folder: str,
+    file: str,
+    metatag: Literal["tags", "index", "tree"] | None = Query(None),
+    depth: int | None = DEPTH,
     peek: bool = Query(False, description="Do not count this read as a use (LRU)."),
-    user_id: str | None = USER, tenant: str = Depends(require_tenant),
+    user_id: str | None = USER,
+    tenant: str = Depends(require_tenant),
 ) -> Any:
     """`{content}` of the file, or the JSON of a metatag (`tags`, `index`, `tree`)."""
     slates = _slates(request)
     if metatag is None:
-        return {"content": slates.read_file(tenant, ladder, slate, folder, file, user_id=user_id,
-                                            peek=peek)}
+        return {
+            "content": slates.read_file(
+                tenant, ladder, slate, folder, file, user_id=user_id, peek=peek
+            )
+        }
     slates.ensure_known(ladder, slate, folder, file)
     if metatag == "tags":
         return slates.tags(tenant, ladder, slate, folder, file, user_id=user_id)
@@ -120,33 +147,62 @@ def read_file(
 
 @router.post("/v1/slates/{ladder}/{slate}/{folder}/{file}")
 def write_file(
-    request: Request, ladder: str, slate: str, folder: str, file: str, body: SlateWriteBody,
-    user_id: str | None = USER, tenant: str = Depends(require_tenant),
+    request: Request,
+    ladder: str,
+    slate: str,
+    folder: str,
+    file: str,
+    body: SlateWriteBody,
+    user_id: str | None = USER,
+    tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Write to the file; returns the folder's new usage and any evictions. With `match` or
     `field`, a value that does not match is a no-op: `{"written": false, "reason": …}`."""
     slates = _slates(request)
     if body.match is None and body.field is None:
-        result = slates.write(tenant, ladder, slate, folder, file, body.content, on=body.on,
-                              key=body.key, tags=body.tags, run_id=body.run_id, user_id=user_id)
+        result = slates.write(
+            tenant,
+            ladder,
+            slate,
+            folder,
+            file,
+            body.content,
+            on=body.on,
+            key=body.key,
+            tags=body.tags,
+            run_id=body.run_id,
+            user_id=user_id,
+        )
         return result.to_dict()
     try:
-        spec = SlateWriteSpec.model_validate({
-            "to": {"slate": slate, "folder": folder, "file": file}, "field": body.field,
-            "on": body.on, "key": body.key, "match": body.match, "tags": body.tags or [],
-        })
+        spec = SlateWriteSpec.model_validate(
+            {
+                "to": {"slate": slate, "folder": folder, "file": file},
+                "field": body.field,
+                "on": body.on,
+                "key": body.key,
+                "match": body.match,
+                "tags": body.tags or [],
+            }
+        )
     except ValidationError as exc:
         raise InvalidInput(format_validation_error(exc, "body"), code="invalid_schema") from None
     output = body.content if isinstance(body.content, str) else json.dumps(body.content)
-    outcome = apply_slate_write(slates, tenant, ladder, spec, output, run_id=body.run_id,
-                                user_id=user_id)
+    outcome = apply_slate_write(
+        slates, tenant, ladder, spec, output, run_id=body.run_id, user_id=user_id
+    )
     return outcome.to_dict()
 
 
 @router.delete("/v1/slates/{ladder}/{slate}/{folder}/{file}")
 def delete_file(
-    request: Request, ladder: str, slate: str, folder: str, file: str,
-    user_id: str | None = USER, tenant: str = Depends(require_tenant),
+    request: Request,
+    ladder: str,
+    slate: str,
+    folder: str,
+    file: str,
+    user_id: str | None = USER,
+    tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Empty the file (a file of a folder that declares no files is removed)."""
     return _slates(request).delete_file(tenant, ladder, slate, folder, file, user_id=user_id)

@@ -50,8 +50,9 @@ class MemoryDraft:
 
 def memory_id(tenant_id: str, scope: Scope, kind: str, content_hash: str) -> uuid.UUID:
     """Deterministic id: the same memory compiled twice, anywhere, gets the same id."""
-    key = "\x1f".join((tenant_id, scope.runtime_id, scope.user_id, scope.agent_id, kind,
-                       content_hash))
+    key = "\x1f".join(
+        (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id, kind, content_hash)
+    )
     return uuid.uuid5(_NAMESPACE, key)
 
 

@@ -118,8 +118,11 @@ def _note_text(ep: Episode) -> str:
         value = payload.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
-    lines = [f"{k}: {v}" for k, v in sorted(payload.items())
-             if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()]
+    lines = [
+        f"{k}: {v}"
+        for k, v in sorted(payload.items())
+        if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v).strip()
+    ]
     return "\n".join(lines)
 
 
@@ -143,8 +146,9 @@ def _context_words(neighbours: tuple[str, ...], limit: int = CONTEXT_WORDS) -> l
     return list(out)
 
 
-def _metadata(text: str, at: datetime, extra: dict[str, Any],
-              context: tuple[str, ...] = ()) -> dict[str, Any]:
+def _metadata(
+    text: str, at: datetime, extra: dict[str, Any], context: tuple[str, ...] = ()
+) -> dict[str, Any]:
     dates = resolve_dates(text, at)
     keywords = date_keywords([at.date().isoformat(), *dates])
     meta: dict[str, Any] = {
@@ -164,25 +168,46 @@ def _metadata(text: str, at: datetime, extra: dict[str, Any],
 _NAME_PART = r"([A-Z][\w'\u2019&.\-]*(?:\s+[A-Z][\w'\u2019&.\-]*){0,3})"
 _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
     ("name", re.compile(r"\bmy name is " + _NAME_PART), "{s}'s name is {v}"),
-    ("employer", re.compile(
-        r"\bI(?: now| currently)? (?:work|am working|'m working) (?:at|for) (?:the )?"
-        + _NAME_PART),
-        "{s} works at {v}"),
-    ("employer", re.compile(
-        r"\bI (?:just )?(?:started|joined|got a job at|started working at|started a new job at)"
-        r" (?:at |a new job at )?" + _NAME_PART), "{s} works at {v}"),
-    ("location", re.compile(
-        r"\bI(?: now| currently)? (?:live|am living|'m living) in " + _NAME_PART),
-        "{s} lives in {v}"),
+    (
+        "employer",
+        re.compile(
+            r"\bI(?: now| currently)? (?:work|am working|'m working) (?:at|for) (?:the )?"
+            + _NAME_PART
+        ),
+        "{s} works at {v}",
+    ),
+    (
+        "employer",
+        re.compile(
+            r"\bI (?:just )?(?:started|joined|got a job at|started working at|started a new job at)"
+            r" (?:at |a new job at )?" + _NAME_PART
+        ),
+        "{s} works at {v}",
+    ),
+    (
+        "location",
+        re.compile(r"\bI(?: now| currently)? (?:live|am living|'m living) in " + _NAME_PART),
+        "{s} lives in {v}",
+    ),
     ("location", re.compile(r"\bI(?: just| recently)? moved to " + _NAME_PART), "{s} lives in {v}"),
     ("age", re.compile(r"\bI(?:'m| am) (\d{1,3}) years old\b"), "{s} is {v} years old"),
-    (None, re.compile(r"\bmy favou?rite ([a-z]+(?: [a-z]+)?) is ([^.,!?;]{2,60})", re.I),
-     "{s}'s favorite {k} is {v}"),
-    (None, re.compile(
-        r"\bI (?:really |absolutely )?(?:love|like|enjoy|prefer|adore) ([^.,!?;]{3,60})"),
-        "{s} likes {v}"),
-    (None, re.compile(r"\bI (?:really )?(?:hate|dislike|don't like|can't stand) ([^.,!?;]{3,60})"),
-     "{s} dislikes {v}"),
+    (
+        None,
+        re.compile(r"\bmy favou?rite ([a-z]+(?: [a-z]+)?) is ([^.,!?;]{2,60})", re.I),
+        "{s}'s favorite {k} is {v}",
+    ),
+    (
+        None,
+        re.compile(
+            r"\bI (?:really |absolutely )?(?:love|like|enjoy|prefer|adore) ([^.,!?;]{3,60})"
+        ),
+        "{s} likes {v}",
+    ),
+    (
+        None,
+        re.compile(r"\bI (?:really )?(?:hate|dislike|don't like|can't stand) ([^.,!?;]{3,60})"),
+        "{s} dislikes {v}",
+    ),
 )
 _BAD_OBJECTS = frozenset({"it", "that", "this", "them", "you", "to", "the", "so", "a"})
 
@@ -205,13 +230,23 @@ def _facts(msg: Message) -> Iterator[MemoryDraft]:
             if not first or first[0] in _BAD_OBJECTS:
                 continue
             yield MemoryDraft(
-                kind="profile_fact", content=content, source_episode_ids=(msg.episode.id,),
-                valid_from=msg.at, summary=content, confidence=0.7,
+                kind="profile_fact",
+                content=content,
+                source_episode_ids=(msg.episode.id,),
+                valid_from=msg.at,
+                summary=content,
+                confidence=0.7,
                 session_id=msg.episode.session_id,
                 slot=f"{msg.speaker.lower()}:{key}" if key else None,
-                metadata=_metadata(content, msg.at, {
-                    "speaker": msg.speaker, "attribute": key or "preference", "value": value,
-                }),
+                metadata=_metadata(
+                    content,
+                    msg.at,
+                    {
+                        "speaker": msg.speaker,
+                        "attribute": key or "preference",
+                        "value": value,
+                    },
+                ),
             )
 
 
@@ -244,12 +279,23 @@ def _summary(session_id: str, episodes: list[Episode]) -> MemoryDraft | None:
     content = f"Session of {start.date().isoformat()} ({', '.join(speakers)}): " + " ".join(parts)
     sources = tuple(dict.fromkeys(units[i][1].episode.id for i in chosen))
     return MemoryDraft(
-        kind="episode_summary", content=content, source_episode_ids=sources,
-        valid_from=start, summary=content[:200], confidence=0.6, session_id=session_id,
+        kind="episode_summary",
+        content=content,
+        source_episode_ids=sources,
+        valid_from=start,
+        summary=content[:200],
+        confidence=0.6,
+        session_id=session_id,
         slot=f"session:{session_id}",
-        metadata=_metadata(" ".join(parts), start, {
-            "speakers": speakers, "messages": len(msgs), "session_id": session_id,
-        }),
+        metadata=_metadata(
+            " ".join(parts),
+            start,
+            {
+                "speakers": speakers,
+                "messages": len(msgs),
+                "session_id": session_id,
+            },
+        ),
     )
 
 
@@ -290,25 +336,41 @@ def _neighbours(
         flat = [(ep, msg) for ep in stream for msg in messages_of(ep)]
         first_new = next((i for i, (ep, _) in enumerate(flat) if ep.id in new_ids), None)
         for i, (ep, msg) in enumerate(flat):
-            ctx = [m.text for _, m in flat[max(0, i - CONTEXT_BEFORE):i]]
-            ctx += [m.text for _, m in flat[i + 1:i + 1 + CONTEXT_AFTER]]
+            ctx = [m.text for _, m in flat[max(0, i - CONTEXT_BEFORE) : i]]
+            ctx += [m.text for _, m in flat[i + 1 : i + 1 + CONTEXT_AFTER]]
             out[(ep.id, msg.index)] = tuple(ctx)
-            if (first_new is not None and ep.id not in new_ids
-                    and first_new - CONTEXT_AFTER <= i < first_new):
+            if (
+                first_new is not None
+                and ep.id not in new_ids
+                and first_new - CONTEXT_AFTER <= i < first_new
+            ):
                 stale.append((ep, msg))
     return out, stale
 
 
-def _turn(ep: Episode, msg: Message, context: tuple[str, ...],
-          refresh: bool = False) -> MemoryDraft:
+def _turn(
+    ep: Episode, msg: Message, context: tuple[str, ...], refresh: bool = False
+) -> MemoryDraft:
     return MemoryDraft(
-        kind="turn", content=f"{msg.speaker}: {msg.text}", source_episode_ids=(ep.id,),
-        valid_from=msg.at, summary=msg.text[:200], confidence=1.0, session_id=ep.session_id,
+        kind="turn",
+        content=f"{msg.speaker}: {msg.text}",
+        source_episode_ids=(ep.id,),
+        valid_from=msg.at,
+        summary=msg.text[:200],
+        confidence=1.0,
+        session_id=ep.session_id,
         refresh=refresh,
-        metadata=_metadata(msg.text, msg.at, {
-            "speaker": msg.speaker, "role": msg.role, "episode_type": ep.type,
-            "message_index": msg.index,
-        }, context=context),
+        metadata=_metadata(
+            msg.text,
+            msg.at,
+            {
+                "speaker": msg.speaker,
+                "role": msg.role,
+                "episode_type": ep.type,
+                "message_index": msg.index,
+            },
+            context=context,
+        ),
     )
 
 
@@ -342,14 +404,25 @@ class HeuristicCompiler:
             if not text:
                 continue
             for i, chunk in enumerate(_chunks(text)):
-                drafts.append(MemoryDraft(
-                    kind="note", content=chunk, source_episode_ids=(ep.id,),
-                    valid_from=ep.occurred_at, summary=chunk[:200], confidence=1.0,
-                    session_id=ep.session_id,
-                    metadata=_metadata(chunk, ep.occurred_at, {
-                        "episode_type": ep.type, "chunk": i,
-                    }),
-                ))
+                drafts.append(
+                    MemoryDraft(
+                        kind="note",
+                        content=chunk,
+                        source_episode_ids=(ep.id,),
+                        valid_from=ep.occurred_at,
+                        summary=chunk[:200],
+                        confidence=1.0,
+                        session_id=ep.session_id,
+                        metadata=_metadata(
+                            chunk,
+                            ep.occurred_at,
+                            {
+                                "episode_type": ep.type,
+                                "chunk": i,
+                            },
+                        ),
+                    )
+                )
         for session_id in sorted(batch.sessions):
             summary = _summary(session_id, batch.sessions[session_id])
             if summary is not None:

@@ -48,8 +48,9 @@ def default_compiler(services_or_store: Any) -> Compiler:
     return compiler if compiler is not None else HeuristicCompiler()
 
 
-def _row(tenant_id: str, scope: Scope, draft: MemoryDraft, compiler: Compiler,
-         now: Any) -> dict[str, Any]:
+def _row(
+    tenant_id: str, scope: Scope, draft: MemoryDraft, compiler: Compiler, now: Any
+) -> dict[str, Any]:
     content_hash = draft.content_hash()
     metadata = dict(draft.metadata)
     metadata.setdefault("compiler", compiler.name)
@@ -58,14 +59,25 @@ def _row(tenant_id: str, scope: Scope, draft: MemoryDraft, compiler: Compiler,
         metadata["slot"] = draft.slot
     return {
         "id": memory_id(tenant_id, scope, draft.kind, content_hash),
-        "tenant_id": tenant_id, "runtime_id": scope.runtime_id, "user_id": scope.user_id,
-        "agent_id": scope.agent_id, "session_id": draft.session_id, "kind": draft.kind,
-        "content": draft.content, "summary": draft.summary,
-        "confidence": max(0.0, min(1.0, draft.confidence)), "valid_from": draft.valid_from,
-        "valid_to": None, "status": "active",
+        "tenant_id": tenant_id,
+        "runtime_id": scope.runtime_id,
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+        "session_id": draft.session_id,
+        "kind": draft.kind,
+        "content": draft.content,
+        "summary": draft.summary,
+        "confidence": max(0.0, min(1.0, draft.confidence)),
+        "valid_from": draft.valid_from,
+        "valid_to": None,
+        "status": "active",
         "source_episode_ids": [str(i) for i in draft.source_episode_ids],
-        "metadata": metadata, "content_hash": content_hash, "superseded_by": None,
-        "embedding": None, "created_at": now, "updated_at": now,
+        "metadata": metadata,
+        "content_hash": content_hash,
+        "superseded_by": None,
+        "embedding": None,
+        "created_at": now,
+        "updated_at": now,
     }
 
 
@@ -101,9 +113,12 @@ def compile_scope(
         q.lock_scope(conn, tenant_id, scope)
         fresh = q.still_uncompiled(conn, [ep.id for ep in batch])
         fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
-        drafts = [d for d in drafts if any(i in fresh for i in d.source_episode_ids)
-                  or ((d.kind == "episode_summary" or d.refresh)
-                      and d.session_id in fresh_sessions)]
+        drafts = [
+            d
+            for d in drafts
+            if any(i in fresh for i in d.source_episode_ids)
+            or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
+        ]
         created = _apply(store, conn, tenant_id, scope, drafts, compiler, now)
         q.mark_compiled(conn, [ep.id for ep in batch if ep.id in fresh])
         remaining = q.count_uncompiled(conn, tenant_id, scope)
@@ -112,14 +127,22 @@ def compile_scope(
 
         embed_memories(store, embedder, tenant_id, scope)
     return CompileResult(
-        memories_created=len(created), memories=created, has_more=remaining > 0,
-        remaining_episodes=remaining, episodes_compiled=len(fresh),
+        memories_created=len(created),
+        memories=created,
+        has_more=remaining > 0,
+        remaining_episodes=remaining,
+        episodes_compiled=len(fresh),
     )
 
 
 def _apply(
-    store: Store, conn: Any, tenant_id: str, scope: Scope, drafts: list[MemoryDraft],
-    compiler: Compiler, now: Any,
+    store: Store,
+    conn: Any,
+    tenant_id: str,
+    scope: Scope,
+    drafts: list[MemoryDraft],
+    compiler: Compiler,
+    now: Any,
 ) -> list[Memory]:
     """Insert drafts in order; slot facts first supersede a different current value."""
     for d in drafts:
@@ -142,9 +165,7 @@ def _apply(
         assert draft.slot is not None
         old = current.get(draft.slot)
         row = _row(tenant_id, scope, draft, compiler, now)
-        if old is not None and normalize_for_hash(old.content) == normalize_for_hash(
-            draft.content
-        ):
+        if old is not None and normalize_for_hash(old.content) == normalize_for_hash(draft.content):
             _add_sources(store, conn, old, draft.source_episode_ids, now)
             if draft.kind == "episode_summary" and old.metadata != row["metadata"]:
                 store.memories.set_metadata(conn, old.id, row["metadata"], now)
@@ -162,9 +183,16 @@ def _apply(
             store.memories.supersede(conn, old.id, inserted[0].id, draft.valid_from, now)
             # The response shows what is stored: ``old`` may be new in this very compile.
             created = [
-                m.model_copy(update={"status": "superseded", "valid_to": draft.valid_from,
-                                     "superseded_by": inserted[0].id, "updated_at": now})
-                if m.id == old.id else m
+                m.model_copy(
+                    update={
+                        "status": "superseded",
+                        "valid_to": draft.valid_from,
+                        "superseded_by": inserted[0].id,
+                        "updated_at": now,
+                    }
+                )
+                if m.id == old.id
+                else m
                 for m in created
             ]
         current[draft.slot] = inserted[0]

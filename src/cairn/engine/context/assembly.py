@@ -161,7 +161,7 @@ class CairnAssembly:
             embedder=self.embedder,
             exclude_episodes={e.id for e in episodes},
         )
-        out.overflow = [*lt[limit:limit + 1], *ch[limit:limit + 1]]
+        out.overflow = [*lt[limit : limit + 1], *ch[limit : limit + 1]]
         lt, ch = lt[:limit], ch[:limit]
         mems = {i.id: mems[i.id] for i in lt}
         chunks = {i.id: chunks[i.id] for i in ch}

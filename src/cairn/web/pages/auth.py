@@ -34,10 +34,16 @@ def login_page(
     next: str | None = Query(None, max_length=2048),
     reason: str | None = Query(None, max_length=300),
 ) -> HTMLResponse:
-    return render(request, "login.html", {
-        "next": safe_next(next), "reason": reason, "open_mode": open_mode(services_of(request)),
-        "error": None,
-    })
+    return render(
+        request,
+        "login.html",
+        {
+            "next": safe_next(next),
+            "reason": reason,
+            "open_mode": open_mode(services_of(request)),
+            "error": None,
+        },
+    )
 
 
 @router.post("/ui/login", dependencies=[Depends(check_csrf)], response_model=None)
@@ -53,10 +59,18 @@ def login(
     try:
         sign_in(services, api_key)
     except AuthError as exc:
-        return render(request, "login.html", {
-            "next": target, "reason": None, "open_mode": False,
-            "error": exc.message, "error_code": exc.code,
-        }, status=exc.status)
+        return render(
+            request,
+            "login.html",
+            {
+                "next": target,
+                "reason": None,
+                "open_mode": False,
+                "error": exc.message,
+                "error_code": exc.code,
+            },
+            status=exc.status,
+        )
     response = see_other(target)
     set_session(request, response, api_key)
     return response

@@ -50,8 +50,12 @@ def lane_of(item: ContextItem) -> str:
 
 
 def explain_left_out(
-    candidates: list[ContextItem], kept: list[ContextItem], packed: ContextResult,
-    fitted: ContextResult, budget: Budget, min_score: float,
+    candidates: list[ContextItem],
+    kept: list[ContextItem],
+    packed: ContextResult,
+    fitted: ContextResult,
+    budget: Budget,
+    min_score: float,
 ) -> list[LeftOut]:
     """Each candidate that did not reach the rendered context, with the step that dropped it.
 
@@ -62,7 +66,8 @@ def explain_left_out(
     kept_ids = {c.id for c in kept}
     out = [
         LeftOut(c, f"score {c.score:.3f} is below min_score {min_score:g}")
-        for c in candidates if c.id not in kept_ids
+        for c in candidates
+        if c.id not in kept_ids
     ]
     ordered = priority_order(kept)
     ordered_ids = {c.id for c in ordered}
@@ -80,19 +85,26 @@ def explain_left_out(
         if n >= limits.max_items:
             reason = f"max_items {limits.max_items} already reached"
         elif tokens + c.token_count > limits.max_tokens:
-            reason = (f"its {c.token_count} tokens would exceed max_tokens {limits.max_tokens} "
-                      f"({tokens} already used)")
+            reason = (
+                f"its {c.token_count} tokens would exceed max_tokens {limits.max_tokens} "
+                f"({tokens} already used)"
+            )
         elif limits.max_chars and chars + len(c.content) > limits.max_chars:
-            reason = (f"its {len(c.content)} characters would exceed max_chars "
-                      f"{limits.max_chars} ({chars} already used)")
+            reason = (
+                f"its {len(c.content)} characters would exceed max_chars "
+                f"{limits.max_chars} ({chars} already used)"
+            )
         else:
             reason = "not packed"
         out.append(LeftOut(c, reason))
     fitted_ids = {i.id for i in fitted.items}
     out += [
-        LeftOut(c, f"dropped so the rendered text, with its wrapper, fits max_tokens "
-                   f"{limits.max_tokens}")
-        for c in packed.items if c.id not in fitted_ids
+        LeftOut(
+            c,
+            f"dropped so the rendered text, with its wrapper, fits max_tokens {limits.max_tokens}",
+        )
+        for c in packed.items
+        if c.id not in fitted_ids
     ]
     return out
 
@@ -119,11 +131,15 @@ def _request_of(form: dict[str, str]) -> tuple[ContextRequest | None, list[str]]
     if errors:
         return None, errors
     try:
-        req = ContextRequest.model_validate({
-            "scope": Scope.for_subject(subject), "query": form.get("query", ""),
-            "conversation_id": form.get("session_id", ""), "budget": Budget(**budget_values),
-            "min_score": min_score,
-        })
+        req = ContextRequest.model_validate(
+            {
+                "scope": Scope.for_subject(subject),
+                "query": form.get("query", ""),
+                "conversation_id": form.get("session_id", ""),
+                "budget": Budget(**budget_values),
+                "min_score": min_score,
+            }
+        )
     except ValidationError as exc:
         for e in exc.errors():
             where = ".".join(str(p) for p in e["loc"] if p != "budget")
@@ -146,11 +162,21 @@ def context_page(
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
     """The form; with a subject given, the preview of what the assembly returns."""
-    form = {"subject_id": subject_id, "query": query, "session_id": session_id,
-            "max_tokens": max_tokens, "max_items": max_items, "max_chars": max_chars,
-            "min_score": min_score}
-    ctx: dict[str, Any] = {"form": form, "errors": [], "preview": None,
-                           "limits": Budget().resolved()}
+    form = {
+        "subject_id": subject_id,
+        "query": query,
+        "session_id": session_id,
+        "max_tokens": max_tokens,
+        "max_items": max_items,
+        "max_chars": max_chars,
+        "min_score": min_score,
+    }
+    ctx: dict[str, Any] = {
+        "form": form,
+        "errors": [],
+        "preview": None,
+        "limits": Budget().resolved(),
+    }
     if subject_id or query:
         req, errors = _request_of(form)
         ctx["errors"] = errors
@@ -171,9 +197,13 @@ def preview(request: Request, tenant: str, req: ContextRequest) -> dict[str, Any
         packed, DefaultRenderer(), req.budget.resolved().max_tokens, assembly.tokenizer
     )
     return {
-        "result": fitted, "rendered": text, "rendered_tokens": tokens,
+        "result": fitted,
+        "rendered": text,
+        "rendered_tokens": tokens,
         "candidates": len(candidates),
         "left_out": explain_left_out(candidates, kept, packed, fitted, req.budget, req.min_score),
-        "memories": found.memories, "episodes": found.episodes, "lane_of": lane_of,
+        "memories": found.memories,
+        "episodes": found.episodes,
+        "lane_of": lane_of,
         "subject_id": req.scope.user_id,
     }

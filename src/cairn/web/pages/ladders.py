@@ -39,18 +39,30 @@ def _ladder(request: Request, name: str) -> Ladder:
 @router.get("/ui/ladders")
 def ladders_page(request: Request, viewer: Viewer = Depends(current_viewer)) -> HTMLResponse:
     services = services_of(request)
-    return render(request, "ladders.html", {
-        "ladders": services.ladders.all(), "directory": services.settings.ladders_dir,
-    })
+    return render(
+        request,
+        "ladders.html",
+        {
+            "ladders": services.ladders.all(),
+            "directory": services.settings.ladders_dir,
+        },
+    )
 
 
-def _detail(request: Request, viewer: Viewer, name: str, ctx: dict[str, Any],
-            status: int = 200) -> HTMLResponse:
+def _detail(
+    request: Request, viewer: Viewer, name: str, ctx: dict[str, Any], status: int = 200
+) -> HTMLResponse:
     ladder = _ladder(request, name)
     runs, total = ladder_runtime(request).runs.list(viewer.tenant, ladder=ladder.name, limit=10)
     values: dict[str, Any] = {
-        "ladder": ladder, "runs": runs, "runs_total": total, "history": [],
-        "validation": None, "chat_error": None, "conversation_id": "", "user": "",
+        "ladder": ladder,
+        "runs": runs,
+        "runs_total": total,
+        "history": [],
+        "validation": None,
+        "chat_error": None,
+        "conversation_id": "",
+        "user": "",
         "last_run": None,
     }
     values.update(ctx)
@@ -82,8 +94,11 @@ def validate_page(
 
 def _summary(ladder: Ladder) -> str:
     spec = ladder.spec
-    parts = [f"ladder {ladder.ladder}", f"{len(spec.slates)} slate(s)",
-             "steps: " + (", ".join(s.id for s in ladder.steps) or "none")]
+    parts = [
+        f"ladder {ladder.ladder}",
+        f"{len(spec.slates)} slate(s)",
+        "steps: " + (", ".join(s.id for s in ladder.steps) or "none"),
+    ]
     if spec.agents:
         parts.append("agents: " + ", ".join(spec.agents))
     return "; ".join(parts)
@@ -99,8 +114,11 @@ def _parse_history(raw: str) -> list[dict[str, str]]:
         raise InvalidInput(f"the conversation must be a list of at most {MAX_HISTORY} messages")
     out = []
     for m in data:
-        if (not isinstance(m, dict) or m.get("role") not in ("user", "assistant")
-                or not isinstance(m.get("content"), str)):
+        if (
+            not isinstance(m, dict)
+            or m.get("role") not in ("user", "assistant")
+            or not isinstance(m.get("content"), str)
+        ):
             raise InvalidInput("the conversation holds a message that is not user/assistant text")
         entry = {"role": m["role"], "content": m["content"]}
         if isinstance(m.get("run_id"), str):
@@ -111,7 +129,8 @@ def _parse_history(raw: str) -> list[dict[str, str]]:
 
 @router.post("/ui/ladders/{name}/chat", dependencies=[Depends(check_csrf)])
 def chat_page(
-    request: Request, name: str,
+    request: Request,
+    name: str,
     message: str = Form("", max_length=20_000),
     history: str = Form("[]", max_length=400_000),
     conversation_id: str = Form("", max_length=256),
@@ -127,21 +146,29 @@ def chat_page(
         return _detail(request, viewer, name, ctx, status=422)
     if "\x00" in message + conversation_id + user + json.dumps(turns, ensure_ascii=False):
         # As on the API: NUL means nothing in a prompt and PostgreSQL cannot store it.
-        ctx["chat_error"] = {"code": "validation_error",
-                             "message": "The message must not contain a NUL character."}
+        ctx["chat_error"] = {
+            "code": "validation_error",
+            "message": "The message must not contain a NUL character.",
+        }
         return _detail(request, viewer, name, ctx, status=422)
     turns = [*turns, {"role": "user", "content": message}]
     run_id = f"run-{uuid7().hex}"
     run = RunRequest(
-        tenant=viewer.tenant, ladder=ladder.name,
+        tenant=viewer.tenant,
+        ladder=ladder.name,
         messages=[{"role": t["role"], "content": t["content"]} for t in turns],
-        run_id=run_id, user=user.strip(), context_id=conversation_id.strip(),
+        run_id=run_id,
+        user=user.strip(),
+        context_id=conversation_id.strip(),
     )
     try:
         outcome = ladder_runtime(request).run(ladder, run)
     except CairnError as exc:
-        ctx.update(history=turns, last_run=run_id,
-                   chat_error={"code": exc.code, "message": exc.message, "run_id": run_id})
+        ctx.update(
+            history=turns,
+            last_run=run_id,
+            chat_error={"code": exc.code, "message": exc.message, "run_id": run_id},
+        )
         return _detail(request, viewer, name, ctx, status=exc.status)
     turns.append({"role": "assistant", "content": outcome.content, "run_id": outcome.run_id})
     ctx.update(history=turns, last_run=outcome.run_id)
@@ -155,7 +182,8 @@ def validate_text_page(request: Request, viewer: Viewer = Depends(current_viewer
 
 @router.post("/ui/validate-ladder", dependencies=[Depends(check_csrf)])
 def validate_text(
-    request: Request, text: str = Form("", max_length=1_000_000),
+    request: Request,
+    text: str = Form("", max_length=1_000_000),
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
     """Check pasted ladder YAML: structure, slates and cross-references (files the ladder
@@ -170,12 +198,20 @@ def validate_text(
             if spec.name:
                 ladder_name(path, spec)
             steps = [s.id for s in spec.steps]
-            result = {"ok": True, "message": (
-                f"ladder {name}: {len(spec.slates)} slate(s), steps: {', '.join(steps) or 'none'}"
-                + (f", agents: {', '.join(spec.agents)}" if spec.agents else ""))}
+            result = {
+                "ok": True,
+                "message": (
+                    f"ladder {name}: {len(spec.slates)} slate(s), "
+                    f"steps: {', '.join(steps) or 'none'}"
+                    + (f", agents: {', '.join(spec.agents)}" if spec.agents else "")
+                ),
+            }
         except ConfigError as exc:
-            result = {"ok": False, "code": exc.code,
-                      "message": exc.message.replace(str(path), "<pasted>")}
+            result = {
+                "ok": False,
+                "code": exc.code,
+                "message": exc.message.replace(str(path), "<pasted>"),
+            }
     status = 200 if result["ok"] else 422
     return render(request, "ladder_validate.html", {"text": text, "result": result}, status=status)
 
@@ -189,14 +225,25 @@ def runs_page(
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
     runs, total = ladder_runtime(request).runs.list(
-        viewer.tenant, ladder=ladder or None, status=status, limit=RUNS_PAGE,
+        viewer.tenant,
+        ladder=ladder or None,
+        status=status,
+        limit=RUNS_PAGE,
         offset=(page - 1) * RUNS_PAGE,
     )
-    return render(request, "runs.html", {
-        "runs": runs, "total": total, "ladder": ladder or "", "status": status or "",
-        "page": page, "pages": max(1, -(-total // RUNS_PAGE)),
-        "ladders": services_of(request).ladders.names(),
-    })
+    return render(
+        request,
+        "runs.html",
+        {
+            "runs": runs,
+            "total": total,
+            "ladder": ladder or "",
+            "status": status or "",
+            "page": page,
+            "pages": max(1, -(-total // RUNS_PAGE)),
+            "ladders": services_of(request).ladders.names(),
+        },
+    )
 
 
 @router.get("/ui/runs/{run_id}")

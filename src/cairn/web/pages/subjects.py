@@ -60,11 +60,21 @@ def subjects_page(
         viewer.tenant, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, prefix=prefix or None
     )
     pages = max(1, -(-total // PAGE_SIZE))
-    return render(request, "subjects.html", {
-        "subjects": items, "total": total, "prefix": prefix, "page": page, "pages": pages,
-        "deleted": deleted, "episodes_deleted": episodes_deleted,
-        "memories_deleted": memories_deleted, "subject_url": subject_url,
-    })
+    return render(
+        request,
+        "subjects.html",
+        {
+            "subjects": items,
+            "total": total,
+            "prefix": prefix,
+            "page": page,
+            "pages": pages,
+            "deleted": deleted,
+            "episodes_deleted": episodes_deleted,
+            "memories_deleted": memories_deleted,
+            "subject_url": subject_url,
+        },
+    )
 
 
 @router.get("/ui/subjects/{subject_id}")
@@ -83,12 +93,21 @@ def timeline_page(
     offset = (page - 1) * TIMELINE_PAGE
     with store.db.read() as conn:
         episodes = store.episodes.list(
-            viewer.tenant, scope, limit=TIMELINE_PAGE + 1, offset=offset,
-            session_id=session or None, conn=conn,
+            viewer.tenant,
+            scope,
+            limit=TIMELINE_PAGE + 1,
+            offset=offset,
+            session_id=session or None,
+            conn=conn,
         )
         memories = store.memories.list(
-            viewer.tenant, scope, limit=TIMELINE_PAGE + 1, offset=offset,
-            kind=kind or None, session_id=session or None, conn=conn,
+            viewer.tenant,
+            scope,
+            limit=TIMELINE_PAGE + 1,
+            offset=offset,
+            kind=kind or None,
+            session_id=session or None,
+            conn=conn,
         )
         kinds, sessions = store.memories.facets(viewer.tenant, scope, conn)
         total_episodes = store.episodes.count(viewer.tenant, scope, conn=conn)
@@ -113,16 +132,31 @@ def timeline_page(
     if not entries and total_episodes == 0 and total_memories == 0:
         raise NotFound(
             f"No subject '{subject_id}' in tenant '{viewer.tenant}': it has no episodes or "
-            "memories.", code="subject_not_found",
+            "memories.",
+            code="subject_not_found",
         )
-    return render(request, "timeline.html", {
-        "subject_id": subject_id, "entries": entries, "show": show, "kind": kind,
-        "session": session, "kinds": kinds, "sessions": sessions, "page": page,
-        "has_more": has_more, "total_episodes": total_episodes,
-        "total_memories": total_memories, "memories_by_id": by_id,
-        "shown_episodes": shown_episodes, "supersedes": supersedes, "subject_url": subject_url,
-        "filtered": bool(kind or session or show != "all"),
-    })
+    return render(
+        request,
+        "timeline.html",
+        {
+            "subject_id": subject_id,
+            "entries": entries,
+            "show": show,
+            "kind": kind,
+            "session": session,
+            "kinds": kinds,
+            "sessions": sessions,
+            "page": page,
+            "has_more": has_more,
+            "total_episodes": total_episodes,
+            "total_memories": total_memories,
+            "memories_by_id": by_id,
+            "shown_episodes": shown_episodes,
+            "supersedes": supersedes,
+            "subject_url": subject_url,
+            "filtered": bool(kind or session or show != "all"),
+        },
+    )
 
 
 @router.get("/ui/episodes/{episode_id}")
@@ -140,8 +174,10 @@ def _counts(request: Request, tenant: str, subject_id: str) -> tuple[int, int]:
     store = services_of(request).store
     scope = Scope.for_subject(subject_id)
     with store.db.read() as conn:
-        return (store.episodes.count(tenant, scope, conn=conn),
-                store.memories.count(tenant, scope, conn=conn))
+        return (
+            store.episodes.count(tenant, scope, conn=conn),
+            store.memories.count(tenant, scope, conn=conn),
+        )
 
 
 @router.get("/ui/subjects/{subject_id}/delete")
@@ -154,10 +190,16 @@ def confirm_delete_page(
     n_episodes, n_memories = _counts(request, viewer.tenant, subject_id)
     if n_episodes == 0 and n_memories == 0:
         raise NotFound(f"No subject '{subject_id}' in this tenant.", code="subject_not_found")
-    return render(request, "subject_delete.html", {
-        "subject_id": subject_id, "episode_count": n_episodes, "memory_count": n_memories,
-        "subject_url": subject_url,
-    })
+    return render(
+        request,
+        "subject_delete.html",
+        {
+            "subject_id": subject_id,
+            "episode_count": n_episodes,
+            "memory_count": n_memories,
+            "subject_url": subject_url,
+        },
+    )
 
 
 @router.post("/ui/subjects/{subject_id}/delete", dependencies=[Depends(check_csrf)])
@@ -170,8 +212,11 @@ def delete_subject(
     counts = services_of(request).store.subjects.delete_scope(
         viewer.tenant, Scope.for_subject(subject_id)
     )
-    query = urlencode({
-        "deleted": subject_id, "episodes_deleted": counts.get("episodes", 0),
-        "memories_deleted": counts.get("memories", 0),
-    })
+    query = urlencode(
+        {
+            "deleted": subject_id,
+            "episodes_deleted": counts.get("episodes", 0),
+            "memories_deleted": counts.get("memories", 0),
+        }
+    )
     return see_other(f"/ui/subjects?{query}")

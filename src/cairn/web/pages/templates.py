@@ -34,16 +34,29 @@ def templates_page(request: Request, viewer: Viewer = Depends(current_viewer)) -
 
 
 def _form_page(
-    request: Request, template: MemoryTemplate, form: dict[str, str], *,
-    error: InvalidInput | None = None, episode: Any = None, status: int = 200,
+    request: Request,
+    template: MemoryTemplate,
+    form: dict[str, str],
+    *,
+    error: InvalidInput | None = None,
+    episode: Any = None,
+    status: int = 200,
 ) -> HTMLResponse:
     bad_fields: set[str] = set()
     if error is not None and isinstance(error.details, dict):
         bad_fields = set(error.details.get("fields") or [error.details.get("field")])
-    return render(request, "template_form.html", {
-        "template": template, "form": form, "error": error, "bad_fields": bad_fields,
-        "episode": episode,
-    }, status=status)
+    return render(
+        request,
+        "template_form.html",
+        {
+            "template": template,
+            "form": form,
+            "error": error,
+            "bad_fields": bad_fields,
+            "episode": episode,
+        },
+        status=status,
+    )
 
 
 @router.get("/ui/templates/{template_id}")
@@ -82,16 +95,27 @@ async def apply_page(
     # An empty box is a value not given: an optional field is then absent from the episode,
     # and a required one is reported missing, as when a JSON body omits it.
     values = {
-        f.name: form[f"field.{f.name}"] for f in template.fields
+        f.name: form[f"field.{f.name}"]
+        for f in template.fields
         if form.get(f"field.{f.name}", "").strip()
     }
     try:
         _check_form(subject_id, session_id)
         episode, created = apply_template(
-            services.store, viewer.tenant, template, Scope.for_subject(subject_id), values,
-            session_id=session_id or None, listeners=services.ingest_listeners,
+            services.store,
+            viewer.tenant,
+            template,
+            Scope.for_subject(subject_id),
+            values,
+            session_id=session_id or None,
+            listeners=services.ingest_listeners,
         )
     except InvalidInput as exc:
         return _form_page(request, template, form, error=exc, status=exc.status)
-    return _form_page(request, template, {"subject_id": subject_id, "session_id": session_id},
-                      episode=episode, status=201 if created else 200)
+    return _form_page(
+        request,
+        template,
+        {"subject_id": subject_id, "session_id": session_id},
+        episode=episode,
+        status=201 if created else 200,
+    )

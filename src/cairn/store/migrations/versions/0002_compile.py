@@ -21,9 +21,11 @@ _SQLITE_BODY = "{r}.content || ' ' || coalesce(json_extract({r}.metadata, '$.key
 _SQLITE_CONTEXT = "coalesce(json_extract({r}.metadata, '$.context_terms'), '')"
 # One token naming the row's partition, so FTS5 itself can narrow a query to one partition
 # and rank inside it (``ORDER BY rank LIMIT n`` without visiting other partitions' rows).
-_SQLITE_PART = ("'p' || hex({r}.tenant_id || char(31) || {r}.runtime_id || char(31) || "
-                "{r}.user_id || char(31) || {r}.agent_id)")
-_SQLITE_VALUES = ("{r}.seq, " + _SQLITE_BODY + ", " + _SQLITE_CONTEXT + ", " + _SQLITE_PART)
+_SQLITE_PART = (
+    "'p' || hex({r}.tenant_id || char(31) || {r}.runtime_id || char(31) || "
+    "{r}.user_id || char(31) || {r}.agent_id)"
+)
+_SQLITE_VALUES = "{r}.seq, " + _SQLITE_BODY + ", " + _SQLITE_CONTEXT + ", " + _SQLITE_PART
 
 
 def upgrade() -> None:
@@ -36,10 +38,14 @@ def upgrade() -> None:
         op.execute(
             "INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.0)')"
         )
-        insert_new = ("INSERT INTO memories_fts(rowid, body, context, part) VALUES "
-                      f"({_SQLITE_VALUES.format(r='new')});")
-        delete_old = ("INSERT INTO memories_fts(memories_fts, rowid, body, context, part) "
-                      f"VALUES ('delete', {_SQLITE_VALUES.format(r='old')});")
+        insert_new = (
+            "INSERT INTO memories_fts(rowid, body, context, part) VALUES "
+            f"({_SQLITE_VALUES.format(r='new')});"
+        )
+        delete_old = (
+            "INSERT INTO memories_fts(memories_fts, rowid, body, context, part) "
+            f"VALUES ('delete', {_SQLITE_VALUES.format(r='old')});"
+        )
         op.execute(
             f"CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN {insert_new} END"
         )
@@ -59,11 +65,13 @@ def upgrade() -> None:
             "coalesce(metadata->>'context_terms', '')), 'D')))"
         )
     op.create_index(
-        "ix_memories_scope_kind", "memories",
+        "ix_memories_scope_kind",
+        "memories",
         ["tenant_id", "runtime_id", "user_id", "agent_id", "kind", "status"],
     )
     op.create_index(
-        "ix_episodes_uncompiled", "episodes",
+        "ix_episodes_uncompiled",
+        "episodes",
         ["tenant_id", "runtime_id", "user_id", "agent_id", "compiled"],
     )
     op.create_table(

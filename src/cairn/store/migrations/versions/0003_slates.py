@@ -29,14 +29,19 @@ def upgrade() -> None:
         sa.Column("usage", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("created_at", UTCDateTime(), nullable=False),
         sa.Column("updated_at", UTCDateTime(), nullable=False),
-        sa.UniqueConstraint("tenant_id", "ladder", "user_id", "slate", "folder",
-                            name="uq_slate_folders"),
+        sa.UniqueConstraint(
+            "tenant_id", "ladder", "user_id", "slate", "folder", name="uq_slate_folders"
+        ),
     )
     op.create_table(
         "slate_files",
         sa.Column("id", SeqType, primary_key=True, autoincrement=True),
-        sa.Column("folder_id", RefType, sa.ForeignKey("slate_folders.id", ondelete="CASCADE"),
-                  nullable=False),
+        sa.Column(
+            "folder_id",
+            RefType,
+            sa.ForeignKey("slate_folders.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
         sa.Column("name", sa.String(128), nullable=False),
         sa.Column("kind", sa.String(8), nullable=False, server_default="text"),
         sa.Column("tags", JsonType, nullable=False),
@@ -50,8 +55,12 @@ def upgrade() -> None:
     op.create_table(
         "slate_entries",
         sa.Column("id", SeqType, primary_key=True, autoincrement=True),
-        sa.Column("folder_id", RefType, sa.ForeignKey("slate_folders.id", ondelete="CASCADE"),
-                  nullable=False),
+        sa.Column(
+            "folder_id",
+            RefType,
+            sa.ForeignKey("slate_folders.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
         sa.Column("file", sa.String(128), nullable=False),
         sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("position", sa.BigInteger(), nullable=False),
@@ -76,8 +85,11 @@ def upgrade() -> None:
         sa.Column("run_id", sa.String(256), nullable=True),
         sa.Column("evicted_at", UTCDateTime(), nullable=False),
     )
-    op.create_index("ix_slate_evictions_slate", "slate_evictions",
-                    ["tenant_id", "ladder", "slate", "user_id", "id"])
+    op.create_index(
+        "ix_slate_evictions_slate",
+        "slate_evictions",
+        ["tenant_id", "ladder", "slate", "user_id", "id"],
+    )
     op.create_table(
         "slate_skips",
         sa.Column("id", SeqType, primary_key=True, autoincrement=True),
@@ -92,8 +104,9 @@ def upgrade() -> None:
         sa.Column("run_id", sa.String(256), nullable=True),
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
-    op.create_index("ix_slate_skips_slate", "slate_skips",
-                    ["tenant_id", "ladder", "slate", "user_id", "id"])
+    op.create_index(
+        "ix_slate_skips_slate", "slate_skips", ["tenant_id", "ladder", "slate", "user_id", "id"]
+    )
 
 
 def downgrade() -> None:

@@ -19,10 +19,12 @@ def upgrade() -> None:
     # Plain ADD COLUMN (no batch copy on SQLite: recreating slate_folders would cascade-delete
     # its files and entries).
     for table in TABLES:
-        op.add_column(table, sa.Column("runtime_id", sa.String(256), nullable=False,
-                                       server_default="default"))
-        op.add_column(table, sa.Column("agent_id", sa.String(256), nullable=False,
-                                       server_default=""))
+        op.add_column(
+            table, sa.Column("runtime_id", sa.String(256), nullable=False, server_default="default")
+        )
+        op.add_column(
+            table, sa.Column("agent_id", sa.String(256), nullable=False, server_default="")
+        )
 
 
 def downgrade() -> None:

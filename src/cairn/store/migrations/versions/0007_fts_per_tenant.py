@@ -35,8 +35,9 @@ def upgrade() -> None:
         for trigger in triggers:
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         op.execute(f"DROP TABLE IF EXISTS {table}")
-        tenants = [r[0] for r in bind.exec_driver_sql(
-            f"SELECT DISTINCT tenant_id FROM {index.base}")]
+        tenants = [
+            r[0] for r in bind.exec_driver_sql(f"SELECT DISTINCT tenant_id FROM {index.base}")
+        ]
         for tenant in tenants:
             fts.TenantIndexes().ensure(bind, index, tenant)  # creates and fills it
 
@@ -47,10 +48,13 @@ def downgrade() -> None:
         return
     for index in (fts.MEMORIES, fts.CHUNKS):
         op.execute(f"DROP TRIGGER IF EXISTS {index.base}_fts_guard")
-        names = [r[0] for r in bind.exec_driver_sql(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? ESCAPE '\\'",
-            (f"{index.base}\\_fts\\_%",),
-        )]
+        names = [
+            r[0]
+            for r in bind.exec_driver_sql(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? ESCAPE '\\'",
+                (f"{index.base}\\_fts\\_%",),
+            )
+        ]
         # Names are hashes: drop each tenant's index by its name.
         for name in names:
             if name.count("_") != index.base.count("_") + 2:
@@ -60,23 +64,35 @@ def downgrade() -> None:
             op.execute(f"DROP TABLE IF EXISTS {name}")
     op.execute("DROP TABLE IF EXISTS fts_tenants")
     # The shared indexes of 0002 and 0004, rebuilt from the base tables.
-    op.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(body, context, part, content='', "
-               "tokenize='porter unicode61 remove_diacritics 2')")
-    op.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', "
-               "'bm25(1.0, 0.5, 0.0)')")
+    op.execute(
+        "CREATE VIRTUAL TABLE memories_fts USING fts5(body, context, part, content='', "
+        "tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    op.execute(
+        "INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.0)')"
+    )
     values = fts.MEMORIES.values
-    op.execute("INSERT INTO memories_fts(rowid, body, context, part) "
-               f"SELECT {values.format(r='m')} FROM memories m")
-    insert = ("INSERT INTO memories_fts(rowid, body, context, part) "
-              f"VALUES ({values.format(r='new')});")
-    delete = ("INSERT INTO memories_fts(memories_fts, rowid, body, context, part) "
-              f"VALUES ('delete', {values.format(r='old')});")
+    op.execute(
+        "INSERT INTO memories_fts(rowid, body, context, part) "
+        f"SELECT {values.format(r='m')} FROM memories m"
+    )
+    insert = (
+        f"INSERT INTO memories_fts(rowid, body, context, part) VALUES ({values.format(r='new')});"
+    )
+    delete = (
+        "INSERT INTO memories_fts(memories_fts, rowid, body, context, part) "
+        f"VALUES ('delete', {values.format(r='old')});"
+    )
     op.execute(f"CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN {insert} END")
     op.execute(f"CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN {delete} END")
-    op.execute("CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, metadata ON memories "
-               f"BEGIN {delete} {insert} END")
-    op.execute("CREATE VIRTUAL TABLE document_chunks_fts USING fts5(content, "
-               "content='document_chunks', content_rowid='seq', tokenize='porter unicode61')")
+    op.execute(
+        "CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, metadata ON memories "
+        f"BEGIN {delete} {insert} END"
+    )
+    op.execute(
+        "CREATE VIRTUAL TABLE document_chunks_fts USING fts5(content, "
+        "content='document_chunks', content_rowid='seq', tokenize='porter unicode61')"
+    )
     op.execute("INSERT INTO document_chunks_fts(document_chunks_fts) VALUES ('rebuild')")
     op.execute(
         "CREATE TRIGGER document_chunks_ai AFTER INSERT ON document_chunks BEGIN "
