@@ -1,5 +1,13 @@
-"""ASGI entry point for process managers: ``uvicorn cairn.api.asgi:app`` (settings from env)."""
+"""ASGI entry point for process managers: ``uvicorn cairn.api.asgi:app`` (settings from env).
+
+``cairn serve --workers N`` starts its processes through this module too, so each one sets up
+logging from the same settings as the parent.
+"""
 
 from cairn.api.app import create_app
+from cairn.config import Settings
+from cairn.logs import configure_logging
 
-app = create_app()
+settings = Settings()
+configure_logging(settings.log_level, json_lines=settings.log_json)
+app = create_app(settings)

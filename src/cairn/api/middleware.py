@@ -97,18 +97,21 @@ class RequestContextMiddleware:
             return
         ms = round(elapsed * 1000, 2)
         if self.json_logs:
+            # The fields travel as the record's extras; cairn.logs.JsonFormatter writes them.
             log.info(
-                json.dumps(
-                    {
-                        "request_id": request_id,
-                        "tenant": tenant,
-                        "method": method,
-                        "path": path,
-                        "route": route,
-                        "status": status,
-                        "duration_ms": ms,
-                    }
-                )
+                "%s %s -> %d",
+                method,
+                path,
+                status,
+                extra={
+                    "request_id": request_id,
+                    "tenant": tenant,
+                    "method": method,
+                    "path": path,
+                    "route": route,
+                    "status": status,
+                    "duration_ms": ms,
+                },
             )
         else:
             log.info(

@@ -20,6 +20,8 @@ from cairn.cli import templates as templates_cli
 from cairn.cli import timeline as timeline_cli
 from cairn.cli import worker as worker_cli
 from cairn.cli._common import console, err_console, fail, settings_with
+from cairn.config import Settings
+from cairn.logs import configure_logging
 
 app = typer.Typer(
     help="Cairn: a memory runtime for AI agents.",
@@ -55,6 +57,14 @@ def version() -> None:
     console.print(__version__)
 
 
+def _notice(settings: Settings, text: str, style: str = "") -> None:
+    """A start-up notice: a log record when logs are JSON lines, else a line on the console."""
+    if settings.log_json:
+        logging.getLogger("cairn").warning(text)
+    else:
+        err_console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command()
 def serve(
     host: str | None = typer.Option(None, "--host", help="Bind address (CAIRN_HOST)."),
@@ -71,9 +81,7 @@ def serve(
     from cairn.services import Services
 
     settings = settings_with(host=host, port=port, database_url=database_url)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(settings.log_level, json_lines=settings.log_json)
     try:
         services = Services.from_settings(settings)
     except Exception as exc:
@@ -87,14 +95,17 @@ def serve(
                 "Create one with 'cairn keys create --tenant NAME' or set CAIRN_API_KEY."
             )
             raise typer.Exit(1)
-        err_console.print(
-            "[yellow]No API key configured: the server is OPEN (tenant 'default') for local "
-            "development, bound to loopback only.[/]"
+        _notice(
+            settings,
+            "No API key configured: the server is OPEN (tenant 'default') for local "
+            "development, bound to loopback only.",
+            style="yellow",
         )
-    err_console.print(
+    banner = (
         f"Cairn {__version__} on http://{settings.host}:{settings.port} "
         f"({settings.resolved_database_url().split(':', 1)[0]})"
     )
+    _notice(settings, banner)
     if workers > 1:
         uvicorn.run(
             "cairn.api.asgi:app",
@@ -102,6 +113,7 @@ def serve(
             port=settings.port,
             workers=workers,
             log_level="warning",
+            log_config=None,
             access_log=False,
         )
     else:
@@ -112,6 +124,7 @@ def serve(
             host=settings.host,
             port=settings.port,
             log_level="warning",
+            log_config=None,
             access_log=False,
         )
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 
 import typer
 
 from cairn.cli._common import err_console, fail, settings_with
+from cairn.logs import configure_logging
 
 
 def worker(
@@ -24,9 +24,7 @@ def worker(
     from cairn.services import Services
 
     settings = settings_with(database_url=database_url)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(settings.log_level, json_lines=settings.log_json)
     try:
         services = Services.from_settings(settings)
     except Exception as exc:

@@ -29,11 +29,9 @@ def current_revisions(conn: Connection) -> set[str]:
 
 
 def upgrade(conn: Connection) -> list[str]:
-    """Bring the database up to every head; returns the heads that are new."""
-    before = current_revisions(conn)
+    """Bring the database up to every head; returns every revision applied, in order."""
+    cfg = _config(conn)
     conn.commit()
-    command.upgrade(_config(conn), "heads")
+    command.upgrade(cfg, "heads")
     conn.commit()
-    after = current_revisions(conn)
-    conn.commit()
-    return sorted(after - before)
+    return list(cfg.attributes.get("applied", []))

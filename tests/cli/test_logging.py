@@ -1,0 +1,112 @@
+"""Process logging as an operator sees it: JSON lines on request, quiet start-up."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cairn.logs import JsonFormatter, configure_logging
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], str]:
+    port = _free_port()
+    full = {**os.environ, "CAIRN_DATA_DIR": str(tmp_path / "data"), **env}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cairn.cli.main", "serve", "--port", str(port)],
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"server did not start: {proc.communicate()[1]}")
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err
+
+
+@pytest.mark.slow
+def test_json_logs_are_one_object_per_line(tmp_path: Path) -> None:
+    proc, base = _serve(tmp_path, CAIRN_LOG_JSON="true", CAIRN_LOG_LEVEL="INFO")
+    try:
+        r = httpx.get(f"{base}/v1/subjects", headers={"X-Request-ID": "req-1"})
+        assert r.status_code == 200
+    finally:
+        err = _stop(proc)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines, "the server logged nothing"
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    access = [r for r in records if r["logger"] == "cairn.access" and r["path"] == "/v1/subjects"]
+    assert access, records
+    assert {"request_id", "tenant", "status", "duration_ms", "ts", "level"} <= set(access[0])
+    assert access[0]["tenant"] == "default"
+    assert access[0]["status"] == 200 and access[0]["request_id"] == "req-1"
+    migrations = [r for r in records if r["logger"] == "cairn.migrations"]
+    assert migrations and all(r["message"].startswith("migration applied: ") for r in migrations)
+    assert not [r for r in records if r["logger"].startswith("alembic")]
+
+
+@pytest.mark.slow
+def test_start_up_is_quiet_when_up_to_date(tmp_path: Path) -> None:
+    proc, _ = _serve(tmp_path, CAIRN_LOG_LEVEL="INFO")
+    first = _stop(proc)
+    applied = [line for line in first.splitlines() if "migration applied:" in line]
+    assert len(applied) >= 8  # one line per revision on a new database
+    assert "alembic" not in first
+    proc, _ = _serve(tmp_path, CAIRN_LOG_LEVEL="INFO")
+    second = _stop(proc)
+    assert "migration applied" not in second
+    assert "alembic" not in second
+
+
+def test_json_formatter_keeps_extras_and_every_script() -> None:
+    record = logging.LogRecord("cairn.x", logging.INFO, __file__, 1, "héllo %s", ("世界",), None)
+    record.tenant = "тенант"
+    out = json.loads(JsonFormatter().format(record))
+    assert out["message"] == "héllo 世界"
+    assert out["tenant"] == "тенант"
+    assert out["level"] == "INFO" and out["logger"] == "cairn.x"
+
+
+def test_configure_logging_silences_alembic(capsys: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging("INFO", json_lines=True)
+        logging.getLogger("alembic.runtime.migration").info("Context impl SQLiteImpl.")
+        logging.getLogger("cairn.test").info("kept", extra={"k": 1})
+        err = capsys.readouterr().err.strip().splitlines()
+        assert [json.loads(line)["message"] for line in err] == ["kept"]
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
