@@ -117,9 +117,10 @@ class RunRepository:
                 .returning(ladder_runs.c.seq)
             ).scalar()
             if seq is not None:  # new: no second statement needed
-                return RunRecord(
-                    **{k: values.get(k) for k in RunRecord.__dataclass_fields__ if k != "seq"}
-                ), True  # type: ignore[arg-type]
+                fields: dict[str, Any] = {
+                    k: values.get(k) for k in RunRecord.__dataclass_fields__ if k != "seq"
+                }
+                return RunRecord(**fields), True
             row = conn.execute(
                 select(ladder_runs).where(
                     ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id

@@ -10,7 +10,7 @@ connection = context.config.attributes["connection"]
 applied: list[str] = context.config.attributes.setdefault("applied", [])
 
 
-def _record(*, ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
+def _record(ctx: Any, step: Any, heads: Any, run_args: Any) -> None:
     # One line per revision applied (merge points are bookkeeping, not migrations).
     if step.is_upgrade and step.is_migration:
         for revision in step.up_revision_ids:
