@@ -13,7 +13,9 @@ from collections.abc import Callable
 from cairn.config import Settings
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.engine.ingest import IngestListener
+from cairn.metrics import Metrics
 from cairn.store import Store, open_store
+from cairn.store.stats import queue_stats
 from cairn.templates import TemplateCatalogue, load_catalogue
 
 log = logging.getLogger("cairn")
@@ -25,6 +27,8 @@ class Services:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
+        # Prometheus metrics of this process; the compile queue is read from the database.
+        self.metrics = Metrics(queue=lambda: queue_stats(store.db))
         self._auth_required = False
         self._auth_checked_at = float("-inf")
         self._auth_generation = -1

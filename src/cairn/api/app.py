@@ -11,7 +11,6 @@ from cairn import __version__
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
     BodyLimitMiddleware,
-    Metrics,
     RejectLoneSurrogateMiddleware,
     RejectNulMiddleware,
     RequestContextMiddleware,
@@ -66,7 +65,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         lifespan=lifespan,
     )
     app.state.services = services
-    app.state.metrics = Metrics()
+    app.state.metrics = services.metrics
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -12,34 +12,14 @@ import time
 import uuid
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.core.text import nul_path
+from cairn.metrics import Metrics
 
 log = logging.getLogger("cairn.access")
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
-
-
-class Metrics:
-    """Request counts and latency histograms per route, in an app-owned registry."""
-
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "cairn_http_requests_total",
-            "HTTP requests.",
-            ["method", "route", "status"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "cairn_http_request_duration_seconds",
-            "HTTP request latency.",
-            ["method", "route"],
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-            registry=self.registry,
-        )
 
 
 class RequestContextMiddleware:
@@ -308,7 +288,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 __all__: list[Any] = [
     "BodyLimitMiddleware",
-    "Metrics",
     "RejectLoneSurrogateMiddleware",
     "RejectNulMiddleware",
     "RequestContextMiddleware",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 
 import typer
 
@@ -65,6 +66,22 @@ def _notice(settings: Settings, text: str, style: str = "") -> None:
         err_console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
 
 
+def _share_metrics() -> None:
+    """Give the server processes one fresh directory to pool their metrics in (unless the
+    operator named one), so a scrape of any process counts the requests of all of them."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from cairn.metrics import MULTIPROC_ENV
+
+    if os.environ.get(MULTIPROC_ENV):
+        return
+    directory = tempfile.mkdtemp(prefix="cairn-metrics-")
+    os.environ[MULTIPROC_ENV] = directory
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+
+
 @app.command()
 def serve(
     host: str | None = typer.Option(None, "--host", help="Bind address (CAIRN_HOST)."),
@@ -107,6 +124,7 @@ def serve(
     )
     _notice(settings, banner)
     if workers > 1:
+        _share_metrics()
         uvicorn.run(
             "cairn.api.asgi:app",
             host=settings.host,

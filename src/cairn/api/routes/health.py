@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from cairn import __version__
 from cairn.api.auth import services_of
@@ -34,5 +33,5 @@ def version(request: Request) -> dict[str, str]:
 
 @router.get("/metrics", include_in_schema=False)
 def metrics(request: Request) -> Response:
-    registry = request.app.state.metrics.registry
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    metrics = services_of(request).metrics
+    return Response(metrics.exposition(), media_type=metrics.content_type)
