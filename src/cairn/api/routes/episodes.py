@@ -41,15 +41,17 @@ async def create_episode(
 ) -> JSONResponse:
     """Append one episode. A repeated ``idempotency_key`` returns the original (201).
 
-    Runs on the event loop: one short write transaction costs less than the two thread
-    hand-offs a sync endpoint pays (measured in bench/ingest.py).
+    The write runs on a worker thread, never on the event loop: on SQLite it may wait for the
+    writer lock (a compile holds it while it writes a batch), and the loop must keep serving.
     """
     services = services_of(request)
-    args = (services.store, tenant, [to_new_episode(body)], services.ingest_listeners)
-    if services.ingest_listeners:  # e.g. compile-on-ingest: real work, keep it off the loop
-        episodes, _ = await run_in_threadpool(record_episodes, *args)
-    else:
-        episodes, _ = record_episodes(*args)
+    episodes, _ = await run_in_threadpool(
+        record_episodes,
+        services.store,
+        tenant,
+        [to_new_episode(body)],
+        services.ingest_listeners,
+    )
     return JSONResponse(episode_json(episodes[0]), status_code=201)
 
 
