@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cairn.errors import CairnError
 
 log = logging.getLogger("cairn.api")
+M = TypeVar("M", bound=BaseModel)
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -78,6 +79,15 @@ def _detail(e: dict[str, Any]) -> dict[str, Any]:
     return {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
 
 
+def validate_input(model: type[M], data: Any) -> M:
+    """Build a domain model from request data: invalid data is the caller's 422, like an invalid
+    body. (A ``ValidationError`` anywhere else is a server bug: a 500, never blamed on input.)"""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from exc
+
+
 async def _cairn_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CairnError)
     if exc.status >= 500:
@@ -88,18 +98,6 @@ async def _cairn_error(request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     details = validation_details(list(exc.errors()))
-    first = details[0] if details else {"field": "", "message": "invalid request"}
-    where = f" at '{first['field']}'" if first["field"] else ""
-    return error_response(
-        request, 422, "validation_error", f"invalid request{where}: {first['message']}", details
-    )
-
-
-async def _model_validation_error(request: Request, exc: Exception) -> JSONResponse:
-    # A model built from request data inside a route (e.g. a ContextRequest from a Statewave
-    # body) failed: that is the caller's input, so a 422 like any other validation error.
-    assert isinstance(exc, ValidationError)
-    details = validation_details([dict(e) for e in exc.errors()])
     first = details[0] if details else {"field": "", "message": "invalid request"}
     where = f" at '{first['field']}'" if first["field"] else ""
     return error_response(
@@ -124,6 +122,5 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(CairnError, _cairn_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(ValidationError, _model_validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unhandled)

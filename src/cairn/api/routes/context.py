@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.api.auth import require_tenant, services_of
+from cairn.api.errors import validate_input
 from cairn.api.schemas import EpisodePublic, MemoryPublic, SubjectId
 from cairn.core.memory import (
     Budget,
@@ -87,11 +88,14 @@ def get_context(
     services = services_of(request)
     assembly = assembly_for(services, tenant)
     budget = Budget(max_tokens=body.max_tokens or 0)
-    req = ContextRequest(
-        scope=Scope.for_subject(body.subject_id),
-        conversation_id=body.session_id or "",
-        query=body.task,
-        budget=budget,
+    req = validate_input(
+        ContextRequest,
+        {
+            "scope": Scope.for_subject(body.subject_id),
+            "conversation_id": body.session_id or "",
+            "query": body.task,
+            "budget": budget,
+        },
     )
     assembled = assembly.assemble(req)
     limit = budget.resolved().max_tokens
@@ -176,7 +180,7 @@ def scope_context(
 ) -> Response:
     """``ContextProvider.context``: packed items for one scope (and optional rendered text)."""
     assembly = assembly_for(services_of(request), tenant)
-    req = ContextRequest.model_validate(body.model_dump(exclude={"render"}))
+    req = validate_input(ContextRequest, body.model_dump(exclude={"render"}))
     result = assembly.context(req)
     rendered = None
     if body.render is not None:
