@@ -130,3 +130,27 @@ def test_model_built_from_the_body_inside_a_route_is_a_422(backend_client: TestC
         "/v1/context", json={"subject_id": "u", "task": "x\x00y", "max_tokens": 100}
     )
     assert_error(r, 422, "validation_error")
+
+
+def test_a_validation_error_inside_the_server_is_a_500_not_the_callers_fault(
+    services: object,
+) -> None:
+    from pydantic import BaseModel
+
+    from cairn.api.app import create_app
+
+    class Internal(BaseModel):
+        n: int
+
+    app = create_app(services=services)  # type: ignore[arg-type]
+
+    def broken() -> dict[str, int]:
+        Internal.model_validate({"n": "not a number"})  # a server bug, not bad input
+        return {}
+
+    app.add_api_route("/v1/_broken", broken)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/v1/_broken")
+    error = assert_error(r, 500, "internal_error")
+    assert "not a number" not in r.text and "Internal" not in r.text
+    assert error["details"] is None
