@@ -116,7 +116,10 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error", exc_info=exc)
-    return error_response(request, 500, "internal_error", "internal server error")
+    # Starlette answers this one outside the request middleware: name the request here.
+    request_id = request_id_of(request)
+    headers = {"x-request-id": request_id} if request_id else None
+    return error_response(request, 500, "internal_error", "internal server error", headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
