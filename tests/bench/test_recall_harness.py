@@ -108,6 +108,10 @@ def test_dataset_validation_names_the_field() -> None:
 
 def test_builtin_datasets_load_and_their_evidence_is_unshadowed() -> None:
     names = builtin_names()
+    assert "heldout-en" in names
+    assert {
+        f"multilingual-{lang}" for lang in ("en", "zh", "ja", "ru", "de", "ar", "es", "fr")
+    } <= set(names)
     for name in names:
         dataset = load_dataset(name)
         for conv in dataset.conversations:
