@@ -144,6 +144,20 @@ def _database(backend: str, pg_url: str) -> Iterator[str]:
         raise ValueError(f"unknown backend {backend!r} (sqlite or postgres)")
 
 
+def load(client: httpx.Client, conv: Conversation, report: BackendReport) -> Scorer:
+    """Ingest and compile one conversation; returns the scorer for its questions."""
+    t0 = time.perf_counter()
+    episode_ids = ingest(client, conv)
+    t1 = time.perf_counter()
+    report.memories += compile_subject(client, conv.id)
+    report.ingest_s += t1 - t0
+    report.compile_s += time.perf_counter() - t1
+    scorer = Scorer(conv, episode_ids)
+    evidence = {e for q in conv.questions for e in q.evidence}
+    report.shadowed_evidence += len(evidence & shadowed_turns(scorer.texts))
+    return scorer
+
+
 def run_backend(
     dataset: Dataset,
     backend: str,
@@ -151,9 +165,14 @@ def run_backend(
     budgets: tuple[int, ...] = BUDGETS,
     pg_url: str = PG_DEFAULT,
     server_env: dict[str, str] | None = None,
+    settle_s: float = 0.0,
     progress: Progress | None = None,
 ) -> BackendReport:
-    """Start a server on ``backend``, load every conversation, ask every question."""
+    """Start a server on ``backend``, load every conversation, then ask every question.
+
+    ``settle_s`` waits between loading and asking, for work a server does in the background
+    after a compile (e.g. embedding); 0 asks at once, as a user right after compiling would.
+    """
     report = BackendReport(backend, budgets, [])
     with (
         tempfile.TemporaryDirectory() as data_dir,
@@ -161,23 +180,16 @@ def run_backend(
         running_server(url, env=server_env, data_dir=Path(data_dir), default_settings=True) as base,
         httpx.Client(base_url=base, timeout=300) as client,
     ):
-        for conv in dataset.conversations:
-            t0 = time.perf_counter()
-            episode_ids = ingest(client, conv)
-            t1 = time.perf_counter()
-            report.memories += compile_subject(client, conv.id)
-            report.ingest_s += t1 - t0
-            report.compile_s += time.perf_counter() - t1
-            scorer = Scorer(conv, episode_ids)
-            shadowed = shadowed_turns(scorer.texts)
-            report.shadowed_evidence += len(
-                {e for q in conv.questions for e in q.evidence} & shadowed
-            )
+        scorers = [load(client, conv, report) for conv in dataset.conversations]
+        if progress:
+            progress(f"{backend}: {len(scorers)} conversations loaded, {report.memories} memories")
+        time.sleep(settle_s)
+        for conv, scorer in zip(dataset.conversations, scorers, strict=True):
             outcomes, latencies = ask(client, conv, scorer, budgets)
             report.outcomes += outcomes
             report.latencies_ms += latencies
             if progress:
-                progress(f"{backend}: {conv.id} done, {report.questions} questions so far")
+                progress(f"{backend}: {conv.id} asked, {report.questions} questions so far")
     return report
 
 
@@ -188,6 +200,7 @@ def run(
     budgets: tuple[int, ...] = BUDGETS,
     pg_url: str = PG_DEFAULT,
     server_env: dict[str, str] | None = None,
+    settle_s: float = 0.0,
     progress: Progress | None = None,
 ) -> RecallReport:
     """Run the dataset on each backend in turn."""
@@ -200,6 +213,7 @@ def run(
             budgets=budgets,
             pg_url=pg_url,
             server_env=server_env,
+            settle_s=settle_s,
             progress=progress,
         )
         for backend in backends

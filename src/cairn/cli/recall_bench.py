@@ -74,6 +74,9 @@ DETAILS = typer.Option(
     None, "--details", dir_okay=False, help="Write every question's outcome here (JSON lines)."
 )
 AS_JSON = typer.Option(False, "--json", help="Print one JSON object.")
+SETTLE = typer.Option(
+    0.0, "--settle", min=0.0, help="Seconds to wait after compiling before asking (default 0)."
+)
 
 
 def run_http(
@@ -87,6 +90,7 @@ def run_http(
     pg_url: str,
     details: Path | None,
     as_json: bool,
+    settle_s: float = 0.0,
 ) -> None:
     """Run the HTTP harness and print the report; exit 1 if a context was over budget."""
     from cairn.bench.recall import run
@@ -102,6 +106,7 @@ def run_http(
             budgets=wanted_budgets,
             pg_url=pg_url,
             server_env=server_env,
+            settle_s=settle_s,
             progress=err_console.print,
         )
     except Exception as exc:
@@ -134,6 +139,7 @@ def recall_command(
     server_env: list[str] = SERVER_ENV,
     pg_url: str = PG_URL,
     details: Path | None = DETAILS,
+    settle: float = SETTLE,
     as_json: bool = AS_JSON,
 ) -> None:
     """Evidence recall of POST /v1/context through a real server, on any recall dataset.
@@ -151,6 +157,7 @@ def recall_command(
         pg_url=pg_url,
         details=details,
         as_json=as_json,
+        settle_s=settle,
     )
 
 
@@ -195,6 +202,7 @@ def locomo_command(
     server_env: list[str] = SERVER_ENV,
     pg_url: str = PG_URL,
     details: Path | None = DETAILS,
+    settle: float = SETTLE,
     as_json: bool = AS_JSON,
     through: str = typer.Option(
         "http",
@@ -226,4 +234,5 @@ def locomo_command(
         pg_url=pg_url,
         details=details,
         as_json=as_json,
+        settle_s=settle,
     )
