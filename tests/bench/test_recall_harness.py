@@ -3,6 +3,7 @@ server on both backends, the budget check, the evidence matcher and the JSON out
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,40 @@ def test_builtin_datasets_load_and_their_evidence_is_unshadowed() -> None:
             texts = {t.id: normalize_turn(t.text) for t in conv.turns}
             evidence = {e for q in conv.questions for e in q.evidence}
             assert conv.questions and not evidence & shadowed_turns(texts), (name, conv.id)
+
+
+def test_every_shipped_question_is_scoreable_in_its_script() -> None:
+    """A context that holds an evidence turn, escaped as the server escapes, is a hit; one that
+    holds every other turn is not (the harness can score zh, ja, ar, ru … at all)."""
+    for name in builtin_names():
+        for conv in load_dataset(name).conversations:
+            turns = {t.id: t for t in conv.turns}
+            for q in conv.questions:
+                evidence = turns[q.evidence[0]]
+                shown = html.escape(f"{evidence.speaker}: {evidence.text}", quote=True)
+                assert contains_turn(normalize_context(shown), normalize_turn(evidence.text))
+                others = "\n".join(
+                    html.escape(f"{t.speaker}: {t.text}")
+                    for t in conv.turns
+                    if t.id not in q.evidence
+                )
+                assert not any(
+                    contains_turn(normalize_context(others), normalize_turn(turns[e].text))
+                    for e in q.evidence
+                ), (name, q.question)
+
+
+def test_pooled_dataset_is_one_subject_with_prefixed_ids() -> None:
+    two = json.loads(json.dumps(TINY))
+    second = json.loads(json.dumps(TINY["conversations"][0]))
+    second["id"] = "tiny-2"
+    two["conversations"].append(second)
+    pooled = parse_dataset(two).pooled()
+    (pool,) = pooled.conversations
+    assert pool.id == "tiny-pool" and len(pool.turns) == 10 and len(pool.questions) == 6
+    assert pool.questions[3].evidence == ("tiny-2/s1:3",)
+    assert {t.session for t in pool.turns} == {"tiny-1/s1", "tiny-1/s2", "tiny-2/s1", "tiny-2/s2"}
+    assert [t.at for t in pool.turns] == sorted(t.at for t in pool.turns)
 
 
 def _over_budget_client() -> httpx.Client:

@@ -76,6 +76,28 @@ class Dataset:
             ]
         return Dataset(self.name, list(convs), self.language, self.description)
 
+    def pooled(self) -> Dataset:
+        """Every conversation in one subject (ids prefixed ``conversation/``), turns by date.
+
+        One subject then holds several casts, as a user's memory of many chats would, so a
+        question must also find the right conversation; budgets meet a bigger corpus.
+        """
+        subject = re.sub(r"[^A-Za-z0-9_.\-:]", "-", f"{self.name}-pool")[:256]
+        turns = [
+            Turn(f"{c.id}/{t.id}", t.speaker, t.text, f"{c.id}/{t.session}", t.at, t.caption)
+            for c in self.conversations
+            for t in c.turns
+        ]
+        turns.sort(key=lambda t: t.at)  # stable: a conversation's turns keep their order
+        questions = [
+            Question(q.question, tuple(f"{c.id}/{e}" for e in q.evidence), q.category, q.answer)
+            for c in self.conversations
+            for q in c.questions
+        ]
+        speakers = sorted({s for c in self.conversations for s in c.speakers})
+        pool = Conversation(subject, turns, questions, speakers)
+        return Dataset(self.name, [pool], self.language, self.description)
+
 
 def builtin_names() -> list[str]:
     """Names of the datasets shipped in ``cairn/bench/data``."""

@@ -74,6 +74,9 @@ DETAILS = typer.Option(
     None, "--details", dir_okay=False, help="Write every question's outcome here (JSON lines)."
 )
 AS_JSON = typer.Option(False, "--json", help="Print one JSON object.")
+POOL = typer.Option(
+    False, "--pool", help="All conversations in one subject (after --conversations)."
+)
 SETTLE = typer.Option(
     0.0, "--settle", min=0.0, help="Seconds to wait after compiling before asking (default 0)."
 )
@@ -91,6 +94,7 @@ def run_http(
     details: Path | None,
     as_json: bool,
     settle_s: float = 0.0,
+    pool: bool = False,
 ) -> None:
     """Run the HTTP harness and print the report; exit 1 if a context was over budget."""
     from cairn.bench.recall import run
@@ -100,6 +104,8 @@ def run_http(
     wanted_budgets, wanted_backends = _budgets(budgets), _backends(backend)
     try:
         dataset = load_dataset(spec).limited(conversations or None, questions or None)
+        if pool:
+            dataset = dataset.pooled()
         report = run(
             dataset,
             backends=wanted_backends,
@@ -140,6 +146,7 @@ def recall_command(
     pg_url: str = PG_URL,
     details: Path | None = DETAILS,
     settle: float = SETTLE,
+    pool: bool = POOL,
     as_json: bool = AS_JSON,
 ) -> None:
     """Evidence recall of POST /v1/context through a real server, on any recall dataset.
@@ -158,6 +165,7 @@ def recall_command(
         details=details,
         as_json=as_json,
         settle_s=settle,
+        pool=pool,
     )
 
 
@@ -203,6 +211,7 @@ def locomo_command(
     pg_url: str = PG_URL,
     details: Path | None = DETAILS,
     settle: float = SETTLE,
+    pool: bool = POOL,
     as_json: bool = AS_JSON,
     through: str = typer.Option(
         "http",
@@ -235,4 +244,5 @@ def locomo_command(
         details=details,
         as_json=as_json,
         settle_s=settle,
+        pool=pool,
     )
