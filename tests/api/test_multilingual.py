@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- text in many scripts is what these tests are about
 """Every script through the real app on both backends: compile keeps distinct texts apart,
 search finds words of any script (CJK by bigrams, accents folded), context recalls them."""
 

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- text in many scripts is what these tests are about
 """``cairn.core.analysis``: hash keys and search terms for every script."""
 
 from __future__ import annotations
