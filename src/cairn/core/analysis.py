@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001, RUF003 -- word lists and examples in many scripts
 """Text analysis: the one definition of how text becomes a hash key and search terms.
 
 Everything that hashes, indexes or searches text goes through here, for memories and for
@@ -22,7 +23,9 @@ document chunks, on both backends, so a query is cut into terms exactly as the s
 
   The backend then tokenizes the analysed text only at spaces (FTS5 ``unicode61`` with marks
   kept inside tokens; PostgreSQL's parser) and stems English words (FTS5 ``porter``,
-  PostgreSQL ``english``). Queries drop English stop words (unless nothing else is left).
+  PostgreSQL ``english``); Russian (Cyrillic) and Arabic words, which neither backend stems,
+  are stemmed here with Snowball (PyStemmer), at index and query time alike. Queries drop
+  English, Russian and Arabic stop words (unless nothing else is left).
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from datetime import datetime
+from typing import Any
 
 import regex
+import Stemmer
 
 # Scripts written without spaces between words: indexed as character bigrams.
 _UNSPACED = (
@@ -49,9 +54,10 @@ _TOKEN = regex.compile(
 _APOSTROPHE = regex.compile(r"['\u2019]")
 # Marks that only accent a letter: combining diacritics (Latin, Greek, Cyrillic), Arabic
 # tashkeel, Hebrew points and cantillation. Removed for search; other scripts' marks are kept.
+# The breve of Cyrillic й stays: й is a letter of its own (ё, by custom, is searched as е).
 _OPTIONAL_MARKS = regex.compile(
-    r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
-    r"\u0591-\u05c7\u064b-\u065f\u0670\u06d6-\u06ed]"
+    r"[\u0300-\u0305\u0307-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    r"\u0591-\u05c7\u064b-\u065f\u0670\u06d6-\u06ed]|(?<![\u0438\u0418])\u0306"
 )
 # Letters with a stroke or ligatures that NFKD does not decompose.
 _LETTERS = str.maketrans(
@@ -77,6 +83,19 @@ ENGLISH_STOP_WORDS = frozenset(
     where's which while who who's whom why why's will with won't would wouldn't you you'd you'll
     you're you've your yours yourself yourselves""".split()  # noqa: SIM905
 )
+# Russian and Arabic function words, as ``fold`` leaves them (ё → е, hamza and vowel marks
+# dropped). The scripts never collide with English words, so one set serves all.
+RUSSIAN_STOP_WORDS = frozenset(
+    """а без бы был была были было быть в вам вас вот все всё вы где да для до его ее её если
+    есть еще ещё же за и из или им их к как когда кто ли меня мне мной мы на над нам нас не
+    нет ни но о об он она они оно от по под при про с со так там тебе тебя то тоже только ты
+    у уж уже чем что чтобы чём это эта эти этот я""".replace("ё", "е").split()
+)
+ARABIC_STOP_WORDS = frozenset(
+    """في من على الى الي عن مع هذا هذه ذلك تلك التي الذي الذين هو هي هم انا انت نحن ما ماذا
+    لا لم لن كان كانت ان او ثم قد كل بعض عند اين متى كيف هل و""".split()  # noqa: SIM905
+)
+STOP_WORDS = ENGLISH_STOP_WORDS | RUSSIAN_STOP_WORDS | ARABIC_STOP_WORDS
 
 
 def hash_key(text: str) -> str:
@@ -130,15 +149,50 @@ def _tokens(text: str, *, unigrams: bool) -> list[tuple[str, bool]]:
     return out
 
 
+class _Stems:
+    """Snowball stemmers for the inflected scripts the backends do not stem (Russian for
+    Cyrillic, Arabic), made on first use by one analysis call: PyStemmer objects hold a cache
+    and are not thread-safe, so none is shared between calls."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Any] = {}
+
+    def _stemmer(self, language: str) -> Any:
+        stemmer = self._made.get(language)
+        if stemmer is None:
+            stemmer = self._made[language] = Stemmer.Stemmer(language, 0)
+        return stemmer
+
+    def parts(self, word: str) -> list[str]:
+        """The index terms of one word: its apostrophe-separated parts, stemmed where the
+        script calls for it (English is left to the backend's own stemmer)."""
+        out = []
+        for part in _APOSTROPHE.split(word):
+            if not part:
+                continue
+            first = part[0]
+            if "\u0400" <= first <= "\u052f":
+                part = self._stemmer("russian").stemWord(part)
+            elif "\u0600" <= first <= "\u06ff" or "\u0750" <= first <= "\u077f":
+                part = self._stemmer("arabic").stemWord(part)
+            out.append(part)
+        return out
+
+
+def _is_stop_word(word: str) -> bool:
+    return word.replace("\u2019", "'") in STOP_WORDS
+
+
 def index_terms(text: str) -> list[str]:
     """Every search term of ``text`` in order, repeats kept (what the index stores): single
     characters of unspaced scripts too, so a one-character query finds them."""
+    stems = _Stems()
     out: list[str] = []
     for token, unspaced in _tokens(text, unigrams=True):
-        if unspaced or ("'" not in token and "\u2019" not in token):
+        if unspaced:
             out.append(token)
         else:
-            out.extend(p for p in _APOSTROPHE.split(token) if p)
+            out.extend(stems.parts(token))
     return out
 
 
@@ -149,36 +203,37 @@ def index_text(text: str) -> str:
 
 def content_terms(text: str, *, min_length: int = 3) -> list[str]:
     """Distinct terms of ``text`` that carry content: no stop words, no short words of spaced
-    scripts (``min_length``); unspaced-script bigrams and single characters are kept."""
+    scripts (``min_length``, counted before stemming); unspaced-script bigrams are kept."""
+    stems = _Stems()
     out: dict[str, None] = {}
     for token, unspaced in _tokens(text, unigrams=False):
         if unspaced:
             out.setdefault(token)
             continue
-        if token.replace("\u2019", "'") in ENGLISH_STOP_WORDS:
+        if _is_stop_word(token):
             continue
         for part in _APOSTROPHE.split(token):
-            if len(part) >= min_length and part not in ENGLISH_STOP_WORDS:
-                out.setdefault(part)
+            if len(part) >= min_length and not _is_stop_word(part):
+                out.update(dict.fromkeys(stems.parts(part)))
     return list(out)
 
 
 def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
-    """The distinct search terms of ``query`` in order: English stop words and one-letter
-    words removed, unless nothing else is left; digits and unspaced-script characters are
-    always terms. An unspaced-script run of two or more characters gives only its bigrams:
-    single characters would match far too much."""
-    tokens = _tokens(query, unigrams=False)
+    """The distinct search terms of ``query`` in order: stop words and one-letter words
+    removed, unless nothing else is left; digits and unspaced-script characters are always
+    terms. An unspaced-script run of two or more characters gives only its bigrams: single
+    characters would match far too much."""
+    stems = _Stems()
     kept: dict[str, None] = {}
-    for token, unspaced in tokens:
+    for token, unspaced in _tokens(query, unigrams=False):
         if unspaced:
             kept.setdefault(token)
             continue
-        if token.replace("\u2019", "'") in ENGLISH_STOP_WORDS:
+        if _is_stop_word(token):
             continue
         for part in _APOSTROPHE.split(token):
-            if part and part not in ENGLISH_STOP_WORDS and (len(part) > 1 or part.isdigit()):
-                kept.setdefault(part)
+            if part and not _is_stop_word(part) and (len(part) > 1 or part.isdigit()):
+                kept.update(dict.fromkeys(stems.parts(part)))
     if not kept:
         for term in index_terms(query):
             if len(term) > 1:
