@@ -234,7 +234,7 @@ def test_the_same_fact_twice_is_one_memory_with_both_sources(store: Store) -> No
             turn(scope, "I live in Paris.", name="Carol", minutes=0, session=None),
             turn(scope, "As I said, I live in Paris.", name="Carol", minutes=5, session=None),
             turn(scope, "Thanks!", name="Carol", minutes=6, session=None),
-            turn(scope, "thanks", name="Carol", minutes=7, session=None),
+            turn(scope, "THANKS!  ", name="Carol", minutes=7, session=None),
         ],
     )
     compile_scope(store, TENANT, scope)
@@ -242,7 +242,7 @@ def test_the_same_fact_twice_is_one_memory_with_both_sources(store: Store) -> No
     assert [f.content for f in facts] == ["Carol lives in Paris"]
     assert facts[0].source_episode_ids == [eps[0].id, eps[1].id]
     thanks = [m for m in store.memories.list(TENANT, scope, kind="turn") if "hanks" in m.content]
-    assert len(thanks) == 1  # near-duplicate (case, punctuation) stored once
+    assert len(thanks) == 1  # the same but for case and spacing: stored once
     assert thanks[0].source_episode_ids == [eps[2].id, eps[3].id]
 
 

@@ -31,6 +31,7 @@ from cairn.core.memory import ContextRequest, Document, Message, Turn
 from cairn.core.scope import Scope
 from cairn.engine.context import CairnAssembly
 from cairn.store import open_store
+from cairn.store.memories import search_text
 from cairn.store.schema import memories
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -110,6 +111,7 @@ def populate(url: str, n: int, seed: int = 7) -> None:
                     "session_id": f"s{i // 40}",
                     "kind": "turn" if i % 10 else "profile_fact",
                     "content": content,
+                    "search_text": search_text(content, {}),
                     "summary": content,
                     "confidence": 1.0,
                     "valid_from": at,

@@ -1,30 +1,24 @@
-"""Query processing for the lexical lane: words, stop words, entities and dates.
+"""Query processing for the memories' lexical lane: terms, plus the dates a query names.
 
-A question such as "When did Melanie paint a sunrise?" becomes the OR-ed terms
-``melanie paint sunrise``; the backend stems them (FTS5 porter, PostgreSQL english). Dates the
-question names ("in May 2023", "2022") become the same keywords the compiler indexes for a
-memory's absolute date, so they match memories of that time.
+The terms are those of ``cairn.core.analysis`` (the analysis the index was built with), so
+"When did Melanie paint a sunrise?" becomes the OR-ed terms ``melanie paint sunrise`` and
+"我住在哪里" its bigrams; the backend stems English words (FTS5 porter, PostgreSQL english).
+Dates the question names ("in May 2023", "2022") become the same keywords the compiler indexes
+for a memory's absolute date, so they match memories of that time.
 """
 
 from __future__ import annotations
 
 import re
 
-from cairn.engine.compile.text import MONTHS, STOP_WORDS, words
+from cairn.core import analysis
+from cairn.engine.compile.text import MONTHS
 
 
 def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
-    """The distinct search terms of ``query`` in order: stop words removed (unless nothing
-    else is left), plain ``[a-z0-9]`` words, at most ``max_terms``."""
-    raw = words(query)
-    kept = [w for w in raw if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
-    if not kept:
-        kept = [w for w in raw if len(w) > 1]
-    out: list[str] = []
-    for w in kept:
-        for part in re.findall(r"[a-z0-9]+", w):
-            if part not in out:
-                out.append(part)
+    """The distinct search terms of ``query`` in order (``cairn.core.analysis.query_terms``)
+    and the keywords of the dates it names, at most ``max_terms``."""
+    out = analysis.query_terms(query, max_terms=max_terms)
     for term in date_terms(query):
         if term not in out:
             out.append(term)

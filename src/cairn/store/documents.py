@@ -2,13 +2,14 @@
 
 Chunks are indexed for full-text search by each backend's own engine: on SQLite the tenant's
 own FTS5 table kept in step by triggers (``cairn.store.fts``, migration ``0007_fts_per_tenant``),
-on PostgreSQL a generated ``tsvector`` column with a GIN index (migration ``0004_context``).
+on PostgreSQL a generated ``tsvector`` column with a GIN index (migrations ``0004_context``,
+``0009_text_analysis``). Both index ``search_text``, the content as ``cairn.core.analysis``
+cuts it, and queries are cut the same way.
 Scores are calibrated to [0, 1].
 """
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from sqlalchemy import (
     text,
 )
 
+from cairn.core.analysis import index_text, query_terms
 from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow, uuid7
 from cairn.core.memories import Memory
@@ -83,6 +85,8 @@ document_chunks = Table(
     Column("document_id", String(256), nullable=False),
     Column("ordinal", Integer(), nullable=False),
     Column("content", Text(), nullable=False),
+    # ``content`` as ``cairn.core.analysis`` cuts it: what full-text indexes read (0009).
+    Column("search_text", Text(), nullable=False, server_default=""),
     Column("char_start", Integer(), nullable=False),
     Column("char_end", Integer(), nullable=False),
     Column("token_count", Integer(), nullable=False),
@@ -98,83 +102,6 @@ document_chunks = Table(
 )
 
 SCOPED_TABLES.extend([document_chunks, documents])
-
-# Words too common to rank by; the query ORs what remains.
-STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "she",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
-)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def query_terms(query: str, limit: int = 32) -> list[str]:
-    """Distinct lower-case words of ``query`` without stop words, in first-seen order."""
-    words = [w.lower() for w in _WORD.findall(query)]
-    kept = [w for w in words if w not in STOP_WORDS] or words
-    return list(dict.fromkeys(kept))[:limit]
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +208,7 @@ class DocumentRepository:
                             "document_id": document_id,
                             "ordinal": i,
                             "content": c.content,
+                            "search_text": index_text(c.content),
                             "char_start": c.char_start,
                             "char_end": c.char_end,
                             "token_count": c.token_count,
@@ -309,7 +237,7 @@ class DocumentRepository:
         t = document_chunks
         with self.db.read() as conn:
             rows = conn.execute(
-                select(t)
+                select(*[c for c in t.c if c.name != "search_text"])
                 .where(scope_filter(t, tenant_id, scope), t.c.document_uid == document_uid)
                 .order_by(t.c.ordinal)
             ).all()
@@ -382,7 +310,7 @@ class DocumentRepository:
             params["tsq"] = " | ".join("'" + w.replace("'", "''") + "'" for w in terms)
             sql = (
                 f"SELECT {cols}, ts_rank_cd(c.tsv, q) AS raw FROM document_chunks c, "
-                "to_tsquery('english', :tsq) AS q "
+                "to_tsquery('english'::regconfig, :tsq) AS q "
                 f"WHERE c.tsv @@ q AND {where} ORDER BY raw DESC, c.seq LIMIT :limit"
             )
             scale = 0.2
@@ -495,5 +423,4 @@ __all__ = [
     "document_chunks",
     "documents",
     "latest_episodes",
-    "query_terms",
 ]

@@ -31,6 +31,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
 
+# The indexed text is already analysed (``cairn.core.analysis``): terms separated by spaces.
+# Marks (``M*``) count as token characters so that FTS5 splits it only where the analysis did
+# (a Devanagari vowel sign is part of its word); ``porter`` stems English words.
+TOKENIZE = "porter unicode61 remove_diacritics 2 categories 'L* M* N* Co'"
+
 # The partition token of a row: a letter, then the hex of the scope key (FTS5's unicode61
 # tokenizer keeps it as one token).
 PART_SQL = (
@@ -55,6 +60,7 @@ class FtsIndex:
     values: str
     update_of: str
     rank: str
+    tokenize: str = TOKENIZE
 
     def table(self, tenant_id: str) -> str:
         digest = hashlib.sha256(tenant_id.encode()).hexdigest()[:24]
@@ -72,7 +78,7 @@ class FtsIndex:
         )
         return [
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5({cols}, content='', "
-            "tokenize='porter unicode61 remove_diacritics 2')",
+            f'tokenize="{self.tokenize}")',
             f"INSERT INTO {name}({name}, rank) VALUES ('rank', '{self.rank}')",
             f"CREATE TRIGGER IF NOT EXISTS {name}_ai AFTER INSERT ON {self.base} "
             f"WHEN {when.format(r='new')} BEGIN {insert} END",
@@ -93,10 +99,10 @@ MEMORIES = FtsIndex(
     base="memories",
     columns=("body", "context", "part"),
     values=(
-        "{r}.seq, {r}.content || ' ' || coalesce(json_extract({r}.metadata, '$.keywords'), "
-        "''), coalesce(json_extract({r}.metadata, '$.context_terms'), ''), " + PART_SQL
+        "{r}.seq, {r}.search_text, coalesce(json_extract({r}.metadata, '$.context_terms'), ''), "
+        + PART_SQL
     ),
-    update_of="content, metadata",
+    update_of="search_text, metadata",
     # Body words weigh 1, neighbouring messages' words 0.5, the partition token nothing.
     rank="bm25(1.0, 0.5, 0.0)",
 )
@@ -104,11 +110,33 @@ MEMORIES = FtsIndex(
 CHUNKS = FtsIndex(
     base="document_chunks",
     columns=("content", "part"),
-    values="{r}.seq, {r}.content, " + PART_SQL,
-    update_of="content",
+    values="{r}.seq, {r}.search_text, " + PART_SQL,
+    update_of="search_text",
     rank="bm25(1.0, 0.0)",
 )
 
+# The indexes as migration 0007 made them, over the raw text (before 0009's ``search_text``):
+# 0007 builds these, 0009 replaces them (and its downgrade brings them back).
+RAW_TOKENIZE = "porter unicode61 remove_diacritics 2"
+RAW_MEMORIES = FtsIndex(
+    base="memories",
+    columns=("body", "context", "part"),
+    values=(
+        "{r}.seq, {r}.content || ' ' || coalesce(json_extract({r}.metadata, '$.keywords'), "
+        "''), coalesce(json_extract({r}.metadata, '$.context_terms'), ''), " + PART_SQL
+    ),
+    update_of="content, metadata",
+    rank="bm25(1.0, 0.5, 0.0)",
+    tokenize=RAW_TOKENIZE,
+)
+RAW_CHUNKS = FtsIndex(
+    base="document_chunks",
+    columns=("content", "part"),
+    values="{r}.seq, {r}.content, " + PART_SQL,
+    update_of="content",
+    rank="bm25(1.0, 0.0)",
+    tokenize=RAW_TOKENIZE,
+)
 
 REGISTRY_DDL = (
     "CREATE TABLE IF NOT EXISTS fts_tenants (base TEXT NOT NULL, tenant_id TEXT NOT NULL, "

@@ -30,6 +30,7 @@ from sqlalchemy import (
     update,
 )
 
+from cairn.core.analysis import index_text
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
@@ -112,8 +113,28 @@ PG_CONTEXT_WEIGHT = 0.5
 COMMON_TERM_SHARE = 0.2
 COMMON_TERM_MIN_ROWS = 2000
 
-# Every column but the embedding (which only the vector lane reads, in bulk).
-_COLUMNS = [c for c in t.c if c.name != "embedding"]
+# Every column but the embedding (which only the vector lane reads, in bulk) and the analysed
+# text (which only the full-text index reads).
+_COLUMNS = [c for c in t.c if c.name not in ("embedding", "search_text")]
+
+
+def search_text(content: str, metadata: dict[str, Any]) -> str:
+    """What the full-text index of a memory reads: its content and date keywords, analysed."""
+    keywords = metadata.get("keywords")
+    extra = " " + keywords if isinstance(keywords, str) and keywords else ""
+    return index_text(content + extra)
+
+
+def _content_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The unique ``(tenant, scope, kind, content_hash)`` key of a memory row."""
+    return (
+        row["tenant_id"],
+        row["runtime_id"],
+        row["user_id"],
+        row["agent_id"],
+        row["kind"],
+        row["content_hash"],
+    )
 
 
 _list = list  # ``MemoryRepository.list`` shadows the builtin in its body
@@ -288,47 +309,67 @@ class MemoryRepository:
     def insert_new(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> _list[Memory]:
         """Insert rows whose content is not stored yet; returns the memories actually new.
 
-        Ids are derived from ``(tenant, scope, kind, content_hash)``, so a row already stored
-        is recognised by its id; its provenance is merged into the stored memory instead. The
-        database enforces the rest: ``ON CONFLICT DO NOTHING`` on the unique constraint means
-        two writers can never both store one memory. (The compiler holds the partition's
-        lock, so what this returns as new is exact.)
+        A row whose ``(tenant, scope, kind, content_hash)`` is already stored is recognised by
+        that key (not by its id: rows hashed before migration 0009 keep their first id); its
+        provenance is merged into the stored memory instead. The database enforces the rest:
+        ``ON CONFLICT DO NOTHING`` on the unique constraint means two writers can never both
+        store one memory. (The compiler holds the partition's lock, so what this returns as
+        new is exact.)
         """
         if not rows:
             return []
-        merged: dict[Any, dict[str, Any]] = {}
+        merged: dict[tuple[Any, ...], dict[str, Any]] = {}
         for row in rows:
-            have = merged.get(row["id"])
+            have = merged.get(_content_key(row))
             if have is None:
-                merged[row["id"]] = dict(row)
+                merged[_content_key(row)] = dict(row)
             else:
                 known: _list[str] = have["source_episode_ids"]
                 extra = [x for x in row["source_episode_ids"] if x not in known]
                 have["source_episode_ids"] = [*have["source_episode_ids"], *extra]
-        ids = list(merged)
-        existing: dict[Any, _list[str]] = {}
-        for start in range(0, len(ids), 500):
-            stmt = select(t.c.id, t.c.source_episode_ids).where(
-                t.c.id.in_(ids[start : start + 500])
-            )
-            for r in conn.execute(stmt):
-                existing[r[0]] = [str(x) for x in r[1]]
+        existing = self._stored_keys(conn, list(merged))
         new_rows = [row for key, row in merged.items() if key not in existing]
         if new_rows:
+            for row in new_rows:
+                if "search_text" not in row:
+                    row["search_text"] = search_text(row["content"], row["metadata"])
             for tenant in {row["tenant_id"] for row in new_rows}:
                 self.prepare_tenant(conn, tenant)
             insert = self.db.insert(t).on_conflict_do_nothing()
             conn.execute(insert, new_rows)
-        for key, stored in existing.items():
+        for key, (memory_id, stored) in existing.items():
             row = merged[key]
             extra = [str(x) for x in row["source_episode_ids"] if str(x) not in stored]
             if extra:
                 conn.execute(
                     update(t)
-                    .where(t.c.id == key)
+                    .where(t.c.id == memory_id)
                     .values(source_episode_ids=stored + extra, updated_at=row["updated_at"])
                 )
         return [_memory_of_row(row) for row in new_rows]
+
+    @staticmethod
+    def _stored_keys(
+        conn: Connection, keys: _list[tuple[Any, ...]]
+    ) -> dict[tuple[Any, ...], tuple[Any, _list[str]]]:
+        """``content key → (id, provenance)`` of the stored memories among ``keys``."""
+        by_scope: dict[tuple[Any, ...], _list[str]] = {}
+        for key in keys:
+            by_scope.setdefault(key[:4], []).append(key[5])
+        found: dict[tuple[Any, ...], tuple[Any, _list[str]]] = {}
+        for (tenant, runtime, user, agent), hashes in by_scope.items():
+            for start in range(0, len(hashes), 500):
+                stmt = select(t.c.kind, t.c.content_hash, t.c.id, t.c.source_episode_ids).where(
+                    t.c.tenant_id == tenant,
+                    t.c.runtime_id == runtime,
+                    t.c.user_id == user,
+                    t.c.agent_id == agent,
+                    t.c.content_hash.in_(hashes[start : start + 500]),
+                )
+                for r in conn.execute(stmt):
+                    key = (tenant, runtime, user, agent, r[0], r[1])
+                    found[key] = (r[2], [str(x) for x in r[3]])
+        return found
 
     def refresh_metadata(self, conn: Connection, row: dict[str, Any]) -> None:
         """Replace the metadata of the stored memory ``row`` restates (same content)."""
@@ -342,7 +383,11 @@ class MemoryRepository:
                 t.c.kind == row["kind"],
                 t.c.content_hash == row["content_hash"],
             )
-            .values(metadata=row["metadata"], updated_at=row["updated_at"])
+            .values(
+                metadata=row["metadata"],
+                search_text=search_text(row["content"], row["metadata"]),
+                updated_at=row["updated_at"],
+            )
         )
 
     def set_metadata(
@@ -406,8 +451,9 @@ class MemoryRepository:
     ) -> _list[tuple[int, float]]:
         """``(seq, raw score)`` of the best full-text matches, any term matching (OR).
 
-        ``terms`` are plain lowercase words (letters and digits only); the backend stems
-        them. SQLite scores are BM25 (larger is better), PostgreSQL's ``ts_rank``.
+        ``terms`` are terms of ``cairn.core.analysis`` (letters, marks and digits; CJK
+        bigrams); the backend stems English words. SQLite scores are BM25 (larger is
+        better), PostgreSQL's ``ts_rank``.
         """
         if not terms:
             return []
@@ -436,7 +482,7 @@ class MemoryRepository:
         if self.db.is_sqlite:
             return self._fts5(tenant_id, scope, terms, where, params, limit, conn)
         else:
-            params["q"] = " | ".join(terms)
+            params["q"] = " | ".join("'" + term.replace("'", "''") + "'" for term in terms)
             # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
             sql = (
                 f"SELECT m.seq, ts_rank('{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}', m.fts, q, 1) "
@@ -514,7 +560,8 @@ def _fts5_ranked(
     more."""
     if COMMON_TERM_SHARE and len(terms) > 1:
         terms = _without_common_terms(conn, table, part, terms)
-    params["q"] = f'part : "{part}" AND (' + " OR ".join(f'"{t}"' for t in terms) + ")"
+    quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
+    params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
     inner = limit * 2 + 50
     while True:
         params["inner"] = inner
@@ -555,6 +602,6 @@ def _without_common_terms(
     total = count(f'part : "{part}"')
     if total < COMMON_TERM_MIN_ROWS:
         return list(terms)  # small partitions are cheap to score in full
-    share = {t: count(f'part : "{part}" AND "{t}"') for t in terms}
+    share = {t: count(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
     keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
     return keep or list(terms)

@@ -137,6 +137,9 @@ memories = Table(
     Column("source_episode_ids", JsonType, nullable=False),
     Column("metadata", JsonType, nullable=False),
     Column("content_hash", String(64), nullable=False),
+    # ``content`` and its date keywords as ``cairn.core.analysis`` cuts them: what full-text
+    # indexes read (migration 0009).
+    Column("search_text", Text(), nullable=False, server_default=""),
     Column("superseded_by", Uuid(), nullable=True),
     Column("embedding", LargeBinary(), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),

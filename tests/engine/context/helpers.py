@@ -12,6 +12,7 @@ from cairn.core.memory import Document, Turn
 from cairn.core.scope import Scope
 from cairn.engine.context import CairnAssembly
 from cairn.store import Store
+from cairn.store.memories import search_text
 from cairn.store.schema import memories
 
 T0 = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
@@ -71,6 +72,7 @@ def add_memory(
                 session_id=session,
                 kind=kind,
                 content=content,
+                search_text=search_text(content, {}),
                 summary="",
                 confidence=1.0,
                 valid_from=at,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from cairn.core.analysis import content_digest
 from cairn.core.episodes import Episode
 from cairn.core.scope import Scope
-from cairn.engine.compile.text import normalize_for_hash
 
 # Kinds a compiler makes. ``turn``: one conversation message; ``note``: a text episode or a
 # chunk of one; ``profile_fact``: a fact about a speaker; ``episode_summary``: an extractive
@@ -40,12 +39,10 @@ class MemoryDraft:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def content_hash(self) -> str:
-        """Equal for near-identical content; a slot fact also hashes its start, so a value
-        that comes back after another (A, B, A) is a new memory, not the superseded one."""
-        basis = normalize_for_hash(self.content)
-        if self.slot:
-            basis += "@" + self.valid_from.isoformat()
-        return hashlib.sha256(basis.encode()).hexdigest()
+        """Equal only for contents that read the same (``cairn.core.analysis.hash_key``); a
+        slot fact also hashes its start, so a value that comes back after another (A, B, A)
+        is a new memory, not the superseded one."""
+        return content_digest(self.content, self.valid_from if self.slot else None)
 
 
 def memory_id(tenant_id: str, scope: Scope, kind: str, content_hash: str) -> uuid.UUID:

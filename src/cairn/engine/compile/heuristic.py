@@ -21,6 +21,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from cairn.core.analysis import content_terms
 from cairn.core.episodes import Episode
 from cairn.core.ids import as_utc
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
@@ -128,11 +129,8 @@ def _note_text(ep: Episode) -> str:
 
 @lru_cache(maxsize=8192)
 def _content_words(text: str) -> tuple[str, ...]:
-    out: list[str] = []
-    for w in words(text):
-        if w not in STOP_WORDS and len(w) > 2 and w not in out:
-            out.append(w)
-    return tuple(out)
+    # Search terms (any script, CJK as bigrams), as the index and queries cut them.
+    return tuple(content_terms(text))
 
 
 def _context_words(neighbours: tuple[str, ...], limit: int = CONTEXT_WORDS) -> list[str]:

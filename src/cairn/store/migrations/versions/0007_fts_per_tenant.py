@@ -29,7 +29,7 @@ def upgrade() -> None:
     if bind.dialect.name != "sqlite":
         return
     op.execute(fts.REGISTRY_DDL)
-    for index in (fts.MEMORIES, fts.CHUNKS):
+    for index in (fts.RAW_MEMORIES, fts.RAW_CHUNKS):  # as they were then (0009 changes them)
         op.execute(fts.guard_ddl(index))
         table, triggers = _SHARED[index.base]
         for trigger in triggers:
@@ -46,7 +46,7 @@ def downgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "sqlite":
         return
-    for index in (fts.MEMORIES, fts.CHUNKS):
+    for index in (fts.RAW_MEMORIES, fts.RAW_CHUNKS):
         op.execute(f"DROP TRIGGER IF EXISTS {index.base}_fts_guard")
         names = [
             r[0]
@@ -71,7 +71,7 @@ def downgrade() -> None:
     op.execute(
         "INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5, 0.0)')"
     )
-    values = fts.MEMORIES.values
+    values = fts.RAW_MEMORIES.values
     op.execute(
         "INSERT INTO memories_fts(rowid, body, context, part) "
         f"SELECT {values.format(r='m')} FROM memories m"

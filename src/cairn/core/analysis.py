@@ -1,0 +1,241 @@
+# ruff: noqa: RUF001, RUF003 -- word lists and examples in many scripts
+"""Text analysis: the one definition of how text becomes a hash key and search terms.
+
+Everything that hashes, indexes or searches text goes through here, for memories and for
+document chunks, on both backends, so a query is cut into terms exactly as the stored text was.
+
+- **Hash key** (``hash_key``): NFKC, then case folding, then runs of whitespace made one space.
+  Nothing else is dropped: every script, digit, symbol, emoji and punctuation mark counts, so
+  two texts share a key only if they read the same (full-width ``Tea`` and ``tea``,
+  ``Straße`` and ``STRASSE``), never because a script was thrown away.
+- **Search terms** (``index_text``, ``query_terms``): the text is NFKC-normalized and case
+  folded, then accents are removed where they are optional (Latin, Greek, Cyrillic diacritics,
+  Arabic vowel marks, Hebrew points — ``Genève`` is ``geneve``), while marks that make a
+  different letter elsewhere (Devanagari vowel signs, Japanese voicing marks) stay. Then:
+
+  - scripts written with spaces (Latin, Cyrillic, Greek, Arabic, Hebrew, Devanagari, …) give
+    one term per word; an apostrophe joins a word only for the stop-word check (``don't``),
+    the index holds its parts;
+  - scripts written without spaces (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer,
+    Myanmar) give overlapping character bigrams plus single characters — ``我住在北京``
+    indexes ``北京``, so the query ``北京`` (one bigram) finds it;
+  - symbols, emoji and punctuation separate terms and are not searchable.
+
+  The backend then tokenizes the analysed text only at spaces (FTS5 ``unicode61`` with marks
+  kept inside tokens; PostgreSQL's parser) and stems English words (FTS5 ``porter``,
+  PostgreSQL ``english``); Russian (Cyrillic) and Arabic words, which neither backend stems,
+  are stemmed here with Snowball (PyStemmer), at index and query time alike. Queries drop
+  English, Russian and Arabic stop words (unless nothing else is left).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from datetime import datetime
+from typing import Any
+
+import regex
+import Stemmer
+
+# Scripts written without spaces between words: indexed as character bigrams.
+_UNSPACED = (
+    r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+    r"\u30fc\u3005\u3006\u3007"  # Common-script marks used inside Japanese/Chinese words
+)
+# A run of unspaced-script characters, or a word of any other script (letters, marks, digits),
+# apostrophes allowed between its parts.
+_TOKEN = regex.compile(
+    rf"(?P<cjk>[{_UNSPACED}]+)"
+    rf"|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+"
+    rf"(?:['\u2019][[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+)*)",
+    regex.V1,
+)
+_APOSTROPHE = regex.compile(r"['\u2019]")
+# Marks that only accent a letter: combining diacritics (Latin, Greek, Cyrillic), Arabic
+# tashkeel, Hebrew points and cantillation. Removed for search; other scripts' marks are kept.
+# The breve of Cyrillic й stays: й is a letter of its own (ё, by custom, is searched as е).
+_OPTIONAL_MARKS = regex.compile(
+    r"[\u0300-\u0305\u0307-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    r"\u0591-\u05c7\u064b-\u065f\u0670\u06d6-\u06ed]|(?<![\u0438\u0418])\u0306"
+)
+# Letters with a stroke or ligatures that NFKD does not decompose.
+_LETTERS = str.maketrans(
+    {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "ħ": "h", "æ": "ae", "œ": "oe", "þ": "th"}
+    | {"\u0131": "i"}  # dotless i
+)
+
+# Only the digest format's tag: a stored hash of the older, ASCII-only scheme can never equal
+# one of this scheme, so re-hashing rows in place never trips the unique constraint.
+_HASH_SCHEME = "text-v2"
+
+ENGLISH_STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are aren't as at be because
+    been before being below between both but by can can't cannot could couldn't d did didn't do
+    does doesn't doing don't down during each ever few for from further had hadn't has hasn't
+    have haven't having he he'd he'll he's her here here's hers herself him himself his how
+    how's i i'd i'll i'm i've if in into is isn't it it's its itself just kind let's likely ll m
+    may me might more most must mustn't my myself no nor not of off on once only or other ought
+    our ours ourselves out over own re really s same shall shan't she she'd she'll she's should
+    shouldn't so some sort such t than that that's the their theirs them themselves then there
+    there's these they they'd they'll they're they've this those through to too under until up
+    ve very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+    where's which while who who's whom why why's will with won't would wouldn't you you'd you'll
+    you're you've your yours yourself yourselves""".split()  # noqa: SIM905
+)
+# Russian and Arabic function words, as ``fold`` leaves them (ё → е, hamza and vowel marks
+# dropped). The scripts never collide with English words, so one set serves all.
+RUSSIAN_STOP_WORDS = frozenset(
+    """а без бы был была были было быть в вам вас вот все всё вы где да для до его ее её если
+    есть еще ещё же за и из или им их к как когда кто ли меня мне мной мы на над нам нас не
+    нет ни но о об он она они оно от по под при про с со так там тебе тебя то тоже только ты
+    у уж уже чем что чтобы чём это эта эти этот я""".replace("ё", "е").split()
+)
+ARABIC_STOP_WORDS = frozenset(
+    """في من على الى الي عن مع هذا هذه ذلك تلك التي الذي الذين هو هي هم انا انت نحن ما ماذا
+    لا لم لن كان كانت ان او ثم قد كل بعض عند اين متى كيف هل و""".split()  # noqa: SIM905
+)
+STOP_WORDS = ENGLISH_STOP_WORDS | RUSSIAN_STOP_WORDS | ARABIC_STOP_WORDS
+
+
+def hash_key(text: str) -> str:
+    """The form two texts must share to count as one: NFKC, case folded, whitespace runs as
+    one space (ends trimmed). Every other character is kept."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(folded.split())
+
+
+def content_digest(content: str, starts: datetime | None = None) -> str:
+    """SHA-256 hex of ``content``'s hash key; ``starts`` (a single-valued fact's start) is part
+    of it when given, so a value that returns after another is a new memory."""
+    basis = _HASH_SCHEME + "\x1f" + hash_key(content)
+    if starts is not None:
+        # U+001F is whitespace to ``str.split``, so no hash key contains it: unambiguous.
+        basis += "\x1f" + starts.isoformat()
+    return hashlib.sha256(basis.encode()).hexdigest()
+
+
+def fold(text: str) -> str:
+    """NFKC, case folded, optional accents removed (see the module docstring)."""
+    if text.isascii():
+        return text.lower()
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _OPTIONAL_MARKS.sub("", unicodedata.normalize("NFKD", text))
+    return unicodedata.normalize("NFC", text).translate(_LETTERS)
+
+
+def _bigrams(run: str, unigrams: bool) -> list[str]:
+    """Overlapping pairs of an unspaced-script run in order, each preceded by its first
+    character when ``unigrams`` (a one-character run is always that character)."""
+    if len(run) == 1:
+        return [run]
+    out: list[str] = []
+    for i in range(len(run)):
+        if unigrams:
+            out.append(run[i])
+        if i + 1 < len(run):
+            out.append(run[i : i + 2])
+    return out
+
+
+def _tokens(text: str, *, unigrams: bool) -> list[tuple[str, bool]]:
+    """``(token, unspaced)`` of folded ``text``: words keep their apostrophes here."""
+    out: list[tuple[str, bool]] = []
+    for m in _TOKEN.finditer(fold(text)):
+        if m.group("cjk"):
+            out.extend((t, True) for t in _bigrams(m.group("cjk"), unigrams))
+        else:
+            out.append((m.group("word"), False))
+    return out
+
+
+class _Stems:
+    """Snowball stemmers for the inflected scripts the backends do not stem (Russian for
+    Cyrillic, Arabic), made on first use by one analysis call: PyStemmer objects hold a cache
+    and are not thread-safe, so none is shared between calls."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Any] = {}
+
+    def _stemmer(self, language: str) -> Any:
+        stemmer = self._made.get(language)
+        if stemmer is None:
+            stemmer = self._made[language] = Stemmer.Stemmer(language, 0)
+        return stemmer
+
+    def parts(self, word: str) -> list[str]:
+        """The index terms of one word: its apostrophe-separated parts, stemmed where the
+        script calls for it (English is left to the backend's own stemmer)."""
+        out = []
+        for part in _APOSTROPHE.split(word):
+            if not part:
+                continue
+            first = part[0]
+            if "\u0400" <= first <= "\u052f":
+                part = self._stemmer("russian").stemWord(part)
+            elif "\u0600" <= first <= "\u06ff" or "\u0750" <= first <= "\u077f":
+                part = self._stemmer("arabic").stemWord(part)
+            out.append(part)
+        return out
+
+
+def _is_stop_word(word: str) -> bool:
+    return word.replace("\u2019", "'") in STOP_WORDS
+
+
+def index_terms(text: str) -> list[str]:
+    """Every search term of ``text`` in order, repeats kept (what the index stores): single
+    characters of unspaced scripts too, so a one-character query finds them."""
+    stems = _Stems()
+    out: list[str] = []
+    for token, unspaced in _tokens(text, unigrams=True):
+        if unspaced:
+            out.append(token)
+        else:
+            out.extend(stems.parts(token))
+    return out
+
+
+def index_text(text: str) -> str:
+    """The analysed form of ``text`` that full-text indexes store: terms joined by spaces."""
+    return " ".join(index_terms(text))
+
+
+def content_terms(text: str, *, min_length: int = 3) -> list[str]:
+    """Distinct terms of ``text`` that carry content: no stop words, no short words of spaced
+    scripts (``min_length``, counted before stemming); unspaced-script bigrams are kept."""
+    stems = _Stems()
+    out: dict[str, None] = {}
+    for token, unspaced in _tokens(text, unigrams=False):
+        if unspaced:
+            out.setdefault(token)
+            continue
+        if _is_stop_word(token):
+            continue
+        for part in _APOSTROPHE.split(token):
+            if len(part) >= min_length and not _is_stop_word(part):
+                out.update(dict.fromkeys(stems.parts(part)))
+    return list(out)
+
+
+def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
+    """The distinct search terms of ``query`` in order: stop words and one-letter words
+    removed, unless nothing else is left; digits and unspaced-script characters are always
+    terms. An unspaced-script run of two or more characters gives only its bigrams: single
+    characters would match far too much."""
+    stems = _Stems()
+    kept: dict[str, None] = {}
+    for token, unspaced in _tokens(query, unigrams=False):
+        if unspaced:
+            kept.setdefault(token)
+            continue
+        if _is_stop_word(token):
+            continue
+        for part in _APOSTROPHE.split(token):
+            if part and not _is_stop_word(part) and (len(part) > 1 or part.isdigit()):
+                kept.update(dict.fromkeys(stems.parts(part)))
+    if not kept:
+        for term in index_terms(query):
+            if len(term) > 1:
+                kept.setdefault(term)
+    return list(kept)[:max_terms]

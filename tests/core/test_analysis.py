@@ -1,0 +1,160 @@
+# ruff: noqa: RUF001, RUF003 -- text in many scripts is what these tests are about
+"""``cairn.core.analysis``: hash keys and search terms for every script."""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.core.analysis import (
+    content_digest,
+    content_terms,
+    fold,
+    hash_key,
+    index_terms,
+    index_text,
+    query_terms,
+)
+
+NFC_CAFE = unicodedata.normalize("NFC", "café")
+NFD_CAFE = unicodedata.normalize("NFD", "café")
+
+
+def test_texts_of_every_script_keep_distinct_hashes() -> None:
+    texts = [
+        "我住在北京",
+        "我明天去上海",
+        "東京に住んでいます",
+        "大阪に住んでいます",
+        "Я живу в Москве",
+        "Я живу в Казани",
+        "أعيش في القاهرة",
+        "أعيش في دبي",
+        "אני גר בירושלים",
+        "मैं दिल्ली में रहता हूँ",
+        "저는 서울에 살아요",
+        "ฉันชอบกาแฟ",
+        "Ich wohne in München",
+        "J'habite à Genève",
+        "I love 🍵",
+        "I love ☕",
+        "👨‍👩‍👧",
+        "👨‍👩‍👦",
+        "Really?",
+        "Really.",
+    ]
+    digests = {content_digest(t) for t in texts}
+    assert len(digests) == len(texts)
+
+
+def test_hash_key_folds_case_width_compatibility_and_spacing_only() -> None:
+    assert hash_key("  Hello   WORLD\n") == hash_key("hello world")
+    assert hash_key("Ｔｅａ") == hash_key("tea")  # full-width (NFKC)
+    assert hash_key("Straße") == hash_key("STRASSE")  # case folding
+    assert hash_key(NFC_CAFE) == hash_key(NFD_CAFE)  # one word in two normal forms
+    assert hash_key("café") != hash_key("cafe")  # an accent is part of the text
+    assert hash_key("I like tea.") != hash_key("I like tea")  # so is punctuation
+
+
+def test_a_slot_fact_hashes_its_start() -> None:
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    assert content_digest("Ann works at Acme", at) != content_digest("Ann works at Acme")
+    assert content_digest("Ann works at Acme", at) == content_digest("ann works at acme", at)
+
+
+# Text from every plane that matters: letters of all scripts, marks, digits, symbols and
+# emoji, punctuation and whitespace (NUL excluded: no backend stores it).
+TEXTS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=40,
+).filter(lambda s: s.strip())
+SCRIPT_TEXTS = st.text(
+    alphabet=st.sampled_from("aAéE\u0301 \u3000北京东東キャ한국Мосваقاهرة🍵👍🏽\u200d.!,ß"),
+    min_size=1,
+    max_size=12,
+).filter(lambda s: s.strip())
+
+
+def _folded(text: str) -> str:
+    """NFKC + case folding + whitespace folding: the only equivalence hashes may have."""
+    nfkc = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(nfkc.split())
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXTS | SCRIPT_TEXTS, TEXTS | SCRIPT_TEXTS)
+def test_distinct_texts_get_distinct_hashes_unless_equal_after_folding(a: str, b: str) -> None:
+    same = content_digest(a) == content_digest(b)
+    assert same == (_folded(a) == _folded(b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS | SCRIPT_TEXTS)
+def test_nfc_and_nfd_forms_hash_and_analyse_alike(text: str) -> None:
+    nfc, nfd = unicodedata.normalize("NFC", text), unicodedata.normalize("NFD", text)
+    assert content_digest(nfc) == content_digest(nfd)
+    assert index_terms(nfc) == index_terms(nfd)
+    assert query_terms(nfc) == query_terms(nfd)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS | SCRIPT_TEXTS)
+def test_every_query_term_is_an_index_term_of_the_same_text(text: str) -> None:
+    """Queries are cut as the index is: a text always finds itself."""
+    indexed = set(index_terms(text))
+    assert set(query_terms(text)) <= indexed
+    assert all(term and " " not in term for term in indexed)
+
+
+def test_cjk_is_cut_into_bigrams() -> None:
+    assert "北京" in index_terms("我住在北京")
+    assert query_terms("北京") == ["北京"]
+    assert query_terms("上海") == ["上海"]
+    assert "東京" in index_terms("東京に住んでいます")
+    assert "서울" in index_terms("저는 서울에 살아요")
+    assert "猫" in index_terms("我的猫很可爱")  # single characters are indexed too
+    assert query_terms("猫") == ["猫"]
+
+
+def test_accents_fold_but_letters_stay_apart() -> None:
+    assert query_terms("Genève") == query_terms("geneve") == ["geneve"]
+    assert query_terms("München") == ["munchen"]
+    assert query_terms(NFC_CAFE) == query_terms(NFD_CAFE) == query_terms("CAFE") == ["cafe"]
+    assert fold("Ærøskøbing") == "aeroskobing"
+    assert fold("Ἀθῆναι") == "αθηναι"  # Greek accents and breathings
+    assert fold("مُحَمَّد") == "محمد"  # Arabic vowel marks
+    assert fold("が") == "が"  # a Japanese voiced kana is another letter: kept
+    assert fold("हिंदी") == "हिंदी"  # Devanagari vowel signs: kept
+    assert index_text("Москва, Россия!") == "москв росс"  # Russian is stemmed (Snowball)
+
+
+def test_english_stop_words_and_apostrophes() -> None:
+    assert query_terms("What is the name of Ann's puppy?") == ["name", "ann", "puppy"]
+    assert query_terms("I don't know") == ["know"]
+    assert query_terms("What did you do?") == ["what", "did", "you", "do"]  # nothing else left
+    assert index_terms("Don't panic") == ["don", "t", "panic"]
+    assert content_terms("The orchard's harvest in Москва 北京") == [
+        "orchard",
+        "harvest",
+        "москв",
+        "北京",
+    ]
+
+
+def test_russian_and_arabic_words_match_across_inflections() -> None:
+    """Neither backend stems them, so the analysis does: a case ending or an attached
+    article does not hide a word."""
+    assert query_terms("Москве") == query_terms("Москвы") == query_terms("Москва") == ["москв"]
+    assert set(query_terms("Где ты работаешь?")) <= set(index_terms("Я работаю врачом"))
+    assert query_terms("القاهرة") == query_terms("بالقاهرة")
+    assert query_terms("На чём ты играешь по выходным?") == ["игра", "выходн"]  # stop words
+    assert fold("чай") == "чай" and fold("ёлка") == "елка"  # й is a letter; ё is searched as е
+
+
+def test_symbols_and_emoji_separate_terms() -> None:
+    assert index_terms("tea🍵time, 42%") == ["tea", "time", "42"]
+    assert query_terms("🍵") == []
