@@ -298,7 +298,7 @@ def search_memories(
     )
     if "vector" in lanes and embedder is None:
         raise InvalidInput(
-            "semantic search needs an embedder: set CAIRN_EMBEDDER (local or openai)",
+            "semantic search needs an embedder: CAIRN_EMBEDDER is none (use onnx, the default)",
             code="embedder_not_configured",
         )
     weights = weights or DEFAULT_WEIGHTS
