@@ -26,6 +26,24 @@ def test_the_default_settings_embed_with_the_onnx_model() -> None:
     assert get_embedder(Settings(embedder="none")) is None
 
 
+def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
+    """A server starts without loading the model; the first embedding loads it, once, and
+    search may then embed the query while its lexical lane runs."""
+    from cairn.engine.worker import LazyEmbedder
+    from tests.conftest import make_settings
+
+    services = Services.from_settings(make_settings(tmp_path, embedder="onnx"))
+    try:
+        lazy = services.embedder
+        assert isinstance(lazy, LazyEmbedder) and lazy._inner is None
+        assert services.embedding_backfill is not None
+        assert lazy.overlap and lazy.dim == 384 and lazy.name == "all-MiniLM-L6-v2"
+        inner = lazy._inner
+        assert len(lazy.embed(["hello"])[0]) == 384 and lazy._inner is inner
+    finally:
+        services.close()
+
+
 def test_onnx_embedder_single_texts_batches_and_edge_cases(onnx_embedder: OnnxEmbedder) -> None:
     texts = ["x", "", "word " * 600, "混合 text мир 🎉 e\u0301", "What does the user drink?"]
     batched = onnx_embedder.embed(texts)

@@ -41,6 +41,12 @@ class LazyEmbedder:
     def dim(self) -> int:
         return self._get().dim
 
+    @property
+    def overlap(self) -> bool:
+        """Whether search may embed the query on a helper thread while its lexical lane runs
+        (the local models: they release the GIL while they compute)."""
+        return bool(getattr(self._get(), "overlap", False))
+
     def embed(self, texts: Any) -> list[list[float]]:
         return self._get().embed(texts)
 
