@@ -144,6 +144,9 @@ def test_vectors_follow_a_compile_in_the_background(
         lexical = _search(client, "maya", "green tea")
         assert time.monotonic() - started < 20
         assert lexical and "green tea" in lexical[0]["content"]
+        r = client.post("/v1/context", json={"subject_id": "maya", "task": "green tea?"})
+        assert r.status_code == 200 and "green tea" in r.json()["assembled_context"]
+        assert time.monotonic() - started < 20
         with store.db.read() as conn:
             assert len(store.memories.without_embedding(conn, "default", scope)) >= len(FACTS)
         assert _search(client, "maya", "what does the user drink", semantic="true") == []
