@@ -86,4 +86,7 @@ class Services:
         return self._auth_required
 
     def close(self) -> None:
+        backfill = getattr(self, "embedding_backfill", None)
+        if backfill is not None:  # its thread must not outlive the store
+            backfill.stop()
         self.store.close()
