@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -83,7 +84,10 @@ def store(db_url: str) -> Iterator[Store]:
 
 
 def make_settings(tmp_path: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {"data_dir": tmp_path / "data"}
+    # Lexical only unless a test asks for an embedder: with one, vectors arrive in the
+    # background and hybrid scores would depend on timing. The default embedder has its own
+    # tests (``semantic_services`` below, tests/engine/test_onnx_embedder.py).
+    values: dict[str, object] = {"data_dir": tmp_path / "data", "embedder": "none"}
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
 
@@ -119,6 +123,31 @@ def backend_services(db_url: str, tmp_path: Path) -> Iterator[Services]:
 @pytest.fixture
 def backend_client(backend_services: Services) -> Iterator[TestClient]:
     with TestClient(create_app(services=backend_services)) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def onnx_embedder() -> Any:
+    """The default embedder, loaded once for the test session and shared by every
+    ``semantic_services`` (a server loads it once per process, on first use)."""
+    from cairn.engine.embedders import OnnxEmbedder
+
+    return OnnxEmbedder()
+
+
+@pytest.fixture
+def semantic_services(db_url: str, tmp_path: Path, onnx_embedder: Any) -> Iterator[Services]:
+    """Services with the default embedder on each backend (parametrized by ``backend``)."""
+    s = Services.from_settings(make_settings(tmp_path, database_url=db_url, embedder="onnx"))
+    s.embedder = onnx_embedder
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def semantic_client(semantic_services: Services) -> Iterator[TestClient]:
+    """The real app with the default embedder and its background embedding pass running."""
+    with TestClient(create_app(services=semantic_services)) as c:
         yield c
 
 

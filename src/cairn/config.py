@@ -38,8 +38,14 @@ class Settings(BaseSettings):
     ladders_dir: Path | None = Field(None, description="Directory of ladder YAML files.")
 
     tokenizer: str = Field("cl100k_base", description="tiktoken encoding used to count tokens.")
-    embedder: Literal["none", "local", "openai"] = Field(
-        "none", description="Embedder for the vector lane: none, local or openai."
+    embedder: Literal["onnx", "none", "local", "openai"] = Field(
+        "onnx", description="Embedder for the vector lane: onnx, none, local or openai."
+    )
+    embedder_threads: int = Field(
+        1, gt=0, le=64, description="Threads the onnx embedder uses for one call."
+    )
+    embed_batch: int = Field(
+        64, gt=0, le=4096, description="Memories the background embedding pass embeds at once."
     )
     embedding_model: str = Field("", description="Model name for the openai embedder.")
     compiler: Literal["heuristic", "llm"] = Field("heuristic", description="Memory compiler.")

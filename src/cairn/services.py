@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
 from cairn.core.tenants import DEFAULT_TENANT
@@ -18,11 +19,19 @@ from cairn.store import Store, open_store
 from cairn.store.stats import queue_stats
 from cairn.templates import TemplateCatalogue, load_catalogue
 
+if TYPE_CHECKING:
+    from cairn.engine.backfill import EmbeddingBackfill
+
 log = logging.getLogger("cairn")
 
 
 class Services:
     """What a process needs: settings, the store, and each feature's long-lived parts."""
+
+    # Set by ``attach_compile``: the embedder (loaded on first use; None with
+    # CAIRN_EMBEDDER=none) and the background pass that writes memories' vectors.
+    embedder: Any
+    embedding_backfill: EmbeddingBackfill | None
 
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
@@ -81,4 +90,7 @@ class Services:
         return self._auth_required
 
     def close(self) -> None:
+        backfill = getattr(self, "embedding_backfill", None)
+        if backfill is not None:  # its thread must not outlive the store
+            backfill.stop()
         self.store.close()

@@ -74,3 +74,26 @@ def test_statewave_sdk_sees_cairn_errors(sw: StatewaveClient) -> None:
         sw.create_episode("bad subject!", "chat", "x", {})
     assert info.value.status_code == 422
     assert info.value.code == "validation_error"
+
+
+def test_statewave_sdk_semantic_search_works_by_default(
+    semantic_services: Services,
+) -> None:
+    """``search_memories(semantic=True)`` with the default embedder: a paraphrase is found by
+    meaning once the background pass has written the vectors."""
+    key, _ = semantic_services.store.keys.create("acme")
+    sw = StatewaveClient("http://testserver", api_key=key, tenant_id="acme")
+    with TestClient(create_app(services=semantic_services), headers=dict(sw._http.headers)) as tc:
+        sw._http = tc
+        for text in ("I prefer green tea over coffee.", "My brother repairs old bicycles."):
+            sw.create_episode(
+                "user-1",
+                "chat",
+                "conversation.turn",
+                {"messages": [{"role": "user", "content": text}]},
+            )
+        assert sw.compile_memories("user-1").memories_created >= 2
+        assert semantic_services.embedding_backfill is not None
+        assert semantic_services.embedding_backfill.wait_idle(30)
+        found = sw.search_memories("user-1", query="what does the user drink", semantic=True)
+        assert found.memories and "green tea" in found.memories[0].content

@@ -59,3 +59,22 @@ def test_memories_bench_runs_on_both_backends(capsys: pytest.CaptureFixture[str]
     assert [r["backend"] for r in rows] == ["sqlite", "postgres"]
     assert all(r["memories"] >= 200 and r["lexical_p50"] > 0 for r in rows)
     assert "postgres" in capsys.readouterr().out
+
+
+def test_embed_bench_counts_every_vector() -> None:
+    """``cairn bench embed`` at toy size: every compiled memory gets its vector from the
+    background pass, and the numbers it prints are there and positive."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from cairn.bench.embed import run
+
+    out = StringIO()
+    result = run(queries=3, memories=10, batch=4, console=Console(file=out, width=120))
+    after = result["after_compile"]
+    assert after["memories"] >= 10 and after["left"] == 0
+    assert after["vectors"] == after["memories"]
+    assert 0 < result["query_ms"]["p50"] <= result["query_ms"]["p95"]
+    assert result["bulk_per_s"]["1 core"] > 0 and result["paraphrase_recall_at_1"]["en"] == 1.0
+    assert "load average" in out.getvalue()

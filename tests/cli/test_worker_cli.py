@@ -1,9 +1,9 @@
-"""``cairn worker --once`` drains the compile queue of a database."""
+"""``cairn worker --once`` drains the compile queue of a database, then writes the vectors of
+memories that lack one (the default embedder; none with ``CAIRN_EMBEDDER=none``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import pytest
 from typer.testing import CliRunner
 
 from cairn.cli.main import app
@@ -12,8 +12,9 @@ from cairn.core.scope import Scope
 from cairn.store import open_store
 
 
-def test_worker_once_runs_queued_jobs(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'w.db'}"
+@pytest.mark.parametrize("embedder", ["onnx", "none"])
+def test_worker_once_runs_queued_jobs(db_url: str, embedder: str) -> None:
+    url = db_url
     store = open_store(url)
     scope = Scope.for_subject("u")
     store.episodes.append_many(
@@ -28,9 +29,20 @@ def test_worker_once_runs_queued_jobs(tmp_path: Path) -> None:
         ],
     )
     job = store.jobs.enqueue("default", scope)
-    result = CliRunner().invoke(app, ["worker", "--once", "--database-url", url])
+    result = CliRunner().invoke(
+        app, ["worker", "--once", "--database-url", url], env={"CAIRN_EMBEDDER": embedder}
+    )
     assert result.exit_code == 0, result.output
     done = store.jobs.get("default", job.id)
     assert done is not None and done.status == "succeeded" and done.memories_created == 1
     assert store.memories.list("default", scope)[0].content == "Water the plants on Sunday."
+    with store.db.read() as conn:
+        vectors = store.memories.vectors(conn, "default", scope)
+        left = store.memories.without_embedding(conn, "default", scope)
+    if embedder == "onnx":
+        assert "1 memories embedded" in result.output
+        assert len(vectors.seqs) == 1 and left == []
+        assert len(vectors.blobs[0]) == 384 * 4
+    else:
+        assert vectors.seqs == [] and len(left) == 1
     store.close()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -90,7 +91,7 @@ def test_openai_embedder_against_a_fake_server(
 
 
 def test_embedder_settings() -> None:
-    assert get_embedder(Settings()) is None
+    assert get_embedder(Settings(embedder="none")) is None
     with pytest.raises(ConfigError):
         get_embedder(Settings(embedder="openai"))  # no base URL / model
 
@@ -103,6 +104,22 @@ def test_local_embedder_without_the_extra_names_the_install_command(
     with pytest.raises(ConfigError) as err:
         get_embedder(Settings(embedder="local"))
     assert "cairn[local]" in err.value.message
+
+
+MULTILINGUAL = [
+    "I prefer green tea in the morning.",
+    "What does the user drink?",
+    "Maya works at Initech as an engineer.",
+    "Where does she work?",
+    "我住在北京，每天早上喝绿茶。",  # noqa: RUF001
+    "她在哪里工作？",  # noqa: RUF001
+    "東京の銀行で働いています。",
+    "Я живу в Москве и работаю врачом.",
+    "Je préfère le thé vert au café.",
+    "Ich arbeite bei Siemens in München.",
+    "أنا أحب القهوة العربية",
+    "🎉 party tonight at the beach!!",
+]
 
 
 @pytest.fixture(scope="module")
@@ -146,9 +163,27 @@ def test_local_embedder_single_text_path_matches_batch_encoding(local_embedder: 
         assert max(abs(a - b) for a, b in zip(single, expected, strict=True)) < 1e-5
 
 
+def test_onnx_embedder_matches_the_torch_model(onnx_embedder: Any, local_embedder: Any) -> None:
+    """Same tokens, mean pooling and L2 norm as sentence-transformers; the int8 weights move a
+    cosine similarity by 0.002 on average (at most ~0.01), and each text's nearest neighbour
+    is the same as with the float32 torch model."""
+    torch_model = local_embedder
+    a = np.asarray(onnx_embedder.embed(MULTILINGUAL))
+    b = np.asarray(torch_model.embed(MULTILINGUAL))
+    assert a.shape == b.shape == (len(MULTILINGUAL), 384)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    assert (a * b).sum(axis=1).min() > 0.995  # the same vector, up to quantization
+    sim_a, sim_b = a @ a.T, b @ b.T
+    diff = np.abs(sim_a - sim_b)[np.triu_indices(len(MULTILINGUAL), 1)]
+    assert diff.mean() < 0.005 and diff.max() < 0.015, (diff.mean(), diff.max())
+    np.fill_diagonal(sim_a, -1)
+    np.fill_diagonal(sim_b, -1)
+    assert (sim_a.argmax(axis=1) == sim_b.argmax(axis=1)).all()
+
+
 def test_hybrid_search_through_the_api(tmp_path: Any) -> None:
-    services = Services.from_settings(make_settings(tmp_path))
-    services.embedder = HashingEmbedder()
+    services = Services.from_settings(make_settings(tmp_path, embedder="onnx"))
+    services.embedder = HashingEmbedder()  # the background pass embeds with this one
     try:
         with TestClient(create_app(services=services)) as client:
             client.post(
@@ -169,6 +204,7 @@ def test_hybrid_search_through_the_api(tmp_path: Any) -> None:
                 },
             )
             assert client.post("/v1/memories/compile", json={"subject_id": "u"}).status_code == 200
+            assert services.embedding_backfill.wait_idle(30)
             for params in ({"hybrid": "true"}, {"semantic": "true"}, {}):
                 r = client.get(
                     "/v1/memories/search", params={"subject_id": "u", "q": "pottery clay", **params}

@@ -269,11 +269,15 @@ def questions(n: int, seed: int = 11, corpus: int = 10_000) -> list[str]:
 def embedder_named(name: str) -> Any:
     if name == "none":
         return None
+    if name == "onnx":
+        from cairn.engine.embedders import OnnxEmbedder
+
+        return OnnxEmbedder()
     if name == "local":
         return LocalEmbedder()
     if name == "hashing":
         return HashingEmbedder()
-    raise ValueError(f"unknown embedder {name!r}: none, local or hashing")
+    raise ValueError(f"unknown embedder {name!r}: none, onnx, local or hashing")
 
 
 class _all_cores:

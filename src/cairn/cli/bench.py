@@ -6,6 +6,8 @@ Each feature registers its command below with one ``app.command`` line pointing 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 app = typer.Typer(help="Run benchmarks that print tables.", no_args_is_help=True)
@@ -129,3 +131,27 @@ def sdk(
     from cairn.bench.sdk import run
 
     run(calls=calls, episodes=episodes)
+
+
+@app.command("embed")
+def embed(
+    queries: int = typer.Option(300, help="Distinct queries embedded one at a time (1 core)."),
+    memories: int = typer.Option(1000, help="Turns compiled, then embedded in the background."),
+    batch: int = typer.Option(64, help="Memories per embedding call (CAIRN_EMBED_BATCH)."),
+    data: Path | None = typer.Option(
+        None, "--data", help="A LoCoMo JSON file: embed its real turns instead of synthetic ones."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Also print the numbers as JSON."),
+) -> None:
+    """The default embedder: query ms on one core, bulk memories/s, vectors' delay after a
+    compile. Prints the load average: on a busy machine the numbers are indicative.
+
+    Example: taskset -c 1 cairn bench embed --data ../shared/data/locomo/locomo-dev.json
+    """
+    import json
+
+    from cairn.bench.embed import run
+
+    result = run(queries=queries, memories=memories, batch=batch, data=data)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))

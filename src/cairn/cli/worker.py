@@ -1,4 +1,5 @@
-"""``cairn worker``: run a compile worker until interrupted."""
+"""``cairn worker``: run a compile worker (and the background embedding pass) until
+interrupted."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def worker(
     poll: float = typer.Option(0.5, "--poll", min=0.05, help="Seconds between polls when idle."),
     once: bool = typer.Option(False, "--once", help="Drain the queue, then exit."),
 ) -> None:
-    """Claim queued compile jobs and run them (any number of workers may share a database).
+    """Claim queued compile jobs and run them (any number of workers may share a database),
+    and write vectors for memories that lack one (unless CAIRN_EMBEDDER=none).
 
     Example: cairn worker --database-url postgresql://localhost/cairn
     """
@@ -35,6 +37,9 @@ def worker(
             while work_once(services):
                 done += 1
             err_console.print(f"{done} job(s) run")
+            backfill = services.embedding_backfill
+            if backfill is not None:
+                err_console.print(f"{backfill.run_until_idle()} memories embedded")
             return
         w = CompileWorker(services, poll_s=poll)
         stop = threading.Event()
@@ -42,7 +47,11 @@ def worker(
             signal.signal(sig, lambda *_: stop.set())
         err_console.print("compile worker running (Ctrl-C to stop)")
         w.start()
+        if services.embedding_backfill is not None:
+            services.embedding_backfill.start()
         stop.wait()
         w.stop()
+        if services.embedding_backfill is not None:
+            services.embedding_backfill.stop()
     finally:
         services.close()

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -205,12 +206,18 @@ def embedding_text(content: str, metadata: dict[str, Any]) -> str:
 
 
 def embed_memories(
-    store_or_services: Any, embedder: Any, tenant_id: str, scope: Scope, batch: int = 256
+    store_or_services: Any,
+    embedder: Any,
+    tenant_id: str,
+    scope: Scope,
+    batch: int = 256,
+    max_batches: int | None = None,
 ) -> int:
-    """Embed the partition's memories that have no vector yet; returns how many."""
+    """Embed the partition's memories that have no vector yet (at most ``max_batches``
+    batches of ``batch``); returns how many."""
     store = _store_of(store_or_services)
     done = 0
-    while True:
+    for _ in range(max_batches) if max_batches is not None else itertools.count():
         with store.db.read() as conn:
             todo = store.memories.without_embedding(conn, tenant_id, scope, limit=batch)
         if not todo:
@@ -225,6 +232,7 @@ def embed_memories(
                 [(row[0], blob) for row, blob in zip(todo, blobs, strict=True)],
             )
         done += len(todo)
+    return done
 
 
 # --------------------------------------------------------------------------- search
@@ -290,7 +298,7 @@ def search_memories(
     )
     if "vector" in lanes and embedder is None:
         raise InvalidInput(
-            "semantic search needs an embedder: set CAIRN_EMBEDDER (local or openai)",
+            "semantic search needs an embedder: CAIRN_EMBEDDER is none (use onnx, the default)",
             code="embedder_not_configured",
         )
     weights = weights or DEFAULT_WEIGHTS

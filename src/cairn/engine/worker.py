@@ -41,6 +41,12 @@ class LazyEmbedder:
     def dim(self) -> int:
         return self._get().dim
 
+    @property
+    def overlap(self) -> bool:
+        """Whether search may embed the query on a helper thread while its lexical lane runs
+        (the local models: they release the GIL while they compute)."""
+        return bool(getattr(self._get(), "overlap", False))
+
     def embed(self, texts: Any) -> list[list[float]]:
         return self._get().embed(texts)
 
@@ -114,6 +120,16 @@ def attach_compile(services: Any) -> None:
     compile-on-ingest listener, as the settings say."""
     settings = services.settings
     services.embedder = LazyEmbedder(settings) if settings.embedder != "none" else None
+    # Vectors are written after a compile by a background pass (this process's compiles
+    # notify it; a sweep finds the rest), so no request waits for the model.
+    services.embedding_backfill = None
+    if services.embedder is not None:
+        from cairn.engine.backfill import EmbeddingBackfill
+
+        backfill = EmbeddingBackfill(services, batch=settings.embed_batch)
+        services.embedding_backfill = backfill
+        services.on_start.append(backfill.start)
+        services.on_stop.append(backfill.stop)
     if settings.compiler == "llm":
         from cairn.engine.llm_compiler import LLMCompiler
 

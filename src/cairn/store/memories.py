@@ -530,6 +530,22 @@ class MemoryRepository:
         ).all()
         return VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
 
+    def partitions_without_embedding(
+        self, conn: Connection, limit: int = 1_000
+    ) -> _list[tuple[str, Scope]]:
+        """``(tenant, scope)`` of partitions that hold a memory with no vector yet (the
+        background embedding pass starts from these after a restart)."""
+        rows = conn.execute(
+            select(t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
+            .where(t.c.embedding.is_(None), t.c.status != "deleted")
+            .distinct()
+            .limit(limit)
+        ).all()
+        return [
+            (str(r[0]), Scope.model_construct(runtime_id=r[1], user_id=r[2], agent_id=r[3]))
+            for r in rows
+        ]
+
     def without_embedding(
         self, conn: Connection, tenant_id: str, scope: Scope, limit: int = 10_000
     ) -> _list[tuple[int, str, dict[str, Any]]]:

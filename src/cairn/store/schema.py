@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     false,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
@@ -154,6 +155,17 @@ memories = Table(
         name="uq_memories_content",
     ),
     Index("ix_memories_scope_status", "tenant_id", "runtime_id", "user_id", "agent_id", "status"),
+    # The rows waiting for a vector (the background embedding pass finds them through it).
+    Index(
+        "ix_memories_unembedded",
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "seq",
+        sqlite_where=text("embedding IS NULL"),
+        postgresql_where=text("embedding IS NULL"),
+    ),
 )
 
 

@@ -92,13 +92,13 @@ def compile_scope(
 ) -> CompileResult:
     """Compile up to ``max_episodes`` uncompiled episodes of one partition into memories.
 
-    Accepts ``Services`` (its compiler and embedder are used unless given) or a bare ``Store``
-    (heuristic compiler, no embeddings).
+    Accepts ``Services`` (its compiler is used unless given; its background embedding pass is
+    told about new memories) or a bare ``Store`` (heuristic compiler, no embeddings). An
+    ``embedder`` given here embeds the new memories before returning.
     """
     store = _store_of(services_or_store)
     compiler = compiler or default_compiler(services_or_store)
-    if embedder is None:
-        embedder = getattr(services_or_store, "embedder", None)
+    backfill = getattr(services_or_store, "embedding_backfill", None)
     q = store.jobs.compiling
 
     with store.db.read() as conn:
@@ -122,10 +122,14 @@ def compile_scope(
         created = _apply(store, conn, tenant_id, scope, drafts, compiler, now)
         q.mark_compiled(conn, [ep.id for ep in batch if ep.id in fresh])
         remaining = q.count_uncompiled(conn, tenant_id, scope)
-    if embedder is not None and created:
+    if created and embedder is not None:
+        # An embedder passed by the caller (benches, scripts) embeds now; a server's or
+        # worker's vectors follow in the background, off the request.
         from cairn.engine.search import embed_memories
 
         embed_memories(store, embedder, tenant_id, scope)
+    elif created and backfill is not None:
+        backfill.notify(tenant_id, scope)
     return CompileResult(
         memories_created=len(created),
         memories=created,

@@ -1,0 +1,135 @@
+"""The background embedding pass: memories get their vectors after a compile, off the request.
+
+A compile stores memories and makes them lexically searchable in the same transaction; the
+vectors follow here. A compile (in the server or in ``cairn worker``) names its partition with
+``notify``; a thread embeds that partition's memories that have no vector yet, in batches of
+``CAIRN_EMBED_BATCH``, until none is left. At start and every ``sweep_s`` it also looks for any
+partition with memories lacking a vector (memories compiled by another process, such as
+``cairn compile``, or before a restart, or before the embedder was switched on).
+
+Nothing waits for this: a search or context request uses the vectors that exist and finds the
+other memories lexically. Two processes may embed the same rows; the vectors are the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from cairn.core.scope import Scope
+
+log = logging.getLogger("cairn.embedding")
+
+Partition = tuple[str, str, str, str]
+
+
+class EmbeddingBackfill:
+    """A thread that writes vectors for memories that lack one, partition by partition."""
+
+    def __init__(self, services: Any, *, batch: int = 64, sweep_s: float = 60.0) -> None:
+        self.services = services
+        self.batch = batch
+        self.sweep_s = sweep_s
+        # Partition -> how often it was asked for; a batch that finds the partition done
+        # drops it only if nobody asked again meanwhile.
+        self._pending: dict[Partition, int] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._sweep_due = True
+        self._thread: threading.Thread | None = None
+        self.embedded = 0  # memories embedded since start (for the bench and logs)
+
+    def notify(self, tenant_id: str, scope: Scope) -> None:
+        """Ask for the partition's memories without a vector to be embedded soon."""
+        key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+        with self._lock:
+            self._pending[key] = self._pending.get(key, 0) + 1
+            self._idle.clear()
+        self._wake.set()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._sweep_due = True
+        self._idle.clear()
+        self._thread = threading.Thread(target=self._run, name="cairn-embedding", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until nothing is pending (tests, the bench, ``cairn worker --once``)."""
+        return self._idle.wait(timeout)
+
+    def run_until_idle(self) -> int:
+        """Embed everything pending and every partition the sweep finds, in this thread."""
+        self._sweep()
+        before = self.embedded
+        while self._step():
+            pass
+        return self.embedded - before
+
+    def _run(self) -> None:
+        last_sweep = float("-inf")
+        while not self._stop.is_set():
+            try:
+                if self._sweep_due or time.monotonic() - last_sweep >= self.sweep_s:
+                    self._sweep()
+                    last_sweep = time.monotonic()
+                    self._sweep_due = False
+                if self._step():
+                    continue
+            except Exception:  # e.g. the database is briefly unavailable; retried
+                log.exception("background embedding failed")
+                self._stop.wait(1.0)
+                continue
+            with self._lock:
+                if not self._pending:
+                    self._idle.set()
+            self._wake.wait(self.sweep_s)
+            self._wake.clear()
+
+    def _sweep(self) -> None:
+        store = self.services.store
+        with store.db.read() as conn:
+            found = store.memories.partitions_without_embedding(conn)
+        for tenant_id, scope in found:
+            self.notify(tenant_id, scope)
+
+    def _step(self) -> bool:
+        """Embed one batch of the oldest pending partition; False when nothing is pending."""
+        from cairn.engine.search import embed_memories
+
+        with self._lock:
+            if not self._pending:
+                return False
+            key = next(iter(self._pending))
+            asked = self._pending[key]
+        embedder = getattr(self.services, "embedder", None)
+        if embedder is None:
+            with self._lock:
+                self._pending.clear()
+            return False
+        tenant_id, runtime_id, user_id, agent_id = key
+        scope = Scope.model_construct(runtime_id=runtime_id, user_id=user_id, agent_id=agent_id)
+        done = embed_memories(
+            self.services.store, embedder, tenant_id, scope, batch=self.batch, max_batches=1
+        )
+        self.embedded += done
+        with self._lock:
+            if done < self.batch and self._pending.get(key) == asked:
+                del self._pending[key]
+            elif key in self._pending:  # more to do: let other partitions have a turn
+                self._pending[key] = self._pending.pop(key)
+        return True

