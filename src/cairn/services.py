@@ -9,12 +9,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cairn.config import Settings
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.engine.ingest import IngestListener
 from cairn.store import Store, open_store
 from cairn.templates import TemplateCatalogue, load_catalogue
+
+if TYPE_CHECKING:
+    from cairn.engine.worker import ScopeCompiler
 
 log = logging.getLogger("cairn")
 
@@ -32,6 +36,10 @@ class Services:
         self.templates: TemplateCatalogue = load_catalogue(settings.template_dirs)
         # Called with (tenant, scopes) after new episodes are stored.
         self.ingest_listeners: list[IngestListener] = []
+        # Called with (tenant, scopes) after committed turns (TurnSink) are stored, besides
+        # the ingest listeners: by default the background compile of turns.
+        self.turn_listeners: list[IngestListener] = []
+        self.turn_compiler: ScopeCompiler | None = None
         # Run when the server starts and stops (background workers, watchers).
         self.on_start: list[Callable[[], None]] = []
         self.on_stop: list[Callable[[], None]] = []
@@ -77,4 +85,6 @@ class Services:
         return self._auth_required
 
     def close(self) -> None:
+        if self.turn_compiler is not None:  # its thread must not outlive the store
+            self.turn_compiler.stop()
         self.store.close()
