@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     embedding_model: str = Field("", description="Model name for the openai embedder.")
     compiler: Literal["heuristic", "llm"] = Field("heuristic", description="Memory compiler.")
     compile_on_ingest: bool = Field(False, description="Compile a subject after each ingest.")
+    compile_turns: bool = Field(
+        True, description="Compile committed turns in the background (long-term recall)."
+    )
     worker_in_process: bool | None = Field(
         None, description="Run a compile worker inside the server (default: on for SQLite)."
     )

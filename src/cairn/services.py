@@ -21,6 +21,7 @@ from cairn.templates import TemplateCatalogue, load_catalogue
 
 if TYPE_CHECKING:
     from cairn.engine.backfill import EmbeddingBackfill
+    from cairn.engine.worker import ScopeCompiler
 
 log = logging.getLogger("cairn")
 
@@ -45,6 +46,10 @@ class Services:
         self.templates: TemplateCatalogue = load_catalogue(settings.template_dirs)
         # Called with (tenant, scopes) after new episodes are stored.
         self.ingest_listeners: list[IngestListener] = []
+        # Called with (tenant, scopes) after committed turns (TurnSink) are stored, besides
+        # the ingest listeners: by default the background compile of turns.
+        self.turn_listeners: list[IngestListener] = []
+        self.turn_compiler: ScopeCompiler | None = None
         # Run when the server starts and stops (background workers, watchers).
         self.on_start: list[Callable[[], None]] = []
         self.on_stop: list[Callable[[], None]] = []
@@ -93,4 +98,6 @@ class Services:
         backfill = getattr(self, "embedding_backfill", None)
         if backfill is not None:  # its thread must not outlive the store
             backfill.stop()
+        if self.turn_compiler is not None:  # its thread must not outlive the store
+            self.turn_compiler.stop()
         self.store.close()

@@ -3,12 +3,18 @@ endpoints that mirror the contracts."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from cairn.api.app import create_app
 from cairn.engine.tokens import get_tokenizer
+from cairn.services import Services
+from tests.conftest import make_settings
 
 SCOPE = {"runtime_id": "memories", "user_id": "user-1", "agent_id": "assistant"}
 
@@ -279,11 +285,42 @@ def test_overlong_scope_ids_are_a_422_on_both_backends(backend_client: TestClien
     assert r.status_code == 200 and r.json()["items"] == []  # 256 is allowed
 
 
-def test_turns_of_a_scope_are_compiled_and_recalled(backend_client: TestClient) -> None:
+def test_committed_turns_become_long_term_memory_in_the_background(
+    backend_client: TestClient,
+) -> None:
+    """By default a committed turn is compiled in the background: another conversation of
+    the scope recalls it soon after (polled with a generous bound; no timing assertion)."""
+    c = backend_client
+    assert turn(c, "t1", "My favourite ramen is shoyu.").status_code == 201
+    ask = {"scope": SCOPE, "conversation_id": "conv-2", "query": "which ramen do I like"}
+    deadline = time.monotonic() + 30
+    items: list[Any] = []
+    while time.monotonic() < deadline:
+        items = [i for i in c.post("/v1/scopes/context", json=ask).json()["items"]]
+        if items:
+            break
+        time.sleep(0.05)
+    assert items and "shoyu" in items[0]["content"] and items[0]["source_class"] == "long_term"
+    # The same turn committed again is not a new episode, and nothing is left to compile.
+    assert turn(c, "t1", "My favourite ramen is shoyu.").status_code == 200
+    r = c.post("/v1/scopes/compile", json={"scope": SCOPE})
+    assert r.json()["remaining_episodes"] == 0
+
+
+@pytest.fixture
+def manual_client(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
+    """A client whose server does not compile committed turns by itself."""
+    s = Services.from_settings(make_settings(tmp_path, database_url=db_url, compile_turns=False))
+    with TestClient(create_app(services=s)) as c:
+        yield c
+    s.close()
+
+
+def test_turns_of_a_scope_are_compiled_and_recalled(manual_client: TestClient) -> None:
     """A turn is an episode compiled like any other: ``POST /v1/scopes/compile`` does it for a
     scope that is not a subject, and long-term recall then finds it without its
     conversation."""
-    c = backend_client
+    c = manual_client
     for i, text in enumerate(["I keep bees on the roof.", "My favourite ramen is shoyu."]):
         assert turn(c, f"k{i}", text).status_code == 201
     ask = {"scope": SCOPE, "query": "which ramen do I like"}

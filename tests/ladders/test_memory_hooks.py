@@ -356,3 +356,30 @@ def test_config_errors_name_the_file_and_path(tmp_path: Path, services: Services
 def test_settings_model_is_exported_for_the_runtime() -> None:
     s = ContextHookSettings.model_validate({**BASE, "render": {"output": "t"}})
     assert s.render is not None and s.render.renderer().render is not None
+
+
+def test_turns_committed_by_the_hook_are_recalled_by_later_conversations(
+    backend_services: Services,
+) -> None:
+    """The memory.turn hook's turns are compiled in the background by default: a prepare hook
+    of another conversation finds them in long-term memory (polled with a generous bound)."""
+    import time
+
+    a = build_assembly(backend_services, "default")
+    MemoryTurnHook({"scope": SCOPE}, a)(
+        {"__main_channel": [{"role": "user", "content": "My bike is a green Brompton."}]},
+        RequestContext(context_id="conv-a", message="", run_id="run-a"),
+    )
+    hook = MemoryContextHook(
+        {"query": {"current_message": True}, "scope": SCOPE, "output": "items"}, a
+    )
+    later = RequestContext(context_id="conv-b", message="which bike do I ride?", run_id="run-b")
+    board: dict[str, Any] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        hook(board, later)
+        if board["items"]:
+            break
+        time.sleep(0.05)
+    assert board["items"] and "Brompton" in board["items"][0]["content"]
+    assert board["items"][0]["source_class"] == "long_term"

@@ -28,6 +28,8 @@ from cairn.errors import ConfigError
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_ITEMS = 20
+# "No item limit": larger than any pack (every item costs at least one token).
+NO_ITEM_LIMIT = 1_000_000
 DEFAULT_RECENT_TURNS = 6
 MAX_RECENT_TURNS = 200
 KEY_MAX_LENGTH = 256
@@ -43,8 +45,9 @@ def _no_nul(value: str, field: str) -> str:
 
 
 class Budget(BaseModel):
-    """Limits on packed context. 0 means the documented default (4,096 tokens, 20 items, no
-    character limit); a negative number is rejected."""
+    """Limits on packed context. 0 means the documented default (4,096 tokens, no character
+    limit, and 20 items only when neither ``max_tokens`` nor ``max_chars`` is given); a
+    negative number is rejected."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -62,10 +65,15 @@ class Budget(BaseModel):
         return value
 
     def resolved(self) -> Budget:
-        """The same budget with defaults filled in (``max_chars`` 0 stays 'no limit')."""
+        """The same budget with defaults filled in (``max_chars`` 0 stays 'no limit'). The
+        item default applies only when no limit was given at all: a caller who names
+        ``max_tokens`` (or ``max_chars``) gets as many items as fit in it."""
+        default_items = (
+            DEFAULT_MAX_ITEMS if not (self.max_tokens or self.max_chars) else NO_ITEM_LIMIT
+        )
         return Budget(
             max_tokens=self.max_tokens or DEFAULT_MAX_TOKENS,
-            max_items=self.max_items or DEFAULT_MAX_ITEMS,
+            max_items=self.max_items or default_items,
             max_chars=self.max_chars,
         )
 

@@ -47,6 +47,18 @@ def _store_of(store_or_services: Any) -> Any:
     return getattr(store_or_services, "store", store_or_services)
 
 
+# Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
+# so as a query term it matches everything and says nothing.
+ROLE_WORDS = frozenset({"user", "assistant", "system"})
+
+
+def ranking_terms(query: str) -> list[str]:
+    """The query's terms without role words, unless nothing else is left."""
+    terms = query_terms(query)
+    kept = [t for t in terms if t not in ROLE_WORDS]
+    return kept or terms
+
+
 def lexical_lane(
     store: Any,
     tenant_id: str,
@@ -59,7 +71,7 @@ def lexical_lane(
     conn: Any = None,
 ) -> dict[int, float]:
     """``seq → calibrated lexical score`` for the best ``pool`` matches."""
-    terms = query_terms(query)
+    terms = ranking_terms(query)
     raw = store.memories.lexical(
         tenant_id,
         scope,
@@ -237,7 +249,8 @@ def embed_memories(
 
 # --------------------------------------------------------------------------- search
 
-FUSION = "minmax"
+# Absolute: every lane's calibrated score keeps its meaning (no per-query rescaling).
+FUSION = "weighted"
 
 
 def fuse(

@@ -115,9 +115,72 @@ class CompileWorker:
             self._thread = None
 
 
+class ScopeCompiler:
+    """Compiles the scopes it is handed on one background thread, so a committed turn becomes
+    long-term memory about as soon as its compile takes, while the commit returns at once.
+
+    Scopes waiting are kept once each (a burst of turns of one conversation is one compile
+    of everything new); the thread starts with the first scope and ends with ``stop``. A
+    failed compile is logged and the episodes stay uncompiled for the next one.
+    """
+
+    def __init__(self, services: Any) -> None:
+        self.services = services
+        self._lock = threading.Lock()
+        self._waiting: dict[tuple[str, Any], None] = {}
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, tenant_id: str, scopes: list[Any]) -> None:
+        """Queue ``scopes`` of ``tenant_id`` for compiling (an ingest listener)."""
+        with self._lock:
+            if self._stopped:
+                return
+            for scope in scopes:
+                self._waiting.setdefault((tenant_id, scope))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="cairn-turn-compiler", daemon=True
+                )
+                self._thread.start()
+        self._wake.set()
+
+    def _next(self) -> tuple[str, Any] | None:
+        with self._lock:
+            if not self._waiting:
+                return None
+            key = next(iter(self._waiting))
+            del self._waiting[key]
+            return key
+
+    def _run(self) -> None:
+        while not self._stopped:
+            key = self._next()
+            if key is None:
+                self._wake.wait(1.0)
+                self._wake.clear()
+                continue
+            tenant_id, scope = key
+            try:
+                while compile_scope(self.services, tenant_id, scope).has_more:
+                    if self._stopped:
+                        return
+            except Exception:  # the episodes stay uncompiled; the next commit retries
+                log.exception("background compile of %s/%s failed", tenant_id, scope)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with self._lock:
+            self._stopped = True
+            thread, self._thread = self._thread, None
+        self._wake.set()
+        if thread is not None:
+            thread.join(timeout)
+
+
 def attach_compile(services: Any) -> None:
-    """Give ``services`` its embedder, compiler, optional in-process worker and
-    compile-on-ingest listener, as the settings say."""
+    """Give ``services`` its embedder, compiler, optional in-process worker, background
+    compile of committed turns and compile-on-ingest listener, as the settings say."""
     settings = services.settings
     services.embedder = LazyEmbedder(settings) if settings.embedder != "none" else None
     # Vectors are written after a compile by a background pass (this process's compiles
@@ -143,6 +206,10 @@ def attach_compile(services: Any) -> None:
     if services.compile_worker is not None:
         services.on_start.append(services.compile_worker.start)
         services.on_stop.append(services.compile_worker.stop)
+    if settings.compile_turns and not settings.compile_on_ingest:
+        services.turn_compiler = ScopeCompiler(services)
+        services.turn_listeners.append(services.turn_compiler.submit)
+        services.on_stop.append(services.turn_compiler.stop)
     if settings.compile_on_ingest:
 
         def compile_after_ingest(tenant_id: str, scopes: list[Any]) -> None:

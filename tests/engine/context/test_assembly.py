@@ -158,8 +158,11 @@ def test_a_lane_cut_at_its_candidate_limit_marks_the_result_truncated(
     result = assembly.context(request(query="orchard harvest", budget=budget))
     assert len(result.items) == 200 and result.truncated
     assert all("harvest" in item.content for item in result.items)
-    # What the limit cut off does not pass min_score: nothing relevant was left out.
-    top = assembly.context(request(query="orchard harvest", budget=budget, min_score=0.99))
+    # What the limit cut off does not pass min_score: nothing relevant was left out. (Scores
+    # are absolute: the 200 full matches share one score, the weaker ones are below it.)
+    best = min(item.score for item in result.items)
+    assert 0 < best < 1
+    top = assembly.context(request(query="orchard harvest", budget=budget, min_score=best))
     assert len(top.items) == 200 and not top.truncated
     # Fewer matches than the limit (another scope, 5 of them): nothing cut.
     small = Scope(runtime_id="memories", user_id="user-2", agent_id="assistant")

@@ -23,7 +23,7 @@ from cairn.core.memory import (
 from cairn.core.scope import Scope
 from cairn.engine.context import AssemblySettings, CairnAssembly
 from cairn.engine.context.fit import fit_to_tokens
-from cairn.engine.context.render import DefaultRenderer, TemplateRenderer
+from cairn.engine.context.render import DefaultRenderer, TemplateRenderer, default_costs
 from cairn.services import Services
 
 router = APIRouter(tags=["context"])
@@ -39,6 +39,7 @@ def assembly_for(services: Services, tenant: str) -> CairnAssembly:
         settings=AssemblySettings(tokenizer=services.settings.tokenizer),
         listeners=services.ingest_listeners,
         embedder=getattr(services, "embedder", None),
+        turn_listeners=services.turn_listeners,
     )
 
 
@@ -97,7 +98,9 @@ def get_context(
             "budget": budget,
         },
     )
-    assembled = assembly.assemble(req)
+    # The budget bounds the rendered text, so packing charges the block and its markers.
+    reserved, overhead = default_costs(assembly.tokenizer)
+    assembled = assembly.assemble(req, reserved=reserved, overhead=overhead)
     limit = budget.resolved().max_tokens
     result, text, tokens = fit_to_tokens(
         assembled.result, DefaultRenderer(), limit, assembly.tokenizer

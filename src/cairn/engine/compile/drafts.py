@@ -55,10 +55,13 @@ def memory_id(tenant_id: str, scope: Scope, kind: str, content_hash: str) -> uui
 
 @dataclass(frozen=True)
 class CompileInput:
-    """A batch of new episodes plus, for each session they touch, all its episodes so far."""
+    """A batch of new episodes plus, for each session they touch, all its episodes so far,
+    and the names speakers stated in earlier compiles (``speaker label → name``, e.g.
+    ``{"user": "Maya"}`` after "my name is Maya")."""
 
     episodes: Sequence[Episode]
     sessions: dict[str, list[Episode]]
+    names: dict[str, str] = field(default_factory=dict)
 
 
 class Compiler(Protocol):

@@ -3,10 +3,12 @@
 From each episode it makes the units recall needs:
 
 - ``turn``: one per conversation message, ``"Speaker: text"`` with the speaker, role, absolute
-  date, resolved relative dates and entities in metadata;
+  date, resolved relative dates and entities in metadata; a contentless message ("Noted.",
+  "haha", see ``filler``) gets a low confidence and none of its neighbours' words;
 - ``note``: a text payload (template episodes included), chunked by sentences when long;
 - ``profile_fact``: first-person statements matched by patterns (name, employer, location,
-  age, favourites, likes), single-valued ones carrying a ``slot`` for supersession;
+  age, favourites, likes), single-valued ones carrying a ``slot`` for supersession; the
+  subject is the message's ``name``, else the name the speaker stated, else the role;
 - ``episode_summary``: per session, the most central sentences (extractive), re-made as the
   session grows (the new one supersedes the old).
 """
@@ -25,6 +27,7 @@ from cairn.core.analysis import content_terms
 from cairn.core.episodes import Episode
 from cairn.core.ids import as_utc
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
+from cairn.engine.compile.filler import is_contentless
 from cairn.engine.compile.text import (
     STOP_WORDS,
     date_keywords,
@@ -43,6 +46,8 @@ SUMMARY_MIN_MESSAGES = 4
 CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 1
 CONTEXT_WORDS = 40
+# Confidence of a contentless turn ("Noted.", "haha"): search multiplies relevance by it.
+CONTENTLESS_CONFIDENCE = 0.2
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ def _metadata(
 # Patterns of first-person facts: (slot or None for multi-valued, regex, content template).
 _NAME_PART = r"([A-Z][\w'\u2019&.\-]*(?:\s+[A-Z][\w'\u2019&.\-]*){0,3})"
 _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
-    ("name", re.compile(r"\bmy name is " + _NAME_PART), "{s}'s name is {v}"),
+    ("name", re.compile(r"\b[Mm]y name is " + _NAME_PART), "{s}'s name is {v}"),
     (
         "employer",
         re.compile(
@@ -210,20 +215,46 @@ _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
 _BAD_OBJECTS = frozenset({"it", "that", "this", "them", "you", "to", "the", "so", "a"})
 
 
-def _facts(msg: Message) -> Iterator[MemoryDraft]:
+def _stated_names(batch: CompileInput) -> dict[str, str]:
+    """``speaker label (lowercase) → name`` the speaker stated ("my name is Maya"): earlier
+    compiles' first, then this batch's sessions and episodes in order (the latest wins)."""
+    names = dict(batch.names)
+    name_pattern = _FACTS[0][1]
+    seen: set[Any] = set()
+    streams = [batch.sessions[k] for k in sorted(batch.sessions)] + [list(batch.episodes)]
+    for ep in (ep for stream in streams for ep in stream):
+        if ep.id in seen:
+            continue
+        seen.add(ep.id)
+        for msg in messages_of(ep):
+            if msg.role in ("assistant", "system", "tool"):
+                continue
+            for m in name_pattern.finditer(msg.text):
+                value = m.group(1).strip().rstrip(".,!?;:'\u2019-").strip()
+                if value and value.lower() != msg.speaker.lower():
+                    names[msg.speaker.lower()] = value
+    return names
+
+
+def _facts(msg: Message, names: dict[str, str]) -> Iterator[MemoryDraft]:
     if msg.role in ("assistant", "system", "tool"):
         return  # facts are about the person speaking, not the assistant
+    # A speaker known only by role ("User") is named by what they said their name is, so
+    # "Where does Maya work?" finds the fact; the slot stays on the label, so a later value
+    # supersedes an earlier one whether or not the name was known then.
+    subject = names.get(msg.speaker.lower(), msg.speaker)
     for slot, pattern, template in _FACTS:
         for m in pattern.finditer(msg.text):
             groups = [g.strip().rstrip(".,!?;:'\u2019-").strip() for g in m.groups() if g]
             if template.count("{") == 3 and len(groups) == 2:  # favourite <kind> is <value>
                 kind_word, value = groups
                 key: str | None = f"favorite {kind_word.lower()}"
-                content = template.format(s=msg.speaker, k=kind_word.lower(), v=value)
+                content = template.format(s=subject, k=kind_word.lower(), v=value)
             else:
                 value = groups[-1]
                 key = slot
-                content = template.format(s=msg.speaker, v=value)
+                # "User's name is Maya" says who the user is; "Maya's name is Maya" would not.
+                content = template.format(s=msg.speaker if slot == "name" else subject, v=value)
             first = words(value)[:1]
             if not first or first[0] in _BAD_OBJECTS:
                 continue
@@ -241,6 +272,7 @@ def _facts(msg: Message) -> Iterator[MemoryDraft]:
                     msg.at,
                     {
                         "speaker": msg.speaker,
+                        "subject": subject,
                         "attribute": key or "preference",
                         "value": value,
                     },
@@ -336,6 +368,7 @@ def _neighbours(
         for i, (ep, msg) in enumerate(flat):
             ctx = [m.text for _, m in flat[max(0, i - CONTEXT_BEFORE) : i]]
             ctx += [m.text for _, m in flat[i + 1 : i + 1 + CONTEXT_AFTER]]
+            ctx = [t for t in ctx if not is_contentless(t)]
             out[(ep.id, msg.index)] = tuple(ctx)
             if (
                 first_new is not None
@@ -347,28 +380,37 @@ def _neighbours(
 
 
 def _turn(
-    ep: Episode, msg: Message, context: tuple[str, ...], refresh: bool = False
+    ep: Episode,
+    msg: Message,
+    context: tuple[str, ...],
+    names: dict[str, str],
+    refresh: bool = False,
 ) -> MemoryDraft:
+    # An acknowledgement or greeting is kept (it is what was said) but never indexed with its
+    # neighbours' words, and ranks below any turn with content (search weighs by confidence).
+    empty = is_contentless(msg.text)
+    extra: dict[str, Any] = {
+        "speaker": msg.speaker,
+        "role": msg.role,
+        "episode_type": ep.type,
+        "message_index": msg.index,
+    }
+    if empty:
+        extra["contentless"] = True
+    metadata = _metadata(msg.text, msg.at, extra, context=() if empty else context)
+    name = names.get(msg.speaker.lower())
+    if name and not empty:  # "User: I work at Acme" is found by the name the user gave
+        metadata["keywords"] = f"{metadata['keywords']} {name}".strip()
     return MemoryDraft(
         kind="turn",
         content=f"{msg.speaker}: {msg.text}",
         source_episode_ids=(ep.id,),
         valid_from=msg.at,
         summary=msg.text[:200],
-        confidence=1.0,
+        confidence=CONTENTLESS_CONFIDENCE if empty else 1.0,
         session_id=ep.session_id,
         refresh=refresh,
-        metadata=_metadata(
-            msg.text,
-            msg.at,
-            {
-                "speaker": msg.speaker,
-                "role": msg.role,
-                "episode_type": ep.type,
-                "message_index": msg.index,
-            },
-            context=context,
-        ),
+        metadata=metadata,
     )
 
 
@@ -388,15 +430,16 @@ class HeuristicCompiler:
     def _compile(self, batch: CompileInput) -> list[MemoryDraft]:
         drafts: list[MemoryDraft] = []
         context, stale = _neighbours(batch)
+        names = _stated_names(batch)
         # Turns compiled earlier get the words of the messages that followed them.
         for ep, msg in stale:
-            drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ()), refresh=True))
+            drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ()), names, True))
         for ep in batch.episodes:
             msgs = messages_of(ep)
             if msgs:
                 for msg in msgs:
-                    drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ())))
-                    drafts.extend(_facts(msg))
+                    drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ()), names))
+                    drafts.extend(_facts(msg, names))
                 continue
             text = _note_text(ep)
             if not text:

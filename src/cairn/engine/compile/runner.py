@@ -81,6 +81,18 @@ def _row(
     }
 
 
+def stated_names(store: Store, conn: Any, tenant_id: str, scope: Scope) -> dict[str, str]:
+    """``speaker label → name`` from the partition's current name facts (slot ``x:name``), so
+    facts of a later compile name the person ("Maya works at Initech", not "User …")."""
+    out: dict[str, str] = {}
+    for m in store.memories.active_of_kind(conn, tenant_id, scope, "profile_fact"):
+        slot = str(m.metadata.get("slot") or "")
+        value = m.metadata.get("value")
+        if slot.endswith(":name") and isinstance(value, str) and value:
+            out[slot[: -len(":name")]] = value
+    return out
+
+
 def compile_scope(
     services_or_store: Any,
     tenant_id: str,
@@ -104,9 +116,10 @@ def compile_scope(
     with store.db.read() as conn:
         batch = q.uncompiled(conn, tenant_id, scope, max_episodes)
         sessions = q.sessions(conn, tenant_id, scope, batch)
+        names = stated_names(store, conn, tenant_id, scope) if batch else {}
     if not batch:
         return CompileResult(memories_created=0)
-    drafts = compiler.compile(CompileInput(batch, sessions))
+    drafts = compiler.compile(CompileInput(batch, sessions, names))
 
     now = utcnow()
     with store.db.write() as conn:

@@ -7,7 +7,7 @@ store, for one tenant.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,12 +94,15 @@ class CairnAssembly:
         tokenizer: Tokenizer | None = None,
         listeners: Sequence[IngestListener] = (),
         embedder: Any = None,
+        turn_listeners: Sequence[IngestListener] = (),
     ) -> None:
         self.store = store
         self.tenant_id = tenant_id
         self.settings = settings or AssemblySettings()
         self.tokenizer = tokenizer or get_tokenizer(self.settings.tokenizer or "cl100k_base")
         self.listeners = list(listeners)
+        # Told of committed turns only (the background compile that makes them recallable).
+        self.turn_listeners = list(turn_listeners)
         self.embedder = embedder
         self._chunking = self.settings.chunking()
 
@@ -107,7 +110,9 @@ class CairnAssembly:
         return self.assemble(request).result
 
     def commit_turn(self, turn: Turn) -> TurnCommit:
-        return commit_turn(self.store, self.tenant_id, turn, self.listeners)
+        return commit_turn(
+            self.store, self.tenant_id, turn, [*self.listeners, *self.turn_listeners]
+        )
 
     def put_document(self, document: Document) -> DocumentCommit:
         return put_document(self.store, self.tenant_id, document, self._chunking, self.tokenizer)
@@ -172,11 +177,18 @@ class CairnAssembly:
         out.result = ContextResult(items=items, token_count=0, truncated=False)
         return out
 
-    def assemble(self, request: ContextRequest) -> Assembled:
-        """Candidates → ``min_score`` → packing, with the stored objects behind the items."""
+    def assemble(
+        self,
+        request: ContextRequest,
+        *,
+        reserved: int = 0,
+        overhead: Callable[[ContextItem], int] | None = None,
+    ) -> Assembled:
+        """Candidates → ``min_score`` → packing, with the stored objects behind the items.
+        ``reserved`` and ``overhead`` charge a rendering's tokens (see ``pack_context``)."""
         found = self.candidates(request)
         kept = apply_min_score(found.result.items, request.min_score)
-        found.result = pack_context(kept, request.budget)
+        found.result = pack_context(kept, request.budget, reserved=reserved, overhead=overhead)
         if not found.result.truncated and apply_min_score(found.overflow, request.min_score):
             found.result = found.result.model_copy(update={"truncated": True})
         return found
@@ -200,4 +212,5 @@ def build_assembly(
         settings=parsed,
         listeners=getattr(services, "ingest_listeners", ()),
         embedder=getattr(services, "embedder", None),
+        turn_listeners=getattr(services, "turn_listeners", ()),
     )

@@ -10,7 +10,7 @@ passed ``min_score`` was left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cairn.core.memory import Budget, ContextItem, ContextResult
 
@@ -43,24 +43,36 @@ def apply_min_score(candidates: Sequence[ContextItem], min_score: float) -> list
     return [c for c in candidates if c.source_class == "recent" or c.score >= min_score]
 
 
-def pack_context(candidates: Sequence[ContextItem], budget: Budget) -> ContextResult:
+def pack_context(
+    candidates: Sequence[ContextItem],
+    budget: Budget,
+    *,
+    reserved: int = 0,
+    overhead: Callable[[ContextItem], int] | None = None,
+) -> ContextResult:
     """Pack ``candidates`` (already filtered by ``min_score``) under ``budget`` (defaults
-    applied); every limit holds for the result together."""
+    applied); every limit holds for the result together. When the packed items will be
+    rendered, ``reserved`` tokens of ``max_tokens`` go to the rendering's frame and
+    ``overhead(item)`` is charged per item besides its own tokens (``token_count`` stays the
+    items' own)."""
     limits = budget.resolved()
     items: list[ContextItem] = []
     tokens = chars = 0
+    charged = reserved
     truncated = False
     for c in priority_order(candidates):
         if len(items) >= limits.max_items:
             truncated = True
             break
-        if tokens + c.token_count > limits.max_tokens:
+        cost = c.token_count + (overhead(c) if overhead is not None else 0)
+        if charged + cost > limits.max_tokens:
             truncated = True
             continue
         if limits.max_chars and chars + len(c.content) > limits.max_chars:
             truncated = True
             continue
         items.append(c)
+        charged += cost
         tokens += c.token_count
         chars += len(c.content)
     return ContextResult(items=items, token_count=tokens, truncated=truncated)

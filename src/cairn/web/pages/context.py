@@ -23,7 +23,7 @@ from cairn.core.memory import Budget, ContextItem, ContextRequest, ContextResult
 from cairn.core.scope import Scope
 from cairn.engine.context import apply_min_score, pack_context, priority_order
 from cairn.engine.context.fit import fit_to_tokens
-from cairn.engine.context.render import DefaultRenderer
+from cairn.engine.context.render import DefaultRenderer, default_costs
 from cairn.web._render import WebRoute, render
 from cairn.web._session import Viewer, current_viewer
 
@@ -192,7 +192,8 @@ def preview(request: Request, tenant: str, req: ContextRequest) -> dict[str, Any
     found = assembly.candidates(req)
     candidates = list(found.result.items)
     kept = apply_min_score(candidates, req.min_score)
-    packed = pack_context(kept, req.budget)
+    reserved, overhead = default_costs(assembly.tokenizer)  # as POST /v1/context packs
+    packed = pack_context(kept, req.budget, reserved=reserved, overhead=overhead)
     fitted, text, tokens = fit_to_tokens(
         packed, DefaultRenderer(), req.budget.resolved().max_tokens, assembly.tokenizer
     )

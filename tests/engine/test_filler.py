@@ -1,0 +1,58 @@
+"""Contentless messages: filler, greetings and laughter in several scripts, and short messages
+that still carry content."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn.engine.compile.filler import is_contentless
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Noted.",
+        "Great, thanks.",
+        "haha",
+        "Hahaha!!",
+        "ok",
+        "OK 👍",
+        "👍😂",
+        "...",
+        "Thank you so much!",
+        "Hey, how are you?",
+        "Bye for now!",
+        "好的",
+        "谢谢",
+        "哈哈哈",
+        "ありがとう",
+        "Спасибо!",
+        "\u0445\u0430\u0445\u0430",
+        "Merci, génial !",
+        "Gracias, adiós",
+        "شكرا",
+    ],
+)
+def test_filler_is_contentless(text: str) -> None:
+    assert is_contentless(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Lisbon!",
+        "I'm vegan.",
+        "Yes, Melanie.",
+        "I work at Acme.",
+        "Congrats on the new job!",
+        "我住在北京",
+        "東京に住んでいます",
+        "Я живу в Москве",
+        "Ich wohne in München",
+        "e\u0301te\u0301 a\u0300 Gene\u0300ve",
+        "أعيش في القاهرة",
+        "ok, my dog is called Rex 🐶",
+    ],
+)
+def test_a_message_with_any_other_word_has_content(text: str) -> None:
+    assert not is_contentless(text)
