@@ -620,6 +620,36 @@ def p_search(w: World) -> None:
         assert r.status_code == 200 and r.json()["memories"] == []
 
 
+def _a_memory_ids(w: World) -> list[str]:
+    return [v for k, v in w.ids.items() if k.startswith("memory-")]
+
+
+def p_get_episode(w: World) -> None:
+    for key in ("episode", "turn_episode", "template_episode"):
+        _not_found(w.b("GET", f"/v1/episodes/{w.ids[key]}"), "episode_not_found")
+
+
+def p_delete_episode(w: World) -> None:
+    for key in ("episode", "turn_episode"):
+        _not_found(w.b("DELETE", f"/v1/episodes/{w.ids[key]}"), "episode_not_found")
+
+
+def p_get_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        _not_found(w.b("GET", f"/v1/memories/{memory_id}"), "memory_not_found")
+
+
+def p_patch_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        r = w.b("PATCH", f"/v1/memories/{memory_id}", json={"content": "B was here"})
+        _not_found(r, "memory_not_found")
+
+
+def p_delete_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        _not_found(w.b("DELETE", f"/v1/memories/{memory_id}"), "memory_not_found")
+
+
 def p_version(w: World) -> None:
     assert w.b("GET", "/v1/version").status_code == 200
 
@@ -642,6 +672,8 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/v1/runs/{run_id}"): p_run,
     ("GET", "/v1/memories/compile/{job_id}"): p_job,
     ("GET", "/v1/memories/search"): p_search,
+    ("GET", "/v1/episodes/{episode_id}"): p_get_episode,
+    ("GET", "/v1/memories/{memory_id}"): p_get_memory,
     # Writes: after them B's reads are run again, no longer expecting emptiness.
     ("POST", "/v1/episodes"): p_episode,
     ("POST", "/v1/episodes/batch"): p_batch,
@@ -655,6 +687,9 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/memories/compile"): p_compile,
     ("POST", "/v1/scopes/compile"): p_scope_compile,
     ("DELETE", "/v1/subjects/{subject_id}"): p_delete_subject,
+    ("PATCH", "/v1/memories/{memory_id}"): p_patch_memory,
+    ("DELETE", "/v1/memories/{memory_id}"): p_delete_memory,
+    ("DELETE", "/v1/episodes/{episode_id}"): p_delete_episode,
 }
 READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 

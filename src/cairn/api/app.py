@@ -19,6 +19,7 @@ from cairn.api.middleware import (
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
+from cairn.api.routes.lifecycle import router as lifecycle_router
 from cairn.api.routes.memories import router as memories_router
 from cairn.api.routes.memories import scopes_router as memory_scopes_router
 from cairn.api.routes.slates import router as slates_router
@@ -37,6 +38,7 @@ ROUTERS = [
     ladders_router,
     memories_router,
     memory_scopes_router,
+    lifecycle_router,  # after memories_router: /v1/memories/search is not an id
 ]
 
 

@@ -12,6 +12,7 @@ from cairn.store.documents import DocumentRepository
 from cairn.store.episodes import EpisodeRepository
 from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
+from cairn.store.lifecycle import LifecycleRepository
 from cairn.store.memories import MemoryRepository
 from cairn.store.subjects import SubjectRepository
 
@@ -27,6 +28,7 @@ class Store:
         self.jobs = JobRepository(db)
         self.subjects = SubjectRepository(db)
         self.documents = DocumentRepository(db)
+        self.lifecycle = LifecycleRepository(db)
 
     @property
     def dialect(self) -> str:
