@@ -650,6 +650,17 @@ def p_delete_memory(w: World) -> None:
         _not_found(w.b("DELETE", f"/v1/memories/{memory_id}"), "memory_not_found")
 
 
+def p_delete_scopes(w: World) -> None:
+    """B erases A's users by name: only B's own partitions go (A re-reads all of its data at
+    the end); a user only A ever wrote is nothing to B."""
+    r = w.b("DELETE", "/v1/scopes", params={"user_id": SUBJ_A})
+    assert r.status_code == 200 and r.json()["partitions"] == [], r.text
+    assert set(r.json()["deleted"].values()) == {0}
+    for user in (SCOPE["user_id"], SUBJ_SHARED, "ana"):
+        assert w.b("DELETE", "/v1/scopes", params={"user_id": user}).status_code == 200
+    assert w.b("DELETE", "/v1/scopes", params={**SCOPE}).status_code == 200
+
+
 def p_version(w: World) -> None:
     assert w.b("GET", "/v1/version").status_code == 200
 
@@ -690,6 +701,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("PATCH", "/v1/memories/{memory_id}"): p_patch_memory,
     ("DELETE", "/v1/memories/{memory_id}"): p_delete_memory,
     ("DELETE", "/v1/episodes/{episode_id}"): p_delete_episode,
+    ("DELETE", "/v1/scopes"): p_delete_scopes,
 }
 READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 

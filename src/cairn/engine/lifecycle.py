@@ -23,6 +23,7 @@ from cairn.engine.compile.drafts import KINDS, memory_id
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.store import Store
+from cairn.store.partitions import PartitionSelector
 
 # Metadata derived from the old text: a correction must not keep it (it would index the old
 # words under the new version).
@@ -204,6 +205,37 @@ def delete_episode(services: Any, tenant_id: str, episode_id: uuid.UUID) -> int:
         removed = store.lifecycle.delete_episode(conn, tenant_id, episode_id)
     _after_erase(services, tenant_id, [episode.scope])
     return removed
+
+
+def erase_subject(services: Any, tenant_id: str, subject_id: str) -> dict[str, int]:
+    """Delete everything of the subject's partition ``("default", id, "")``."""
+    scope = Scope.for_subject(subject_id)
+    return dict(
+        erase_partitions(services, tenant_id, subject_id, scope.runtime_id, scope.agent_id)[
+            "deleted"
+        ]
+    )
+
+
+def erase_partitions(
+    services: Any,
+    tenant_id: str,
+    user_id: str,
+    runtime_id: str | None = None,
+    agent_id: str | None = None,
+) -> dict[str, Any]:
+    """Delete everything of the user's partitions (those of one runtime or agent when given),
+    whichever API wrote it: rows, index entries, vectors, jobs, ladder runs and per-user
+    slates; then cached vectors and SQLite's write-ahead log. Returns ``{"partitions":
+    [scopes that held data], "deleted": {table: rows}}``."""
+    if not user_id:
+        raise InvalidInput("user_id must not be empty", code="validation_error")
+    selector = PartitionSelector(tenant_id, user_id, runtime_id, agent_id)
+    store = _store(services)
+    with store.db.write() as conn:
+        scopes, counts = store.lifecycle.erase(conn, selector)
+    _after_erase(services, selector.tenant_id, scopes)
+    return {"partitions": scopes, "deleted": counts}
 
 
 def _after_erase(services: Any, tenant_id: str, scopes: list[Scope]) -> None:

@@ -38,7 +38,6 @@ from cairn.store.database import Database
 from cairn.store.episodes import row_to_episode, scope_filter
 from cairn.store.memories import row_to_memory
 from cairn.store.schema import (
-    SCOPED_TABLES,
     JsonType,
     SeqType,
     UTCDateTime,
@@ -96,8 +95,6 @@ document_chunks = Table(
         "dataset_id",
     ),
 )
-
-SCOPED_TABLES.extend([document_chunks, documents])
 
 # Words too common to rank by; the query ORs what remains.
 STOP_WORDS = frozenset(

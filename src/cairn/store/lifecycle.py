@@ -21,6 +21,7 @@ from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.database import Database
 from cairn.store.memories import row_to_memory, vector_versions
+from cairn.store.partitions import PartitionSelector, erase, partitions
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 
@@ -155,6 +156,16 @@ class LifecycleRepository:
             )
         stmt = select(t.c.id, t.c.source_episode_ids).where(*where, cites)
         return [(r[0], list(r[1] or [])) for r in conn.execute(stmt)]
+
+    def erase(
+        self, conn: Connection, selector: PartitionSelector
+    ) -> tuple[list[Scope], dict[str, int]]:
+        """Delete everything of the selected partitions (``cairn.store.partitions``); the
+        partitions that held data, and row counts per table."""
+        scopes = partitions(conn, selector)
+        counts = erase(conn, selector)
+        self.purge_index(conn, selector.tenant_id)
+        return scopes, counts
 
     def bump_vectors(self, conn: Connection, tenant_id: str, scope: Scope) -> None:
         """Move the partition's vector version on, so no cached matrix outlives a removed

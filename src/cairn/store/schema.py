@@ -153,7 +153,5 @@ memories = Table(
     Index("ix_memories_scope_status", "tenant_id", "runtime_id", "user_id", "agent_id", "status"),
 )
 
-
-# Tables partitioned by scope (tenant + runtime + user + agent). Deleting a subject or a scope
-# removes its rows from every table listed here; a feature that adds such a table appends it.
-SCOPED_TABLES: list[Table] = [episodes, memories]
+# Which tables hold a partition's data (and how it is erased) is listed in one place:
+# ``cairn.store.partitions``.

@@ -1,4 +1,5 @@
-"""Single items: ``GET/DELETE /v1/episodes/{id}`` and ``GET/PATCH/DELETE /v1/memories/{id}``.
+"""Single items (``GET/DELETE /v1/episodes/{id}``, ``GET/PATCH/DELETE /v1/memories/{id}``)
+and erasure of a person (``DELETE /v1/scopes?user_id=``).
 
 Included after the memories router, so ``/v1/memories/search`` and ``/compile`` keep their
 routes (a path segment that is not a UUID never reaches these).
@@ -9,16 +10,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from cairn.api.auth import api_key_of, require_tenant, services_of
 from cairn.api.schemas import EpisodePublic, MemoryPublic
-from cairn.core.scope import Scope
+from cairn.core.scope import MAX_ID_LENGTH, Scope
 from cairn.engine.lifecycle import (
     MemoryCorrection,
     correct_memory,
     delete_episode,
+    erase_partitions,
     forget_memory,
     get_episode,
     memory_history,
@@ -147,3 +149,31 @@ def delete_memory(
     """Forget one memory; compiling the same episodes again does not re-create it."""
     forget_memory(services_of(request), tenant, memory_id, _actor(request))
     return MemoryDeletedPublic(memory_id=memory_id, deleted=True)
+
+
+class ScopesDeletedPublic(BaseModel):
+    user_id: str
+    runtime_id: str | None
+    agent_id: str | None
+    partitions: list[Scope] = Field(description="The partitions that held data.")
+    deleted: dict[str, int] = Field(description="Rows removed per table.")
+
+
+@router.delete("/v1/scopes", response_model=ScopesDeletedPublic)
+def delete_scopes(
+    request: Request,
+    user_id: str = Query(min_length=1, max_length=MAX_ID_LENGTH),
+    runtime_id: str | None = Query(None, min_length=1, max_length=MAX_ID_LENGTH),
+    agent_id: str | None = Query(None, max_length=MAX_ID_LENGTH),
+    tenant: str = Depends(require_tenant),
+) -> ScopesDeletedPublic:
+    """Erase a person: everything of ``user_id`` in every runtime and agent of the caller's
+    tenant, or only in one runtime and/or agent (``agent_id=`` empty: the global agent)."""
+    out = erase_partitions(services_of(request), tenant, user_id, runtime_id, agent_id)
+    return ScopesDeletedPublic.model_construct(
+        user_id=user_id,
+        runtime_id=runtime_id,
+        agent_id=agent_id,
+        partitions=out["partitions"],
+        deleted=out["deleted"],
+    )
