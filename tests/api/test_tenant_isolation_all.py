@@ -661,6 +661,46 @@ def p_delete_scopes(w: World) -> None:
     assert w.b("DELETE", "/v1/scopes", params={**SCOPE}).status_code == 200
 
 
+def p_export(w: World) -> None:
+    for subject in (SUBJ_A, SUBJ_SHARED):
+        r = w.b("GET", f"/v1/subjects/{subject}/export")
+        assert r.status_code == 200
+        lines = r.text.splitlines()
+        if w.strict or subject == SUBJ_A:
+            assert len(lines) == 1 and '"header"' in lines[0], r.text[:300]
+
+
+def p_import(w: World) -> None:
+    """B imports records carrying A's ids: refused without naming whose they are."""
+    now = "2026-01-01T00:00:00+00:00"
+    episode = {
+        "id": w.ids["episode"],
+        "session_id": None,
+        "source": "chat",
+        "type": "note",
+        "payload": {"text": "B's import"},
+        "metadata": {},
+        "provenance": {},
+        "idempotency_key": None,
+        "occurred_at": now,
+        "created_at": now,
+        "compiled": False,
+    }
+    r = w.b(
+        "POST",
+        f"/v1/subjects/{SUBJ_A}/import",
+        json={"records": [{"type": "episode", "row": episode}]},
+    )
+    assert r.status_code == 409 and code(r) == "import_id_conflict", r.text
+    own = {**episode, "id": "00000000-0000-7000-8000-00000000b0b0"}
+    r = w.b(
+        "POST",
+        "/v1/subjects/b-import/import",
+        json={"records": [{"type": "episode", "row": own}]},
+    )
+    assert r.status_code == 200, r.text
+
+
 def p_version(w: World) -> None:
     assert w.b("GET", "/v1/version").status_code == 200
 
@@ -685,6 +725,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/v1/memories/search"): p_search,
     ("GET", "/v1/episodes/{episode_id}"): p_get_episode,
     ("GET", "/v1/memories/{memory_id}"): p_get_memory,
+    ("GET", "/v1/subjects/{subject_id}/export"): p_export,
     # Writes: after them B's reads are run again, no longer expecting emptiness.
     ("POST", "/v1/episodes"): p_episode,
     ("POST", "/v1/episodes/batch"): p_batch,
@@ -702,6 +743,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("DELETE", "/v1/memories/{memory_id}"): p_delete_memory,
     ("DELETE", "/v1/episodes/{episode_id}"): p_delete_episode,
     ("DELETE", "/v1/scopes"): p_delete_scopes,
+    ("POST", "/v1/subjects/{subject_id}/import"): p_import,
 }
 READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 

@@ -15,6 +15,7 @@ from cairn.store.keys import KeyRepository
 from cairn.store.lifecycle import LifecycleRepository
 from cairn.store.memories import MemoryRepository
 from cairn.store.subjects import SubjectRepository
+from cairn.store.transfer import TransferRepository
 
 
 class Store:
@@ -29,6 +30,7 @@ class Store:
         self.subjects = SubjectRepository(db)
         self.documents = DocumentRepository(db)
         self.lifecycle = LifecycleRepository(db)
+        self.transfer = TransferRepository(db)
 
     @property
     def dialect(self) -> str:
