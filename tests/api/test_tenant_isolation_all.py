@@ -701,6 +701,19 @@ def p_import(w: World) -> None:
     assert r.status_code == 200, r.text
 
 
+def p_get_retention(w: World) -> None:
+    r = w.b("GET", "/v1/retention")
+    assert r.status_code == 200
+    if w.strict:
+        assert r.json() == {"episode_ttl_days": None, "memory_ttl_days": None}
+
+
+def p_put_retention(w: World) -> None:
+    """B's policy is B's: A's data (re-read at the end) never expires by it."""
+    r = w.b("PUT", "/v1/retention", json={"episode_ttl_days": 1, "memory_ttl_days": 1})
+    assert r.status_code == 200
+
+
 def p_version(w: World) -> None:
     assert w.b("GET", "/v1/version").status_code == 200
 
@@ -726,6 +739,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/v1/episodes/{episode_id}"): p_get_episode,
     ("GET", "/v1/memories/{memory_id}"): p_get_memory,
     ("GET", "/v1/subjects/{subject_id}/export"): p_export,
+    ("GET", "/v1/retention"): p_get_retention,
     # Writes: after them B's reads are run again, no longer expecting emptiness.
     ("POST", "/v1/episodes"): p_episode,
     ("POST", "/v1/episodes/batch"): p_batch,
@@ -744,6 +758,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("DELETE", "/v1/episodes/{episode_id}"): p_delete_episode,
     ("DELETE", "/v1/scopes"): p_delete_scopes,
     ("POST", "/v1/subjects/{subject_id}/import"): p_import,
+    ("PUT", "/v1/retention"): p_put_retention,
 }
 READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 

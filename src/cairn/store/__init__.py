@@ -14,6 +14,7 @@ from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.lifecycle import LifecycleRepository
 from cairn.store.memories import MemoryRepository
+from cairn.store.retention import RetentionRepository
 from cairn.store.subjects import SubjectRepository
 from cairn.store.transfer import TransferRepository
 
@@ -31,6 +32,7 @@ class Store:
         self.documents = DocumentRepository(db)
         self.lifecycle = LifecycleRepository(db)
         self.transfer = TransferRepository(db)
+        self.retention = RetentionRepository(db)
 
     @property
     def dialect(self) -> str:

@@ -48,6 +48,8 @@ EXEMPT: dict[str, str] = {
     "api_keys": "credentials of the tenant",
     "fts_tenants": "which tenants have a full-text index (no content)",
     "slate_applied_writes": "effect keys of a run (no content); erased with the user's runs",
+    "tenant_retention": "the tenant's retention policy",
+    "retention_sweeps": "counts of expired rows per tenant (the audit; no content)",
 }
 
 

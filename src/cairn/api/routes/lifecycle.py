@@ -25,6 +25,7 @@ from cairn.engine.lifecycle import (
     get_episode,
     memory_history,
 )
+from cairn.engine.retention import set_policy
 
 router = APIRouter(tags=["lifecycle"])
 
@@ -176,4 +177,33 @@ def delete_scopes(
         agent_id=agent_id,
         partitions=out["partitions"],
         deleted=out["deleted"],
+    )
+
+
+class RetentionPolicyBody(BaseModel):
+    """The tenant's time-to-live; ``null`` keeps forever."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episode_ttl_days: int | None = Field(None, description="Expire episodes older than this.")
+    memory_ttl_days: int | None = Field(None, description="Expire memories older than this.")
+
+
+@router.get("/v1/retention", response_model=RetentionPolicyBody)
+def get_retention(request: Request, tenant: str = Depends(require_tenant)) -> RetentionPolicyBody:
+    """The caller's tenant's retention policy."""
+    policy = services_of(request).store.retention.get(tenant)
+    return RetentionPolicyBody(
+        episode_ttl_days=policy.episode_ttl_days, memory_ttl_days=policy.memory_ttl_days
+    )
+
+
+@router.put("/v1/retention", response_model=RetentionPolicyBody)
+def put_retention(
+    body: RetentionPolicyBody, request: Request, tenant: str = Depends(require_tenant)
+) -> RetentionPolicyBody:
+    """Set the tenant's retention policy; the worker's next sweep enforces it."""
+    policy = set_policy(services_of(request), tenant, body.episode_ttl_days, body.memory_ttl_days)
+    return RetentionPolicyBody(
+        episode_ttl_days=policy.episode_ttl_days, memory_ttl_days=policy.memory_ttl_days
     )
