@@ -816,6 +816,33 @@ def u_delete(w: World) -> None:
     assert r.status_code == 303 and "episodes_deleted=0" in r.headers["location"]
 
 
+def u_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        assert "memory_not_found" in _page(w, f"/ui/memories/{memory_id}", 404).text
+
+
+def u_confirm_forget(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        _page(w, f"/ui/memories/{memory_id}/delete", 404)
+
+
+def u_edit_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        r = w.ui("POST", f"/ui/memories/{memory_id}/edit", data={"content": "B was here"})
+        assert r.status_code == 404 and "memory_not_found" in r.text
+
+
+def u_forget(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        r = w.ui("POST", f"/ui/memories/{memory_id}/delete")
+        assert r.status_code == 404 and "memory_not_found" in r.text
+
+
+def u_export(w: World) -> None:
+    r = w.ui("GET", f"/ui/subjects/{SUBJ_A}/export")
+    assert r.status_code == 200 and len(r.text.splitlines()) == 1
+
+
 def u_context(w: World) -> None:
     for subject in (SUBJ_A, SUBJ_SHARED):
         _page(w, "/ui/context", params={"subject_id": subject, "query": "Quill name"})
@@ -918,6 +945,11 @@ UI_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/ui/subjects/{subject_id}"): u_timeline,
     ("GET", "/ui/episodes/{episode_id}"): u_episode,
     ("GET", "/ui/subjects/{subject_id}/delete"): u_confirm_delete,
+    ("GET", "/ui/subjects/{subject_id}/export"): u_export,
+    ("GET", "/ui/memories/{memory_id}"): u_memory,
+    ("GET", "/ui/memories/{memory_id}/delete"): u_confirm_forget,
+    ("POST", "/ui/memories/{memory_id}/edit"): u_edit_memory,
+    ("POST", "/ui/memories/{memory_id}/delete"): u_forget,
     ("GET", "/ui/context"): u_context,
     ("GET", "/ui/templates"): u_templates,
     ("GET", "/ui/templates/{template_id}"): u_template,

@@ -10,7 +10,9 @@ memory back (see ``cairn.store.lifecycle``).
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -236,6 +238,25 @@ def erase_partitions(
         scopes, counts = store.lifecycle.erase(conn, selector)
     _after_erase(services, selector.tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
+
+
+EXPORT_FORMAT = "cairn-export"
+EXPORT_VERSION = 1
+
+
+def export_lines(services: Any, tenant_id: str, subject_id: str) -> Iterator[bytes]:
+    """The subject's export as JSON lines: a header, then one record per stored row."""
+    store = _store(services)
+    header = {
+        "type": "header",
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "subject_id": subject_id,
+        "exported_at": utcnow().isoformat(),
+    }
+    yield (json.dumps(header) + "\n").encode()
+    for record in store.transfer.export(tenant_id, Scope.for_subject(subject_id)):
+        yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 
 def _after_erase(services: Any, tenant_id: str, scopes: list[Scope]) -> None:

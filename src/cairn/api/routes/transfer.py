@@ -3,8 +3,6 @@ lines, ``POST /v1/subjects/{id}/import`` takes those lines back (in batches)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -13,13 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.auth import require_tenant, services_of
 from cairn.core.episodes import SUBJECT_ID_PATTERN
-from cairn.core.ids import utcnow
 from cairn.core.scope import Scope
+from cairn.engine.lifecycle import export_lines
 
 router = APIRouter(tags=["subjects"])
 
-EXPORT_FORMAT = "cairn-export"
-EXPORT_VERSION = 1
 MAX_IMPORT_RECORDS = 1000
 
 
@@ -49,24 +45,10 @@ def export_subject(
 ) -> StreamingResponse:
     """Everything of the subject as JSON lines: a header, then episodes, memories (every
     version, with their supersession links and provenance), documents, chunks and runs."""
-    store = services_of(request).store
-    scope = Scope.for_subject(subject_id)
-
-    def lines() -> Iterator[bytes]:
-        header = {
-            "type": "header",
-            "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
-            "subject_id": subject_id,
-            "exported_at": utcnow().isoformat(),
-        }
-        yield (json.dumps(header) + "\n").encode()
-        for record in store.transfer.export(tenant, scope):
-            yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
-
+    lines = export_lines(services_of(request), tenant, subject_id)
     filename = f"cairn-{subject_id}.jsonl"
     return StreamingResponse(
-        lines(),
+        lines,
         media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
