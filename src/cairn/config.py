@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     worker_in_process: bool | None = Field(
         None, description="Run a compile worker inside the server (default: on for SQLite)."
     )
+    retention_interval_s: float = Field(
+        3600.0,
+        ge=0,
+        description="Seconds between the worker's retention sweeps (0: never sweep).",
+    )
 
     llm_base_url: str = Field("", description="OpenAI-compatible base URL (e.g. .../v1).")
     llm_api_key: str = Field("", description="Key for the OpenAI-compatible endpoint.")

@@ -129,7 +129,9 @@ def test_subjects_list_and_delete(backend_client: TestClient) -> None:
         "total": 2,
     }
     r = backend_client.delete("/v1/subjects/alice")
-    assert r.json() == {"subject_id": "alice", "episodes_deleted": 2, "memories_deleted": 0}
+    body = r.json()
+    assert body.pop("deleted")["episodes"] == 2
+    assert body == {"subject_id": "alice", "episodes_deleted": 2, "memories_deleted": 0}
     assert backend_client.get("/v1/subjects").json()["total"] == 1
     assert (
         backend_client.get("/v1/timeline", params={"subject_id": "alice"}).json()["episodes"] == []

@@ -46,6 +46,8 @@ GOOD_PATH = {
     "name": "memory-ladder",
     "template_id": "chat-assistant",
     "subject_id": "no500-subject",
+    "episode_id": "00000000-0000-0000-0000-000000000000",
+    "memory_id": "00000000-0000-0000-0000-000000000000",
 }
 
 HUGE = "x" * 100_000

@@ -620,6 +620,100 @@ def p_search(w: World) -> None:
         assert r.status_code == 200 and r.json()["memories"] == []
 
 
+def _a_memory_ids(w: World) -> list[str]:
+    return [v for k, v in w.ids.items() if k.startswith("memory-")]
+
+
+def p_get_episode(w: World) -> None:
+    for key in ("episode", "turn_episode", "template_episode"):
+        _not_found(w.b("GET", f"/v1/episodes/{w.ids[key]}"), "episode_not_found")
+
+
+def p_delete_episode(w: World) -> None:
+    for key in ("episode", "turn_episode"):
+        _not_found(w.b("DELETE", f"/v1/episodes/{w.ids[key]}"), "episode_not_found")
+
+
+def p_get_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        _not_found(w.b("GET", f"/v1/memories/{memory_id}"), "memory_not_found")
+
+
+def p_patch_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        r = w.b("PATCH", f"/v1/memories/{memory_id}", json={"content": "B was here"})
+        _not_found(r, "memory_not_found")
+
+
+def p_delete_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        _not_found(w.b("DELETE", f"/v1/memories/{memory_id}"), "memory_not_found")
+
+
+def p_delete_scopes(w: World) -> None:
+    """B erases A's users by name: only B's own partitions go (A re-reads all of its data at
+    the end); a user only A ever wrote is nothing to B."""
+    r = w.b("DELETE", "/v1/scopes", params={"user_id": SUBJ_A})
+    assert r.status_code == 200 and r.json()["partitions"] == [], r.text
+    assert set(r.json()["deleted"].values()) == {0}
+    for user in (SCOPE["user_id"], SUBJ_SHARED, "ana"):
+        assert w.b("DELETE", "/v1/scopes", params={"user_id": user}).status_code == 200
+    assert w.b("DELETE", "/v1/scopes", params={**SCOPE}).status_code == 200
+
+
+def p_export(w: World) -> None:
+    for subject in (SUBJ_A, SUBJ_SHARED):
+        r = w.b("GET", f"/v1/subjects/{subject}/export")
+        assert r.status_code == 200
+        lines = r.text.splitlines()
+        if w.strict or subject == SUBJ_A:
+            assert len(lines) == 1 and '"header"' in lines[0], r.text[:300]
+
+
+def p_import(w: World) -> None:
+    """B imports records carrying A's ids: refused without naming whose they are."""
+    now = "2026-01-01T00:00:00+00:00"
+    episode = {
+        "id": w.ids["episode"],
+        "session_id": None,
+        "source": "chat",
+        "type": "note",
+        "payload": {"text": "B's import"},
+        "metadata": {},
+        "provenance": {},
+        "idempotency_key": None,
+        "occurred_at": now,
+        "created_at": now,
+        "compiled": False,
+    }
+    r = w.b(
+        "POST",
+        f"/v1/subjects/{SUBJ_A}/import",
+        json={"records": [{"type": "episode", "row": episode}]},
+    )
+    assert r.status_code == 409 and code(r) == "import_id_conflict", r.text
+    own = {**episode, "id": "00000000-0000-7000-8000-00000000b0b0"}
+    r = w.b(
+        "POST",
+        "/v1/subjects/b-import/import",
+        json={"records": [{"type": "episode", "row": own}]},
+    )
+    assert r.status_code == 200, r.text
+
+
+def p_get_retention(w: World) -> None:
+    r = w.b("GET", "/v1/retention")
+    assert r.status_code == 200
+    if w.strict:
+        assert r.json() == {"episode_ttl_days": None, "memory_ttl_days": None}
+
+
+def p_put_retention(w: World) -> None:
+    """B's policy is B's: A's data (re-read at the end) never expires by it."""
+    r = w.b("PUT", "/v1/retention", json={"episode_ttl_days": 1, "memory_ttl_days": 1})
+    assert r.status_code == 200
+
+
 def p_version(w: World) -> None:
     assert w.b("GET", "/v1/version").status_code == 200
 
@@ -642,6 +736,10 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/v1/runs/{run_id}"): p_run,
     ("GET", "/v1/memories/compile/{job_id}"): p_job,
     ("GET", "/v1/memories/search"): p_search,
+    ("GET", "/v1/episodes/{episode_id}"): p_get_episode,
+    ("GET", "/v1/memories/{memory_id}"): p_get_memory,
+    ("GET", "/v1/subjects/{subject_id}/export"): p_export,
+    ("GET", "/v1/retention"): p_get_retention,
     # Writes: after them B's reads are run again, no longer expecting emptiness.
     ("POST", "/v1/episodes"): p_episode,
     ("POST", "/v1/episodes/batch"): p_batch,
@@ -655,6 +753,12 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/memories/compile"): p_compile,
     ("POST", "/v1/scopes/compile"): p_scope_compile,
     ("DELETE", "/v1/subjects/{subject_id}"): p_delete_subject,
+    ("PATCH", "/v1/memories/{memory_id}"): p_patch_memory,
+    ("DELETE", "/v1/memories/{memory_id}"): p_delete_memory,
+    ("DELETE", "/v1/episodes/{episode_id}"): p_delete_episode,
+    ("DELETE", "/v1/scopes"): p_delete_scopes,
+    ("POST", "/v1/subjects/{subject_id}/import"): p_import,
+    ("PUT", "/v1/retention"): p_put_retention,
 }
 READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 
@@ -710,6 +814,33 @@ def u_confirm_delete(w: World) -> None:
 def u_delete(w: World) -> None:
     r = w.ui("POST", f"/ui/subjects/{SUBJ_A}/delete")
     assert r.status_code == 303 and "episodes_deleted=0" in r.headers["location"]
+
+
+def u_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        assert "memory_not_found" in _page(w, f"/ui/memories/{memory_id}", 404).text
+
+
+def u_confirm_forget(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        _page(w, f"/ui/memories/{memory_id}/delete", 404)
+
+
+def u_edit_memory(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        r = w.ui("POST", f"/ui/memories/{memory_id}/edit", data={"content": "B was here"})
+        assert r.status_code == 404 and "memory_not_found" in r.text
+
+
+def u_forget(w: World) -> None:
+    for memory_id in _a_memory_ids(w):
+        r = w.ui("POST", f"/ui/memories/{memory_id}/delete")
+        assert r.status_code == 404 and "memory_not_found" in r.text
+
+
+def u_export(w: World) -> None:
+    r = w.ui("GET", f"/ui/subjects/{SUBJ_A}/export")
+    assert r.status_code == 200 and len(r.text.splitlines()) == 1
 
 
 def u_context(w: World) -> None:
@@ -814,6 +945,11 @@ UI_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/ui/subjects/{subject_id}"): u_timeline,
     ("GET", "/ui/episodes/{episode_id}"): u_episode,
     ("GET", "/ui/subjects/{subject_id}/delete"): u_confirm_delete,
+    ("GET", "/ui/subjects/{subject_id}/export"): u_export,
+    ("GET", "/ui/memories/{memory_id}"): u_memory,
+    ("GET", "/ui/memories/{memory_id}/delete"): u_confirm_forget,
+    ("POST", "/ui/memories/{memory_id}/edit"): u_edit_memory,
+    ("POST", "/ui/memories/{memory_id}/delete"): u_forget,
     ("GET", "/ui/context"): u_context,
     ("GET", "/ui/templates"): u_templates,
     ("GET", "/ui/templates/{template_id}"): u_template,

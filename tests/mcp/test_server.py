@@ -36,6 +36,37 @@ def data(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
+async def _correct_and_forget(session: ClientSession) -> None:
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    for name in ("correct_memory", "forget_memory", "delete_subject"):
+        assert tools[name].annotations.destructive_hint is True, name
+    found = data(
+        await session.call_tool("search_memories", {"subject_id": "user-1", "query": "jazz"})
+    )
+    old = next(m for m in found["memories"] if "jazz" in m["content"])
+    new = data(
+        await session.call_tool(
+            "correct_memory",
+            {"memory_id": old["id"], "content": "User prefers loud punk", "reason": "changed"},
+        )
+    )
+    assert new["replaces"] == old["id"] and new["correction"]["note"] == "changed"
+    again = await session.call_tool("correct_memory", {"memory_id": old["id"], "content": "x"})
+    assert again.is_error and "memory_superseded (409)" in again.content[0].text
+    punk = data(
+        await session.call_tool("search_memories", {"subject_id": "user-1", "query": "punk"})
+    )
+    assert punk["memories"][0]["id"] == new["id"]
+    gone = data(await session.call_tool("forget_memory", {"memory_id": new["id"]}))
+    assert gone == {"memory_id": new["id"], "forgotten": True}
+    missing = await session.call_tool("forget_memory", {"memory_id": new["id"]})
+    assert missing.is_error and "memory_not_found (404)" in missing.content[0].text
+    record = {"subject_id": "temp-1", "text": "to be deleted"}
+    data(await session.call_tool("record_episode", record))
+    deleted = data(await session.call_tool("delete_subject", {"subject_id": "temp-1"}))
+    assert deleted["episodes_deleted"] == 1
+
+
 async def drive_stdio(env: dict[str, str]) -> None:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cairn.cli.main", "mcp"], env=env
@@ -119,6 +150,8 @@ async def drive_stdio(env: dict[str, str]) -> None:
             )
         )
         assert index["index"][0]["name"] == "core.md"
+
+        await _correct_and_forget(session)
 
         missing = await session.call_tool(
             "apply_template", {"template_id": "no-such", "subject_id": "user-1", "values": {}}

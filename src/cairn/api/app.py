@@ -18,10 +18,12 @@ from cairn.api.middleware import (
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
+from cairn.api.routes.lifecycle import router as lifecycle_router
 from cairn.api.routes.memories import router as memories_router
 from cairn.api.routes.memories import scopes_router as memory_scopes_router
 from cairn.api.routes.slates import router as slates_router
 from cairn.api.routes.templates import router as templates_router
+from cairn.api.routes.transfer import router as transfer_router
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.web import install_web
@@ -36,6 +38,8 @@ ROUTERS = [
     ladders_router,
     memories_router,
     memory_scopes_router,
+    lifecycle_router,  # after memories_router: /v1/memories/search is not an id
+    transfer_router,
 ]
 
 

@@ -163,3 +163,4 @@ class SubjectDeletedPublic(BaseModel):
     subject_id: str
     episodes_deleted: int
     memories_deleted: int
+    deleted: dict[str, int] = Field(default_factory=dict, description="Rows per table.")

@@ -13,6 +13,7 @@ from cairn.cli import bench, keys
 from cairn.cli import context as context_cli
 from cairn.cli import ingest as ingest_cli
 from cairn.cli import ladders as ladders_cli
+from cairn.cli import lifecycle as lifecycle_cli
 from cairn.cli import mcp as mcp_cli
 from cairn.cli import search as search_cli
 from cairn.cli import slates as slates_cli
@@ -41,6 +42,12 @@ app.command("worker")(worker_cli.worker)
 app.add_typer(templates_cli.app, name="templates")
 app.add_typer(slates_cli.app, name="slates")
 app.add_typer(ladders_cli.app, name="ladders")
+app.add_typer(lifecycle_cli.memories_app, name="memories")
+app.add_typer(lifecycle_cli.episodes_app, name="episodes")
+app.add_typer(lifecycle_cli.scopes_app, name="scopes")
+app.add_typer(lifecycle_cli.retention_app, name="retention")
+app.command("export")(lifecycle_cli.export)
+app.command("import")(lifecycle_cli.import_)
 
 
 def is_loopback(host: str) -> bool:

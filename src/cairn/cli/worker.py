@@ -22,6 +22,7 @@ def worker(
 
     Example: cairn worker --database-url postgresql://localhost/cairn
     """
+    from cairn.engine.retention import sweep_retention
     from cairn.engine.worker import CompileWorker, work_once
     from cairn.services import Services
 
@@ -33,6 +34,12 @@ def worker(
         raise fail(exc) from exc
     try:
         if once:
+            swept = sweep_retention(services)
+            if swept.episodes_deleted or swept.memories_deleted:
+                err_console.print(
+                    f"retention: {swept.episodes_deleted} episode(s), "
+                    f"{swept.memories_deleted} memory(ies) expired"
+                )
             done = 0
             while work_once(services):
                 done += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,12 +33,14 @@ from cairn.client._episodes import (
     AsyncSubjects,
     Episodes,
     Subjects,
+    create_batch_call,
     timeline_call,
 )
 from cairn.client._errors import APIConnectionError, APITimeoutError, error_from_response
-from cairn.client._feature_models import ContextBundle
+from cairn.client._feature_models import CompileResult, ContextBundle
 from cairn.client._inprocess import LOCAL_BASE_URL, ASGIAppTransport, LocalApp
 from cairn.client._ladders import AsyncLadders, AsyncRuns, Ladders, Runs
+from cairn.client._lifecycle import merge_compiles, turn_episodes
 from cairn.client._memories import AsyncMemories, Memories
 from cairn.client._models import Health, Timeline, Version
 from cairn.client._slates import AsyncSlates, Slates
@@ -193,6 +195,23 @@ class Cairn:
     ) -> Timeline:
         """Episodes and memories of a subject in time order, each paged by limit/offset."""
         return self._send(timeline_call(subject_id, limit, offset))
+
+    def remember(
+        self,
+        subject_id: str,
+        messages: Iterable[dict[str, Any] | str],
+        *,
+        session_id: str | None = None,
+    ) -> CompileResult:
+        """Record messages (``{"role", "content"}`` or a user's text) as episodes of the
+        subject, compile them, and return what was learnt (the memories created)."""
+        episodes = turn_episodes(subject_id, messages, session_id)
+        for start in range(0, len(episodes), 100):
+            self._send(create_batch_call(episodes[start : start + 100]))
+        results = [self.memories.compile(subject_id)]
+        while results[-1].has_more:
+            results.append(self.memories.compile(subject_id))
+        return merge_compiles(subject_id, results)
 
     def context(
         self,
@@ -364,6 +383,23 @@ class AsyncCairn:
     ) -> Timeline:
         """Episodes and memories of a subject in time order, each paged by limit/offset."""
         return await self._send(timeline_call(subject_id, limit, offset))
+
+    async def remember(
+        self,
+        subject_id: str,
+        messages: Iterable[dict[str, Any] | str],
+        *,
+        session_id: str | None = None,
+    ) -> CompileResult:
+        """Record messages as episodes of the subject, compile them, and return what was
+        learnt (see ``Cairn.remember``)."""
+        episodes = turn_episodes(subject_id, messages, session_id)
+        for start in range(0, len(episodes), 100):
+            await self._send(create_batch_call(episodes[start : start + 100]))
+        results = [await self.memories.compile(subject_id)]
+        while results[-1].has_more:
+            results.append(await self.memories.compile(subject_id))
+        return merge_compiles(subject_id, results)
 
     async def context(
         self,

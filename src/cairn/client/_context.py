@@ -16,6 +16,7 @@ from cairn.client._feature_models import (
     ScopeContext,
     TurnCommit,
 )
+from cairn.client._lifecycle import ScopesDeleted, delete_scopes_call
 
 if TYPE_CHECKING:
     from cairn.client._client import AsyncCairn, Cairn
@@ -125,6 +126,12 @@ class Scopes:
     def __init__(self, client: Cairn) -> None:
         self._client = client
 
+    def delete(
+        self, user_id: str, *, runtime_id: str | None = None, agent_id: str | None = None
+    ) -> ScopesDeleted:
+        """Erase a person: everything of ``user_id`` in every runtime and agent (or in one)."""
+        return self._client._send(delete_scopes_call(user_id, runtime_id, agent_id))
+
     def context(
         self,
         scope: ScopeLike,
@@ -193,6 +200,12 @@ class AsyncScopes:
 
     def __init__(self, client: AsyncCairn) -> None:
         self._client = client
+
+    async def delete(
+        self, user_id: str, *, runtime_id: str | None = None, agent_id: str | None = None
+    ) -> ScopesDeleted:
+        """Erase a person: everything of ``user_id`` in every runtime and agent (or in one)."""
+        return await self._client._send(delete_scopes_call(user_id, runtime_id, agent_id))
 
     async def context(
         self,

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cairn.client._base import Call, body_of, clean_params, path_segment
+from cairn.client._lifecycle import (
+    EpisodeDeleted,
+    EpisodeItem,
+    ImportResult,
+    delete_episode_call,
+    export_call,
+    get_episode_call,
+    import_calls,
+    merge_imports,
+    parse_lines,
+)
 from cairn.client._models import (
     Episode,
     EpisodeBatch,
@@ -129,6 +142,14 @@ class Episodes:
         """Record 1-100 episodes, all or nothing (``POST /v1/episodes/batch``)."""
         return self._client._send(create_batch_call(episodes))
 
+    def get(self, episode_id: uuid.UUID | str) -> EpisodeItem:
+        """One episode (``NotFoundError`` ``episode_not_found``)."""
+        return self._client._send(get_episode_call(episode_id))
+
+    def delete(self, episode_id: uuid.UUID | str) -> EpisodeDeleted:
+        """Delete one episode and the memories derived from it alone."""
+        return self._client._send(delete_episode_call(episode_id))
+
 
 class AsyncEpisodes:
     """``client.episodes`` of ``AsyncCairn``."""
@@ -167,6 +188,14 @@ class AsyncEpisodes:
         """Record 1-100 episodes, all or nothing (``POST /v1/episodes/batch``)."""
         return await self._client._send(create_batch_call(episodes))
 
+    async def get(self, episode_id: uuid.UUID | str) -> EpisodeItem:
+        """One episode (``NotFoundError`` ``episode_not_found``)."""
+        return await self._client._send(get_episode_call(episode_id))
+
+    async def delete(self, episode_id: uuid.UUID | str) -> EpisodeDeleted:
+        """Delete one episode and the memories derived from it alone."""
+        return await self._client._send(delete_episode_call(episode_id))
+
 
 class Subjects:
     """``client.subjects``: list and delete subjects."""
@@ -184,6 +213,15 @@ class Subjects:
         """Remove everything of the subject in the caller's tenant."""
         return self._client._send(delete_subject_call(subject_id))
 
+    def export(self, subject_id: str) -> Iterator[dict[str, Any]]:
+        """Everything of the subject as export records (the header first), streamed."""
+        return parse_lines(self._client._stream_lines(export_call(subject_id)))
+
+    def import_records(self, subject_id: str, records: Iterable[dict[str, Any]]) -> ImportResult:
+        """Restore export records into the subject (in batches; stored rows are skipped)."""
+        calls = import_calls(subject_id, records)
+        return merge_imports(subject_id, (self._client._send(c) for c in calls))
+
 
 class AsyncSubjects:
     """``client.subjects`` of ``AsyncCairn``."""
@@ -200,3 +238,16 @@ class AsyncSubjects:
     async def delete(self, subject_id: str) -> SubjectDeleted:
         """Remove everything of the subject in the caller's tenant."""
         return await self._client._send(delete_subject_call(subject_id))
+
+    async def export(self, subject_id: str) -> AsyncIterator[dict[str, Any]]:
+        """Everything of the subject as export records (the header first), streamed."""
+        async for line in self._client._stream_lines(export_call(subject_id)):
+            if line.strip():
+                yield json.loads(line)
+
+    async def import_records(
+        self, subject_id: str, records: Iterable[dict[str, Any]]
+    ) -> ImportResult:
+        """Restore export records into the subject (in batches; stored rows are skipped)."""
+        results = [await self._client._send(c) for c in import_calls(subject_id, records)]
+        return merge_imports(subject_id, results)

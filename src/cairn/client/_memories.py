@@ -5,11 +5,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cairn.client._base import Call, clean_params
 from cairn.client._errors import APITimeoutError
 from cairn.client._feature_models import CompileJob, CompileJobQueued, CompileResult, SearchResult
+from cairn.client._lifecycle import (
+    MemoryDeleted,
+    MemoryDetail,
+    MemoryItem,
+    delete_memory_call,
+    get_memory_call,
+    update_memory_call,
+)
 
 if TYPE_CHECKING:
     from cairn.client._client import AsyncCairn, Cairn
@@ -74,6 +83,41 @@ class Memories:
         """Compile the subject's uncompiled episodes now (one batch; see ``has_more``)."""
         return self._client._send(compile_call(subject_id))
 
+    def get(self, memory_id: uuid.UUID | str) -> MemoryDetail:
+        """One memory with its supersession chain (``NotFoundError`` ``memory_not_found``)."""
+        return self._client._send(get_memory_call(memory_id))
+
+    def update(
+        self,
+        memory_id: uuid.UUID | str,
+        *,
+        content: str | None = None,
+        kind: str | None = None,
+        confidence: float | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        editor: str | None = None,
+        note: str | None = None,
+    ) -> MemoryItem:
+        """Correct a memory: a new version supersedes it (``ConflictError``
+        ``memory_superseded`` naming the current version when it was already replaced)."""
+        return self._client._send(
+            update_memory_call(
+                memory_id,
+                content=content,
+                kind=kind,
+                confidence=confidence,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                editor=editor,
+                note=note,
+            )
+        )
+
+    def delete(self, memory_id: uuid.UUID | str) -> MemoryDeleted:
+        """Forget one memory; compiling the same episodes again does not re-create it."""
+        return self._client._send(delete_memory_call(memory_id))
+
     def compile_async(self, subject_id: str) -> CompileJobQueued:
         """Queue a compile job (202); follow it with ``job`` or ``wait``."""
         return self._client._send(compile_async_call(subject_id))
@@ -121,6 +165,23 @@ class AsyncMemories:
     async def compile(self, subject_id: str) -> CompileResult:
         """Compile the subject's uncompiled episodes now (one batch; see ``has_more``)."""
         return await self._client._send(compile_call(subject_id))
+
+    async def get(self, memory_id: uuid.UUID | str) -> MemoryDetail:
+        """One memory with its supersession chain (``NotFoundError`` ``memory_not_found``)."""
+        return await self._client._send(get_memory_call(memory_id))
+
+    async def update(self, memory_id: uuid.UUID | str, **changes: Any) -> MemoryItem:
+        """Correct a memory (the keyword arguments of ``Cairn.memories.update``)."""
+        fields = ("content", "kind", "confidence", "valid_from", "valid_to", "editor", "note")
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"unknown argument(s): {', '.join(sorted(unknown))}")
+        args = {f: changes.get(f) for f in fields}
+        return await self._client._send(update_memory_call(memory_id, **args))
+
+    async def delete(self, memory_id: uuid.UUID | str) -> MemoryDeleted:
+        """Forget one memory; compiling the same episodes again does not re-create it."""
+        return await self._client._send(delete_memory_call(memory_id))
 
     async def compile_async(self, subject_id: str) -> CompileJobQueued:
         """Queue a compile job (202); follow it with ``job`` or ``wait``."""

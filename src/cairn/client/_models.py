@@ -102,6 +102,7 @@ class SubjectDeleted(Response):
     subject_id: str
     episodes_deleted: int
     memories_deleted: int
+    deleted: dict[str, int] = Field(default_factory=dict)
 
 
 class Health(Response):

@@ -15,6 +15,7 @@ from typing import Any
 
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import Embedder, get_embedder
+from cairn.engine.retention import RetentionClock
 
 log = logging.getLogger("cairn.worker")
 
@@ -85,6 +86,7 @@ class CompileWorker:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self.retention = RetentionClock(services.settings.retention_interval_s)
 
     def start(self) -> None:
         if self._thread is not None:
@@ -98,6 +100,7 @@ class CompileWorker:
 
     def run(self) -> None:
         while not self._stop.is_set():
+            self.retention.maybe_sweep(self.services)
             try:
                 busy = work_once(self.services)
             except Exception:  # e.g. the database is briefly unavailable

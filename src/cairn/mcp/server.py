@@ -18,6 +18,7 @@ from pydantic import Field
 
 from cairn import __version__
 from cairn.client import APIError, AsyncCairn, CairnClientError
+from cairn.mcp.lifecycle_tools import LIFECYCLE_TOOL_NAMES, lifecycle_tools
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -40,7 +41,8 @@ INSTRUCTIONS = """\
 Cairn is long-term memory. Record what happens with record_episode (or apply_template for a
 structured note), compile_memories to distil durable memories, and call get_context before
 answering to recall what is known about a subject. Slates are small working-memory files of a
-ladder: read_slate / write_slate.
+ladder: read_slate / write_slate. To fix a wrong memory use correct_memory; forget_memory and
+delete_subject remove data for good — only when the user asks.
 """
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -333,6 +335,7 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         (list_slates, READ_ONLY),
         (read_slate, READ_ONLY),
         (write_slate, WRITE),
+        *lifecycle_tools(client, _tool_errors),
     ]
     for fn, hints in tools:
         server.add_tool(fn, annotations=hints, structured_output=False)
@@ -351,4 +354,5 @@ TOOL_NAMES = (
     "list_slates",
     "read_slate",
     "write_slate",
+    *LIFECYCLE_TOOL_NAMES,
 )

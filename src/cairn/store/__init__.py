@@ -12,8 +12,11 @@ from cairn.store.documents import DocumentRepository
 from cairn.store.episodes import EpisodeRepository
 from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
+from cairn.store.lifecycle import LifecycleRepository
 from cairn.store.memories import MemoryRepository
+from cairn.store.retention import RetentionRepository
 from cairn.store.subjects import SubjectRepository
+from cairn.store.transfer import TransferRepository
 
 
 class Store:
@@ -27,6 +30,9 @@ class Store:
         self.jobs = JobRepository(db)
         self.subjects = SubjectRepository(db)
         self.documents = DocumentRepository(db)
+        self.lifecycle = LifecycleRepository(db)
+        self.transfer = TransferRepository(db)
+        self.retention = RetentionRepository(db)
 
     @property
     def dialect(self) -> str:

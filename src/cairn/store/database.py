@@ -28,6 +28,8 @@ SQLITE_PRAGMAS = (
     "PRAGMA busy_timeout=30000",
     "PRAGMA cache_size=-65536",
     "PRAGMA temp_store=MEMORY",
+    # Erasure: freed pages are zeroed, so deleted text does not linger in the file.
+    "PRAGMA secure_delete=ON",
 )
 
 # Key of the PostgreSQL advisory lock held while migrating, so that several processes

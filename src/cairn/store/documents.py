@@ -40,7 +40,6 @@ from cairn.store.database import Database
 from cairn.store.episodes import row_to_episode, scope_filter
 from cairn.store.memories import row_to_memory
 from cairn.store.schema import (
-    SCOPED_TABLES,
     JsonType,
     SeqType,
     UTCDateTime,
@@ -101,7 +100,6 @@ document_chunks = Table(
     ),
 )
 
-SCOPED_TABLES.extend([document_chunks, documents])
 
 
 @dataclass(frozen=True, slots=True)

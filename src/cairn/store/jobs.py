@@ -32,7 +32,7 @@ from cairn.core.ids import utcnow, uuid7
 from cairn.core.scope import Scope
 from cairn.store.database import Database
 from cairn.store.episodes import row_to_episode, scope_filter
-from cairn.store.schema import SCOPED_TABLES, JsonType, UTCDateTime, episodes, metadata
+from cairn.store.schema import JsonType, UTCDateTime, episodes, metadata
 
 compile_jobs = Table(
     "compile_jobs",
@@ -51,8 +51,6 @@ compile_jobs = Table(
     Column("started_at", UTCDateTime(), nullable=True),
     Column("finished_at", UTCDateTime(), nullable=True),
 )
-if compile_jobs not in SCOPED_TABLES:
-    SCOPED_TABLES.append(compile_jobs)
 
 # A job still "running" this long after it started belonged to a worker that died.
 STALE_AFTER = timedelta(minutes=10)

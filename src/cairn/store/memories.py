@@ -36,9 +36,9 @@ from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.database import Database
 from cairn.store.episodes import scope_filter
-from cairn.store.schema import SCOPED_TABLES, metadata
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
+from cairn.store.schema import metadata
 
 # One row per partition with vectors; ``version`` grows whenever its vectors change, so the
 # vector lane's in-memory matrix is checked with one primary-key read.
@@ -51,8 +51,6 @@ vector_versions = Table(
     Column("agent_id", String(256), primary_key=True, server_default=""),
     Column("version", BigInteger(), nullable=False),
 )
-if vector_versions not in SCOPED_TABLES:
-    SCOPED_TABLES.append(vector_versions)
 
 
 def row_to_memory(row: Row[Any]) -> Memory:

@@ -168,7 +168,5 @@ memories = Table(
     ),
 )
 
-
-# Tables partitioned by scope (tenant + runtime + user + agent). Deleting a subject or a scope
-# removes its rows from every table listed here; a feature that adds such a table appends it.
-SCOPED_TABLES: list[Table] = [episodes, memories]
+# Which tables hold a partition's data (and how it is erased) is listed in one place:
+# ``cairn.store.partitions``.

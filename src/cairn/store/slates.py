@@ -35,7 +35,7 @@ from sqlalchemy import (
 from cairn.core.scope import DEFAULT_RUNTIME
 from cairn.slates.model import Entry, Eviction, FileState, FolderKey, FolderState
 from cairn.store.database import Database
-from cairn.store.schema import SCOPED_TABLES, JsonType, SeqType, UTCDateTime, metadata
+from cairn.store.schema import JsonType, SeqType, UTCDateTime, metadata
 
 
 def _subject_columns() -> list[Column[Any]]:
@@ -154,13 +154,6 @@ slate_skips = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Index("ix_slate_skips_slate", "tenant_id", "ladder", "slate", "user_id", "id"),
 )
-
-
-# Deleting a subject deletes its folders (files and entries follow by ON DELETE CASCADE),
-# evictions and skipped writes.
-for _table in (slate_folders, slate_evictions, slate_skips):
-    if _table not in SCOPED_TABLES:
-        SCOPED_TABLES.append(_table)
 
 
 @dataclass(frozen=True, slots=True)

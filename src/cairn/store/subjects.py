@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, literal, select, union_all
+from sqlalchemy import func, literal, select, union_all
 
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
 from cairn.store.database import Database
-from cairn.store.episodes import scope_filter
-from cairn.store.schema import SCOPED_TABLES, episodes, memories
+from cairn.store.partitions import PartitionSelector, erase
+from cairn.store.schema import episodes, memories
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +62,8 @@ class SubjectRepository:
         return items, count
 
     def delete_scope(self, tenant_id: str, scope: Scope) -> dict[str, int]:
-        """Remove every row of one partition from every scoped table; counts per table."""
-        counts: dict[str, int] = {}
+        """Remove every row of one partition from every registered table (see
+        ``cairn.store.partitions``); counts per table. ``cairn.engine.lifecycle.erase`` also
+        purges indexes and caches: the API and the inspector call that."""
         with self.db.write() as conn:
-            for table in SCOPED_TABLES:
-                res = conn.execute(delete(table).where(scope_filter(table, tenant_id, scope)))
-                counts[table.name] = int(res.rowcount or 0)
-        return counts
+            return erase(conn, PartitionSelector.of_scope(tenant_id, scope))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 
 from cairn import __version__
@@ -34,4 +36,23 @@ def version(request: Request) -> dict[str, str]:
 @router.get("/metrics", include_in_schema=False)
 def metrics(request: Request) -> Response:
     metrics = services_of(request).metrics
-    return Response(metrics.exposition(), media_type=metrics.content_type)
+    body = metrics.exposition() + retention_metrics(services_of(request))
+    return Response(body, media_type=metrics.content_type)
+
+
+def retention_metrics(services: Any) -> bytes:
+    """The retention audit, from the database (sweeps run in workers, not in this process)."""
+    try:
+        sweeps, episodes, memories = services.store.retention.totals()
+    except Exception:  # the database is away: the request metrics still answer
+        return b""
+    lines = [
+        "# HELP cairn_retention_sweeps_total Retention sweeps that expired rows.",
+        "# TYPE cairn_retention_sweeps_total counter",
+        f"cairn_retention_sweeps_total {sweeps}",
+        "# HELP cairn_retention_deleted_total Rows expired by retention.",
+        "# TYPE cairn_retention_deleted_total counter",
+        f'cairn_retention_deleted_total{{kind="episodes"}} {episodes}',
+        f'cairn_retention_deleted_total{{kind="memories"}} {memories}',
+    ]
+    return ("\n".join(lines) + "\n").encode()

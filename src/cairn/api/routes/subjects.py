@@ -17,6 +17,7 @@ from cairn.api.schemas import (
 )
 from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.scope import Scope
+from cairn.engine.lifecycle import erase_subject
 
 router = APIRouter(tags=["subjects"])
 T = TypeVar("T")
@@ -87,10 +88,12 @@ def delete_subject(
     subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
     tenant: str = Depends(require_tenant),
 ) -> SubjectDeletedPublic:
-    """Remove everything of the subject in the caller's tenant."""
-    counts = services_of(request).store.subjects.delete_scope(tenant, Scope.for_subject(subject_id))
+    """Remove everything of the subject's partition ``("default", id, "")`` in the caller's
+    tenant, whichever API wrote it (ladder runs and per-user slates of the user too)."""
+    counts = erase_subject(services_of(request), tenant, subject_id)
     return SubjectDeletedPublic(
         subject_id=subject_id,
         episodes_deleted=counts.get("episodes", 0),
         memories_deleted=counts.get("memories", 0),
+        deleted=counts,
     )

@@ -7,10 +7,10 @@ from fastapi.responses import HTMLResponse
 
 from cairn.web._render import WebRoute, render_error
 from cairn.web._session import Viewer, current_viewer
-from cairn.web.pages import auth, context, ladders, slates, subjects, templates
+from cairn.web.pages import auth, context, ladders, memories, slates, subjects, templates
 
 router = APIRouter(route_class=WebRoute, include_in_schema=False)
-for _module in (auth, subjects, context, templates, slates, ladders):
+for _module in (auth, subjects, memories, context, templates, slates, ladders):
     router.include_router(_module.router)
 
 

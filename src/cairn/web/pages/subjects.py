@@ -19,6 +19,7 @@ from cairn.api.auth import services_of
 from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
+from cairn.engine.lifecycle import erase_subject
 from cairn.errors import NotFound
 from cairn.web._render import WebRoute, render, see_other
 from cairn.web._session import Viewer, check_csrf, current_viewer
@@ -209,9 +210,7 @@ def delete_subject(
     viewer: Viewer = Depends(current_viewer),
 ) -> RedirectResponse:
     """Delete everything of the subject in the viewer's tenant, as ``DELETE /v1/subjects``."""
-    counts = services_of(request).store.subjects.delete_scope(
-        viewer.tenant, Scope.for_subject(subject_id)
-    )
+    counts = erase_subject(services_of(request), viewer.tenant, subject_id)
     query = urlencode(
         {
             "deleted": subject_id,

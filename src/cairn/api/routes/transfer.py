@@ -1,0 +1,77 @@
+"""Moving a subject between Cairns: ``GET /v1/subjects/{id}/export`` streams it as JSON
+lines, ``POST /v1/subjects/{id}/import`` takes those lines back (in batches)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn.api.auth import require_tenant, services_of
+from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.core.scope import Scope
+from cairn.engine.lifecycle import export_lines
+
+router = APIRouter(tags=["subjects"])
+
+MAX_IMPORT_RECORDS = 1000
+
+
+class ImportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[dict[str, Any]] = Field(
+        max_length=MAX_IMPORT_RECORDS,
+        description="Lines of an export (the header line is skipped), at most 1000 per call.",
+    )
+
+
+class ImportPublic(BaseModel):
+    subject_id: str
+    imported: dict[str, int] = Field(description="Rows inserted per record type.")
+    skipped: int = Field(description="Records already stored (by id or unique key).")
+
+
+@router.get(
+    "/v1/subjects/{subject_id}/export",
+    responses={200: {"content": {"application/x-ndjson": {}}}},
+)
+def export_subject(
+    request: Request,
+    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    tenant: str = Depends(require_tenant),
+) -> StreamingResponse:
+    """Everything of the subject as JSON lines: a header, then episodes, memories (every
+    version, with their supersession links and provenance), documents, chunks and runs."""
+    lines = export_lines(services_of(request), tenant, subject_id)
+    filename = f"cairn-{subject_id}.jsonl"
+    return StreamingResponse(
+        lines,
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@router.post("/v1/subjects/{subject_id}/import", response_model=ImportPublic)
+def import_subject(
+    body: ImportRequest,
+    request: Request,
+    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    tenant: str = Depends(require_tenant),
+) -> ImportPublic:
+    """Restore exported records into the subject, ids and provenance as they were; a record
+    already stored is skipped, so a retried or repeated import changes nothing."""
+    services = services_of(request)
+    scope = Scope.for_subject(subject_id)
+    records = [r for r in body.records if r.get("type") != "header"]
+    counts = services.store.transfer.import_records(tenant, scope, records)
+    embedder = getattr(services, "embedder", None)
+    if embedder is not None and counts.get("memory"):
+        from cairn.engine.search import embed_memories
+
+        embed_memories(services.store, embedder, tenant, scope)
+    return ImportPublic(
+        subject_id=subject_id, imported=counts, skipped=len(records) - sum(counts.values())
+    )

@@ -1,0 +1,183 @@
+"""Single items, erasure and export: the calls and answers behind ``memories.get/update/
+delete``, ``episodes.get/delete``, ``scopes.delete``, ``subjects.export/import_records`` and
+``remember``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from cairn.client._base import Call, clean_params, path_segment
+from cairn.client._feature_models import CompileResult
+from cairn.client._models import Episode, EpisodeCreate, Memory, Response
+
+IMPORT_BATCH = 500  # records per import call (well under the server's 1000 and body limit)
+
+
+class Scoped(Response):
+    scope: dict[str, str] = Field(default_factory=dict)
+
+
+class MemoryItem(Memory, Scoped):
+    """A memory with its full scope."""
+
+
+class EpisodeItem(Episode, Scoped):
+    """An episode with its full scope."""
+
+
+class MemoryDetail(Response):
+    memory: MemoryItem
+    replaces: list[MemoryItem] = Field(default_factory=list)
+    replaced_by: list[MemoryItem] = Field(default_factory=list)
+    current_id: uuid.UUID
+
+
+class MemoryDeleted(Response):
+    memory_id: uuid.UUID
+    deleted: bool
+
+
+class EpisodeDeleted(Response):
+    episode_id: uuid.UUID
+    memories_deleted: int
+
+
+class ScopesDeleted(Response):
+    user_id: str
+    runtime_id: str | None = None
+    agent_id: str | None = None
+    partitions: list[dict[str, str]] = Field(default_factory=list)
+    deleted: dict[str, int] = Field(default_factory=dict)
+
+
+class ImportResult(Response):
+    subject_id: str
+    imported: dict[str, int] = Field(default_factory=dict)
+    skipped: int = 0
+
+
+def get_memory_call(memory_id: uuid.UUID | str) -> Call[MemoryDetail]:
+    return Call("GET", f"/v1/memories/{path_segment(str(memory_id))}", MemoryDetail)
+
+
+def update_memory_call(
+    memory_id: uuid.UUID | str,
+    *,
+    content: str | None,
+    kind: str | None,
+    confidence: float | None,
+    valid_from: datetime | None,
+    valid_to: datetime | None,
+    editor: str | None,
+    note: str | None,
+) -> Call[MemoryItem]:
+    body = {
+        "content": content,
+        "kind": kind,
+        "confidence": confidence,
+        "valid_from": valid_from.isoformat() if valid_from else None,
+        "valid_to": valid_to.isoformat() if valid_to else None,
+        "editor": editor,
+        "note": note,
+    }
+    # Not retried: a repeat after a lost answer is a 409 naming the version the first made.
+    return Call(
+        "PATCH",
+        f"/v1/memories/{path_segment(str(memory_id))}",
+        MemoryItem,
+        json={k: v for k, v in body.items() if v is not None},
+        idempotent=False,
+    )
+
+
+def delete_memory_call(memory_id: uuid.UUID | str) -> Call[MemoryDeleted]:
+    return Call("DELETE", f"/v1/memories/{path_segment(str(memory_id))}", MemoryDeleted)
+
+
+def get_episode_call(episode_id: uuid.UUID | str) -> Call[EpisodeItem]:
+    return Call("GET", f"/v1/episodes/{path_segment(str(episode_id))}", EpisodeItem)
+
+
+def delete_episode_call(episode_id: uuid.UUID | str) -> Call[EpisodeDeleted]:
+    return Call("DELETE", f"/v1/episodes/{path_segment(str(episode_id))}", EpisodeDeleted)
+
+
+def delete_scopes_call(
+    user_id: str, runtime_id: str | None, agent_id: str | None
+) -> Call[ScopesDeleted]:
+    params = clean_params({"user_id": user_id, "runtime_id": runtime_id, "agent_id": agent_id})
+    return Call("DELETE", "/v1/scopes", ScopesDeleted, params=params)
+
+
+def export_call(subject_id: str) -> Call[Any]:
+    return Call("GET", f"/v1/subjects/{path_segment(subject_id)}/export", Any)
+
+
+def parse_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        if line.strip():
+            yield json.loads(line)
+
+
+def import_calls(
+    subject_id: str, records: Iterable[dict[str, Any]]
+) -> Iterator[Call[ImportResult]]:
+    """One call per batch of records (each batch idempotent: stored rows are skipped)."""
+    batch: list[dict[str, Any]] = []
+    path = f"/v1/subjects/{path_segment(subject_id)}/import"
+    for record in records:
+        if record.get("type") == "header":
+            continue
+        batch.append(record)
+        if len(batch) == IMPORT_BATCH:
+            yield Call("POST", path, ImportResult, json={"records": batch}, idempotent=True)
+            batch = []
+    if batch:
+        yield Call("POST", path, ImportResult, json={"records": batch}, idempotent=True)
+
+
+def merge_imports(subject_id: str, results: Iterable[ImportResult]) -> ImportResult:
+    imported: dict[str, int] = {}
+    skipped = 0
+    for r in results:
+        skipped += r.skipped
+        for k, v in r.imported.items():
+            imported[k] = imported.get(k, 0) + v
+    return ImportResult(subject_id=subject_id, imported=imported, skipped=skipped)
+
+
+def merge_compiles(subject_id: str, results: list[CompileResult]) -> CompileResult:
+    memories = [m for r in results for m in r.memories]
+    last = results[-1]
+    return CompileResult(
+        subject_id=subject_id,
+        memories_created=sum(r.memories_created for r in results),
+        memories=memories,
+        has_more=last.has_more,
+        remaining_episodes=last.remaining_episodes,
+    )
+
+
+def turn_episodes(
+    subject_id: str, messages: Iterable[dict[str, Any] | str], session_id: str | None
+) -> list[EpisodeCreate]:
+    """One ``conversation.turn`` episode per message (a bare string is a user message)."""
+    out = []
+    for m in messages:
+        message = {"role": "user", "content": m} if isinstance(m, str) else dict(m)
+        out.append(
+            EpisodeCreate(
+                subject_id=subject_id,
+                source="sdk",
+                type="conversation.turn",
+                payload={"messages": [message]},
+                session_id=session_id,
+            )
+        )
+    return out

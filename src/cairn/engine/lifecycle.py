@@ -1,0 +1,271 @@
+"""One memory or episode at a time: read with history, correct, forget, delete.
+
+A correction never edits a memory in place: it stores a new version that supersedes the old
+one (history stays readable), with provenance naming the editor and the time, and it is
+searchable (full text at once, in the same transaction; vectors before the call returns).
+Forgetting leaves a tombstone so that compiling the same episodes again does not bring the
+memory back (see ``cairn.store.lifecycle``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from cairn.core.episodes import Episode
+from cairn.core.ids import utcnow
+from cairn.core.memories import Memory
+from cairn.core.scope import Scope
+from cairn.engine.compile.drafts import KINDS, memory_id
+from cairn.engine.compile.text import normalize_for_hash
+from cairn.errors import Conflict, InvalidInput, NotFound
+from cairn.store import Store
+from cairn.store.partitions import PartitionSelector
+
+# Metadata derived from the old text: a correction must not keep it (it would index the old
+# words under the new version).
+_DERIVED_FROM_TEXT = ("keywords",)
+
+
+@dataclass(frozen=True)
+class MemoryCorrection:
+    """What a correction changes; ``None`` keeps the old value."""
+
+    content: str | None = None
+    kind: str | None = None
+    confidence: float | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    note: str | None = None
+
+
+@dataclass
+class MemoryHistory:
+    memory: Memory
+    replaces: list[Memory] = field(default_factory=list)  # newest first
+    replaced_by: list[Memory] = field(default_factory=list)  # oldest first; last is current
+
+
+def _store(services: Any) -> Store:
+    return services if isinstance(services, Store) else services.store
+
+
+def _missing(memory_id_: uuid.UUID) -> NotFound:
+    return NotFound(f"no memory {memory_id_}", code="memory_not_found")
+
+
+def get_episode(services: Any, tenant_id: str, episode_id: uuid.UUID) -> Episode:
+    episode = _store(services).episodes.get(tenant_id, episode_id)
+    if episode is None:
+        raise NotFound(f"no episode {episode_id}", code="episode_not_found")
+    return episode
+
+
+def memory_history(services: Any, tenant_id: str, memory_id_: uuid.UUID) -> MemoryHistory:
+    """The memory with the versions it replaced and the versions that replaced it."""
+    store = _store(services)
+    with store.db.read() as conn:
+        memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
+        if memory is None or memory.status == "deleted":
+            raise _missing(memory_id_)
+        return MemoryHistory(
+            memory,
+            store.lifecycle.replaced(conn, tenant_id, memory),
+            store.lifecycle.replaced_by(conn, tenant_id, memory),
+        )
+
+
+def correct_memory(
+    services: Any,
+    tenant_id: str,
+    memory_id_: uuid.UUID,
+    change: MemoryCorrection,
+    editor: str,
+) -> Memory:
+    """Store the corrected version of an active memory; the old one is superseded by it."""
+    store = _store(services)
+    _check(change)
+    now = utcnow()
+    with store.db.write() as conn:
+        old = store.lifecycle.memory(conn, tenant_id, memory_id_)
+        if old is None or old.status == "deleted":
+            raise _missing(memory_id_)
+        store.jobs.compiling.lock_scope(conn, tenant_id, old.scope)
+        if old.status != "active":
+            chain = store.lifecycle.replaced_by(conn, tenant_id, old)
+            current = chain[-1].id if chain else old.superseded_by
+            raise Conflict(
+                f"memory {memory_id_} was superseded; correct the current version {current}",
+                code="memory_superseded",
+                details={"current_id": str(current) if current else None},
+            )
+        row = _corrected_row(old, change, editor, now)
+        _check_validity(row["valid_from"], row["valid_to"])
+        created = store.memories.insert_new(conn, [row])
+        if not created:
+            raise Conflict(
+                f"memory {memory_id_} was already corrected to this content",
+                code="memory_superseded",
+                details={"current_id": str(row["id"])},
+            )
+        store.memories.supersede(conn, old.id, row["id"], now, now)
+    embedder = getattr(services, "embedder", None)
+    if embedder is not None:
+        from cairn.engine.search import embed_memories
+
+        embed_memories(store, embedder, tenant_id, old.scope)
+    with store.db.read() as conn:
+        stored = store.lifecycle.memory(conn, tenant_id, row["id"])
+    assert stored is not None
+    return stored
+
+
+def _check(change: MemoryCorrection) -> None:
+    fields = (change.content, change.kind, change.confidence, change.valid_from, change.valid_to)
+    if all(v is None for v in fields):
+        raise InvalidInput(
+            "nothing to correct: give content, kind, confidence, valid_from or valid_to",
+            code="empty_correction",
+        )
+    if change.kind is not None and change.kind not in KINDS:
+        raise InvalidInput(
+            f"unknown kind {change.kind}; kinds are {', '.join(KINDS)}", code="unknown_kind"
+        )
+    if change.content is not None and not change.content.strip():
+        raise InvalidInput("content must not be blank", code="validation_error")
+
+
+def _check_validity(valid_from: datetime | None, valid_to: datetime | None) -> None:
+    if valid_from is not None and valid_to is not None and valid_to < valid_from:
+        raise InvalidInput("valid_to is before valid_from", code="invalid_validity")
+
+
+def _corrected_row(
+    old: Memory, change: MemoryCorrection, editor: str, now: datetime
+) -> dict[str, Any]:
+    content = change.content if change.content is not None else old.content
+    kind = change.kind or old.kind
+    # The hash names this version of this memory: equal corrections of one version collide
+    # (and the second is refused), and the old text's hash stays the old row's (its
+    # tombstone role if it is ever forgotten).
+    basis = normalize_for_hash(content) + "\x1fcorrects\x1f" + str(old.id)
+    content_hash = hashlib.sha256(basis.encode()).hexdigest()
+    metadata = {k: v for k, v in old.metadata.items() if k not in _DERIVED_FROM_TEXT}
+    correction = {"editor": editor, "at": now.isoformat(), "replaces": str(old.id)}
+    if change.note:
+        correction["note"] = change.note
+    metadata["correction"] = correction
+    return {
+        "id": memory_id(old.tenant_id, old.scope, kind, content_hash),
+        "tenant_id": old.tenant_id,
+        "runtime_id": old.scope.runtime_id,
+        "user_id": old.scope.user_id,
+        "agent_id": old.scope.agent_id,
+        "session_id": old.session_id,
+        "kind": kind,
+        "content": content,
+        "summary": "" if change.content is not None else old.summary,
+        "confidence": old.confidence if change.confidence is None else change.confidence,
+        "valid_from": change.valid_from or old.valid_from,
+        "valid_to": change.valid_to,
+        "status": "active",
+        "source_episode_ids": [str(i) for i in old.source_episode_ids],
+        "metadata": metadata,
+        "content_hash": content_hash,
+        "superseded_by": None,
+        "embedding": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def forget_memory(services: Any, tenant_id: str, memory_id_: uuid.UUID, by: str) -> Memory:
+    """Forget one memory (any version); the next compile will not re-create it."""
+    store = _store(services)
+    now = utcnow()
+    with store.db.write() as conn:
+        memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
+        if memory is None or memory.status == "deleted":
+            raise _missing(memory_id_)
+        store.jobs.compiling.lock_scope(conn, tenant_id, memory.scope)
+        store.lifecycle.forget(conn, memory, by, now)
+    _after_erase(services, tenant_id, [memory.scope])
+    return memory
+
+
+def delete_episode(services: Any, tenant_id: str, episode_id: uuid.UUID) -> int:
+    """Delete one episode and the memories derived from it alone; how many memories went."""
+    store = _store(services)
+    episode = get_episode(services, tenant_id, episode_id)
+    with store.db.write() as conn:
+        store.jobs.compiling.lock_scope(conn, tenant_id, episode.scope)
+        removed = store.lifecycle.delete_episode(conn, tenant_id, episode_id)
+    _after_erase(services, tenant_id, [episode.scope])
+    return removed
+
+
+def erase_subject(services: Any, tenant_id: str, subject_id: str) -> dict[str, int]:
+    """Delete everything of the subject's partition ``("default", id, "")``."""
+    scope = Scope.for_subject(subject_id)
+    return dict(
+        erase_partitions(services, tenant_id, subject_id, scope.runtime_id, scope.agent_id)[
+            "deleted"
+        ]
+    )
+
+
+def erase_partitions(
+    services: Any,
+    tenant_id: str,
+    user_id: str,
+    runtime_id: str | None = None,
+    agent_id: str | None = None,
+) -> dict[str, Any]:
+    """Delete everything of the user's partitions (those of one runtime or agent when given),
+    whichever API wrote it: rows, index entries, vectors, jobs, ladder runs and per-user
+    slates; then cached vectors and SQLite's write-ahead log. Returns ``{"partitions":
+    [scopes that held data], "deleted": {table: rows}}``."""
+    if not user_id:
+        raise InvalidInput("user_id must not be empty", code="validation_error")
+    selector = PartitionSelector(tenant_id, user_id, runtime_id, agent_id)
+    store = _store(services)
+    with store.db.write() as conn:
+        scopes, counts = store.lifecycle.erase(conn, selector)
+    _after_erase(services, selector.tenant_id, scopes)
+    return {"partitions": scopes, "deleted": counts}
+
+
+EXPORT_FORMAT = "cairn-export"
+EXPORT_VERSION = 1
+
+
+def export_lines(services: Any, tenant_id: str, subject_id: str) -> Iterator[bytes]:
+    """The subject's export as JSON lines: a header, then one record per stored row."""
+    store = _store(services)
+    header = {
+        "type": "header",
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "subject_id": subject_id,
+        "exported_at": utcnow().isoformat(),
+    }
+    yield (json.dumps(header) + "\n").encode()
+    for record in store.transfer.export(tenant_id, Scope.for_subject(subject_id)):
+        yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
+
+
+def _after_erase(services: Any, tenant_id: str, scopes: list[Scope]) -> None:
+    """Drop what caches and logs still hold of erased data: the partitions' cached vector
+    matrices are rebuilt from the database, and SQLite's write-ahead log is checkpointed."""
+    from cairn.engine.search import VECTOR_INDEX
+
+    store = _store(services)
+    with store.db.read() as conn:
+        for scope in scopes:
+            VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+    store.lifecycle.checkpoint()

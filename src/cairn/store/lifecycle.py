@@ -1,0 +1,205 @@
+"""Single-item lifecycle of memories and episodes: history, correction, forgetting.
+
+A forgotten memory stays as a tombstone: its row keeps the id and ``content_hash`` (both
+derived from the content, so the next compile of the same episodes recognises the memory as
+already stored and does not re-create it) while its text, summary, metadata and vector are
+wiped. A deleted episode is removed outright, with the memories derived from it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, select, text, update
+
+from cairn.core.memories import Memory
+from cairn.core.scope import Scope
+from cairn.store import fts
+from cairn.store.database import Database
+from cairn.store.memories import row_to_memory, vector_versions
+from cairn.store.partitions import PartitionSelector, erase, partitions
+from cairn.store.schema import episodes as episodes_t
+from cairn.store.schema import memories as t
+
+_COLUMNS = [c for c in t.c if c.name != "embedding"]
+# A chain longer than this is a cycle or corruption; history stops there.
+MAX_CHAIN = 1000
+
+
+class LifecycleRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def memory(self, conn: Connection, tenant_id: str, memory_id: uuid.UUID) -> Memory | None:
+        """The tenant's memory ``memory_id`` in any status (tombstones included)."""
+        row = conn.execute(
+            select(*_COLUMNS).where(t.c.tenant_id == tenant_id, t.c.id == memory_id)
+        ).first()
+        return row_to_memory(row) if row else None
+
+    def replaced(self, conn: Connection, tenant_id: str, memory: Memory) -> list[Memory]:
+        """The versions ``memory`` replaced, newest first (each superseded by the next)."""
+        out: list[Memory] = []
+        seen = {memory.id}
+        current = memory
+        while len(out) < MAX_CHAIN:
+            row = conn.execute(
+                select(*_COLUMNS)
+                .where(
+                    t.c.tenant_id == tenant_id,
+                    t.c.superseded_by == current.id,
+                    t.c.status != "deleted",
+                )
+                .order_by(t.c.seq.desc())
+                .limit(1)
+            ).first()
+            if row is None:
+                break
+            current = row_to_memory(row)
+            if current.id in seen:
+                break
+            seen.add(current.id)
+            out.append(current)
+        return out
+
+    def replaced_by(self, conn: Connection, tenant_id: str, memory: Memory) -> list[Memory]:
+        """The versions that replaced ``memory``, oldest first; the last is the current one."""
+        out: list[Memory] = []
+        seen = {memory.id}
+        current = memory
+        while current.superseded_by is not None and len(out) < MAX_CHAIN:
+            nxt = self.memory(conn, tenant_id, current.superseded_by)
+            if nxt is None or nxt.id in seen:
+                break
+            seen.add(nxt.id)
+            out.append(nxt)
+            current = nxt
+        return out
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def forget(self, conn: Connection, memory: Memory, deleted_by: str, now: datetime) -> None:
+        """Turn ``memory`` into a tombstone: text, metadata and vector wiped, id and hash kept.
+
+        The full-text triggers re-index the row on the content update (to nothing)."""
+        conn.execute(
+            update(t)
+            .where(t.c.id == memory.id)
+            .values(
+                status="deleted",
+                content="",
+                summary="",
+                metadata={"deleted_at": now.isoformat(), "deleted_by": deleted_by},
+                embedding=None,
+                updated_at=now,
+            )
+        )
+        self.bump_vectors(conn, memory.tenant_id, memory.scope)
+        self.purge_index(conn, memory.tenant_id)
+
+    def delete_episode(self, conn: Connection, tenant_id: str, episode_id: uuid.UUID) -> int:
+        """Delete the episode and the memories derived from it alone (the episode is dropped
+        from the sources of the others); returns how many memories were deleted."""
+        row = conn.execute(
+            select(episodes_t.c.runtime_id, episodes_t.c.user_id, episodes_t.c.agent_id).where(
+                episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id
+            )
+        ).first()
+        if row is None:
+            return 0
+        scope = Scope.model_construct(runtime_id=row[0], user_id=row[1], agent_id=row[2])
+        key = str(episode_id)
+        only: list[tuple[uuid.UUID, list[str]]] = []
+        shared: list[tuple[uuid.UUID, list[str]]] = []
+        for mem_id, sources in self._derived_from(conn, tenant_id, scope, key):
+            ids = [str(x) for x in sources]
+            if key not in ids:
+                continue  # the text filter is a prefilter; the JSON decides
+            rest = [x for x in ids if x != key]
+            (shared if rest else only).append((mem_id, rest))
+        for mem_id, rest in shared:
+            conn.execute(update(t).where(t.c.id == mem_id).values(source_episode_ids=rest))
+        if only:
+            conn.execute(delete(t).where(t.c.id.in_([m for m, _ in only])))
+            self.bump_vectors(conn, tenant_id, scope)
+        conn.execute(
+            delete(episodes_t).where(
+                episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id
+            )
+        )
+        self.purge_index(conn, tenant_id)
+        return len(only)
+
+    def _derived_from(
+        self, conn: Connection, tenant_id: str, scope: Scope, episode_key: str
+    ) -> list[tuple[uuid.UUID, list[Any]]]:
+        """``(id, source_episode_ids)`` of the partition's memories citing the episode."""
+        where = [
+            t.c.tenant_id == tenant_id,
+            t.c.runtime_id == scope.runtime_id,
+            t.c.user_id == scope.user_id,
+            t.c.agent_id == scope.agent_id,
+        ]
+        if self.db.is_sqlite:
+            cites = text("CAST(memories.source_episode_ids AS TEXT) LIKE :pat").bindparams(
+                pat=f'%"{episode_key}"%'
+            )
+        else:
+            cites = text("memories.source_episode_ids @> CAST(:arr AS jsonb)").bindparams(
+                arr=json.dumps([episode_key])
+            )
+        stmt = select(t.c.id, t.c.source_episode_ids).where(*where, cites)
+        return [(r[0], list(r[1] or [])) for r in conn.execute(stmt)]
+
+    def erase(
+        self, conn: Connection, selector: PartitionSelector
+    ) -> tuple[list[Scope], dict[str, int]]:
+        """Delete everything of the selected partitions (``cairn.store.partitions``); the
+        partitions that held data, and row counts per table."""
+        scopes = partitions(conn, selector)
+        counts = erase(conn, selector)
+        self.purge_index(conn, selector.tenant_id)
+        return scopes, counts
+
+    def bump_vectors(self, conn: Connection, tenant_id: str, scope: Scope) -> None:
+        """Move the partition's vector version on, so no cached matrix outlives a removed
+        vector (a clock value, as ``MemoryRepository.set_embeddings`` uses)."""
+        key = {
+            "tenant_id": tenant_id,
+            "runtime_id": scope.runtime_id,
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+        }
+        version = time.time_ns() // 1000
+        stmt = self.db.insert(vector_versions).values(**key, version=version)
+        conn.execute(
+            stmt.on_conflict_do_update(index_elements=list(key), set_={"version": version})
+        )
+
+    def purge_index(self, conn: Connection, tenant_id: str) -> None:
+        """SQLite: merge the tenant's FTS5 segments so deleted terms leave the index files
+        (a contentless FTS5 delete only records a tombstone until segments merge)."""
+        if not self.db.is_sqlite:
+            return
+        for index in (fts.MEMORIES, fts.CHUNKS):
+            table = self.db.fts.table_if_exists(conn, index, tenant_id)
+            if table is not None:
+                conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+    def checkpoint(self) -> None:
+        """SQLite: copy the write-ahead log into the database and truncate it, so page images
+        holding deleted text leave the ``-wal`` file (best effort: a reader still inside an
+        old snapshot keeps the log until it finishes; the next checkpoint completes it)."""
+        if not self.db.is_sqlite:
+            return
+        raw = self.db.engine.raw_connection()
+        try:
+            raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[union-attr]
+        finally:
+            raw.close()

@@ -1,0 +1,122 @@
+"""Which tables hold a scope partition's data: one static registry, and erasure over it.
+
+Every table with a partition column (``tenant_id``, ``runtime_id``, ``user_id``,
+``agent_id``) is listed here exactly once — as scoped, as keyed by tenant and user alone, or
+as exempt with the reason. ``tests/store/test_partitions.py`` inspects the migrated schema of
+both backends and fails when a table is in none of the three, so a feature adding a table
+must decide here how its rows are erased.
+
+Full-text entries and embeddings live in the rows (the FTS5 triggers and the ``embedding``
+column follow them); per-user slate files and entries go with their folder (``ON DELETE
+CASCADE``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Table, delete, select
+
+from cairn.core.scope import DEFAULT_RUNTIME, Scope
+from cairn.store.documents import document_chunks, documents
+from cairn.store.jobs import compile_jobs
+from cairn.store.memories import vector_versions
+from cairn.store.runs import ladder_runs
+from cairn.store.schema import episodes, memories
+from cairn.store.slates import slate_applied_writes, slate_evictions, slate_folders, slate_skips
+
+# Tables with all four partition columns; a partition's rows are those matching its key.
+SCOPED_TABLES: tuple[Table, ...] = (
+    episodes,
+    memories,
+    vector_versions,
+    compile_jobs,
+    documents,
+    document_chunks,
+    slate_folders,
+    slate_evictions,
+    slate_skips,
+)
+
+# Tables keyed by tenant and user only: their rows belong to the subject ``("default", user,
+# "")`` (ladder runs: their ``trace`` and ``response`` hold the user's messages).
+USER_TABLES: tuple[Table, ...] = (ladder_runs,)
+
+# Tables with a partition column that hold no data of one partition, and why.
+EXEMPT: dict[str, str] = {
+    "tenants": "the tenant itself, not any partition's data",
+    "api_keys": "credentials of the tenant",
+    "fts_tenants": "which tenants have a full-text index (no content)",
+    "slate_applied_writes": "effect keys of a run (no content); erased with the user's runs",
+    "tenant_retention": "the tenant's retention policy",
+    "retention_sweeps": "counts of expired rows per tenant (the audit; no content)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSelector:
+    """The partitions of one user in a tenant; ``None`` for runtime or agent matches all."""
+
+    tenant_id: str
+    user_id: str
+    runtime_id: str | None = None
+    agent_id: str | None = None
+
+    @classmethod
+    def of_scope(cls, tenant_id: str, scope: Scope) -> PartitionSelector:
+        return cls(tenant_id, scope.user_id, scope.runtime_id, scope.agent_id)
+
+    def where(self, table: Table) -> list[object]:
+        clauses: list[object] = [table.c.tenant_id == self.tenant_id]
+        clauses.append(table.c.user_id == self.user_id)
+        if self.runtime_id is not None:
+            clauses.append(table.c.runtime_id == self.runtime_id)
+        if self.agent_id is not None:
+            clauses.append(table.c.agent_id == self.agent_id)
+        return clauses
+
+    @property
+    def covers_subject(self) -> bool:
+        """Whether the selection includes the user's subject partition ``("default", user,
+        "")``, where user-keyed tables (ladder runs) belong."""
+        return self.runtime_id in (None, DEFAULT_RUNTIME) and self.agent_id in (None, "")
+
+
+def partitions(conn: Connection, selector: PartitionSelector) -> list[Scope]:
+    """The partitions the selector matches that hold episodes, memories or documents."""
+    found: set[tuple[str, str, str]] = set()
+    for table in (episodes, memories, documents, vector_versions):
+        stmt = select(table.c.runtime_id, table.c.user_id, table.c.agent_id).where(
+            *selector.where(table)  # type: ignore[arg-type]
+        )
+        found.update((r[0], r[1], r[2]) for r in conn.execute(stmt.distinct()))
+    return [Scope.model_construct(runtime_id=r, user_id=u, agent_id=a) for r, u, a in sorted(found)]
+
+
+def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
+    """Delete every row the selector matches from every registered table; counts per table."""
+    counts: dict[str, int] = {}
+    for table in SCOPED_TABLES:
+        res = conn.execute(delete(table).where(*selector.where(table)))  # type: ignore[arg-type]
+        counts[table.name] = int(res.rowcount or 0)
+    for table in USER_TABLES:
+        counts[table.name] = 0
+    if selector.covers_subject:
+        run_ids = select(ladder_runs.c.id).where(
+            ladder_runs.c.tenant_id == selector.tenant_id,
+            ladder_runs.c.user_id == selector.user_id,
+        )
+        conn.execute(
+            delete(slate_applied_writes).where(
+                slate_applied_writes.c.tenant_id == selector.tenant_id,
+                slate_applied_writes.c.run_id.in_(run_ids),
+            )
+        )
+        res = conn.execute(
+            delete(ladder_runs).where(
+                ladder_runs.c.tenant_id == selector.tenant_id,
+                ladder_runs.c.user_id == selector.user_id,
+            )
+        )
+        counts[ladder_runs.name] = int(res.rowcount or 0)
+    return counts

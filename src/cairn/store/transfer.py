@@ -1,0 +1,232 @@
+"""Export and import of one subject's rows, for moving a subject to another Cairn.
+
+A record is one row as JSON (``{"type": ..., "row": {...}}``) with its id, times and
+provenance as stored; the partition columns and the internal ``seq`` are left out, so a record
+can be imported into any tenant and subject (the importer's). Embeddings are not exported (a
+Cairn with an embedder makes them again); compile jobs are not either (nothing to resume).
+Imports are idempotent: a row whose id (or unique key) is already stored is skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, Integer, String, Table, Uuid, select
+from sqlalchemy.exc import DBAPIError, StatementError
+
+from cairn.core.scope import Scope
+from cairn.errors import Conflict, InvalidInput
+from cairn.store import fts
+from cairn.store.database import Database
+from cairn.store.documents import document_chunks, documents
+from cairn.store.episodes import scope_filter
+from cairn.store.runs import ladder_runs
+from cairn.store.schema import UTCDateTime, episodes, memories
+
+# Exported in this order, so an import meets documents before their chunks and episodes
+# before the memories citing them.
+TABLES: dict[str, Table] = {
+    "episode": episodes,
+    "memory": memories,
+    "document": documents,
+    "chunk": document_chunks,
+    "run": ladder_runs,
+}
+_PARTITION = {"tenant_id", "runtime_id", "user_id", "agent_id"}
+_LEFT_OUT = {"seq", "embedding"}
+PAGE = 500
+MEMORY_STATUSES = ("active", "superseded", "deleted")
+_OBJECTS = {"payload", "metadata", "provenance"}  # JSON columns readers expect objects in
+
+
+def _exported_columns(table: Table) -> list[Any]:
+    return [c for c in table.c if c.name not in _PARTITION | _LEFT_OUT]
+
+
+def _key(table: Table) -> Any:
+    return table.c.seq
+
+
+class TransferRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def export(self, tenant_id: str, scope: Scope) -> Iterator[dict[str, Any]]:
+        """Every exported row of the subject, one page (own read transaction) at a time."""
+        for kind, table in TABLES.items():
+            after = -1
+            while True:
+                stmt = select(_key(table), *_exported_columns(table)).where(
+                    self._owner(table, tenant_id, scope), _key(table) > after
+                )
+                with self.db.read() as conn:
+                    rows = conn.execute(stmt.order_by(_key(table)).limit(PAGE)).all()
+                for r in rows:
+                    m = dict(r._mapping)
+                    after = m.pop("seq")
+                    yield {"type": kind, "row": _jsonable(m)}
+                if len(rows) < PAGE:
+                    break
+
+    @staticmethod
+    def _owner(table: Table, tenant_id: str, scope: Scope) -> Any:
+        if table is ladder_runs:
+            assert scope.subject_id is not None  # runs belong to subjects only
+            return (table.c.tenant_id == tenant_id) & (table.c.user_id == scope.user_id)
+        return scope_filter(table, tenant_id, scope)
+
+    def import_records(
+        self, tenant_id: str, scope: Scope, records: Sequence[dict[str, Any]]
+    ) -> dict[str, int]:
+        """Insert the records into the tenant's partition ``scope``; rows already stored (by
+        id or unique key) are skipped. Counts of inserted rows per record type."""
+        rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
+        for i, record in enumerate(records):
+            kind = record.get("type")
+            if kind not in TABLES or not isinstance(record.get("row"), dict):
+                raise InvalidInput(
+                    f"record {i}: needs a type ({', '.join(TABLES)}) and a row object",
+                    code="invalid_import",
+                )
+            rows[kind].append(_decode(TABLES[kind], record["row"], i, tenant_id, scope))
+        counts = dict.fromkeys(TABLES, 0)
+        try:
+            with self.db.write() as conn:
+                if self.db.is_sqlite:
+                    self.db.fts.ensure(conn, fts.MEMORIES, tenant_id)
+                    self.db.fts.ensure(conn, fts.CHUNKS, tenant_id)
+                self._refuse_foreign_ids(conn, tenant_id, rows)
+                for kind, table in TABLES.items():
+                    for row in rows[kind]:
+                        stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
+                        counts[kind] += int(conn.execute(stmt).rowcount or 0)
+        except (StatementError, DBAPIError) as exc:
+            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+                raise
+            raise InvalidInput(
+                f"a record does not fit the schema: {str(exc.orig or exc)[:200]}",
+                code="invalid_import",
+            ) from exc
+        return counts
+
+    @staticmethod
+    def _refuse_foreign_ids(
+        conn: Any, tenant_id: str, rows: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        """Ids are unique across tenants: a record whose id another tenant holds cannot be
+        restored with its id, so the import is refused (naming no tenant, no row)."""
+        for kind, table in TABLES.items():
+            if table is ladder_runs:
+                continue  # run ids are unique per tenant only
+            ids = [row["id"] for row in rows[kind]]
+            for start in range(0, len(ids), PAGE):
+                taken = conn.execute(
+                    select(table.c.id)
+                    .where(
+                        table.c.id.in_(ids[start : start + PAGE]), table.c.tenant_id != tenant_id
+                    )
+                    .limit(1)
+                ).first()
+                if taken is not None:
+                    raise Conflict(
+                        "some record ids are already used in this database outside your "
+                        "tenant; they cannot be restored with their ids",
+                        code="import_id_conflict",
+                    )
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, datetime):
+            out[k] = v.isoformat()
+        elif isinstance(v, uuid.UUID):
+            out[k] = str(v)
+        else:
+            out[k] = v
+    return out
+
+
+def _decode(
+    table: Table, row: dict[str, Any], index: int, tenant_id: str, scope: Scope
+) -> dict[str, Any]:
+    """A record's row as insertable values, in the importer's partition."""
+    columns = {c.name: c for c in _exported_columns(table)}
+    unknown = sorted(set(row) - set(columns))
+    if unknown:
+        raise InvalidInput(
+            f"record {index}: unknown field(s) {', '.join(unknown)}", code="invalid_import"
+        )
+    out: dict[str, Any] = {}
+    for name, col in columns.items():
+        if name not in row:
+            if not col.nullable and col.server_default is None:
+                raise InvalidInput(f"record {index}: missing {name}", code="invalid_import")
+            continue
+        value = row[name]
+        try:
+            if value is not None and isinstance(col.type, UTCDateTime):
+                value = datetime.fromisoformat(str(value))
+            elif value is not None and isinstance(col.type, Uuid):
+                value = uuid.UUID(str(value))
+        except ValueError as exc:
+            raise InvalidInput(f"record {index}: bad {name}: {exc}", code="invalid_import") from exc
+        if value is None and not col.nullable:
+            raise InvalidInput(f"record {index}: {name} must not be null", code="invalid_import")
+        if (value is not None and not _fits(col.type, value)) or (
+            name in _OBJECTS and not isinstance(value, dict)
+        ):
+            raise InvalidInput(
+                f"record {index}: {name} has the wrong type ({type(value).__name__})",
+                code="invalid_import",
+            )
+        out[name] = value
+    if table is memories:
+        _check_memory(out, index)
+    out["tenant_id"] = tenant_id
+    out["user_id"] = scope.user_id
+    if table is not ladder_runs:
+        out["runtime_id"] = scope.runtime_id
+        out["agent_id"] = scope.agent_id
+    return out
+
+
+def _fits(kind: Any, value: Any) -> bool:
+    """Whether a JSON value is of the column's type (after dates and UUIDs are parsed)."""
+    if isinstance(kind, UTCDateTime):
+        return isinstance(value, datetime)
+    if isinstance(kind, Uuid):
+        return isinstance(value, uuid.UUID)
+    if isinstance(kind, Boolean):
+        return isinstance(value, bool)
+    if isinstance(kind, Integer):
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
+    if isinstance(kind, Float):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(kind, String):
+        length = getattr(kind, "length", None)
+        return isinstance(value, str) and (length is None or len(value) <= length)
+    if isinstance(kind, JSON):
+        return isinstance(value, dict | list)
+    return False
+
+
+def _check_memory(row: dict[str, Any], index: int) -> None:
+    """What readers of a memory rely on beyond column types."""
+    problem = None
+    if row.get("status") not in MEMORY_STATUSES:
+        problem = "unknown memory status"
+    elif not 0.0 <= float(row.get("confidence", 0.0)) <= 1.0:
+        problem = "confidence must be in [0, 1]"
+    elif not isinstance(row.get("metadata"), dict):
+        problem = "metadata must be an object"
+    else:
+        try:
+            [uuid.UUID(str(x)) for x in row.get("source_episode_ids", [])]
+        except ValueError:
+            problem = "source_episode_ids must be UUIDs"
+    if problem:
+        raise InvalidInput(f"record {index}: {problem}", code="invalid_import")

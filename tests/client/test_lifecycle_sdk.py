@@ -1,0 +1,87 @@
+"""The SDK's lifecycle methods through the real app in-process, both backends: remember,
+get/update/delete a memory, get/delete an episode, export and import a subject, erase a
+person (sync), and the same surface on ``AsyncCairn``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.client import AsyncCairn, Cairn, ConflictError, NotFoundError
+from cairn.services import Services
+from tests.conftest import make_settings
+
+MESSAGES = [
+    "Hi, my name is Dana Scully.",
+    {"role": "assistant", "content": "Nice to meet you, Dana!"},
+    "I work at the FBI in Washington.",
+]
+
+
+@pytest.fixture
+def client(backend_services: Services) -> Iterator[Cairn]:
+    with Cairn.local(services=backend_services) as c:
+        yield c
+
+
+def test_remember_correct_forget_export_erase(client: Cairn) -> None:
+    learnt = client.remember("u1", MESSAGES, session_id="s1")
+    assert learnt.memories_created == len(learnt.memories) >= 3
+    fact = next(m for m in learnt.memories if m.kind == "profile_fact" and "FBI" in m.content)
+
+    detail = client.memories.get(fact.id)
+    assert detail.memory.id == fact.id and detail.current_id == fact.id
+    assert detail.memory.scope == {"runtime_id": "default", "user_id": "u1", "agent_id": ""}
+    new = client.memories.update(fact.id, content="User works at the CIA", editor="Ana")
+    assert new.metadata["correction"]["replaces"] == str(fact.id)
+    with pytest.raises(ConflictError) as conflict:
+        client.memories.update(fact.id, confidence=0.3)
+    assert conflict.value.code == "memory_superseded"
+    assert conflict.value.details["current_id"] == str(new.id)
+    assert client.memories.get(fact.id).current_id == new.id
+    assert client.memories.search("u1", "CIA").memories[0].id == new.id
+    assert client.memories.delete(new.id).deleted
+    with pytest.raises(NotFoundError) as gone:
+        client.memories.get(new.id)
+    assert gone.value.code == "memory_not_found"
+
+    episode_id = fact.source_episode_ids[0]
+    assert client.episodes.get(episode_id).payload["messages"][0]["content"] == MESSAGES[2]
+    records = list(client.subjects.export("u1"))
+    assert records[0]["type"] == "header" and len(records) > 5
+    before = client.timeline("u1")
+    assert client.subjects.delete("u1").deleted["episodes"] == 3
+    # Ids are unique in a database: the same database restores what is missing.
+    result = client.subjects.import_records("u1", records)
+    assert result.imported["episode"] == 3 and result.skipped == 0
+    assert client.timeline("u1") == before
+    assert client.subjects.import_records("u1", records).skipped == len(records) - 1
+    assert client.episodes.delete(episode_id).episode_id == episode_id
+    with pytest.raises(NotFoundError):
+        client.episodes.get(episode_id)
+
+    erased = client.scopes.delete("u1")
+    assert erased.deleted["episodes"] == 2 and erased.partitions
+    assert client.timeline("u1").episodes == []
+
+
+def test_async_lifecycle(tmp_path: Path) -> None:
+    async def run() -> None:
+        async with AsyncCairn.local(make_settings(tmp_path)) as c:
+            learnt = await c.remember("u1", MESSAGES)
+            fact = next(m for m in learnt.memories if "FBI" in m.content)
+            new = await c.memories.update(fact.id, content="User works at the CIA")
+            assert (await c.memories.get(fact.id)).current_id == new.id
+            assert (await c.memories.delete(new.id)).deleted
+            records = [r async for r in c.subjects.export("u1")]
+            assert (await c.scopes.delete("u1")).deleted["episodes"] == 3
+            assert (await c.subjects.import_records("u1", records)).imported["episode"] == 3
+            episode = await c.episodes.get(fact.source_episode_ids[0])
+            assert (await c.episodes.delete(episode.id)).episode_id == episode.id
+            with pytest.raises(TypeError):
+                await c.memories.update(fact.id, colour="red")
+
+    asyncio.run(run())
