@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address the server binds.")
     port: int = Field(8100, ge=0, le=65535, description="Port the server binds.")
     api_key: str = Field("", description="An API key for the `default` tenant.")
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names the server answers to once keys exist (comma-separated).",
+    )
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted.")
     log_json: bool = Field(False, description="Write request logs as JSON lines.")
     log_level: str = Field("INFO", description="Logging level.")
@@ -52,6 +56,13 @@ class Settings(BaseSettings):
     llm_api_key: str = Field("", description="Key for the OpenAI-compatible endpoint.")
     llm_model: str = Field("", description="Default chat model name.")
     llm_timeout_s: float = Field(30.0, gt=0, description="Timeout of one LLM HTTP call.")
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value
 
     @field_validator("template_dirs", mode="before")
     @classmethod

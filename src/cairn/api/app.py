@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from cairn import __version__
+from cairn.api.access import AccessMiddleware
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
     BodyLimitMiddleware,
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     install_web(app)
     app.add_middleware(RejectLoneSurrogateMiddleware)
     app.add_middleware(RejectNulMiddleware)
+    app.add_middleware(AccessMiddleware, services=services)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
     app.add_middleware(
         RequestContextMiddleware, metrics=app.state.metrics, json_logs=services.settings.log_json
