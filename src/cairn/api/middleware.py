@@ -194,10 +194,21 @@ class RejectNulMiddleware:
         await self.app(scope, receive, send)
 
 
-# A JSON escape of a UTF-16 surrogate or of NUL: only then can a parsed body hold a lone
-# surrogate or a NUL (raw surrogate bytes are invalid UTF-8 and raw control characters are
-# invalid JSON, which the parser already refuses). Bodies without one skip all checks.
-_SUSPECT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
+# What can make a parsed body hold text or numbers no backend stores: a JSON escape of a
+# UTF-16 surrogate or of NUL, raw UTF-8 bytes of a surrogate (``\xed\xa0\x80``: invalid UTF-8,
+# yet Python's JSON parser decodes them into a lone surrogate), and the non-JSON constants
+# ``NaN``/``Infinity`` that the parser accepts. Bodies without one skip all checks.
+_SUSPECT_ESCAPE = re.compile(
+    rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)|\xed[\xa0-\xbf]|NaN|Infinity"
+)
+
+
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -241,7 +252,12 @@ class RejectLoneSurrogateMiddleware:
         body = b"".join(chunks)
         if _SUSPECT_ESCAPE.search(body):
             try:
-                parsed = json.loads(body)
+                parsed = json.loads(body, parse_constant=_refuse_constant)
+            except _NonFiniteNumber as exc:
+                text = f"the body contains {exc}, which is not a JSON number"
+                detail = {"field": "body", "message": text, "type": "non_finite_number"}
+                await _send_error(scope, send, 422, "validation_error", text, [detail])
+                return
             except (ValueError, RecursionError):
                 parsed = None  # not JSON: the route's own parsing reports it
             if _has_lone_surrogate(parsed):
