@@ -113,6 +113,15 @@ def persist_csrf(request: Request, response: Response) -> None:
         )
 
 
+def _same_token(sent: str, cookie: str) -> bool:
+    # compare_digest refuses non-ASCII str; a token with any other character (a tampered form
+    # or cookie) must fail the check, not the request. Bytes compare any text in constant time.
+    def raw(text: str) -> bytes:
+        return text.encode("utf-8", "surrogatepass")
+
+    return hmac.compare_digest(raw(sent), raw(cookie))
+
+
 async def check_csrf(request: Request) -> None:
     """FastAPI dependency of every form post: the field must equal the cookie.
 
@@ -122,7 +131,7 @@ async def check_csrf(request: Request) -> None:
     form = await request.form()
     sent = form.get(CSRF_FIELD)
     cookie = request.cookies.get(CSRF_COOKIE)
-    if not isinstance(sent, str) or not cookie or not hmac.compare_digest(sent, cookie):
+    if not isinstance(sent, str) or not cookie or not _same_token(sent, cookie):
         raise CsrfFailed(
             "the form is out of date or was not sent from this site; reload the page and retry"
         )
