@@ -30,6 +30,9 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Host names the server answers to once keys exist (comma-separated).",
     )
+    session_ttl_seconds: int = Field(
+        43_200, gt=0, description="Lifetime of an inspector sign-in session, in seconds."
+    )
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted.")
     log_json: bool = Field(False, description="Write request logs as JSON lines.")
     log_level: str = Field("INFO", description="Logging level.")

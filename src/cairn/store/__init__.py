@@ -13,6 +13,7 @@ from cairn.store.episodes import EpisodeRepository
 from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.memories import MemoryRepository
+from cairn.store.sessions import SessionRepository
 from cairn.store.subjects import SubjectRepository
 
 
@@ -27,6 +28,7 @@ class Store:
         self.jobs = JobRepository(db)
         self.subjects = SubjectRepository(db)
         self.documents = DocumentRepository(db)
+        self.sessions = SessionRepository(db)
 
     @property
     def dialect(self) -> str:
