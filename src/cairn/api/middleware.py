@@ -10,9 +10,11 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.core.text import nul_path
@@ -287,6 +289,63 @@ class RejectLoneSurrogateMiddleware:
         await self.app(scope, replay, send)
 
 
+class AllowMiddleware:
+    """``OPTIONS`` answers 204 with every method the path has, and a 405's ``Allow`` lists them
+    all: the router alone reports only the methods of the first route matching the path (so
+    ``OPTIONS`` on a slate file said only ``GET``)."""
+
+    def __init__(self, app: ASGIApp, routes: Callable[[], list[Any]]) -> None:
+        self.app = app
+        self.routes = routes
+        self._table: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
+
+    def methods_for(self, path: str) -> set[str]:
+        if self._table is None:
+            merged: dict[str, set[str]] = {}
+            for method, route_path in _walk(self.routes()):
+                merged.setdefault(route_path, set()).add(method)
+            self._table = [(compile_path(p)[0], frozenset(m)) for p, m in merged.items()]
+        found: set[str] = set()
+        for regex, methods in self._table:
+            if regex.match(path):
+                found |= methods
+        if "GET" in found:
+            found.add("HEAD")
+        return found | {"OPTIONS"} if found else found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        methods = self.methods_for(scope.get("path", ""))
+        allow = ", ".join(sorted(methods)).encode()
+        if scope.get("method") == "OPTIONS" and methods:
+            headers = [(b"allow", allow), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 204, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def fix_allow(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 405 and methods:
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
+                message["headers"] = [*kept, (b"allow", allow)]
+            await send(message)
+
+        await self.app(scope, receive, fix_allow)
+
+
+def _walk(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(method, full path) of every endpoint, through included routers."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            ctx = getattr(route, "include_context", None)
+            yield from _walk(inner.routes, prefix + getattr(ctx, "prefix", ""))
+        elif getattr(route, "methods", None) and hasattr(route, "path"):
+            for method in route.methods:
+                yield method, prefix + route.path
+
+
 class _BodyTooLarge(Exception):
     pass
 
@@ -320,6 +379,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 __all__: list[Any] = [
+    "AllowMiddleware",
     "BodyLimitMiddleware",
     "Metrics",
     "RejectLoneSurrogateMiddleware",
