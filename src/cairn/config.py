@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     embedding_model: str = Field("", description="Model name for the openai embedder.")
     compiler: Literal["heuristic", "llm"] = Field("heuristic", description="Memory compiler.")
     compile_on_ingest: bool = Field(False, description="Compile a subject after each ingest.")
+    job_lease_seconds: float = Field(
+        30.0, gt=0, description="Lease of a claimed compile job; renewed while it runs."
+    )
     worker_in_process: bool | None = Field(
         None, description="Run a compile worker inside the server (default: on for SQLite)."
     )
