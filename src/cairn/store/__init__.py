@@ -13,6 +13,7 @@ from cairn.store.episodes import EpisodeRepository
 from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.memories import MemoryRepository
+from cairn.store.rates import RateRepository
 from cairn.store.sessions import SessionRepository
 from cairn.store.subjects import SubjectRepository
 
@@ -29,6 +30,7 @@ class Store:
         self.subjects = SubjectRepository(db)
         self.documents = DocumentRepository(db)
         self.sessions = SessionRepository(db)
+        self.rates = RateRepository(db)
 
     @property
     def dialect(self) -> str:

@@ -91,6 +91,15 @@ api_keys = Table(
     Column("revoked_at", UTCDateTime(), nullable=True),
 )
 
+# Per-key request counts of the rate limit (``store.rates``), one row per key and window.
+rate_counters = Table(
+    "rate_counters",
+    metadata,
+    Column("bucket", String(64), primary_key=True),
+    Column("minute", BigInteger(), primary_key=True),
+    Column("count", Integer(), nullable=False),
+)
+
 # Inspector sign-ins: ``id`` is the SHA-256 of the random cookie token, so the table never
 # holds anything a browser could present; a session ends at ``expires_at``, at sign-out
 # (``revoked_at``), or as soon as its key is revoked (checked by a join on every request).
