@@ -26,6 +26,20 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address the server binds.")
     port: int = Field(8100, ge=0, le=65535, description="Port the server binds.")
     api_key: str = Field("", description="An API key for the `default` tenant.")
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names the server answers to once keys exist (comma-separated).",
+    )
+    rate_limit_per_minute: int = Field(
+        0, ge=0, description="Requests per minute allowed to each API key; 0 means no limit."
+    )
+    rate_limits: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="Per-tenant overrides of rate_limit_per_minute: 'tenant=N,other=M'.",
+    )
+    session_ttl_seconds: int = Field(
+        43_200, gt=0, description="Lifetime of an inspector sign-in session, in seconds."
+    )
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted.")
     log_json: bool = Field(False, description="Write request logs as JSON lines.")
     log_level: str = Field("INFO", description="Logging level.")
@@ -53,6 +67,9 @@ class Settings(BaseSettings):
     compile_turns: bool = Field(
         True, description="Compile committed turns in the background (long-term recall)."
     )
+    job_lease_seconds: float = Field(
+        30.0, gt=0, description="Lease of a claimed compile job; renewed while it runs."
+    )
     worker_in_process: bool | None = Field(
         None, description="Run a compile worker inside the server (default: on for SQLite)."
     )
@@ -66,6 +83,39 @@ class Settings(BaseSettings):
     llm_api_key: str = Field("", description="Key for the OpenAI-compatible endpoint.")
     llm_model: str = Field("", description="Default chat model name.")
     llm_timeout_s: float = Field(30.0, gt=0, description="Timeout of one LLM HTTP call.")
+
+    @field_validator("rate_limits", mode="before")
+    @classmethod
+    def _split_limits(cls, value: object) -> object:
+        if isinstance(value, str):
+            pairs = [p.strip() for p in value.split(",") if p.strip()]
+            parsed: dict[str, object] = {}
+            for pair in pairs:
+                tenant, sep, limit = pair.partition("=")
+                if not sep or not tenant.strip():
+                    raise ValueError(f"expected 'tenant=N', got {pair!r}")
+                parsed[tenant.strip()] = limit.strip()
+            return parsed
+        return value
+
+    @field_validator("rate_limits")
+    @classmethod
+    def _limits_not_negative(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = [t for t, n in value.items() if n < 0]
+        if bad:
+            raise ValueError(f"rate limits must be 0 or more (tenants {', '.join(bad)})")
+        return value
+
+    def rate_limit_for(self, tenant: str) -> int:
+        """Requests per minute for each key of ``tenant``; 0 is unlimited."""
+        return self.rate_limits.get(tenant, self.rate_limit_per_minute)
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value
 
     @field_validator("template_dirs", mode="before")
     @classmethod

@@ -13,6 +13,7 @@ store; never map a bare ``ValueError`` to a status.
     ├── NotFound                    (404 not_found and resource-specific codes)
     ├── Conflict                    (409 conflict)
     ├── PayloadTooLarge             (413 payload_too_large)
+    ├── RateLimited                 (429 rate_limited, with Retry-After)
     ├── Unavailable                 (503 unavailable)
     └── ConfigError                 (config files and settings; fatal at start)
 """
@@ -85,6 +86,17 @@ class Conflict(CairnError):
 class PayloadTooLarge(CairnError):
     code = "payload_too_large"
     status = 413
+
+
+class RateLimited(CairnError):
+    """The key's requests are over its per-minute limit; ``retry_after`` seconds to wait."""
+
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int, limit: int) -> None:
+        super().__init__(message, details={"limit_per_minute": limit, "retry_after": retry_after})
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class Unavailable(CairnError):

@@ -101,6 +101,7 @@ RAW_BODIES: list[bytes] = [
     b'{"a": NaN, "b": Infinity, "c": -Infinity}',
     b'{"a": "\\ud800"}',
     b'{"a": "\\u0000"}',
+    b'{"a": "\xed\xa0\x80"}',  # raw UTF-8 bytes of a lone surrogate
     b"\xff\xfe\xfd",
     b"[" * 5000 + b"]" * 5000,
     b'{"x": ' + b"9" * 5000 + b"}",

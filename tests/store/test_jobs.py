@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+from sqlalchemy import update
+
+from cairn.core.ids import utcnow
 from cairn.core.scope import Scope
 from cairn.store import Store
+from cairn.store.jobs import compile_jobs
 
 
 def test_each_job_is_claimed_once(store: Store) -> None:
@@ -38,3 +47,63 @@ def test_job_lifecycle_and_tenant_scoping(store: Store) -> None:
     store.jobs.finish(job.id, error="boom")
     failed = store.jobs.get("t1", job.id)
     assert failed is not None and failed.status == "failed" and failed.error == "boom"
+
+
+def test_a_lapsed_lease_is_claimed_again_and_the_old_claim_is_fenced(store: Store) -> None:
+    job = store.jobs.enqueue("t1", Scope.for_subject("u"))
+    first = store.jobs.claim(lease_seconds=30)
+    assert first is not None and first.attempts == 1
+    assert store.jobs.claim() is None  # leased: nobody else takes it
+    assert store.jobs.renew(job.id, 1, 30)
+    # The worker dies: its lease runs out (moved into the past rather than slept through).
+    with store.db.write() as conn:
+        conn.execute(update(compile_jobs).values(lease_until=utcnow() - timedelta(seconds=1)))
+    second = store.jobs.claim(lease_seconds=30)
+    assert second is not None and second.id == job.id and second.attempts == 2
+    # The first claim can neither renew nor record an outcome over the second.
+    assert not store.jobs.renew(job.id, 1, 30)
+    assert not store.jobs.finish(job.id, error="late", attempt=1)
+    assert store.jobs.finish(job.id, memory_ids=[], attempt=2)
+    done = store.jobs.get("t1", job.id)
+    assert done is not None and done.status == "succeeded" and done.error is None
+
+
+def test_a_dead_workers_job_is_retaken_within_the_lease(store: Store) -> None:
+    job = store.jobs.enqueue("t1", Scope.for_subject("u"))
+    assert store.jobs.claim(lease_seconds=0.5) is not None  # then never renewed
+    started = time.monotonic()
+    while (again := store.jobs.claim(lease_seconds=30)) is None:
+        assert time.monotonic() - started < 5, "the lapsed job was not claimed again"
+        time.sleep(0.05)
+    assert again.id == job.id and again.attempts == 2
+    assert time.monotonic() - started >= 0.4
+
+
+def test_a_slow_live_worker_keeps_its_job(
+    store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The compile takes three leases; the heartbeat keeps the job, no one else claims it."""
+    from cairn.engine import worker
+
+    services = SimpleNamespace(store=store, settings=SimpleNamespace(job_lease_seconds=0.6))
+
+    def slow_compile(*_: object) -> SimpleNamespace:
+        time.sleep(1.8)
+        return SimpleNamespace(memories=[], has_more=False, episodes_compiled=0)
+
+    monkeypatch.setattr(worker, "compile_scope", slow_compile)
+    job = store.jobs.enqueue("t1", Scope.for_subject("u"))
+    claimed = store.jobs.claim(0.6)
+    assert claimed is not None
+    runner = threading.Thread(target=worker.run_job, args=(services, claimed))
+    runner.start()
+    stolen = []
+    while runner.is_alive():
+        other = store.jobs.claim(0.6)
+        if other is not None:
+            stolen.append(other)
+        time.sleep(0.05)
+    runner.join()
+    assert stolen == []
+    done = store.jobs.get("t1", job.id)
+    assert done is not None and done.status == "succeeded" and done.attempts == 1

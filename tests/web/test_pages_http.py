@@ -54,6 +54,7 @@ def test_session_cookie_redirects_and_revocation(web: TestClient, app_services: 
     assert r.headers["location"] == "/ui/subjects"
     cookie = next(h for h in r.headers.get_list("set-cookie") if h.startswith("cairn_session="))
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+    assert key not in cookie  # an opaque session token, not the key
     page = web.get("/ui/subjects")
     assert page.status_code == 200 and "acme" in page.text
     assert page.headers["content-type"].startswith("text/html")

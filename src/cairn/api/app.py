@@ -8,13 +8,16 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from cairn import __version__
+from cairn.api.access import AccessMiddleware
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
+    AllowMiddleware,
     BodyLimitMiddleware,
     RejectLoneSurrogateMiddleware,
     RejectNulMiddleware,
     RequestContextMiddleware,
 )
+from cairn.api.openapi import install_openapi
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
 from cairn.api.routes.ladders import router as ladders_router
@@ -74,8 +77,11 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)
+    install_openapi(app)
     app.add_middleware(RejectLoneSurrogateMiddleware)
     app.add_middleware(RejectNulMiddleware)
+    app.add_middleware(AllowMiddleware, routes=lambda: list(app.routes))
+    app.add_middleware(AccessMiddleware, services=services)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
     app.add_middleware(
         RequestContextMiddleware, metrics=app.state.metrics, json_logs=services.settings.log_json

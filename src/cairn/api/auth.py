@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import time
 
 from fastapi import Request
 
 from cairn.core.tenants import DEFAULT_TENANT
-from cairn.errors import InvalidApiKey, MissingApiKey, TenantMismatch
+from cairn.errors import InvalidApiKey, MissingApiKey, RateLimited, TenantMismatch
 from cairn.services import Services
+from cairn.store.keys import hash_key
 
 
 def services_of(request: Request) -> Services:
@@ -61,7 +63,32 @@ async def require_tenant(request: Request) -> str:
     if claimed is not None and claimed != tenant:
         raise TenantMismatch("X-Tenant-ID does not match the tenant of the API key")
     request.scope.setdefault("state", {})["tenant"] = tenant
+    _count_request(services_of(request), tenant, api_key_of(request))
     return tenant
+
+
+# The rate limit's clock (minute windows of Unix time); tests pin it.
+clock = time.time
+
+
+def _count_request(services: Services, tenant: str, key: str | None) -> None:
+    """Apply the tenant's per-key, per-minute limit (off unless configured). The counter is
+    in the database, so all server processes share it. Open mode (no key) is not limited."""
+    if key is None:
+        return
+    limit = services.settings.rate_limit_for(tenant)
+    if not limit:
+        return
+    now = clock()
+    count = services.store.rates.hit(hash_key(key)[:64], int(now // 60))
+    if count > limit:
+        retry_after = max(1, 60 - int(now % 60))
+        raise RateLimited(
+            f"this API key is over its limit of {limit} requests per minute; "
+            f"retry in {retry_after} s",
+            retry_after=retry_after,
+            limit=limit,
+        )
 
 
 def _bound_beyond_loopback(host: str) -> bool:

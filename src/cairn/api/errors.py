@@ -92,7 +92,8 @@ async def _cairn_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, CairnError)
     if exc.status >= 500:
         log.error("request failed: %s", exc.message)
-    return error_response(request, exc.status, exc.code, exc.message, exc.details)
+    headers = getattr(exc, "headers", None)  # e.g. Retry-After of a rate limit
+    return error_response(request, exc.status, exc.code, exc.message, exc.details, headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -10,8 +10,10 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.core.text import nul_path
@@ -177,10 +179,21 @@ class RejectNulMiddleware:
         await self.app(scope, receive, send)
 
 
-# A JSON escape of a UTF-16 surrogate or of NUL: only then can a parsed body hold a lone
-# surrogate or a NUL (raw surrogate bytes are invalid UTF-8 and raw control characters are
-# invalid JSON, which the parser already refuses). Bodies without one skip all checks.
-_SUSPECT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
+# What can make a parsed body hold text or numbers no backend stores: a JSON escape of a
+# UTF-16 surrogate or of NUL, raw UTF-8 bytes of a surrogate (``\xed\xa0\x80``: invalid UTF-8,
+# yet Python's JSON parser decodes them into a lone surrogate), and the non-JSON constants
+# ``NaN``/``Infinity`` that the parser accepts. Bodies without one skip all checks.
+_SUSPECT_ESCAPE = re.compile(
+    rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)|\xed[\xa0-\xbf]|NaN|Infinity"
+)
+
+
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -224,7 +237,12 @@ class RejectLoneSurrogateMiddleware:
         body = b"".join(chunks)
         if _SUSPECT_ESCAPE.search(body):
             try:
-                parsed = json.loads(body)
+                parsed = json.loads(body, parse_constant=_refuse_constant)
+            except _NonFiniteNumber as exc:
+                text = f"the body contains {exc}, which is not a JSON number"
+                detail = {"field": "body", "message": text, "type": "non_finite_number"}
+                await _send_error(scope, send, 422, "validation_error", text, [detail])
+                return
             except (ValueError, RecursionError):
                 parsed = None  # not JSON: the route's own parsing reports it
             if _has_lone_surrogate(parsed):
@@ -252,6 +270,63 @@ class RejectLoneSurrogateMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+class AllowMiddleware:
+    """``OPTIONS`` answers 204 with every method the path has, and a 405's ``Allow`` lists them
+    all: the router alone reports only the methods of the first route matching the path (so
+    ``OPTIONS`` on a slate file said only ``GET``)."""
+
+    def __init__(self, app: ASGIApp, routes: Callable[[], list[Any]]) -> None:
+        self.app = app
+        self.routes = routes
+        self._table: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
+
+    def methods_for(self, path: str) -> set[str]:
+        if self._table is None:
+            merged: dict[str, set[str]] = {}
+            for method, route_path in _walk(self.routes()):
+                merged.setdefault(route_path, set()).add(method)
+            self._table = [(compile_path(p)[0], frozenset(m)) for p, m in merged.items()]
+        found: set[str] = set()
+        for regex, methods in self._table:
+            if regex.match(path):
+                found |= methods
+        if "GET" in found:
+            found.add("HEAD")
+        return found | {"OPTIONS"} if found else found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        methods = self.methods_for(scope.get("path", ""))
+        allow = ", ".join(sorted(methods)).encode()
+        if scope.get("method") == "OPTIONS" and methods:
+            headers = [(b"allow", allow), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 204, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def fix_allow(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 405 and methods:
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
+                message["headers"] = [*kept, (b"allow", allow)]
+            await send(message)
+
+        await self.app(scope, receive, fix_allow)
+
+
+def _walk(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(method, full path) of every endpoint, through included routers."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            ctx = getattr(route, "include_context", None)
+            yield from _walk(inner.routes, prefix + getattr(ctx, "prefix", ""))
+        elif getattr(route, "methods", None) and hasattr(route, "path"):
+            for method in route.methods:
+                yield method, prefix + route.path
 
 
 class _BodyTooLarge(Exception):
@@ -287,6 +362,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 __all__: list[Any] = [
+    "AllowMiddleware",
     "BodyLimitMiddleware",
     "RejectLoneSurrogateMiddleware",
     "RejectNulMiddleware",

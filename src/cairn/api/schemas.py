@@ -6,10 +6,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
-from cairn.core.ids import as_utc
+from cairn.core.ids import UtcDateTime
 from cairn.core.memories import Memory
 
 SubjectId = Field(
@@ -28,12 +28,7 @@ class EpisodeCreate(BaseModel):
     provenance: dict[str, Any] = Field(default_factory=dict)
     session_id: str | None = Field(None, min_length=1, max_length=256)
     idempotency_key: str | None = Field(None, min_length=1, max_length=256)
-    occurred_at: datetime | None = None
-
-    @field_validator("occurred_at")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return as_utc(value) if value is not None else None
+    occurred_at: UtcDateTime | None = None
 
 
 class EpisodeBatchCreate(BaseModel):

@@ -51,10 +51,12 @@ app.command("import")(lifecycle_cli.import_)
 
 
 def is_loopback(host: str) -> bool:
-    if host in ("localhost", ""):
+    """Whether a bind address listens on loopback only. An empty host binds every interface
+    and any other host name may resolve to one, so only ``localhost`` and loopback IPs pass."""
+    if host.strip().lower().rstrip(".") == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:
         return False
 
@@ -115,7 +117,8 @@ def serve(
     if not auth:
         if not is_loopback(settings.host):
             err_console.print(
-                f"[bold red]refusing to bind {settings.host}:[/] no API key is configured. "
+                f"[bold red]refusing to bind {settings.host or '(every interface)'}:[/] "
+                "no API key is configured. "
                 "Create one with 'cairn keys create --tenant NAME' or set CAIRN_API_KEY."
             )
             raise typer.Exit(1)

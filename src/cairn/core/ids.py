@@ -7,6 +7,9 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator
 
 _lock = threading.Lock()
 _last_ms = 0
@@ -49,6 +52,26 @@ def as_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+def _iso_text_only(value: object) -> object:
+    # A bare number would be read as Unix seconds (``0`` -> 1970), which no client means by an
+    # ISO 8601 field; only text (or a datetime from Python callers) is a time here.
+    if isinstance(value, int | float):
+        raise ValueError("must be an ISO 8601 date-time string, not a number")
+    return value
+
+
+def _checked_utc(value: datetime) -> datetime:
+    try:
+        return as_utc(value)
+    except OverflowError:
+        raise ValueError("is outside the representable range once converted to UTC") from None
+
+
+# An ISO 8601 time from a request, stored in UTC: a number is refused, and a time whose UTC
+# conversion leaves years 1-9999 (``9999-12-31T23:59:59-14:00``) is a validation error.
+UtcDateTime = Annotated[datetime, BeforeValidator(_iso_text_only), AfterValidator(_checked_utc)]
 
 
 def iso(value: datetime) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cairn.core.ids import UtcDateTime
 from cairn.core.scope import Scope
 from cairn.errors import ConfigError
 
@@ -33,6 +34,8 @@ NO_ITEM_LIMIT = 1_000_000
 DEFAULT_RECENT_TURNS = 6
 MAX_RECENT_TURNS = 200
 KEY_MAX_LENGTH = 256
+TURN_KEY_PREFIX = "turn:"
+TURN_KEY_MAX_LENGTH = KEY_MAX_LENGTH - len(TURN_KEY_PREFIX)
 
 SourceClass = Literal["recent", "long_term", "summary"]
 SourceType = Literal["episode", "turn", "chunk"]
@@ -184,10 +187,12 @@ class Turn(BaseModel):
 
     scope: Scope
     conversation_id: str = Field(min_length=1, max_length=KEY_MAX_LENGTH)
-    idempotency_key: str = Field(min_length=1, max_length=KEY_MAX_LENGTH)
+    # The stored key carries a ``turn:`` prefix (see ``engine.turns``) in a column of
+    # KEY_MAX_LENGTH, so the key itself must leave room for it.
+    idempotency_key: str = Field(min_length=1, max_length=TURN_KEY_MAX_LENGTH)
     messages: list[Message] = Field(min_length=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    occurred_at: datetime | None = None
+    occurred_at: UtcDateTime | None = None
 
     @field_validator("conversation_id", "idempotency_key")
     @classmethod

@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from cairn.core.episodes import Episode, NewEpisode
-from cairn.core.memory import Turn, TurnCommit
+from cairn.core.memory import TURN_KEY_PREFIX, Turn, TurnCommit
 from cairn.engine.ingest import IngestListener, record_episodes
 from cairn.store import Store
 
 TURN_EPISODE_TYPE = "conversation.turn"
 TURN_SOURCE = "cairn.turn_sink"
-# Turn keys live beside application episode keys in the same partition; the prefix keeps a
-# turn's key from ever matching an episode the application stored under the same string.
-TURN_KEY_PREFIX = "turn:"
+# Turn keys live beside application episode keys in the same partition; the prefix
+# (``core.memory.TURN_KEY_PREFIX``) keeps a turn's key from ever matching an episode the
+# application stored under the same string.
 
 
 def turn_episode(turn: Turn) -> NewEpisode:

@@ -52,25 +52,61 @@ class LazyEmbedder:
         return self._get().embed(texts)
 
 
+class Heartbeat:
+    """Renews a claimed job's lease every third of the lease while the job runs, so a slow
+    live worker keeps its job and a dead one's lease runs out within ``lease_s``."""
+
+    def __init__(self, services: Any, job: Any, lease_s: float) -> None:
+        self.services = services
+        self.job = job
+        self.lease_s = lease_s
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cairn-job-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(self.lease_s)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease_s / 3):
+            try:
+                if not self.services.store.jobs.renew(self.job.id, self.job.attempts, self.lease_s):
+                    # Taken over after a stall longer than the lease: compiling is idempotent
+                    # per partition, and finish() will not overwrite the newer claim.
+                    log.warning("compile job %s was taken over by another worker", self.job.id)
+                    self.lost = True
+                    return
+            except Exception:  # the database is briefly unavailable: try again next beat
+                log.exception("renewing the lease of compile job %s failed", self.job.id)
+
+
 def run_job(services: Any, job: Any) -> None:
-    """Compile a claimed job's partition to the end and record success or failure."""
+    """Compile a claimed job's partition to the end, renewing the job's lease meanwhile, then
+    record success or failure (only while the job is still this claim's)."""
     created: list[uuid.UUID] = []
-    try:
-        while True:
-            result = compile_scope(services, job.tenant_id, job.scope)
-            created.extend(m.id for m in result.memories)
-            if not result.has_more or result.episodes_compiled == 0:
-                break
-    except Exception as exc:  # recorded on the job; the worker keeps going
-        log.exception("compile job %s failed", job.id)
-        services.store.jobs.finish(job.id, error=f"{type(exc).__name__}: {exc}")
-        return
-    services.store.jobs.finish(job.id, memory_ids=created)
+    error: str | None = None
+    with Heartbeat(services, job, services.settings.job_lease_seconds):
+        try:
+            while True:
+                result = compile_scope(services, job.tenant_id, job.scope)
+                created.extend(m.id for m in result.memories)
+                if not result.has_more or result.episodes_compiled == 0:
+                    break
+        except Exception as exc:  # recorded on the job; the worker keeps going
+            log.exception("compile job %s failed", job.id)
+            error = f"{type(exc).__name__}: {exc}"
+    # After the heartbeat stopped, so a last beat never races the outcome.
+    services.store.jobs.finish(job.id, memory_ids=created, error=error, attempt=job.attempts)
 
 
 def work_once(services: Any) -> bool:
     """Claim and run one job; False when the queue is empty."""
-    job = services.store.jobs.claim()
+    job = services.store.jobs.claim(services.settings.job_lease_seconds)
     if job is None:
         return False
     run_job(services, job)

@@ -14,7 +14,9 @@ from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.lifecycle import LifecycleRepository
 from cairn.store.memories import MemoryRepository
+from cairn.store.rates import RateRepository
 from cairn.store.retention import RetentionRepository
+from cairn.store.sessions import SessionRepository
 from cairn.store.subjects import SubjectRepository
 from cairn.store.transfer import TransferRepository
 
@@ -33,6 +35,8 @@ class Store:
         self.lifecycle = LifecycleRepository(db)
         self.transfer = TransferRepository(db)
         self.retention = RetentionRepository(db)
+        self.sessions = SessionRepository(db)
+        self.rates = RateRepository(db)
 
     @property
     def dialect(self) -> str:

@@ -101,7 +101,6 @@ document_chunks = Table(
 )
 
 
-
 @dataclass(frozen=True, slots=True)
 class ChunkRow:
     id: uuid.UUID

@@ -50,10 +50,14 @@ compile_jobs = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("started_at", UTCDateTime(), nullable=True),
     Column("finished_at", UTCDateTime(), nullable=True),
+    # Until when the claiming worker holds the job; it renews the lease while it works, so a
+    # job whose lease ran out belongs to a worker that died and may be claimed again.
+    Column("lease_until", UTCDateTime(), nullable=True),
 )
 
-# A job still "running" this long after it started belonged to a worker that died.
+# A running job without a lease (claimed before leases existed) is stale after this long.
 STALE_AFTER = timedelta(minutes=10)
+DEFAULT_LEASE_SECONDS = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,11 +127,17 @@ class JobRepository:
             ).first()
         return _job(row) if row else None
 
-    def claim(self) -> CompileJob | None:
-        """Take the oldest queued (or stale running) job and mark it running."""
+    def claim(self, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> CompileJob | None:
+        """Take the oldest queued job, or a running one whose lease ran out (its worker died),
+        mark it running under a lease of ``lease_seconds``. ``attempts`` of the returned job
+        is the claim's token for ``renew`` and ``finish``."""
         now = utcnow()
-        claimable = (compile_jobs.c.status == "queued") | (
-            (compile_jobs.c.status == "running") & (compile_jobs.c.started_at < now - STALE_AFTER)
+        running = compile_jobs.c.status == "running"
+        lease = compile_jobs.c.lease_until
+        claimable = (
+            (compile_jobs.c.status == "queued")
+            | (running & lease.is_not(None) & (lease < now))
+            | (running & lease.is_(None) & (compile_jobs.c.started_at < now - STALE_AFTER))
         )
         stmt = (
             select(compile_jobs.c.id)
@@ -149,10 +159,30 @@ class JobRepository:
             row = conn.execute(
                 update(compile_jobs)
                 .where(compile_jobs.c.id == job_id)
-                .values(status="running", started_at=now, attempts=compile_jobs.c.attempts + 1)
+                .values(
+                    status="running",
+                    started_at=now,
+                    lease_until=now + timedelta(seconds=lease_seconds),
+                    attempts=compile_jobs.c.attempts + 1,
+                )
                 .returning(compile_jobs)
             ).one()
         return _job(row)
+
+    def renew(self, job_id: uuid.UUID, attempt: int, lease_seconds: float) -> bool:
+        """Extend the lease of the claim ``attempt``; False when the job is no longer this
+        claim's (finished, or taken again after the lease ran out)."""
+        with self.db.write() as conn:
+            result = conn.execute(
+                update(compile_jobs)
+                .where(
+                    compile_jobs.c.id == job_id,
+                    compile_jobs.c.status == "running",
+                    compile_jobs.c.attempts == attempt,
+                )
+                .values(lease_until=utcnow() + timedelta(seconds=lease_seconds))
+            )
+        return bool(result.rowcount)
 
     def finish(
         self,
@@ -160,15 +190,24 @@ class JobRepository:
         *,
         memory_ids: list[uuid.UUID] | None = None,
         error: str | None = None,
-    ) -> None:
-        values: dict[str, Any] = {"finished_at": utcnow()}
+        attempt: int | None = None,
+    ) -> bool:
+        """Record the outcome. With ``attempt``, only while the job is still that claim's: a
+        worker whose job was taken over cannot overwrite the newer claim's outcome."""
+        values: dict[str, Any] = {"finished_at": utcnow(), "lease_until": None}
         if error is None:
             ids = [str(i) for i in memory_ids or []]
             values.update(status="succeeded", memory_ids=ids, memories_created=len(ids))
         else:
             values.update(status="failed", error=error[:2000])
+        stmt = update(compile_jobs).where(compile_jobs.c.id == job_id)
+        if attempt is not None:
+            stmt = stmt.where(
+                compile_jobs.c.status == "running", compile_jobs.c.attempts == attempt
+            )
         with self.db.write() as conn:
-            conn.execute(update(compile_jobs).where(compile_jobs.c.id == job_id).values(values))
+            result = conn.execute(stmt.values(values))
+        return bool(result.rowcount)
 
 
 class CompileQueries:

@@ -92,6 +92,29 @@ api_keys = Table(
     Column("revoked_at", UTCDateTime(), nullable=True),
 )
 
+# Per-key request counts of the rate limit (``store.rates``), one row per key and window.
+rate_counters = Table(
+    "rate_counters",
+    metadata,
+    Column("bucket", String(64), primary_key=True),
+    Column("minute", BigInteger(), primary_key=True),
+    Column("count", Integer(), nullable=False),
+)
+
+# Inspector sign-ins: ``id`` is the SHA-256 of the random cookie token, so the table never
+# holds anything a browser could present; a session ends at ``expires_at``, at sign-out
+# (``revoked_at``), or as soon as its key is revoked (checked by a join on every request).
+ui_sessions = Table(
+    "ui_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("key_id", String(36), nullable=False, index=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False, index=True),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+)
+
 episodes = Table(
     "episodes",
     metadata,

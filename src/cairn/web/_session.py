@@ -1,9 +1,11 @@
-"""Who is looking: the signed-in key's tenant, and the CSRF check of every form post.
+"""Who is looking: the signed-in viewer's tenant, and the CSRF check of every form post.
 
-The API key itself is the session: it is kept in an HTTP-only, same-site cookie and resolved to
-its tenant on every request through the same function the API uses, so revoking a key signs
-its browser sessions out at once. With no key configured at all (open mode, loopback only) no
-sign-in is needed and everything belongs to the ``default`` tenant, as for the API.
+Signing in with an API key opens a server-side session: the browser gets an opaque random
+token in an HTTP-only, same-site cookie (never the key itself, so a leaked cookie is not a
+key), and the server keeps only the token's digest. A session ends when it expires
+(``CAIRN_SESSION_TTL_SECONDS``), at sign-out, or as soon as its key is revoked. With no key
+configured at all (open mode, loopback only) no sign-in is needed and everything belongs to the
+``default`` tenant, as for the API.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from fastapi import Request, Response
 
 from cairn.api.auth import services_of, tenant_for_key
 from cairn.core.tenants import DEFAULT_TENANT
-from cairn.errors import AuthError, CairnError
+from cairn.errors import CairnError, InvalidApiKey
 from cairn.services import Services
 
 SESSION_COOKIE = "cairn_session"
@@ -57,28 +59,38 @@ def current_viewer(request: Request) -> Viewer:
     if open_mode(services):
         viewer = Viewer(DEFAULT_TENANT, open_mode=True)
     else:
-        key = request.cookies.get(SESSION_COOKIE)
-        if not key:
+        token = request.cookies.get(SESSION_COOKIE)
+        if not token:
             raise SignInRequired()
-        try:
-            tenant = tenant_for_key(services, key)
-        except AuthError:
-            raise SignInRequired("Your API key is no longer valid; sign in again.") from None
-        viewer = Viewer(tenant, open_mode=False, key_prefix=key[:12])
+        session = services.store.sessions.resolve(token)
+        if session is None:
+            raise SignInRequired("Your session has ended or its key was revoked; sign in again.")
+        viewer = Viewer(session.tenant_id, open_mode=False, key_prefix=session.key_prefix)
     request.state.viewer = viewer
     request.scope.setdefault("state", {})["tenant"] = viewer.tenant
     return viewer
 
 
 def sign_in(services: Services, key: str) -> str:
-    """The tenant of ``key``; raises ``InvalidApiKey`` / ``MissingApiKey`` like the API."""
-    return tenant_for_key(services, key.strip() or None)
+    """A new session token for ``key``; raises ``InvalidApiKey`` / ``MissingApiKey`` like
+    the API does for the key."""
+    tenant_for_key(services, key.strip() or None)
+    made = services.store.sessions.create(key.strip(), services.settings.session_ttl_seconds)
+    if made is None:  # revoked between the two reads
+        raise InvalidApiKey("the API key is unknown or revoked")
+    return made[0]
 
 
-def set_session(request: Request, response: Response, key: str) -> None:
+def sign_out(request: Request) -> None:
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        services_of(request).store.sessions.revoke(token)
+
+
+def set_session(request: Request, response: Response, token: str) -> None:
     response.set_cookie(
         SESSION_COOKIE,
-        key.strip(),
+        token,
         path=COOKIE_PATH,
         httponly=True,
         samesite="strict",
@@ -113,6 +125,15 @@ def persist_csrf(request: Request, response: Response) -> None:
         )
 
 
+def _same_token(sent: str, cookie: str) -> bool:
+    # compare_digest refuses non-ASCII str; a token with any other character (a tampered form
+    # or cookie) must fail the check, not the request. Bytes compare any text in constant time.
+    def raw(text: str) -> bytes:
+        return text.encode("utf-8", "surrogatepass")
+
+    return hmac.compare_digest(raw(sent), raw(cookie))
+
+
 async def check_csrf(request: Request) -> None:
     """FastAPI dependency of every form post: the field must equal the cookie.
 
@@ -122,7 +143,7 @@ async def check_csrf(request: Request) -> None:
     form = await request.form()
     sent = form.get(CSRF_FIELD)
     cookie = request.cookies.get(CSRF_COOKIE)
-    if not isinstance(sent, str) or not cookie or not hmac.compare_digest(sent, cookie):
+    if not isinstance(sent, str) or not cookie or not _same_token(sent, cookie):
         raise CsrfFailed(
             "the form is out of date or was not sent from this site; reload the page and retry"
         )

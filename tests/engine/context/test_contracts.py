@@ -115,7 +115,8 @@ def test_context_request_needs_only_one_of_query_or_conversation() -> None:
             "messages.0.role: String should have at least",
         ),
         ({"messages": [{"role": "user"}]}, "messages.0.content: Field required"),
-        ({"idempotency_key": "k" * 257}, "idempotency_key: String should have at most 256"),
+        # The stored key gains a "turn:" prefix in a 256-character column.
+        ({"idempotency_key": "k" * 252}, "idempotency_key: String should have at most 251"),
     ],
 )
 def test_turn_validation(extra: dict[str, Any], expected: str) -> None:

@@ -6,7 +6,6 @@ into the caller's tenant through the normal ingest path.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -14,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import EpisodePublic, SubjectId
-from cairn.core.ids import as_utc
+from cairn.core.ids import UtcDateTime
 from cairn.core.scope import Scope
 from cairn.templates import MemoryTemplate, apply_template
 
@@ -58,7 +57,7 @@ class TemplateApply(BaseModel):
     session_id: str | None = Field(None, min_length=1, max_length=256)
     values: dict[str, Any]
     idempotency_key: str | None = Field(None, min_length=1, max_length=256)
-    occurred_at: datetime | None = None
+    occurred_at: UtcDateTime | None = None
 
     @field_validator("session_id", "idempotency_key")
     @classmethod
@@ -67,11 +66,6 @@ class TemplateApply(BaseModel):
         if value is not None and "\x00" in value:
             raise ValueError("must not contain a NUL character")
         return value
-
-    @field_validator("occurred_at")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return as_utc(value) if value is not None else None
 
 
 @router.get("", response_model=MemoryTemplateListPublic)

@@ -8,7 +8,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from cairn.api.auth import services_of
 from cairn.errors import AuthError
 from cairn.web._render import WebRoute, render, see_other
-from cairn.web._session import check_csrf, clear_session, open_mode, set_session, sign_in
+from cairn.web._session import (
+    check_csrf,
+    clear_session,
+    open_mode,
+    set_session,
+    sign_in,
+    sign_out,
+)
 
 router = APIRouter(route_class=WebRoute)
 
@@ -57,7 +64,7 @@ def login(
     if open_mode(services):
         return see_other(target)
     try:
-        sign_in(services, api_key)
+        token = sign_in(services, api_key)
     except AuthError as exc:
         return render(
             request,
@@ -72,12 +79,13 @@ def login(
             status=exc.status,
         )
     response = see_other(target)
-    set_session(request, response, api_key)
+    set_session(request, response, token)
     return response
 
 
 @router.post("/ui/logout", dependencies=[Depends(check_csrf)])
-def logout() -> RedirectResponse:
+def logout(request: Request) -> RedirectResponse:
+    sign_out(request)
     response = see_other("/ui/login")
     clear_session(response)
     return response

@@ -1,0 +1,137 @@
+"""Inputs an outside fuzzing run turned into 500s (issue 17), each now a clear 4xx that writes
+nothing, on both backends: times that overflow on UTC conversion, numbers as times, NaN and
+Infinity, raw surrogate bytes, non-ASCII CSRF tokens on every inspector form, and keys that
+overflow their column once prefixed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.api.test_no_500 import CSRF, endpoints, nasty_client, row_counts
+
+__all__ = ["nasty_client"]  # the fixture, re-exported for pytest
+
+EPISODE = {"subject_id": "s17", "source": "t", "type": "note", "payload": {"text": "hi"}}
+SCOPE = {"runtime_id": "r17", "user_id": "u17"}
+TURN = {
+    "scope": SCOPE,
+    "conversation_id": "c17",
+    "idempotency_key": "k17",
+    "messages": [{"role": "user", "content": "hello"}],
+}
+BAD_TIMES: list[Any] = [
+    "9999-12-31T23:59:59-14:00",
+    "0001-01-01T00:00:00+01:00",
+    0,
+    1700000000,
+    1.5,
+]
+TIMED_ROUTES = [
+    ("/v1/episodes", EPISODE),
+    ("/v1/episodes/batch", {"episodes": [EPISODE]}),
+    ("/v1/scopes/turns", TURN),
+    ("/v1/memory-templates/chat-assistant/apply", {"subject_id": "s17", "values": {}}),
+]
+
+
+def refused(response: Any, status: int = 422, code: str = "validation_error") -> None:
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == code, response.text
+
+
+def with_time(body: dict[str, Any], value: Any) -> dict[str, Any]:
+    if "episodes" in body:
+        return {"episodes": [{**body["episodes"][0], "occurred_at": value}]}
+    return {**body, "occurred_at": value}
+
+
+def test_times_that_overflow_or_are_numbers_are_422(nasty_client: Any) -> None:
+    client, services = nasty_client
+    before = row_counts(services)
+    for path, body in TIMED_ROUTES:
+        for value in BAD_TIMES:
+            r = client.post(path, json=with_time(body, value))
+            assert r.status_code == 422, (path, value, r.text)
+            assert r.json()["error"]["details"][0]["field"].endswith("occurred_at"), r.text
+    assert row_counts(services) == before
+    # The edges that do fit are stored, in UTC.
+    ok = client.post("/v1/episodes", json={**EPISODE, "occurred_at": "9999-12-31T23:59:59+00:00"})
+    assert ok.status_code == 201, ok.text
+    early = client.post(
+        "/v1/episodes", json={**EPISODE, "occurred_at": "0001-01-01T01:00:00+01:00"}
+    )
+    assert early.status_code == 201 and early.json()["occurred_at"].startswith("0001-01-01T00:00")
+
+
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+def test_nan_and_infinity_are_422(nasty_client: Any, constant: bytes) -> None:
+    client, services = nasty_client
+    before = row_counts(services)
+    raw = json.dumps({**EPISODE, "payload": {"score": "@"}}).encode().replace(b'"@"', constant)
+    for path, body in [("/v1/episodes", raw), ("/v1/episodes/batch", b'{"episodes": [%s]}' % raw)]:
+        r = client.post(path, content=body, headers={"content-type": "application/json"})
+        refused(r)
+        assert r.json()["error"]["details"][0]["type"] == "non_finite_number"
+    assert row_counts(services) == before
+    # The words as text are fine.
+    text = {**EPISODE, "payload": {"text": "NaN and Infinity war"}}
+    assert client.post("/v1/episodes", json=text).status_code == 201
+
+
+def test_raw_surrogate_bytes_are_422(nasty_client: Any) -> None:
+    client, services = nasty_client
+    before = row_counts(services)
+    raw = json.dumps(EPISODE).encode().replace(b'"hi"', b'"a\xed\xa0\x80b"')
+    r = client.post("/v1/episodes", content=raw, headers={"content-type": "application/json"})
+    refused(r, code="invalid_text")
+    turn = json.dumps(TURN).encode().replace(b'"hello"', b'"\xed\xbf\xbf"')
+    r = client.post("/v1/scopes/turns", content=turn, headers={"content-type": "application/json"})
+    refused(r, code="invalid_text")
+    assert row_counts(services) == before
+
+
+@pytest.mark.parametrize("token", ["é", "токен", "🧗", "\u202e"])
+def test_non_ascii_csrf_token_is_403_on_every_form(nasty_client: Any, token: str) -> None:
+    client, services = nasty_client
+    forms = [p for m, p in endpoints(client.app) if m == "POST" and p.startswith("/ui")]
+    assert "/ui/login" in forms and len(forms) >= 5
+    before = row_counts(services)
+    for path in forms:
+        url = path.replace("{", "").replace("}", "")
+        r = client.post(url, data={"csrf": token, "api_key": "x"})
+        assert r.status_code in (403, 404), (path, r.status_code, r.text[:200])
+        # The cookie side non-ASCII too (sent as raw UTF-8 bytes), the field plain.
+        cookie = f"cairn_csrf={token}".encode()
+        client.cookies.clear()
+        r = client.post(url, data={"csrf": CSRF}, headers={"cookie": cookie})  # type: ignore[dict-item]
+        client.cookies.set("cairn_csrf", CSRF)
+        assert r.status_code in (403, 404), (path, r.status_code, r.text[:200])
+    assert row_counts(services) == before
+
+
+def test_prefixed_and_derived_keys_fit_their_columns(nasty_client: Any) -> None:
+    client, _services = nasty_client
+    for n in (251, 252, 255, 256, 257):
+        key = "k" * n
+        r = client.post("/v1/scopes/turns", json={**TURN, "idempotency_key": key})
+        if n <= 251:
+            assert r.status_code == 201, r.text
+            again = client.post("/v1/scopes/turns", json={**TURN, "idempotency_key": key})
+            assert again.status_code in (200, 201) and again.json()["created"] is False
+        else:
+            refused(r)
+        long_id = "d" * n
+        doc = {"scope": SCOPE, "dataset_id": long_id, "document_id": long_id, "content": "x y"}
+        r = client.post("/v1/scopes/documents", json=doc)
+        assert r.status_code == (201 if n <= 256 else 422), r.text
+        conv = client.post(
+            "/v1/scopes/turns",
+            json={**TURN, "conversation_id": "c" * n, "idempotency_key": f"conv-{n}"},
+        )
+        assert conv.status_code == (201 if n <= 256 else 422), conv.text
+        episode = {**EPISODE, "idempotency_key": key, "session_id": "s" * n}
+        r = client.post("/v1/episodes", json=episode)
+        assert r.status_code == (201 if n <= 256 else 422), r.text

@@ -1,0 +1,100 @@
+"""Schemathesis over ``/openapi.json`` on both backends: generated requests (valid and invalid)
+for every operation, a bounded number each, and every answer checked against the description:
+no server error, a status the operation lists, the declared content type, headers and body
+schema, invalid data refused. The spec must describe what the server really does."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode, checks
+
+from cairn.api.app import create_app
+from tests.api.test_no_500 import build_services
+from tests.conftest import database_url
+
+CHECKS = [
+    checks.not_a_server_error,
+    checks.status_code_conformance,
+    checks.content_type_conformance,
+    checks.response_schema_conformance,
+    checks.response_headers_conformance,
+    checks.negative_data_rejection,
+    checks.unsupported_method,
+]
+
+
+EXAMPLES = 5  # per operation and generation mode: bounded, so both backends stay quick
+
+
+def run_operation(operation: Any, mode: GenerationMode, found: dict[str, None]) -> None:
+    """Up to EXAMPLES generated cases of one operation; each failing check's first lines."""
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def one(case: Any) -> None:
+        try:
+            case.call_and_validate(checks=CHECKS)
+        except (Exception, BaseExceptionGroup) as exc:  # a failed check: record, go on
+            head = " | ".join(str(exc).strip().splitlines()[:3])
+            found[f"{operation.label} [{mode.value}]: {head[:400]}"] = None
+
+    # Unsatisfiable: nothing to make invalid (no parameters, no body); positive cases cover it.
+    with contextlib.suppress(Unsatisfiable):
+        one()
+
+
+def failures_of(app: Any) -> list[str]:
+    """Every operation's generated cases, positive and negative; the distinct failures."""
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    found: dict[str, None] = {}
+    for result in schema.get_all_operations():
+        for mode in GenerationMode:
+            run_operation(result.ok(), mode, found)
+    return list(found)
+
+
+def test_openapi_matches_behaviour(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    services = build_services(tmp_path, database_url(backend, tmp_path, request))
+    try:
+        failures = failures_of(create_app(services=services))
+    finally:
+        services.close()
+    assert not failures, "\n".join(failures[:30]) + f"\n({len(failures)} failing cases)"
+
+
+def test_options_and_405_list_every_method_of_the_path(backend_client: Any) -> None:
+    r = backend_client.options("/v1/slates/memory-ladder/Memory/facts/core.md")
+    assert r.status_code == 204
+    assert r.headers["allow"] == "DELETE, GET, HEAD, OPTIONS, POST"
+    put = backend_client.put("/v1/slates/memory-ladder/Memory/facts/core.md", json={})
+    assert put.status_code == 405 and put.headers["allow"] == r.headers["allow"]
+    assert backend_client.options("/v1/episodes").headers["allow"] == "OPTIONS, POST"
+    assert backend_client.options("/v1/no-such-route").status_code == 404
+
+
+def test_every_operation_lists_its_error_statuses(backend_client: Any) -> None:
+    spec = backend_client.get("/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            listed = set(operation["responses"])
+            assert {"400", "404", "422", "503"} <= listed, (method, path, listed)
+            if method != "get":
+                assert {"409", "413"} <= listed, (method, path, listed)
+            if path.startswith("/v1/") and path != "/v1/version":
+                assert {"401", "403"} <= listed, (method, path, listed)
