@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -58,3 +59,56 @@ def test_metrics_count_requests_per_route(client: TestClient) -> None:
         'cairn_http_request_duration_seconds_bucket{le="0.001",method="GET",route="/v1/subjects"}'
         in text
     )
+
+
+def _value(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_metrics_count_domain_events(backend_client: TestClient) -> None:
+    c = backend_client
+    turn = {
+        "subject_id": "m",
+        "source": "chat",
+        "type": "conversation.turn",
+        "payload": {"messages": [{"role": "user", "content": "I work at Initech in Москва."}]},
+    }
+    assert c.post("/v1/episodes", json={**turn, "idempotency_key": "k1"}).status_code == 201
+    # A repeat of a key stores nothing, so it counts nothing.
+    assert c.post("/v1/episodes", json={**turn, "idempotency_key": "k1"}).status_code == 201
+    assert c.post("/v1/episodes/batch", json={"episodes": [turn, turn]}).status_code == 201
+    compiled = c.post("/v1/memories/compile", json={"subject_id": "m"}).json()
+    text = c.get("/metrics").text
+    assert _value(text, "cairn_episodes_ingested_total") == 3
+    assert _value(text, "cairn_memories_compiled_total") == compiled["memories_created"] > 0
+    assert 'cairn_compile_jobs{status="queued"} 0.0' in text
+
+
+def test_metrics_count_compile_jobs(backend_services: Services) -> None:
+    from cairn.engine.worker import work_once
+
+    with TestClient(create_app(services=backend_services)) as c:
+        episode = {
+            "subject_id": "j",
+            "source": "chat",
+            "type": "conversation.turn",
+            "payload": {"messages": [{"role": "user", "content": "我住在北京。"}]},
+        }
+        assert c.post("/v1/episodes", json=episode).status_code == 201
+        queued = c.post("/v1/memories/compile", json={"subject_id": "j", "async": True})
+        assert queued.status_code == 202
+        if backend_services.compile_worker is None:  # PostgreSQL: no in-process worker
+            assert 'cairn_compile_jobs{status="queued"} 1.0' in c.get("/metrics").text
+            assert work_once(backend_services)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status = c.get(f"/v1/memories/compile/{queued.json()['job_id']}").json()["status"]
+            if status not in ("queued", "running"):
+                break
+            time.sleep(0.05)
+        text = c.get("/metrics").text
+    assert _value(text, 'cairn_compile_jobs_total{outcome="succeeded"}') == 1
+    assert _value(text, "cairn_compile_job_lag_seconds_count") == 1

@@ -13,6 +13,7 @@ import threading
 import uuid
 from typing import Any
 
+from cairn.core.ids import utcnow
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import Embedder, get_embedder
 from cairn.engine.retention import RetentionClock
@@ -101,7 +102,14 @@ def run_job(services: Any, job: Any) -> None:
             log.exception("compile job %s failed", job.id)
             error = f"{type(exc).__name__}: {exc}"
     # After the heartbeat stopped, so a last beat never races the outcome.
-    services.store.jobs.finish(job.id, memory_ids=created, error=error, attempt=job.attempts)
+    recorded = services.store.jobs.finish(
+        job.id, memory_ids=created, error=error, attempt=job.attempts
+    )
+    metrics = services.metrics
+    metrics.memories_compiled.inc(len(created))
+    if recorded:  # a job taken over by another worker is that worker's to count
+        metrics.compile_jobs.labels("failed" if error else "succeeded").inc()
+        metrics.compile_lag.observe(max(0.0, (utcnow() - job.created_at).total_seconds()))
 
 
 def work_once(services: Any) -> bool:

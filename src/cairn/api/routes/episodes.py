@@ -45,13 +45,14 @@ async def create_episode(
     writer lock (a compile holds it while it writes a batch), and the loop must keep serving.
     """
     services = services_of(request)
-    episodes, _ = await run_in_threadpool(
+    episodes, created = await run_in_threadpool(
         record_episodes,
         services.store,
         tenant,
         [to_new_episode(body)],
         services.ingest_listeners,
     )
+    services.metrics.episodes_ingested.inc(created)
     return JSONResponse(episode_json(episodes[0]), status_code=201)
 
 
@@ -69,5 +70,6 @@ async def create_episodes(
         [to_new_episode(e) for e in body.episodes],
         services.ingest_listeners,
     )
+    services.metrics.episodes_ingested.inc(created)
     body_out = {"episodes_created": created, "episodes": [episode_json(e) for e in episodes]}
     return JSONResponse(body_out, status_code=201)

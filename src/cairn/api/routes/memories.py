@@ -82,6 +82,7 @@ def _compile(
             worker.wake()
         return JSONResponse(status_code=202, content={"job_id": str(job.id), "status": job.status})
     result = compile_scope(services, tenant, scope)
+    services.metrics.memories_compiled.inc(result.memories_created)
     return JSONResponse(
         {
             **answer,
