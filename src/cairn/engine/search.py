@@ -28,7 +28,7 @@ from cairn.core.scope import Scope
 from cairn.engine.query import query_terms
 from cairn.errors import InvalidInput
 
-LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.1}
+LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.7}
 DEGENERATE = 1e-3
 DEFAULT_WEIGHTS = {"lexical": 0.7, "vector": 0.3}
 

@@ -9,6 +9,7 @@ vector lane reads float32 embeddings stored with the memory.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -479,20 +480,10 @@ class MemoryRepository:
             where.append(f"m.kind IN ({', '.join(names)})")
         if self.db.is_sqlite:
             return self._fts5(tenant_id, scope, terms, where, params, limit, conn)
-        else:
-            params["q"] = " | ".join("'" + term.replace("'", "''") + "'" for term in terms)
-            # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
-            sql = (
-                f"SELECT m.seq, ts_rank('{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}', m.fts, q, 1) "
-                "AS s "
-                "FROM memories m, to_tsquery('english'::regconfig, :q) q "
-                f"WHERE m.fts @@ q AND {' AND '.join(where)} "
-                "ORDER BY s DESC, m.seq LIMIT :limit"
-            )
         if conn is not None:
-            return [(int(r[0]), float(r[1])) for r in conn.execute(text(sql), params)]
+            return _pg_ranked(conn, terms, where, params)
         with self.db.read() as own:
-            return [(int(r[0]), float(r[1])) for r in own.execute(text(sql), params)]
+            return _pg_ranked(own, terms, where, params)
 
     def _fts5(
         self,
@@ -595,6 +586,42 @@ def _fts5_ranked(
         if total <= inner:
             return [(int(r[0]), float(r[1])) for r in rows]
         inner *= 4
+
+
+def _pg_ranked(
+    conn: Connection, terms: Sequence[str], where: _list[str], params: dict[str, Any]
+) -> _list[tuple[int, float]]:
+    """PostgreSQL: each term's ``ts_rank`` weighted by its rarity in the partition (BM25's
+    IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed. ``ts_rank`` alone reads no corpus
+    statistics, so a word in most rows (a speaker's name, in every one of their turns) would
+    weigh as much as the rare word a question is about, and PostgreSQL would rank unlike
+    SQLite's BM25. The counts are one pass over the partition's rows (the stored ``fts``)."""
+    # Each term quoted as a tsquery lexeme: analysed terms are words, but quoting keeps any
+    # character of any script from being read as tsquery syntax.
+    quoted = ["'" + term.replace("'", "''") + "'" for term in terms]
+    params = dict(params, q=" | ".join(quoted))
+    queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in range(len(terms)))
+    for i, term in enumerate(quoted):
+        params[f"t{i}"] = term
+    counts = ", ".join(f"count(*) FILTER (WHERE m.fts @@ q{i})" for i in range(len(terms)))
+    row = conn.execute(
+        text(f"SELECT count(*), {counts} FROM memories m, {queries} WHERE {' AND '.join(where)}"),
+        params,
+    ).one()
+    total = int(row[0])
+    for i in range(len(terms)):
+        n = int(row[i + 1])
+        params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+    weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
+    score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in range(len(terms)))
+    # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
+    sql = (
+        f"SELECT m.seq, {score} AS s "
+        f"FROM memories m, to_tsquery('english'::regconfig, :q) q, {queries} "
+        f"WHERE m.fts @@ q AND {' AND '.join(where)} "
+        "ORDER BY s DESC, m.seq LIMIT :limit"
+    )
+    return [(int(r[0]), float(r[1])) for r in conn.execute(text(sql), params)]
 
 
 def _without_common_terms(
