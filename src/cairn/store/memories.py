@@ -381,6 +381,7 @@ class MemoryRepository:
                 t.c.agent_id == row["agent_id"],
                 t.c.kind == row["kind"],
                 t.c.content_hash == row["content_hash"],
+                t.c.status != "deleted",  # a forgotten memory's tombstone stays empty
             )
             .values(
                 metadata=row["metadata"],
