@@ -259,7 +259,8 @@ def test_failed_render_leaves_the_board_untouched(store: Store) -> None:
             "query": {"recent_only": True},
             "scope": SCOPE,
             "output": "out",
-            "render": {"output": "txt", "max_chars": 50},
+            # Even the empty result renders over the limit: the one case that fails.
+            "render": {"output": "txt", "template": {"template": "y" * 60, "max_chars": 50}},
         },
         a,
     )
@@ -268,6 +269,57 @@ def test_failed_render_leaves_the_board_untouched(store: Store) -> None:
         hook(board, REQ)
     assert exc.value.code == "render_too_large" and "over max_chars 50" in exc.value.message
     assert board == {}
+
+
+# A template that adds characters around every item, as FlowCraft's default does.
+PER_ITEM = (
+    "{% for i in items %}<item kind={{ i.kind }} score={{ i.score }}>{{ i.content }}</item>\n"
+    "{% endfor %}"
+)
+
+
+@pytest.mark.parametrize(("max_chars", "turn_chars"), [(8000, 400), (400, 120)])
+def test_rendering_keeps_fitting_as_memory_grows(
+    store: Store, max_chars: int, turn_chars: int
+) -> None:
+    """The seed's numbers (budget and render ``max_chars`` 8000), and 400: every call renders
+    within ``max_chars`` however much is remembered, dropping the lowest-ranked items."""
+    a = CairnAssembly(store, "t1")
+    settings = {
+        "query": {"current_message": True},
+        "scope": SCOPE,
+        "conversation_id": "conv-1",
+        "recent_turns": 200,
+        "budget": {"max_tokens": 20000, "max_items": 200, "max_chars": max_chars},
+        "output": "memory_items",
+        "render": {
+            "output": "memory_text",
+            "template": {"template": PER_ITEM, "max_chars": max_chars},
+        },
+    }
+    context = MemoryContextHook(settings, a)
+    turn = MemoryTurnHook({"scope": SCOPE, "conversation_id": "conv-1"}, a)
+    dropped_seen = False
+    for n in range(1, 41):
+        req = RequestContext(context_id="conv-1", message=f"call {n}", run_id=f"run-{n}")
+        text = f"turn {n}: " + "Grüße, 你好, привет, مرحبا 🌍 " * (turn_chars // 28)
+        turn({"__main_channel": [{"role": "user", "content": text}]}, req)
+        board: dict[str, Any] = {}
+        result = context(board, req)
+        rendered = board["memory_text"]
+        assert len(rendered) <= max_chars, f"call {n}"
+        assert len(board["memory_items"]) == len(result.items) >= 1
+        assert rendered.count("<item ") == len(result.items)
+        packed = a.context(context.request_for(board, req))
+        if len(result.items) < len(packed.items):
+            dropped_seen = True
+            assert result.truncated
+            # The longest prefix that fits: one more item would not.
+            assert [i.id for i in result.items] == [i.id for i in packed.items[: len(result.items)]]
+            bigger = packed.model_copy(update={"items": packed.items[: len(result.items) + 1]})
+            with pytest.raises(InvalidInput, match="render"):
+                context.renderer.render(bigger)  # type: ignore[union-attr]
+    assert dropped_seen
 
 
 def test_turn_hook_errors_and_channels(store: Store) -> None:

@@ -35,6 +35,7 @@ from cairn.core.memory import (
     TurnCommit,
 )
 from cairn.core.scope import Scope
+from cairn.engine.context.fit import fit_rendering
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer
 from cairn.errors import InvalidInput
 
@@ -308,7 +309,10 @@ class MemoryContextHook:
 
     def __call__(self, board: Board, request: RequestContext) -> ContextResult:
         result = self.memory.context(self.request_for(board, request))
-        text = self.renderer.render(result) if self.renderer is not None else None
+        text = None
+        if self.renderer is not None:
+            # Drop the lowest-ranked items until the rendering fits ``max_chars``.
+            result, text = fit_rendering(result, self.renderer)
         # Write only after everything succeeded, so a failed hook leaves the board as it was.
         _write(board, self.settings.output, [item.model_dump(mode="json") for item in result.items])
         if text is not None and self.settings.render is not None:
