@@ -107,7 +107,10 @@ def test_seed_config_builds_and_runs_with_an_app_registered_impl(
     items = board["memory_items"]
     assert [i["source_class"] for i in items] == ["recent"]
     assert items[0]["content"] == "user: I grow tomatoes\nassistant: Lovely"
-    assert board["memory_text"] == "\n"  # the seed's template
+    # The seed's template "\n" is blank, which FlowCraft's GoTemplate (like Cairn's) takes as
+    # "the default template": the delimited, escaped block.
+    assert board["memory_text"].startswith("<recalled-memory>")
+    assert "user: I grow tomatoes" in board["memory_text"]
 
 
 def test_hooks_work_with_the_runtime_board(store: Store) -> None:
@@ -179,12 +182,20 @@ BASE: dict[str, Any] = {"query": {"literal": "x"}, "scope": SCOPE, "output": "it
             "render.output must differ from output (both are 'items')",
         ),
         (
-            {"render": {"output": "t", "gotmpl": {"template": "{% if %}"}}},
+            {"render": {"output": "t", "gotmpl": {"template": "ok\n {{ if }}x{{ end }}"}}},
+            "gotmpl syntax error at line 2, column 2: missing value for if",
+        ),
+        (
+            {"render": {"output": "t", "gotmpl": {"template": "{{ .Items"}}},
+            "gotmpl syntax error at line 1, column 1: unclosed action",
+        ),
+        (
+            {"render": {"output": "t", "jinja": {"template": "{% if %}"}}},
             "template syntax error on line 1",
         ),
         (
-            {"render": {"output": "t", "gotmpl": {"template": "a"}, "template": {"template": "b"}}},
-            "render takes one of template or gotmpl, not both",
+            {"render": {"output": "t", "gotmpl": {"template": "a"}, "jinja": {"template": "b"}}},
+            "render takes one of gotmpl, jinja or template (got gotmpl, jinja)",
         ),
         (
             {"render": {"output": "t", "gotmpl": {"template": "a", "max_chars": -1}}},
@@ -278,9 +289,17 @@ PER_ITEM = (
 )
 
 
+# The same in Go template syntax (the seed's `gotmpl:`), with FlowCraft's functions.
+PER_ITEM_GO = (
+    '{{ range .Items }}<item kind="{{ .Kind }}" score="{{ score .Score }}">'
+    "{{ xml (contentText .Content) }}</item>\n{{ end }}"
+)
+
+
+@pytest.mark.parametrize("renderer", ["template", "gotmpl"])
 @pytest.mark.parametrize(("max_chars", "turn_chars"), [(8000, 400), (400, 120)])
 def test_rendering_keeps_fitting_as_memory_grows(
-    store: Store, max_chars: int, turn_chars: int
+    store: Store, max_chars: int, turn_chars: int, renderer: str
 ) -> None:
     """The seed's numbers (budget and render ``max_chars`` 8000), and 400: every call renders
     within ``max_chars`` however much is remembered, dropping the lowest-ranked items."""
@@ -294,7 +313,10 @@ def test_rendering_keeps_fitting_as_memory_grows(
         "output": "memory_items",
         "render": {
             "output": "memory_text",
-            "template": {"template": PER_ITEM, "max_chars": max_chars},
+            renderer: {
+                "template": PER_ITEM if renderer == "template" else PER_ITEM_GO,
+                "max_chars": max_chars,
+            },
         },
     }
     context = MemoryContextHook(settings, a)
