@@ -40,6 +40,17 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
+        # Slate writes of ladder runs: written, skipped (nothing to write) or refused.
+        self.slate_writes = Counter(
+            "cairn_slate_writes_total",
+            "Slate writes of ladder runs, by outcome and reason.",
+            ["ladder", "outcome", "reason"],
+            registry=self.registry,
+        )
+
+    def count_writes(self, ladder: str, writes: list[dict[str, Any]]) -> None:
+        for w in writes:
+            self.slate_writes.labels(ladder, w["outcome"], w.get("reason") or "").inc()
 
 
 class RequestContextMiddleware:
