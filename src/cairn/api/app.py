@@ -18,6 +18,7 @@ from cairn.api.middleware import (
 )
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
+from cairn.api.routes.ladder_files import router as ladder_files_router
 from cairn.api.routes.ladders import router as ladders_router
 from cairn.api.routes.memories import router as memories_router
 from cairn.api.routes.memories import scopes_router as memory_scopes_router
@@ -35,6 +36,7 @@ ROUTERS = [
     slates_router,
     context_router,
     ladders_router,
+    ladder_files_router,
     memories_router,
     memory_scopes_router,
 ]
