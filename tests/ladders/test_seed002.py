@@ -243,3 +243,21 @@ def test_strip_match_streams_the_same_text(client: TestClient) -> None:
     events = stream_events(client, "strict")
     assert streamed_text(events) == "Rome."
     assert slate_file(client, "strict", "facts", "core.md") == "Rome is the capital of Italy."
+
+
+def test_openai_clients_ignore_the_cairn_object_and_can_read_it(client: TestClient) -> None:
+    import openai
+
+    key, _ = client.app.state.services.store.keys.create("tenant-o")  # type: ignore[attr-defined]
+    oa = openai.OpenAI(
+        base_url="http://testserver/v1/local/reject", api_key=key, http_client=client
+    )
+    msgs: Any = [{"role": "user", "content": "Capital of Italy?"}]
+    first = oa.chat.completions.create(model="gpt-4o", messages=msgs)
+    assert first.choices[0].message.content is not None
+    assert (first.model_extra or {})["cairn"]["writes"][0]["outcome"] == "written"
+    refused = oa.chat.completions.create(model="gpt-4o", messages=msgs)
+    assert (refused.model_extra or {})["cairn"]["writes"][0]["outcome"] == "refused"
+    chunks = list(oa.chat.completions.create(model="gpt-4o", messages=msgs, stream=True))
+    last = next(c for c in chunks if c.choices and c.choices[0].finish_reason == "stop")
+    assert (last.model_extra or {})["cairn"]["writes"][0]["reason"] == "slate_limit_exceeded"
