@@ -50,6 +50,12 @@ class Settings(BaseSettings):
         description="Extra memory-template directories (separated by ':' or ',').",
     )
     ladders_dir: Path | None = Field(None, description="Directory of ladder YAML files.")
+    ladders_poll_s: float = Field(
+        0.25,
+        ge=0,
+        le=60,
+        description="How often the server checks the ladders directory for changes (0: never).",
+    )
 
     tokenizer: str = Field("cl100k_base", description="tiktoken encoding used to count tokens.")
     embedder: Literal["onnx", "none", "local", "openai"] = Field(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -110,15 +111,21 @@ class Metrics:
             ["policy"],
             registry=r,
         )
+        # Slate writes of ladder runs: written, skipped (nothing to write) or refused.
         self.slate_writes = Counter(
             "cairn_slate_writes_total",
-            "Slate writes of ladder runs, by outcome.",
-            ["outcome"],
+            "Slate writes of ladder runs, by outcome and reason.",
+            ["ladder", "outcome", "reason"],
             registry=r,
         )
         self.ladder_runs = Counter(
             "cairn_ladder_runs_total", "Ladder runs, by outcome.", ["outcome"], registry=r
         )
+
+    def count_writes(self, ladder: str, writes: list[dict[str, Any]]) -> None:
+        """Count a ladder run's slate-write outcomes (as returned with the response)."""
+        for w in writes:
+            self.slate_writes.labels(ladder, w["outcome"], w.get("reason") or "").inc()
 
     def exposition(self) -> bytes:
         """The text a scrape returns: this process's values, or every process's when shared."""

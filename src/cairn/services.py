@@ -57,14 +57,20 @@ class Services:
         from cairn.engine.worker import attach_compile
 
         attach_compile(self)
-        # Slates (working memory) declared by the ladder files in ladders_dir.
+        # Slates (working memory), declared by the ladder files as the registry loads them.
         from cairn.slates.service import Slates
 
-        self.slates = Slates(store, tokenizer=settings.tokenizer, ladders_dir=settings.ladders_dir)
-        # Ladders (steps, hooks, model providers) from ladders_dir; a bad file is a ConfigError.
+        self.slates = Slates(store, tokenizer=settings.tokenizer)
+        # Ladders (steps, hooks, model providers) from ladders_dir: valid files serve, invalid
+        # ones are reported; the watcher reloads a changed directory while the server runs.
         from cairn.ladders.registry import LadderRegistry
+        from cairn.ladders.watcher import LadderWatcher
 
         self.ladders = LadderRegistry.load(settings, services=self)
+        if settings.ladders_dir is not None and settings.ladders_poll_s > 0:
+            watcher = LadderWatcher(self.ladders, settings.ladders_poll_s)
+            self.on_start.append(watcher.start)
+            self.on_stop.append(watcher.stop)
         if settings.api_key:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)

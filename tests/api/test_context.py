@@ -107,14 +107,27 @@ def test_scope_context_validation(
 
 def test_render_too_large_is_a_422_naming_both_numbers(client: TestClient) -> None:
     turn(client, "k", "x " * 200)
+    # Items that do not fit the rendering are dropped (lowest-ranked first) ...
     r = client.post(
         "/v1/scopes/context",
         json={"scope": SCOPE, "conversation_id": "conv-1", "render": {"max_chars": 100}},
     )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["items"] == [] and body["truncated"] is True and body["rendered"] == ""
+    # ... and only a rendering that cannot fit even without items is an error.
+    r = client.post(
+        "/v1/scopes/context",
+        json={
+            "scope": SCOPE,
+            "conversation_id": "conv-1",
+            "render": {"max_chars": 100, "template": "y" * 150},
+        },
+    )
     assert r.status_code == 422
     err = r.json()["error"]
     assert err["code"] == "render_too_large" and "over max_chars 100" in err["message"]
-    assert err["details"]["max_chars"] == 100 and err["details"]["rendered_chars"] > 100
+    assert err["details"]["max_chars"] == 100 and err["details"]["rendered_chars"] == 150
     r = client.post(
         "/v1/scopes/context",
         json={"scope": SCOPE, "conversation_id": "conv-1", "render": {"template": "{{ 1 + }}"}},

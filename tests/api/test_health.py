@@ -14,7 +14,10 @@ from tests.conftest import make_settings
 
 
 def test_health_and_version(client: TestClient) -> None:
-    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/healthz").json() == {
+        "status": "ok",
+        "ladders": {"serving": 0, "invalid": []},
+    }
     assert client.get("/readyz").json() == {"status": "ready", "database": "sqlite"}
     assert client.get("/v1/version").json()["version"] == __version__
     assert client.get("/openapi.json").json()["info"]["title"] == "Cairn"

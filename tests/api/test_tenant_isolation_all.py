@@ -576,6 +576,24 @@ def p_models(w: World) -> None:
     assert w.b("GET", "/v1/local/models").status_code == 200
 
 
+def p_ladder_files(w: World) -> None:
+    # Ladder files are server configuration, the same for every tenant: no tenant data in them.
+    r = w.b("GET", "/v1/ladders")
+    assert r.status_code == 200 and "teal" not in r.text and SUBJ_A not in r.text, r.text
+
+
+def p_ladder_file(w: World) -> None:
+    for name in ("memory-ladder", "assistant:assistant"):
+        r = w.b("GET", f"/v1/ladders/{name}")
+        assert r.status_code == 200 and "teal" not in r.text and SUBJ_A not in r.text, r.text
+
+
+def p_ladder_reload(w: World) -> None:
+    r = w.b("POST", "/v1/ladders/reload")
+    assert r.status_code == 200 and "teal" not in r.text, r.text
+    assert "memory-ladder" in r.json()["serving"]
+
+
 def p_runs(w: World) -> None:
     r = w.b("GET", "/v1/runs")
     assert r.status_code == 200 and "run-a-teal" not in r.text
@@ -734,6 +752,8 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/context"): p_context,
     ("POST", "/v1/scopes/context"): p_scope_context,
     ("GET", "/v1/local/models"): p_models,
+    ("GET", "/v1/ladders"): p_ladder_files,
+    ("GET", "/v1/ladders/{name}"): p_ladder_file,
     ("GET", "/v1/runs"): p_runs,
     ("GET", "/v1/runs/{run_id}"): p_run,
     ("GET", "/v1/memories/compile/{job_id}"): p_job,
@@ -752,6 +772,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/scopes/turns"): p_turns,
     ("POST", "/v1/scopes/documents"): p_documents,
     ("POST", "/v1/local/{ladder}/chat/completions"): p_chat,
+    ("POST", "/v1/ladders/reload"): p_ladder_reload,
     ("POST", "/v1/memories/compile"): p_compile,
     ("POST", "/v1/scopes/compile"): p_scope_compile,
     ("DELETE", "/v1/subjects/{subject_id}"): p_delete_subject,

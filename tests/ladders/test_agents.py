@@ -120,8 +120,7 @@ def test_agents_do_not_recall_across_tenants(agent_cairn: Cairn) -> None:
     assert r.json()["choices"][0]["message"]["content"] == "I do not know your favourite colour."
 
 
-def test_settings_the_impl_rejects_stop_the_start(tmp_path: Path, mymemory: None) -> None:
-    from cairn.errors import ConfigError
+def test_settings_the_impl_rejects_are_the_files_error(tmp_path: Path, mymemory: None) -> None:
     from cairn.services import Services
     from tests.conftest import make_settings
 
@@ -129,6 +128,10 @@ def test_settings_the_impl_rejects_stop_the_start(tmp_path: Path, mymemory: None
     ladders.mkdir()
     (ladders / "memory.yaml").write_text("no_such_setting: 1\n")
     write_ladder(ladders, "assistant", SEED_AGENT + PROVIDERS)
-    with pytest.raises(ConfigError) as err:
-        Services.from_settings(make_settings(tmp_path, ladders_dir=ladders))
-    assert "assistant.yaml" in err.value.message and "no_such_setting" in err.value.message
+    services = Services.from_settings(make_settings(tmp_path, ladders_dir=ladders))
+    try:
+        (problem,) = services.ladders.errors()
+        assert problem["file"] == "assistant.yaml" and "no_such_setting" in problem["error"]
+        assert services.ladders.names() == []
+    finally:
+        services.close()

@@ -160,8 +160,9 @@ def test_registry_loads_a_directory_and_rejects_bad_files(tmp_path: Path) -> Non
     d.mkdir()
     write_ladder(d, "one", "steps:\n  - id: a\n")
     write_ladder(d, "two", "name: one\n")
-    with pytest.raises(ConfigError, match="'one' is already used"):
-        LadderRegistry.load(Settings(ladders_dir=d))
+    clash = LadderRegistry.load(Settings(ladders_dir=d))
+    assert clash.names() == ["one"] and clash.get("one").path.name == "one.yaml"
+    assert "'one' is already used by one.yaml" in clash.errors()[0]["error"]
     (d / "two.yaml").unlink()
     registry = LadderRegistry.load(Settings(ladders_dir=d))
     assert registry.names() == ["one"]
@@ -182,11 +183,18 @@ def test_a_replies_file_must_stay_in_the_ladder_directory(tmp_path: Path) -> Non
         compile_ladder(path, Settings())
 
 
-def test_services_refuse_to_start_with_an_invalid_ladder(tmp_path: Path) -> None:
+def test_services_start_with_an_invalid_ladder_and_report_it(tmp_path: Path) -> None:
     from cairn.services import Services
 
     d = tmp_path / "ladders"
     d.mkdir()
     write_ladder(d, "bad", "steps:\n  - id: a\n    nope: 1\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml: steps\[0\].nope"):
-        Services.from_settings(Settings(data_dir=tmp_path / "data", ladders_dir=d))
+    write_ladder(d, "good", "steps:\n  - id: a\n")
+    services = Services.from_settings(Settings(data_dir=tmp_path / "data", ladders_dir=d))
+    try:
+        assert services.ladders.names() == ["good"]
+        (problem,) = services.ladders.errors()
+        assert problem["status"] == "invalid"
+        assert problem["error"].startswith("bad.yaml: steps[0].nope")
+    finally:
+        services.close()

@@ -107,7 +107,10 @@ def test_seed_config_builds_and_runs_with_an_app_registered_impl(
     items = board["memory_items"]
     assert [i["source_class"] for i in items] == ["recent"]
     assert items[0]["content"] == "user: I grow tomatoes\nassistant: Lovely"
-    assert board["memory_text"] == "\n"  # the seed's template
+    # The seed's template "\n" is blank, which FlowCraft's GoTemplate (like Cairn's) takes as
+    # "the default template": the delimited, escaped block.
+    assert board["memory_text"].startswith("<recalled-memory>")
+    assert "user: I grow tomatoes" in board["memory_text"]
 
 
 def test_hooks_work_with_the_runtime_board(store: Store) -> None:
@@ -179,12 +182,20 @@ BASE: dict[str, Any] = {"query": {"literal": "x"}, "scope": SCOPE, "output": "it
             "render.output must differ from output (both are 'items')",
         ),
         (
-            {"render": {"output": "t", "gotmpl": {"template": "{% if %}"}}},
+            {"render": {"output": "t", "gotmpl": {"template": "ok\n {{ if }}x{{ end }}"}}},
+            "gotmpl syntax error at line 2, column 2: missing value for if",
+        ),
+        (
+            {"render": {"output": "t", "gotmpl": {"template": "{{ .Items"}}},
+            "gotmpl syntax error at line 1, column 1: unclosed action",
+        ),
+        (
+            {"render": {"output": "t", "jinja": {"template": "{% if %}"}}},
             "template syntax error on line 1",
         ),
         (
-            {"render": {"output": "t", "gotmpl": {"template": "a"}, "template": {"template": "b"}}},
-            "render takes one of template or gotmpl, not both",
+            {"render": {"output": "t", "gotmpl": {"template": "a"}, "jinja": {"template": "b"}}},
+            "render takes one of gotmpl, jinja or template (got gotmpl, jinja)",
         ),
         (
             {"render": {"output": "t", "gotmpl": {"template": "a", "max_chars": -1}}},
@@ -259,7 +270,8 @@ def test_failed_render_leaves_the_board_untouched(store: Store) -> None:
             "query": {"recent_only": True},
             "scope": SCOPE,
             "output": "out",
-            "render": {"output": "txt", "max_chars": 50},
+            # Even the empty result renders over the limit: the one case that fails.
+            "render": {"output": "txt", "template": {"template": "y" * 60, "max_chars": 50}},
         },
         a,
     )
@@ -268,6 +280,68 @@ def test_failed_render_leaves_the_board_untouched(store: Store) -> None:
         hook(board, REQ)
     assert exc.value.code == "render_too_large" and "over max_chars 50" in exc.value.message
     assert board == {}
+
+
+# A template that adds characters around every item, as FlowCraft's default does.
+PER_ITEM = (
+    "{% for i in items %}<item kind={{ i.kind }} score={{ i.score }}>{{ i.content }}</item>\n"
+    "{% endfor %}"
+)
+
+
+# The same in Go template syntax (the seed's `gotmpl:`), with FlowCraft's functions.
+PER_ITEM_GO = (
+    '{{ range .Items }}<item kind="{{ .Kind }}" score="{{ score .Score }}">'
+    "{{ xml (contentText .Content) }}</item>\n{{ end }}"
+)
+
+
+@pytest.mark.parametrize("renderer", ["template", "gotmpl"])
+@pytest.mark.parametrize(("max_chars", "turn_chars"), [(8000, 400), (400, 120)])
+def test_rendering_keeps_fitting_as_memory_grows(
+    store: Store, max_chars: int, turn_chars: int, renderer: str
+) -> None:
+    """The seed's numbers (budget and render ``max_chars`` 8000), and 400: every call renders
+    within ``max_chars`` however much is remembered, dropping the lowest-ranked items."""
+    a = CairnAssembly(store, "t1")
+    settings = {
+        "query": {"current_message": True},
+        "scope": SCOPE,
+        "conversation_id": "conv-1",
+        "recent_turns": 200,
+        "budget": {"max_tokens": 20000, "max_items": 200, "max_chars": max_chars},
+        "output": "memory_items",
+        "render": {
+            "output": "memory_text",
+            renderer: {
+                "template": PER_ITEM if renderer == "template" else PER_ITEM_GO,
+                "max_chars": max_chars,
+            },
+        },
+    }
+    context = MemoryContextHook(settings, a)
+    turn = MemoryTurnHook({"scope": SCOPE, "conversation_id": "conv-1"}, a)
+    dropped_seen = False
+    for n in range(1, 41):
+        req = RequestContext(context_id="conv-1", message=f"call {n}", run_id=f"run-{n}")
+        text = f"turn {n}: " + "Grüße, 你好, привет, مرحبا 🌍 " * (turn_chars // 28)
+        turn({"__main_channel": [{"role": "user", "content": text}]}, req)
+        board: dict[str, Any] = {}
+        result = context(board, req)
+        rendered = board["memory_text"]
+        assert len(rendered) <= max_chars, f"call {n}"
+        assert len(board["memory_items"]) == len(result.items) >= 1
+        assert rendered.count("<item ") == len(result.items)
+        packed = a.context(context.request_for(board, req))
+        if len(result.items) < len(packed.items):
+            dropped_seen = True
+            assert result.truncated
+            # The longest prefix that fits: one more item would not.
+            assert [i.id for i in result.items] == [i.id for i in packed.items[: len(result.items)]]
+            bigger = packed.model_copy(update={"items": packed.items[: len(result.items) + 1]})
+            with pytest.raises(InvalidInput, match="render"):
+                context.renderer.render(bigger)  # type: ignore[union-attr]
+    assert dropped_seen
 
 
 def test_turn_hook_errors_and_channels(store: Store) -> None:

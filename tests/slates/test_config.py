@@ -153,7 +153,8 @@ def test_step_blocks_of_the_seed_validate() -> None:
         GateSpec.model_validate(
             {"regex": "(", "then": {"write": {"to": {"slate": "M", "folder": "f", "file": "x"}}}}
         )
-    with pytest.raises(ValueError, match="a condition needs"):
-        GateSpec.model_validate(
-            {"then": {"write": {"to": {"slate": "M", "folder": "f", "file": "x"}}}}
-        )
+    # The seed's `if: { then: { write: … } }`: no condition is a gate that always passes.
+    always = GateSpec.model_validate(
+        {"then": {"write": {"to": {"slate": "M", "folder": "f", "file": "x"}}}}
+    )
+    assert always.always

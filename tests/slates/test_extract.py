@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
-from cairn.slates.config import Condition
-from cairn.slates.extract import extract_json, extract_value
+from cairn.slates.config import Condition, GateSpec
+from cairn.slates.extract import extract_json, extract_value, json_candidates
 from cairn.slates.gates import evaluate_condition
 
 
@@ -18,6 +19,7 @@ from cairn.slates.gates import evaluate_condition
         ('```python\n{"a": 9}\n```\n```\n{"a": 4}\n```', {"a": 4}),
         ("```json\nnot json\n```\n```json\n[5]\n```", [5]),
         ('I found {"fact": "x"} and {"fact": "y"}', {"fact": "x"}),
+        ('text {"a": 1} then ```json\n{"b": 2}\n```', {"b": 2}),
         ('broken { "a": and then [1, 2]', [1, 2]),
         ('"just a string"', None),
         ("42", None),
@@ -69,3 +71,59 @@ def test_extract_value_reasons() -> None:
 )
 def test_conditions(condition: dict[str, object], output: str, holds: bool) -> None:
     assert evaluate_condition(Condition.model_validate(condition), output) is holds
+
+
+FACT = {
+    "type": "object",
+    "required": ["fact"],
+    "properties": {"fact": {"type": "string", "minLength": 5}},
+}
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ('Thinking {"step": 1}. Result: {"fact": "Rome is the capital of Italy."}', "Rome is"),
+        ('{"fact": "no"} then {"fact": "Oslo is in Norway"}', "Oslo is"),
+        ('```json\n{"step": 2}\n```\n```json\n{"fact": "Lima is in Peru"}\n```', "Lima is"),
+        # fenced blocks come before the rest of the text
+        ('{"fact": "Bern is Swiss"} ```json\n{"fact": "Kyiv 是 Ukraine\u2019s"}\n```', "Kyiv"),
+        # a value nested in an earlier one is not a candidate of its own
+        ('{"outer": {"fact": "nested fact"}}', None),
+        ('[1, 2] {"fact": "Cairo is in Egypt"} {"fact": "later one"}', "Cairo"),
+    ],
+)
+def test_the_first_value_that_matches_is_written(output: str, expected: str | None) -> None:
+    found = extract_value(output, match=FACT, field="fact")
+    if expected is None:
+        assert found.reason == "schema_mismatch"
+    else:
+        assert found.ok and str(found.value).startswith(expected)
+        assert found.span is not None
+        assert '"fact"' in output[found.span[0] : found.span[1]]
+
+
+def test_candidates_list_every_value_once() -> None:
+    out = 'a {"x": [1, {"y": 2}]} b ```json\n{"z": 3}\n``` c [4] d {"w": "} not json {"'
+    assert [c.value for c in json_candidates(out)] == [{"z": 3}, {"x": [1, {"y": 2}]}, [4]]
+
+
+def test_no_candidate_qualifies_reports_the_first_reason() -> None:
+    found = extract_value('{"step": 1} {"fact": "abc"}', match=FACT, field="fact")
+    assert found.reason == "schema_mismatch" and "fact" in (found.detail or "")
+
+
+def test_gate_without_condition_always_passes() -> None:
+    gate = GateSpec.model_validate(
+        {"then": {"write": {"to": {"slate": "M", "folder": "f", "file": "a.md"}}}}
+    )
+    assert gate.always and evaluate_condition(gate, "") and evaluate_condition(gate, "anything")
+    with pytest.raises(ValidationError, match="else' never runs"):
+        GateSpec.model_validate(
+            {
+                "then": {"write": {"slate": "M", "folder": "f", "file": "a.md"}},
+                "else": {"write": {"slate": "M", "folder": "f", "file": "b.md"}},
+            }
+        )
+    with pytest.raises(ValidationError, match="a condition needs one of"):
+        Condition.model_validate({})

@@ -20,6 +20,7 @@ from cairn.api.middleware import (
 from cairn.api.openapi import install_openapi
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
+from cairn.api.routes.ladder_files import router as ladder_files_router
 from cairn.api.routes.ladders import router as ladders_router
 from cairn.api.routes.lifecycle import router as lifecycle_router
 from cairn.api.routes.memories import router as memories_router
@@ -39,6 +40,7 @@ ROUTERS = [
     slates_router,
     context_router,
     ladders_router,
+    ladder_files_router,
     memories_router,
     memory_scopes_router,
     lifecycle_router,  # after memories_router: /v1/memories/search is not an id

@@ -7,9 +7,18 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from cairn.cli._common import console, err_console, fail, print_json, settings_with
+from cairn.cli._common import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    console,
+    err_console,
+    fail,
+    print_json,
+    settings_with,
+)
 
 app = typer.Typer(
     help="Declarative agent pipelines served as OpenAI-compatible models.", no_args_is_help=True
@@ -53,6 +62,57 @@ def list_ladders(
     for r in rows:
         table.add_row(r["name"], ", ".join(r["steps"]), ", ".join(r["slates"]), r["file"])
     console.print(table)
+    for problem in registry.errors():
+        err_console.print(
+            f"[bold red]invalid[/] {escape(problem['file'])}: {escape(str(problem['error']))}",
+            highlight=False,
+        )
+
+
+@app.command("reload")
+def reload_ladders(
+    url: str = typer.Option(
+        ..., "--url", envvar="CAIRN_URL", help="The running server (CAIRN_URL)."
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="CAIRN_API_KEY", help="API key (CAIRN_API_KEY)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Make a running server re-read its ladders directory now (it also does so by itself
+    within a second of a change). Exit code 3 when a ladder file is invalid.
+
+    Example: cairn ladders reload --url http://127.0.0.1:8100
+    """
+    import httpx
+
+    headers = {"X-API-Key": api_key} if api_key else {}
+    try:
+        r = httpx.post(url.rstrip("/") + "/v1/ladders/reload", headers=headers, timeout=30)
+    except httpx.HTTPError as exc:
+        raise fail(exc) from exc
+    if r.status_code != 200:
+        try:
+            err = r.json()["error"]
+            message = f"({r.status_code} {err['code']}): {err['message']}"
+        except (ValueError, KeyError, TypeError):
+            message = f"HTTP {r.status_code}"
+        err_console.print(f"[bold red]error[/] {escape(message)}", highlight=False)
+        raise typer.Exit(EXIT_FAILED)
+    body = r.json()
+    if as_json:
+        print_json(body)
+    else:
+        for state in body["ladders"]:
+            mark = {"ok": "[green]ok[/]", "stale": "[yellow]stale[/]"}.get(
+                state["status"], "[bold red]invalid[/]"
+            )
+            line = f"{mark} {escape(state['file'])}: {escape(', '.join(state['models']) or '-')}"
+            if state["error"]:
+                line += f" — {escape(state['error'])}"
+            console.print(line, highlight=False)
+    if body["errors"]:
+        raise typer.Exit(EXIT_CONFIG)
 
 
 @app.command("validate")

@@ -133,6 +133,10 @@ class StepSpec(Strict):
     recordTemplate: TemplateRecordSpec | None = None
     temperature: float | None = Field(None, ge=0, le=2)
     maxTokens: int | None = Field(None, gt=0)
+    # Remove the JSON slateWrite matched from the reply the caller sees (the write sees it all).
+    stripMatch: bool = False
+    # What a refused write (full reject folder, entry too large, ...) does to the call.
+    onRejected: Literal["continue", "fail"] = "continue"
 
     @field_validator("id")
     @classmethod
@@ -148,6 +152,10 @@ class StepSpec(Strict):
             if f.name in seen:
                 raise ValueError(f"field name {f.name!r} appears twice in step {self.id!r}")
             seen.add(f.name)
+        if self.stripMatch and self.slateWrite is None:
+            raise ValueError(
+                f"step {self.id!r}: stripMatch removes what slateWrite matched; add a slateWrite"
+            )
         return self
 
     def slate_writes(self) -> list[SlateWriteSpec]:

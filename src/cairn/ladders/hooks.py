@@ -35,6 +35,8 @@ from cairn.core.memory import (
     TurnCommit,
 )
 from cairn.core.scope import Scope
+from cairn.engine.context.fit import fit_rendering
+from cairn.engine.context.gotmpl import GoTemplateRenderer
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer
 from cairn.errors import InvalidInput
 
@@ -134,6 +136,8 @@ class QuerySource(_Strict):
 
 
 class TemplateSpec(_Strict):
+    """A Jinja2 template (``jinja:``, or ``template:``) and its ``max_chars``."""
+
     template: str
     max_chars: int = Field(default=0, ge=0)
 
@@ -147,13 +151,31 @@ class TemplateSpec(_Strict):
         return value
 
 
+class GoTemplateSpec(_Strict):
+    """The seed's ``gotmpl: {template, max_chars}``: a Go ``text/template`` (FlowCraft's
+    renderer); an empty or blank template is the default block, as in FlowCraft."""
+
+    template: str = ""
+    max_chars: int = Field(default=0, ge=0)
+
+    @field_validator("template")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            GoTemplateRenderer(value)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from exc
+        return value
+
+
 class RenderSpec(_Strict):
-    """Where rendered text goes, and how it is rendered: the default block, or a template
-    (``template`` or the seed's ``gotmpl`` key — both are the sandboxed template renderer)."""
+    """Where rendered text goes, and how it is rendered: the default block, a Go template
+    (``gotmpl``, the seed's key) or a Jinja2 template (``jinja``; ``template`` is the same)."""
 
     output: str
+    gotmpl: GoTemplateSpec | None = None
+    jinja: TemplateSpec | None = None
     template: TemplateSpec | None = None
-    gotmpl: TemplateSpec | None = None
     max_chars: int = Field(default=0, ge=0)
 
     @field_validator("output")
@@ -163,12 +185,17 @@ class RenderSpec(_Strict):
 
     @model_validator(mode="after")
     def _one_template(self) -> RenderSpec:
-        if self.template is not None and self.gotmpl is not None:
-            raise ValueError("render takes one of template or gotmpl, not both")
+        chosen = [k for k in ("gotmpl", "jinja", "template") if getattr(self, k) is not None]
+        if len(chosen) > 1:
+            raise ValueError(
+                f"render takes one of gotmpl, jinja or template (got {', '.join(chosen)})"
+            )
         return self
 
     def renderer(self) -> ContextRenderer:
-        spec = self.template or self.gotmpl
+        if self.gotmpl is not None:
+            return GoTemplateRenderer(self.gotmpl.template, self.gotmpl.max_chars or self.max_chars)
+        spec = self.jinja or self.template
         if spec is None:
             return DefaultRenderer(self.max_chars)
         return TemplateRenderer(spec.template, spec.max_chars or self.max_chars)
@@ -308,7 +335,10 @@ class MemoryContextHook:
 
     def __call__(self, board: Board, request: RequestContext) -> ContextResult:
         result = self.memory.context(self.request_for(board, request))
-        text = self.renderer.render(result) if self.renderer is not None else None
+        text = None
+        if self.renderer is not None:
+            # Drop the lowest-ranked items until the rendering fits ``max_chars``.
+            result, text = fit_rendering(result, self.renderer)
         # Write only after everything succeeded, so a failed hook leaves the board as it was.
         _write(board, self.settings.output, [item.model_dump(mode="json") for item in result.items])
         if text is not None and self.settings.render is not None:

@@ -2,19 +2,25 @@
 
 Each file is one ladder, named by its ``name:`` or its file name. A file with ``agents:`` also
 serves each agent as ``LADDER:AGENT``; the bare ladder name runs its first agent. An invalid
-file is a ``ConfigError`` naming the file and the path inside it, raised at start.
+file is reported with a message naming the file and the path inside it, and does not stop the
+others; ``reload`` re-reads the directory while the server runs (``LadderWatcher`` calls it
+when a file changes).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from cairn.config import Settings
+from cairn.core.ids import utcnow
 from cairn.errors import CairnError, ConfigError, NotFound
 from cairn.ladders.config import (
     LadderFile,
@@ -37,6 +43,7 @@ from cairn.ladders.providers import (
 )
 
 MAX_SCRIPT_BYTES = 1_048_576
+log = logging.getLogger("cairn.ladders")
 
 
 class LadderNotFound(NotFound):
@@ -193,12 +200,78 @@ def referenced_files(paths: list[Path]) -> set[Path]:
     return out
 
 
-class LadderRegistry:
-    """The ladders of one directory, by model id."""
+@dataclass
+class LadderFileState:
+    """One ladder file as the registry last saw it: the version it serves (the last one that
+    compiled, empty if none ever did) and the error of the current file, if it is invalid."""
 
-    def __init__(self, ladders: list[Ladder] | None = None, directory: Path | None = None) -> None:
+    path: Path
+    name: str
+    ladders: list[Ladder] = field(default_factory=list)
+    error: str | None = None
+    loaded_at: datetime | None = None
+    checked_at: datetime | None = None
+
+    @property
+    def status(self) -> str:
+        """``ok``; ``stale`` (invalid now, the previous version serves); ``invalid`` (never
+        loaded)."""
+        if self.error is None:
+            return "ok"
+        return "stale" if self.ladders else "invalid"
+
+    def to_dict(self, directory: Path | None) -> dict[str, Any]:
+        file = self.path.name if directory is None else str(self.path.relative_to(directory))
+        return {
+            "name": self.name,
+            "file": file,
+            "status": self.status,
+            "error": self.error,
+            "models": [ladder.name for ladder in self.ladders],
+            "loaded_at": _iso(self.loaded_at),
+            "checked_at": _iso(self.checked_at),
+        }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def _guess_name(path: Path) -> str:
+    """The name a ladder file claims (its ``name:``, else its stem), even when it is invalid."""
+    try:
+        data = read_yaml(path)
+    except ConfigError:
+        return path.stem
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else path.stem
+
+
+class LadderRegistry:
+    """The ladders of one directory, by model id, reloadable while the server runs.
+
+    ``reload`` re-reads the directory: every valid file serves its new version; an invalid
+    file is reported (``states``, the log) and keeps serving its previous good version, if it
+    had one; a deleted file's ladders go. The maps are swapped whole, so readers on other
+    threads see either the old or the new set, never half of each."""
+
+    def __init__(
+        self,
+        ladders: list[Ladder] | None = None,
+        directory: Path | None = None,
+        *,
+        settings: Settings | None = None,
+        services: Any = None,
+        compile_options: dict[str, Any] | None = None,
+    ) -> None:
         self.directory = directory
+        self.settings = settings
+        self.services = services
+        self.compile_options = compile_options or {}
         self._by_name: dict[str, Ladder] = {}
+        self._files: dict[Path, LadderFileState] = {}
+        self._declared: set[str] = set()
+        self._lock = threading.Lock()
         for ladder in ladders or []:
             self.add(ladder)
 
@@ -214,26 +287,139 @@ class LadderRegistry:
     def load(cls, settings: Settings, *, services: Any = None, **kwargs: Any) -> LadderRegistry:
         """Every ``*.yaml``/``*.yml`` of ``settings.ladders_dir`` (none when unset).
 
-        With ``services``, each agent's memory resources are also built once (for the default
-        tenant), so a settings file the impl rejects stops the start, naming the file."""
+        Valid files serve; invalid ones are reported (``states()``, ``errors()``, the log)
+        instead of stopping the start. With ``services``, each agent's memory resources are
+        built once (default tenant) and each ``recordTemplate`` checked against the catalogue,
+        so a settings file the impl rejects is reported as that file's error."""
         directory = settings.ladders_dir
         if directory is None:
             return cls()
         if not directory.is_dir():
             raise ConfigError(f"ladders directory {str(directory)!r} does not exist")
-        registry = cls(directory=directory)
-        paths = ladder_files(directory)
-        referenced = referenced_files(paths)
-        for path in paths:
-            if path.resolve() in referenced:
-                continue  # a settings or replies file of a ladder, not a ladder
-            for ladder in compile_ladder(path, settings, **kwargs):
-                if services is not None and ladder.binding is not None:
-                    check_binding(path, ladder.binding, services)
-                if services is not None:
-                    check_templates(path, ladder, services)
-                registry.add(ladder)
+        registry = cls(
+            directory=directory, settings=settings, services=services, compile_options=kwargs
+        )
+        registry.reload()
         return registry
+
+    def _compile(self, path: Path) -> list[Ladder]:
+        assert self.settings is not None
+        ladders = compile_ladder(path, self.settings, **self.compile_options)
+        if self.services is not None:
+            for ladder in ladders:
+                if ladder.binding is not None:
+                    check_binding(path, ladder.binding, self.services)
+                check_templates(path, ladder, self.services)
+            slates = getattr(self.services, "slates", None)
+            if slates is not None and ladders:
+                from cairn.slates.config import check_init_sizes
+
+                # The server's tokenizer may count an init differently from the default.
+                check_init_sizes(ladders[0].spec.slates, str(path), tokenizer=slates.tokenizer)
+        return ladders
+
+    def _message(self, exc: ConfigError) -> str:
+        # Paths relative to the ladders directory: the message is shown to API callers.
+        text = exc.message
+        if self.directory is not None:
+            text = text.replace(str(self.directory.resolve()) + "/", "")
+            text = text.replace(str(self.directory) + "/", "")
+        return text
+
+    def reload(self) -> list[LadderFileState]:
+        """Re-read the directory (see the class docstring); returns every file's state."""
+        if self.directory is None:
+            return []
+        with self._lock:
+            now = utcnow()
+            try:
+                paths = ladder_files(self.directory)
+            except OSError as exc:
+                log.error("cannot list the ladders directory %s: %s", self.directory, exc)
+                return list(self._files.values())
+            referenced = referenced_files(paths)
+            # Files that serve keep their names against newcomers: they are compiled first.
+            ordered = sorted(
+                (p for p in paths if p.resolve() not in referenced),
+                key=lambda p: (p not in self._files or not self._files[p].ladders, p.name),
+            )
+            files: dict[Path, LadderFileState] = {}
+            by_name: dict[str, Ladder] = {}
+            for path in ordered:
+                files[path] = state = self._reload_file(path, now)
+                clash = next((by_name[x.name] for x in state.ladders if x.name in by_name), None)
+                if clash is not None:
+                    state.error = (
+                        f"{path.name}: ladder name {state.name!r} is already used by "
+                        f"{clash.path.name}"
+                    )
+                    state.ladders = []
+                    continue
+                by_name.update({x.name: x for x in state.ladders})
+            self._declare_slates(files)
+            self._files = dict(sorted(files.items()))
+            self._by_name = by_name
+            return list(self._files.values())
+
+    def _reload_file(self, path: Path, now: datetime) -> LadderFileState:
+        old = self._files.get(path)
+        try:
+            ladders = self._compile(path)
+        except ConfigError as exc:
+            message = self._message(exc)
+            if old is None or old.error != message:
+                log.warning("ladder file %s is invalid: %s", path.name, message)
+            if old is not None and old.ladders:
+                return LadderFileState(
+                    path, old.name, old.ladders, message, old.loaded_at, checked_at=now
+                )
+            return LadderFileState(path, _guess_name(path), [], message, None, checked_at=now)
+        if old is not None and old.error is not None:
+            log.info("ladder file %s is valid again", path.name)
+        return LadderFileState(path, ladders[0].ladder, ladders, None, now, checked_at=now)
+
+    def _declare_slates(self, files: dict[Path, LadderFileState]) -> None:
+        """Declare the serving versions' slates; withdraw those of ladders whose file went
+        (only the ones this registry declared: others were declared by code)."""
+        slates = getattr(self.services, "slates", None)
+        if slates is None:
+            return
+        serving = {
+            s.ladders[0].ladder: s.ladders[0].spec.slates for s in files.values() if s.ladders
+        }
+        for name, specs in serving.items():
+            slates.declare(name, specs)
+        for name in self._declared - set(serving):
+            slates.undeclare(name)
+        self._declared = set(serving)
+
+    def states(self) -> list[LadderFileState]:
+        return list(self._files.values())
+
+    def errors(self) -> list[dict[str, Any]]:
+        """The invalid files: ``{name, file, status, error}``."""
+        keys = ("name", "file", "status", "error")
+        return [
+            {k: v for k, v in s.to_dict(self.directory).items() if k in keys}
+            for s in self._files.values()
+            if s.error is not None
+        ]
+
+    def state(self, name: str) -> LadderFileState:
+        """The file state of a ladder (by its name or one of its model ids)."""
+        for s in self._files.values():
+            if s.name == name or any(x.name == name for x in s.ladders):
+                return s
+        raise LadderNotFound(
+            f"no ladder named {name!r}", details={"ladder": name, "known": self.names()}
+        )
+
+    def error_of(self, name: str) -> str | None:
+        """The current error of the file behind ladder ``name`` (None: valid, or unknown)."""
+        try:
+            return self.state(name).error
+        except LadderNotFound:
+            return None
 
     def get(self, name: str) -> Ladder:
         ladder = self._by_name.get(name)
@@ -247,7 +433,15 @@ class LadderRegistry:
         return sorted(self._by_name)
 
     def all(self) -> list[Ladder]:
-        return [self._by_name[n] for n in self.names()]
+        by_name = self._by_name
+        return [by_name[n] for n in sorted(by_name)]
 
 
-__all__ = ["Ladder", "LadderNotFound", "LadderRegistry", "compile_ladder", "load_script"]
+__all__ = [
+    "Ladder",
+    "LadderFileState",
+    "LadderNotFound",
+    "LadderRegistry",
+    "compile_ladder",
+    "load_script",
+]

@@ -26,14 +26,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from cairn.core.ids import utcnow, uuid7
-from cairn.core.memory import ContextResult, TurnCommit
 from cairn.errors import CairnError, Conflict, InvalidInput
 from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEPS, Board
+from cairn.ladders.hook_trace import run_hook
 from cairn.ladders.hooks import RequestContext
+from cairn.ladders.outcomes import refusal, summarize
 from cairn.ladders.providers import ChatReply, ChatRequest
 from cairn.ladders.records import record_template
 from cairn.ladders.redact import redact
 from cairn.ladders.registry import Ladder
+from cairn.ladders.reply import shown_reply, stream_shown
 from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
 from cairn.slates.errors import WriteAlreadyApplied
@@ -90,9 +92,15 @@ class RunOutcome:
     usage: dict[str, int]
     replayed: bool = False
     trace: dict[str, Any] | None = None
+    writes: list[dict[str, Any]] = field(default_factory=list)
+
+    def cairn(self) -> dict[str, Any]:
+        """Cairn's part of the response, beside ``choices`` (OpenAI clients ignore it): the
+        run id and the outcome of each slate write (see ``ladders.outcomes``)."""
+        return {"run_id": self.run_id, "ladder": self.ladder, "writes": self.writes}
 
     def completion(self) -> dict[str, Any]:
-        """The OpenAI ``chat.completion`` object of this run."""
+        """The OpenAI ``chat.completion`` object of this run, with the ``cairn`` object."""
         return {
             "id": f"chatcmpl-{self.run_id}",
             "object": "chat.completion",
@@ -108,6 +116,7 @@ class RunOutcome:
             ],
             "usage": self.usage,
             "system_fingerprint": None,
+            "cairn": self.cairn(),
         }
 
     @classmethod
@@ -121,6 +130,7 @@ class RunOutcome:
             created=r["created"],
             usage=r["usage"],
             replayed=True,
+            writes=list((r.get("cairn") or {}).get("writes") or []),
         )
 
 
@@ -231,6 +241,8 @@ class LadderRuntime:
         }
         slates = SlateAccess(self.services, request.tenant, ladder.ladder, request.user, run_id)
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        writes: list[dict[str, Any]] = []
+        shown = ""
         # The response names the model the caller asked for, else the ladder.
         model_name = request.model or ladder.name
         try:
@@ -267,7 +279,7 @@ class LadderRuntime:
                 }
                 trace["steps"].append(step_trace)
                 if last and stream:
-                    for item in provider.stream(chat):
+                    for item in stream_shown(step, provider.stream(chat)):
                         if isinstance(item, ChatReply):
                             reply = item
                         else:
@@ -275,7 +287,9 @@ class LadderRuntime:
                 else:
                     reply = provider.complete(chat)
                 assert reply is not None
-                board.values[STEPS][step.id] = reply.content
+                # What later steps and the caller see (stripMatch); the writes see it all.
+                shown = shown_reply(step, reply.content)
+                board.values[STEPS][step.id] = shown
                 step_trace["reply"] = reply.content
                 step_trace["usage"] = {
                     "prompt_tokens": reply.prompt_tokens,
@@ -304,7 +318,12 @@ class LadderRuntime:
                     "writes": round((end - tw) * 1000, 3),
                 }
                 step_trace["duration_ms"] = round((end - ts) * 1000, 3)
-            content = reply.content if reply is not None else ""
+                step_writes = [summarize(step.id, w) for w in step_trace["writes"]]
+                writes.extend(step_writes)
+                failed = refusal(run_id, step.id, writes) if step.onRejected == "fail" else None
+                if failed is not None:
+                    raise failed
+            content = shown if reply is not None else ""
             board.set_engine(REPLY, content)
             board.set_engine(
                 MAIN_CHANNEL,
@@ -339,6 +358,7 @@ class LadderRuntime:
         trace["reply"] = content
         trace["usage"] = usage
         outcome = RunOutcome(run_id, ladder.name, content, model_name, created, usage)
+        outcome.writes = writes
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
         clean = redact(trace, ladder.secrets)
@@ -450,37 +470,6 @@ class LadderRuntime:
             )
         except Exception:  # never hide the run's own error behind a bookkeeping one
             log.exception("could not record the failure of run %s", run_id)
-
-
-def run_hook(hook: Any, board: Board, ctx: RequestContext) -> dict[str, Any]:
-    """Run one hook on the board's variables and describe its result for the trace."""
-    t0 = time.perf_counter()
-    result = hook(board.values, ctx)
-    out: dict[str, Any] = {"type": getattr(hook, "type", type(hook).__name__)}
-    if isinstance(result, ContextResult):
-        settings = hook.settings
-        out["output"] = settings.output
-        if settings.render is not None:
-            out["render_output"] = settings.render.output
-        out["items"] = [
-            {
-                "id": i.id,
-                "kind": i.kind,
-                "score": i.score,
-                "source_class": i.source_class,
-                "content": i.content[:200],
-            }
-            for i in result.items
-        ]
-        out["token_count"] = result.token_count
-        out["truncated"] = result.truncated
-    elif isinstance(result, TurnCommit):
-        out["episode_id"] = str(result.episode_id)
-        out["conversation_id"] = result.conversation_id
-        out["idempotency_key"] = result.idempotency_key
-        out["created"] = result.created
-    out["duration_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-    return out
 
 
 __all__ = [

@@ -258,10 +258,24 @@ class Condition(_Strict):
 
 
 class GateSpec(Condition):
-    """A step's ``if:`` block: a condition with a ``then`` write and an optional ``else`` write."""
+    """A step's ``if:`` block: a condition with a ``then`` write and an optional ``else`` write.
+
+    Without any condition key (the seed's ``if: { then: { write: … } }``) the gate always
+    passes: the output is written on every run."""
 
     then_: GateBranch = Field(alias="then")
     else_: GateBranch | None = Field(None, alias="else")
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> GateSpec:  # overrides Condition's: no condition is allowed here
+        if self.else_ is not None and self.always:
+            raise ValueError("an 'if' without a condition always passes, so 'else' never runs")
+        return self
+
+    @property
+    def always(self) -> bool:
+        """True when no condition key is set: the gate always passes."""
+        return not (self.model_fields_set - {"then_", "else_"})
 
 
 def parse_slates(data: Any, source: str, *, tokenizer: str = "cl100k_base") -> list[SlateSpec]:

@@ -1,16 +1,21 @@
 """JSON extraction from model output, ``match`` validation and ``field`` selection.
 
-``extract_json`` looks, in this order, for:
-1. the whole output (trimmed) parsed as a JSON object or array;
-2. the first fenced code block (```` ``` ```` or ```` ```json ````) whose body parses as JSON;
-3. the first ``{`` or ``[`` in the text where a complete JSON object or array starts.
+``json_candidates`` lists every JSON object or array the output carries, in this order:
+1. the whole output (trimmed), when it parses as a JSON object or array;
+2. the body of each fenced code block (```` ``` ```` or ```` ```json ````) that parses, in order;
+3. every other complete JSON object or array in the text, in order (a value nested inside an
+   earlier one, or inside a fenced block already listed, is not listed again).
 Scalars (a bare ``"text"`` or ``3``) are never extracted: a model's prose is not JSON.
+
+``extract_value`` writes the first candidate that matches the schema (and has ``field``), so
+``Thinking {"step": 1}. Result: {"fact": "…"}`` yields the fact.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,11 +24,22 @@ from jsonschema import Draft202012Validator
 from cairn.slates.model import canonical_json
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
+_JSON_FENCES = ("", "json", "jsonc", "json5")
 _MISSING = object()
 
 
-def extract_json(output: str) -> Any:
-    """The JSON object or array the output carries, or ``None`` when there is none."""
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A JSON value found in the output, and the span of text that carries it (for a fenced
+    block, the whole block with its fences)."""
+
+    value: Any
+    start: int
+    end: int
+
+
+def json_candidates(output: str) -> Iterator[Candidate]:
+    """Every JSON object or array of ``output``, in the order described above."""
     text = output.strip()
     if text[:1] in "{[":
         try:
@@ -32,52 +48,64 @@ def extract_json(output: str) -> Any:
             pass
         else:
             if isinstance(value, (dict, list)):
-                return value
+                start = output.index(text[0])
+                yield Candidate(value, start, start + len(text))
+                return  # the whole output is one value: nothing else to find
+    fenced: list[tuple[int, int]] = []
     for match in _FENCE.finditer(output):
-        lang = match.group(1).lower()
-        if lang not in ("", "json", "jsonc", "json5"):
+        if match.group(1).lower() not in _JSON_FENCES:
             continue
+        fenced.append((match.start(), match.end()))
         try:
             value = json.loads(match.group(2))
         except json.JSONDecodeError:
             continue
         if isinstance(value, (dict, list)):
-            return value
+            yield Candidate(value, match.start(), match.end())
     decoder = json.JSONDecoder()
-    for i, ch in enumerate(output):
-        if ch in "{[":
+    i, n = 0, len(output)
+    while i < n:
+        inside = next((end for start, end in fenced if start <= i < end), None)
+        if inside is not None:
+            i = inside
+            continue
+        if output[i] in "{[":
             try:
-                value, _ = decoder.raw_decode(output, i)
+                value, end = decoder.raw_decode(output, i)
             except json.JSONDecodeError:
-                continue
-            if isinstance(value, (dict, list)):
-                return value
-    return None
+                pass
+            else:
+                if isinstance(value, (dict, list)):
+                    yield Candidate(value, i, end)
+                    i = end
+                    continue
+        i += 1
+
+
+def extract_json(output: str) -> Any:
+    """The first JSON object or array the output carries, or ``None`` when there is none."""
+    return next((c.value for c in json_candidates(output)), None)
 
 
 @dataclass(frozen=True, slots=True)
 class Extraction:
-    """The value to write, or why there is none (``reason`` is a stable code)."""
+    """The value to write, or why there is none (``reason`` is a stable code). ``span`` is
+    where the chosen JSON sits in the output."""
 
     value: Any = None
     reason: str | None = None
     detail: str | None = None
+    span: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:
         return self.reason is None
 
 
-def extract_value(output: str, *, match: Any = None, field: str | None = None) -> Extraction:
-    """Extract JSON, check it against ``match`` (Draft 2020-12), then pick ``field``.
-
-    Reasons: ``no_json``, ``schema_mismatch``, ``field_missing``, ``empty_value``.
-    """
-    value = extract_json(output)
-    if value is None:
-        return Extraction(reason="no_json", detail="the output holds no JSON object or array")
-    if match is not None:
-        errors = sorted(Draft202012Validator(match).iter_errors(value), key=lambda e: list(e.path))
+def _check(candidate: Candidate, validator: Any, field: str | None) -> Extraction:
+    value = candidate.value
+    if validator is not None:
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
         if errors:
             first = errors[0]
             where = "/".join(str(p) for p in first.absolute_path) or "(root)"
@@ -89,7 +117,36 @@ def extract_value(output: str, *, match: Any = None, field: str | None = None) -
         value = member
     if value is None or value == "":
         return Extraction(reason="empty_value", detail="the value to write is empty")
-    return Extraction(value=value)
+    return Extraction(value=value, span=(candidate.start, candidate.end))
+
+
+def extract_value(output: str, *, match: Any = None, field: str | None = None) -> Extraction:
+    """The first JSON value of the output that matches ``match`` (Draft 2020-12) and has
+    ``field``; the value written is that member (or the whole value without ``field``).
+
+    Reasons, when no candidate qualifies (the first candidate's, so the trace explains the
+    most likely intended value): ``no_json``, ``schema_mismatch``, ``field_missing``,
+    ``empty_value``.
+    """
+    validator = Draft202012Validator(match) if match is not None else None
+    first_failure: Extraction | None = None
+    for candidate in json_candidates(output):
+        found = _check(candidate, validator, field)
+        if found.ok:
+            return found
+        first_failure = first_failure or found
+    if first_failure is not None:
+        return first_failure
+    return Extraction(reason="no_json", detail="the output holds no JSON object or array")
+
+
+def remove_span(output: str, span: tuple[int, int]) -> str:
+    """``output`` without the text in ``span`` (the matched JSON), with the blank lines and
+    trailing spaces the removal leaves tidied."""
+    before, after = output[: span[0]].rstrip(" \t"), output[span[1] :].lstrip(" \t")
+    if before.endswith("\n") and after.startswith("\n"):
+        after = after[1:]
+    return (before + after).strip()
 
 
 def as_content(value: Any) -> str:

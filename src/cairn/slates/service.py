@@ -66,6 +66,10 @@ class Slates:
         check_init_sizes(specs, f"ladder {ladder!r}", tokenizer=self.tokenizer)
         self._declared[ladder] = {s.title: s for s in specs}
 
+    def undeclare(self, ladder: str) -> None:
+        """Withdraw the slates of ``ladder`` (its file was removed); stored state stays."""
+        self._declared.pop(ladder, None)
+
     def ladders(self) -> list[str]:
         return sorted(self._declared)
 

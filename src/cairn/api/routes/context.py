@@ -22,7 +22,7 @@ from cairn.core.memory import (
 )
 from cairn.core.scope import Scope
 from cairn.engine.context import AssemblySettings, CairnAssembly
-from cairn.engine.context.fit import fit_to_tokens
+from cairn.engine.context.fit import fit_rendering, fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer, default_costs
 from cairn.services import Services
 
@@ -159,7 +159,9 @@ def _json(model: BaseModel) -> Response:
 
 class RenderOptions(BaseModel):
     """Render the packed items: the default block, or a sandboxed Jinja2 ``template``;
-    ``max_chars`` (0: none) is a hard limit — over it is a 422 ``render_too_large``."""
+    ``max_chars`` (0: none) is a hard limit: the lowest-ranked items are dropped until the
+    rendering fits, and only a rendering too large even without items is a 422
+    ``render_too_large``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -192,7 +194,7 @@ def scope_context(
             if body.render.template is not None
             else DefaultRenderer(body.render.max_chars)
         )
-        rendered = renderer.render(result)
+        result, rendered = fit_rendering(result, renderer)
     return _json(
         ScopeContextPublic.model_construct(
             items=result.items,

@@ -14,9 +14,13 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
-    """The process is up."""
-    return {"status": "ok"}
+def healthz(request: Request) -> dict[str, Any]:
+    """The process is up. ``ladders`` tells how many ladders serve and which ladder files are
+    invalid (the server runs without them). This route needs no key, so it names the files
+    only; the messages are in ``GET /v1/ladders/{name}``."""
+    registry = services_of(request).ladders
+    invalid = [{k: e[k] for k in ("name", "file", "status")} for e in registry.errors()]
+    return {"status": "ok", "ladders": {"serving": len(registry.names()), "invalid": invalid}}
 
 
 @router.get("/readyz")

@@ -12,7 +12,7 @@ key, and runs, slates and memory are the tenant's.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cairn.api.auth import require_tenant, services_of
 from cairn.core.ids import uuid7
 from cairn.errors import CairnError, NotFound
+from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest, check_run_id
 from cairn.store.runs import RunRecord
 
@@ -134,19 +135,34 @@ def chat_completions(
     )
     runtime = _runtime(request)
     headers = {"X-Cairn-Run-ID": run_id}
+    metrics = request.app.state.metrics
     if not body.stream:
-        outcome = runtime.run(target, run)
+        try:
+            outcome = runtime.run(target, run)
+        except SlateWriteRefused as exc:
+            metrics.count_writes(target.name, exc.details["writes"])
+            raise
         if outcome.replayed:
             headers["Idempotent-Replayed"] = "true"
+        else:
+            metrics.count_writes(target.name, outcome.writes)
         return _json(outcome.completion(), headers)
 
     events = runtime.run_stream(target, run, stream=True)
     # Run up to the first delta here, so errors before streaming are ordinary error answers.
-    first = next(events)
+    try:
+        first = next(events)
+    except SlateWriteRefused as exc:
+        metrics.count_writes(target.name, exc.details["writes"])
+        raise
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     model = body.model or target.name
+
+    def count(writes: list[dict[str, Any]]) -> None:
+        metrics.count_writes(target.name, writes)
+
     return StreamingResponse(
-        _stream(first, events, run_id, model, include_usage),
+        _stream(first, events, run_id, model, include_usage, count),
         media_type="text/event-stream",
         headers={**headers, "Cache-Control": "no-cache"},
     )
@@ -164,6 +180,7 @@ def _stream(
     run_id: str,
     model: str,
     include_usage: bool,
+    count: Callable[[list[dict[str, Any]]], None],
 ) -> Iterator[bytes]:
     base = {
         "id": f"chatcmpl-{run_id}",
@@ -193,6 +210,8 @@ def _stream(
                 yield _sse(chunk({"content": item}, None, created))
             item = next(events, None)
     except CairnError as exc:
+        if isinstance(exc, SlateWriteRefused):
+            count(exc.details["writes"])
         yield _sse({"error": {**exc.to_dict(), "request_id": None}})
         return
     except Exception as exc:  # the status line is already sent: report in the stream
@@ -207,7 +226,13 @@ def _stream(
             }
         )
         return
-    yield _sse(chunk({}, "stop", created))
+    final = chunk({}, "stop", created)
+    if outcome is not None:
+        # The run's slate-write outcomes ride on the last chunk, where OpenAI clients ignore them.
+        final["cairn"] = outcome.cairn()
+        if not outcome.replayed:
+            count(outcome.writes)
+    yield _sse(final)
     if include_usage and outcome is not None:
         yield _sse({**base, "created": created, "choices": [], "usage": outcome.usage})
     yield _sse("[DONE]")

@@ -44,6 +44,7 @@ def ladders_page(request: Request, viewer: Viewer = Depends(current_viewer)) -> 
         "ladders.html",
         {
             "ladders": services.ladders.all(),
+            "problems": services.ladders.errors(),
             "directory": services.settings.ladders_dir,
         },
     )
@@ -64,6 +65,8 @@ def _detail(
         "conversation_id": "",
         "user": "",
         "last_run": None,
+        # Set when the file is invalid now and this page shows its previous, serving version.
+        "file_error": services_of(request).ladders.error_of(ladder.name),
     }
     values.update(ctx)
     values["history_json"] = json.dumps(values["history"], ensure_ascii=False)
