@@ -50,6 +50,7 @@ EXEMPT: dict[str, str] = {
     "slate_applied_writes": "effect keys of a run (no content); erased with the user's runs",
     "tenant_retention": "the tenant's retention policy",
     "retention_sweeps": "counts of expired rows per tenant (the audit; no content)",
+    "ui_sessions": "inspector sign-ins of an API key (hashed tokens; no content)",
 }
 
 
