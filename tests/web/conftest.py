@@ -89,7 +89,9 @@ def make_ladders_dir(target: Path) -> Path:
 
 
 def server_settings(data_dir: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"data_dir": data_dir}
+    # Lexical only, as in tests/conftest.py: with an embedder, vectors arrive in the background
+    # and a page and an API call made a moment apart could rank differently.
+    values: dict[str, Any] = {"data_dir": data_dir, "embedder": "none"}
     values.update(overrides)
     return Settings(**values)
 

@@ -146,7 +146,7 @@ def embed(
     """The default embedder: query ms on one core, bulk memories/s, vectors' delay after a
     compile. Prints the load average: on a busy machine the numbers are indicative.
 
-    Example: taskset -c 1 cairn bench embed --data ../shared/data/locomo/locomo-dev.json
+    Example: cairn bench embed --data ../shared/data/locomo/locomo-dev.json
     """
     import json
 
