@@ -574,6 +574,33 @@ def p_models(w: World) -> None:
     assert w.b("GET", "/v1/local/models").status_code == 200
 
 
+# Ladders are the server's configuration: the same models for every tenant.
+def p_model(w: World) -> None:
+    assert w.b("GET", "/v1/local/models/assistant").json()["id"] == "assistant"
+
+
+def p_ladder_models(w: World) -> None:
+    assert w.b("GET", "/v1/local/assistant/models").json()["data"][0]["id"] == "assistant"
+
+
+def p_ladder_model(w: World) -> None:
+    assert w.b("GET", "/v1/local/assistant/models/assistant").json()["id"] == "assistant"
+
+
+def p_chat_by_model(w: World) -> None:
+    # The shared base URL runs the same ladder in B's tenant: A's recalled colour stays A's.
+    r = w.b(
+        "POST",
+        "/v1/local/chat/completions",
+        headers={"X-Conversation-ID": "demo"},
+        json={
+            "model": "assistant",
+            "messages": [{"role": "user", "content": "What is my favourite colour?"}],
+        },
+    )
+    assert r.status_code == 200 and "teal" not in r.text, r.text
+
+
 def p_runs(w: World) -> None:
     r = w.b("GET", "/v1/runs")
     assert r.status_code == 200 and "run-a-teal" not in r.text
@@ -638,6 +665,9 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/context"): p_context,
     ("POST", "/v1/scopes/context"): p_scope_context,
     ("GET", "/v1/local/models"): p_models,
+    ("GET", "/v1/local/models/{model_id}"): p_model,
+    ("GET", "/v1/local/{ladder}/models"): p_ladder_models,
+    ("GET", "/v1/local/{ladder}/models/{model_id}"): p_ladder_model,
     ("GET", "/v1/runs"): p_runs,
     ("GET", "/v1/runs/{run_id}"): p_run,
     ("GET", "/v1/memories/compile/{job_id}"): p_job,
@@ -652,6 +682,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/scopes/turns"): p_turns,
     ("POST", "/v1/scopes/documents"): p_documents,
     ("POST", "/v1/local/{ladder}/chat/completions"): p_chat,
+    ("POST", "/v1/local/chat/completions"): p_chat_by_model,
     ("POST", "/v1/memories/compile"): p_compile,
     ("POST", "/v1/scopes/compile"): p_scope_compile,
     ("DELETE", "/v1/subjects/{subject_id}"): p_delete_subject,
