@@ -47,6 +47,8 @@ GOOD_PATH = {
     "template_id": "chat-assistant",
     "subject_id": "no500-subject",
     "model_id": "memory-ladder",
+    "memory_id": "0190a2b4-0000-7000-8000-000000000000",
+    "receipt_id": "no500-receipt",
 }
 
 HUGE = "x" * 100_000

@@ -30,6 +30,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from cairn.api.app import create_app
+from cairn.api.routes.unsupported import ROUTES as UNSUPPORTED_ROUTES
 from cairn.engine.worker import work_once
 from cairn.services import Services
 from tests.web.conftest import make_ladders_dir
@@ -687,6 +688,22 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/scopes/compile"): p_scope_compile,
     ("DELETE", "/v1/subjects/{subject_id}"): p_delete_subject,
 }
+
+
+def p_not_supported(feature: str) -> Callable[[World], None]:
+    """Statewave extras Cairn lacks: 404 naming the feature, whatever A's ids B sends."""
+
+    def probe(w: World) -> None:
+        memory = next(v for k, v in w.ids.items() if k.startswith("memory-"))
+        url = w.route[1].replace("{memory_id}", memory).replace("{receipt_id}", w.ids["job"])
+        url = url.replace("{subject_id}", SUBJ_A)
+        r = w.b(w.route[0], url, **({} if w.route[0] == "GET" else {"json": {}}))
+        assert r.status_code == 404 and code(r) == f"{feature}_not_supported", r.text
+
+    return probe
+
+
+API_PROBES.update({(m, path): p_not_supported(f) for m, path, f in UNSUPPORTED_ROUTES})
 READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 
 
@@ -901,7 +918,7 @@ def world(backend: str, backend_services: Services, backend_client: TestClient) 
 def test_every_route_has_an_isolation_probe(backend_services: Services) -> None:
     """A route added without an entry in API_PROBES / UI_PROBES fails here."""
     routes = route_table(create_app(services=backend_services))
-    api = {r for r in routes if r[1].startswith("/v1")}
+    api = {r for r in routes if r[1].startswith(("/v1", "/admin"))}
     ui = {r for r in routes if r[1] == "/ui" or r[1].startswith("/ui/")}
     assert api == set(API_PROBES), {
         "missing": api - set(API_PROBES),

@@ -276,7 +276,7 @@ def test_memories_compile_jobs_and_search(local: Cairn) -> None:
     )
     queued = local.memories.compile_async("user-5")
     job = local.memories.wait(queued.job_id, timeout=30, interval=0.05)
-    assert job.status == "succeeded" and job.memories_created >= 1
+    assert job.status == "completed" and job.memories_created >= 1
     assert local.timeline("user-5").memories
     with pytest.raises(InvalidRequestError) as info:
         local.memories.search("user-5", "tea", kinds=["no-such-kind"])

@@ -23,6 +23,7 @@ from cairn.api.routes.memories import router as memories_router
 from cairn.api.routes.memories import scopes_router as memory_scopes_router
 from cairn.api.routes.slates import router as slates_router
 from cairn.api.routes.templates import router as templates_router
+from cairn.api.routes.unsupported import router as unsupported_router
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.web import install_web
@@ -37,6 +38,7 @@ ROUTERS = [
     ladders_router,
     memories_router,
     memory_scopes_router,
+    unsupported_router,
 ]
 
 
