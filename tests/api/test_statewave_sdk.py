@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,16 +105,22 @@ def _episode(sw: StatewaveClient, subject: str, text: str) -> None:
 def test_async_compile_status_and_wait(sw_worker: StatewaveClient) -> None:
     sw = sw_worker
     _episode(sw, "user-2", "I work at Globex as a data engineer.")
-    job = sw.compile_memories_async("user-2")
-    assert job.subject_id == "user-2" and job.status in ("queued", "running", "completed")
-    status = sw.get_compile_status(job.job_id)
-    assert status.job_id == job.job_id and status.subject_id == "user-2"
-
-    _episode(sw, "user-2", "I live in Lisbon with my dog Rex.")
     done = sw.compile_memories_wait("user-2", poll_interval=0.05, timeout=30)
     assert done.status == "completed" and done.subject_id == "user-2"
     assert done.memories_created == len(done.memories) >= 1
-    assert any("Lisbon" in m.content for m in done.memories)
+    assert any("Globex" in m.content for m in done.memories)
+
+    _episode(sw, "user-2", "I live in Lisbon with my dog Rex.")
+    job = sw.compile_memories_async("user-2")
+    assert job.subject_id == "user-2" and job.status in ("queued", "running", "completed")
+    deadline = time.monotonic() + 30
+    status = sw.get_compile_status(job.job_id)
+    while status.status not in ("completed", "failed") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        status = sw.get_compile_status(job.job_id)
+    assert status.job_id == job.job_id and status.subject_id == "user-2"
+    assert status.status == "completed"
+    assert any("Lisbon" in m.content for m in status.memories)
 
 
 def test_search_by_kind_alone_lists_the_kind(sw: StatewaveClient) -> None:
