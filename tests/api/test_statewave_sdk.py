@@ -75,7 +75,7 @@ def test_statewave_sdk_round_trip(sw: StatewaveClient) -> None:
 
 def test_statewave_sdk_sees_cairn_errors(sw: StatewaveClient) -> None:
     with pytest.raises(StatewaveAPIError) as info:
-        sw.create_episode("bad subject!", "chat", "x", {})
+        sw.create_episode("bad/subject", "chat", "x", {})
     assert info.value.status_code == 422
     assert info.value.code == "validation_error"
 

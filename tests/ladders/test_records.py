@@ -99,6 +99,6 @@ def test_unknown_template_is_a_config_error(tmp_path: Path) -> None:
     write_ladder(d, "notes", LADDER.replace("user-preference", "no-such-template"))
     with pytest.raises(ConfigError, match=r"recordTemplate.template: no memory template"):
         Services.from_settings(make_settings(tmp_path, ladders_dir=d))
-    write_ladder(d, "notes", LADDER.replace("subject_id: user-42", "subject_id: 'bad id'"))
-    with pytest.raises(ConfigError, match="subject_id 'bad id' must match"):
+    write_ladder(d, "notes", LADDER.replace("subject_id: user-42", "subject_id: 'bad/id'"))
+    with pytest.raises(ConfigError, match="subject_id 'bad/id' must not contain"):
         Services.from_settings(make_settings(tmp_path, ladders_dir=d))

@@ -124,7 +124,7 @@ async def drive_stdio(env: dict[str, str]) -> None:
             "apply_template", {"template_id": "no-such", "subject_id": "user-1", "values": {}}
         )
         assert missing.is_error and "template_not_found (404)" in missing.content[0].text
-        invalid = await session.call_tool("record_episode", {"subject_id": "bad id", "text": "x"})
+        invalid = await session.call_tool("record_episode", {"subject_id": "bad/id", "text": "x"})
         assert invalid.is_error
 
 

@@ -106,7 +106,10 @@ def _detail(e: dict[str, Any]) -> dict[str, Any]:
             "type": "json_invalid",
             "message": f"the body is not valid JSON{at}" + (f": {reason}" if reason else ""),
         }
-    return {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
+    message = str(e.get("msg", ""))
+    if e.get("type") == "value_error":
+        message = message.removeprefix("Value error, ")  # pydantic's prefix says nothing
+    return {"field": _loc(e.get("loc", ())), "message": message, "type": e.get("type", "")}
 
 
 async def _cairn_error(request: Request, exc: Exception) -> JSONResponse:

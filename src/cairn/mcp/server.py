@@ -18,15 +18,15 @@ from pydantic import Field
 
 from cairn import __version__
 from cairn.client import APIError, AsyncCairn, CairnClientError
+from cairn.core.subject_id import SUBJECT_ID_RULE, SubjectIdStr
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 SubjectId = Annotated[
-    str,
+    SubjectIdStr,
     Field(
-        description="Who or what the memory is about, e.g. 'user-42' or 'customer:globex' "
-        "(1-256 of A-Z a-z 0-9 _ . - :).",
-        pattern=r"^[A-Za-z0-9_.\-:]{1,256}$",
+        description="Who or what the memory is about, e.g. 'user-42', 'user@example.com' or "
+        f"'customer:globex' ({SUBJECT_ID_RULE})."
     ),
 ]
 SessionId = Annotated[

@@ -13,16 +13,16 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.auth import require_tenant, services_of
-from cairn.api.schemas import MemoryPublic, SubjectId
-from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.api.schemas import MemoryPublic
 from cairn.core.scope import Scope
+from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.compile import KINDS, compile_scope
 from cairn.engine.search import search_memories
 from cairn.errors import InvalidInput, NotFound
@@ -40,7 +40,7 @@ class _CompileOptions(BaseModel):
 
 
 class CompileRequest(_CompileOptions):
-    subject_id: str = SubjectId
+    subject_id: SubjectIdStr
 
 
 class _CompileOutcome(BaseModel):
@@ -168,7 +168,7 @@ def get_compile_job(
 @router.get("/search", response_model=SearchPublic)
 def search(
     request: Request,
-    subject_id: str = Query(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Query()],
     q: str | None = Query(
         None,
         min_length=1,
