@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from cairn import __version__
+from cairn.api.docs import install_docs
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
     BodyLimitMiddleware,
@@ -66,6 +67,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         version=__version__,
         description="A memory runtime for AI agents.",
         lifespan=lifespan,
+        docs_url=None,  # served by install_docs, from a package instead of a CDN
+        redoc_url=None,
     )
     app.state.services = services
     app.state.metrics = Metrics()
@@ -73,6 +76,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)
+    install_docs(app)
     app.add_middleware(RejectLoneSurrogateMiddleware)
     app.add_middleware(RejectNulMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
