@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cairn.cli._common import console, fail, print_json, settings_with
+from cairn.cli._common import console, esc, fail, print_json, settings_with
 from cairn.core.scope import Scope
 from cairn.templates import MemoryTemplate, TemplateCatalogue, load_catalogue, load_template_file
 from cairn.templates.loader import template_files
@@ -79,8 +79,10 @@ def show(
     if as_json:
         print_json(t.public())
         return
-    console.print(f"[bold]{t.title}[/]  {t.id} v{t.version} → episode type {t.episode_type}")
-    console.print(f"[dim]from {catalogue.source_of(t.id)}[/]", highlight=False)
+    console.print(
+        f"[bold]{esc(t.title)}[/]  {t.id} v{t.version} → episode type {esc(t.episode_type)}"
+    )
+    console.print(f"[dim]from {esc(catalogue.source_of(t.id))}[/]", highlight=False)
     if t.description:
         console.print(t.description, highlight=False)
     table = Table("field", "type", "required", "description")
