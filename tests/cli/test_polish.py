@@ -67,3 +67,79 @@ def test_the_package_is_typed() -> None:
     import cairn
 
     assert (Path(cairn.__file__).parent / "py.typed").is_file()
+
+
+def _key_env(tmp_path: Path) -> tuple[dict[str, str], str, str]:
+    """A SQLite database holding keys of tenants a and b (so no longer open)."""
+    from cairn.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'keys.db'}"
+    ladders = Path(__file__).resolve().parents[2] / "examples" / "ladders"
+    store = open_store(url)
+    try:
+        key_a, _ = store.keys.create("tenant-a")
+        key_b, _ = store.keys.create("tenant-b")
+    finally:
+        store.close()
+    env = {"CAIRN_DATABASE_URL": url, "CAIRN_LADDERS_DIR": str(ladders), "COLUMNS": "200"}
+    return env, key_a, key_b
+
+
+WRITES = [
+    ["slates", "write", "memory-ladder", "Memory", "facts", "core.md", "Rome is in Italy"],
+    [
+        "templates",
+        "apply",
+        "customer-support-handoff",
+        "--subject",
+        "customer:globex",
+        "--set",
+        "customer=Globex Corp",
+        "--set",
+        "issue=Duplicate charge",
+    ],
+    ["ladders", "run", "memory-ladder", "What is the capital of France?"],
+]
+
+
+@pytest.mark.parametrize("command", WRITES)
+def test_write_commands_need_a_key_once_keys_exist(tmp_path: Path, command: list[str]) -> None:
+    env, key_a, key_b = _key_env(tmp_path)
+    # No key, a tenant picked by name: the back door is closed.
+    refused = runner.invoke(app, [*command, "--tenant", "tenant-a"], env=env)
+    assert refused.exit_code == 1 and "missing_api_key" in refused.output, refused.output
+    # A key of another tenant cannot act as tenant a.
+    other = runner.invoke(app, [*command, "--tenant", "tenant-a", "--api-key", key_b], env=env)
+    assert other.exit_code == 1 and "tenant_mismatch" in other.output, other.output
+    wrong = runner.invoke(app, [*command, "--api-key", "cairn_not-a-key"], env=env)
+    assert wrong.exit_code == 1 and "invalid_api_key" in wrong.output, wrong.output
+    # The key decides the tenant (CAIRN_API_KEY works the same).
+    ok = runner.invoke(app, command, env={**env, "CAIRN_API_KEY": key_a})
+    assert ok.exit_code == 0, ok.output
+    # The database's operator names the database and may pick the tenant.
+    operator = runner.invoke(
+        app,
+        [*command, "--tenant", "tenant-b", "--database-url", env["CAIRN_DATABASE_URL"]],
+        env=env,
+    )
+    assert operator.exit_code == 0, operator.output
+
+
+def test_reads_of_slates_follow_the_same_rule(tmp_path: Path) -> None:
+    env, key_a, _ = _key_env(tmp_path)
+    show = ["slates", "show", "memory-ladder", "Memory", "--json"]
+    refused = runner.invoke(app, [*show, "--tenant", "tenant-a"], env=env)
+    assert refused.exit_code == 1 and "missing_api_key" in refused.output
+    assert runner.invoke(app, [*show, "--api-key", key_a], env=env).exit_code == 0
+
+
+def test_the_key_decides_where_a_write_lands(tmp_path: Path) -> None:
+    env, key_a, key_b = _key_env(tmp_path)
+    where = ["memory-ladder", "Memory", "facts", "core.md"]
+    wrote = runner.invoke(
+        app, ["slates", "write", *where, "Rome is in Italy", "--api-key", key_a], env=env
+    )
+    assert wrote.exit_code == 0, wrote.output
+    mine = runner.invoke(app, ["slates", "read", *where, "--api-key", key_a, "--peek"], env=env)
+    theirs = runner.invoke(app, ["slates", "read", *where, "--api-key", key_b, "--peek"], env=env)
+    assert "Rome is in Italy" in mine.output and "Rome" not in theirs.output, theirs.output

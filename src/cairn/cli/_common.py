@@ -49,6 +49,44 @@ def whole_column(table: Table, header: str, *, width: int = 36) -> None:
     table.add_column(header, no_wrap=width <= 36, min_width=width, overflow="fold")
 
 
+TENANT_HELP = (
+    "Tenant to act as. Once API keys exist it needs --database-url (the database's operator); "
+    "otherwise the tenant is the --api-key's."
+)
+
+
+def acting_tenant(
+    store: Any,
+    *,
+    tenant: str | None,
+    api_key: str | None,
+    database_url: str | None,
+    configured_key: str = "",
+) -> str:
+    """The tenant a command works as, by the API's rule: a key decides it; while no key exists
+    (open mode) ``--tenant`` or ``default``. Once keys exist, a command without a key must name
+    the database (``--database-url``): that is its operator acting, not a caller picking any
+    tenant through the configured one."""
+    from cairn.core.tenants import DEFAULT_TENANT
+    from cairn.errors import InvalidApiKey, MissingApiKey, TenantMismatch
+
+    if api_key:
+        found = store.keys.tenant_for(api_key)
+        if found is None and api_key == configured_key:
+            found = DEFAULT_TENANT  # CAIRN_API_KEY is the default tenant's, stored or not yet
+        if found is None:
+            raise InvalidApiKey("the API key is unknown or revoked")
+        if tenant is not None and tenant != found:
+            raise TenantMismatch(f"--tenant {tenant!r} is not the API key's tenant ({found!r})")
+        return str(found)
+    if database_url is None and (configured_key or store.keys.any_key_exists()):
+        raise MissingApiKey(
+            "API keys exist, so this command needs one: pass --api-key (or set CAIRN_API_KEY); "
+            "or, as the database's operator, name it with --database-url and pick --tenant"
+        )
+    return tenant or DEFAULT_TENANT
+
+
 def settings_with(**overrides: Any) -> Settings:
     """Settings from the environment, with the non-empty command-line overrides applied."""
     values = {k: v for k, v in overrides.items() if v is not None}
