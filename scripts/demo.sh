@@ -9,6 +9,14 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 call() { curl -sS "${AUTH[@]}" -H 'Content-Type: application/json' "$@"; echo; }
 pretty() { python3 -m json.tool 2>/dev/null || cat; }
 
+status=$(curl -s -o /dev/null -w '%{http_code}' "${AUTH[@]}" "$BASE/v1/subjects")
+if [ "$status" = 401 ] || [ "$status" = 403 ]; then
+  # A key was created (that ends open mode for good): the tour needs one of tenant `default`.
+  echo "This server requires an API key now (answer $status). Run the tour with one:" >&2
+  echo "  export CAIRN_API_KEY=\$(.venv/bin/cairn keys create --tenant default --name tour)" >&2
+  exit 0
+fi
+
 say "1. Record two conversation turns for subject demo-user"
 call -X POST "$BASE/v1/episodes/batch" -d '{"episodes": [
   {"subject_id": "demo-user", "source": "chat", "type": "conversation.turn", "session_id": "s1",

@@ -233,7 +233,7 @@ def test_statewave_context_validation(client: TestClient) -> None:
         ({"subject_id": "a"}, "task"),
         ({"subject_id": "a", "task": "x", "max_tokens": -1}, "max_tokens"),
         ({"subject_id": "a", "task": "   "}, "task"),
-        ({"subject_id": "a b", "task": "x"}, "subject_id"),
+        ({"subject_id": "a/b", "task": "x"}, "subject_id"),
         ({"subject_id": "a", "task": "x", "colour": 1}, "colour"),
     ):
         r = client.post("/v1/context", json=body)

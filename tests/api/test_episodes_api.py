@@ -82,7 +82,7 @@ def test_batch_creates_all(backend_client: TestClient) -> None:
 
 def test_batch_with_one_invalid_item_writes_nothing(backend_client: TestClient) -> None:
     items = [{**EPISODE, "payload": {"n": i}} for i in range(5)]
-    items[3] = {**items[3], "subject_id": "bad subject!"}
+    items[3] = {**items[3], "subject_id": "bad/subject"}
     r = backend_client.post("/v1/episodes/batch", json={"episodes": items})
     assert r.status_code == 422
     err = r.json()["error"]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from statewave import StatewaveAPIError, StatewaveClient
 
 from cairn.api.app import create_app
+from cairn.api.routes.unsupported import ROUTES, not_supported_code
 from cairn.services import Services
+from tests.conftest import make_settings
 
 
 @pytest.fixture
@@ -71,7 +75,7 @@ def test_statewave_sdk_round_trip(sw: StatewaveClient) -> None:
 
 def test_statewave_sdk_sees_cairn_errors(sw: StatewaveClient) -> None:
     with pytest.raises(StatewaveAPIError) as info:
-        sw.create_episode("bad subject!", "chat", "x", {})
+        sw.create_episode("bad/subject", "chat", "x", {})
     assert info.value.status_code == 422
     assert info.value.code == "validation_error"
 
@@ -97,3 +101,100 @@ def test_statewave_sdk_semantic_search_works_by_default(
         assert semantic_services.embedding_backfill.wait_idle(30)
         found = sw.search_memories("user-1", query="what does the user drink", semantic=True)
         assert found.memories and "green tea" in found.memories[0].content
+
+
+@pytest.fixture
+def sw_worker(backend: str, db_url: str, tmp_path: Path) -> Iterator[StatewaveClient]:
+    """The SDK against an app whose compile worker runs in the server, on each backend."""
+    services = Services.from_settings(
+        make_settings(tmp_path, database_url=db_url, worker_in_process=True)
+    )
+    key, _ = services.store.keys.create("acme")
+    client = StatewaveClient("http://testserver", api_key=key, tenant_id="acme")
+    try:
+        with TestClient(create_app(services=services), headers=dict(client._http.headers)) as tc:
+            client._http = tc
+            yield client
+    finally:
+        services.close()
+
+
+def _episode(sw: StatewaveClient, subject: str, text: str) -> None:
+    sw.create_episode(
+        subject, "chat", "conversation.turn", {"messages": [{"role": "user", "content": text}]}
+    )
+
+
+def test_async_compile_status_and_wait(sw_worker: StatewaveClient) -> None:
+    sw = sw_worker
+    _episode(sw, "user-2", "I work at Globex as a data engineer.")
+    done = sw.compile_memories_wait("user-2", poll_interval=0.05, timeout=30)
+    assert done.status == "completed" and done.subject_id == "user-2"
+    assert done.memories_created == len(done.memories) >= 1
+    assert any("Globex" in m.content for m in done.memories)
+
+    _episode(sw, "user-2", "I live in Lisbon with my dog Rex.")
+    job = sw.compile_memories_async("user-2")
+    assert job.subject_id == "user-2" and job.status in ("queued", "running", "completed")
+    deadline = time.monotonic() + 30
+    status = sw.get_compile_status(job.job_id)
+    while status.status not in ("completed", "failed") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        status = sw.get_compile_status(job.job_id)
+    assert status.job_id == job.job_id and status.subject_id == "user-2"
+    assert status.status == "completed"
+    assert any("Lisbon" in m.content for m in status.memories)
+
+
+def test_search_by_kind_alone_lists_the_kind(sw: StatewaveClient) -> None:
+    _episode(sw, "user-3", "I work at Globex as a data engineer.")
+    _episode(sw, "user-3", "I prefer tea over coffee.")
+    compiled = sw.compile_memories("user-3")
+    kinds = {m.kind for m in compiled.memories}
+    assert kinds
+    everything = sw.search_memories("user-3")
+    assert {m.id for m in everything.memories} == {m.id for m in compiled.memories}
+    for kind in kinds:
+        listed = sw.search_memories("user-3", kind=kind)
+        expected = {m.id for m in compiled.memories if m.kind == kind}
+        assert {m.id for m in listed.memories} == expected
+    limited = sw.search_memories("user-3", limit=1)
+    assert len(limited.memories) == 1
+    # Newest first: the last memory compiled comes first.
+    newest = max(compiled.memories, key=lambda m: (m.valid_from, m.created_at))
+    assert limited.memories[0].valid_from == newest.valid_from
+
+
+@pytest.mark.parametrize(("method", "path", "feature"), ROUTES)
+def test_support_agent_extras_are_named_as_not_supported(
+    sw: StatewaveClient, method: str, path: str, feature: str
+) -> None:
+    url = path.replace("{memory_id}", "0190a2b4-0000-7000-8000-000000000000")
+    url = url.replace("{receipt_id}", "r1").replace("{subject_id}", "user-1")
+    body = {} if method != "GET" else None
+    with pytest.raises(StatewaveAPIError) as info:
+        sw._request(method, url, json=body, model=dict)  # type: ignore[arg-type]
+    assert info.value.status_code == 404
+    assert info.value.code == not_supported_code(feature) == f"{feature}_not_supported"
+
+
+def test_support_agent_sdk_calls_say_not_supported(sw: StatewaveClient) -> None:
+    calls = [
+        (lambda: sw.get_receipt("r1"), "receipts"),
+        (lambda: sw.list_receipts("user-1"), "receipts"),
+        (lambda: sw.get_health("user-1"), "health"),
+        (lambda: sw.get_sla("user-1"), "sla"),
+        (lambda: sw.list_resolutions("user-1"), "resolutions"),
+        (lambda: sw.set_memory_labels("0190a2b4-0000-7000-8000-000000000000", ["pii"]), "labels"),
+    ]
+    for call, feature in calls:
+        with pytest.raises(StatewaveAPIError) as info:
+            call()
+        assert (info.value.status_code, info.value.code) == (404, f"{feature}_not_supported")
+
+
+def test_not_supported_routes_still_need_a_key(backend_services: Services) -> None:
+    backend_services.store.keys.create("acme")
+    with TestClient(create_app(services=backend_services)) as tc:
+        r = tc.get("/v1/receipts")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"

@@ -30,6 +30,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from cairn.api.app import create_app
+from cairn.api.routes.unsupported import ROUTES as UNSUPPORTED_ROUTES
 from cairn.engine.worker import work_once
 from cairn.services import Services
 from tests.web.conftest import make_ladders_dir
@@ -594,6 +595,33 @@ def p_ladder_reload(w: World) -> None:
     assert "memory-ladder" in r.json()["serving"]
 
 
+# Ladders are the server's configuration: the same models for every tenant.
+def p_model(w: World) -> None:
+    assert w.b("GET", "/v1/local/models/assistant").json()["id"] == "assistant"
+
+
+def p_ladder_models(w: World) -> None:
+    assert w.b("GET", "/v1/local/assistant/models").json()["data"][0]["id"] == "assistant"
+
+
+def p_ladder_model(w: World) -> None:
+    assert w.b("GET", "/v1/local/assistant/models/assistant").json()["id"] == "assistant"
+
+
+def p_chat_by_model(w: World) -> None:
+    # The shared base URL runs the same ladder in B's tenant: A's recalled colour stays A's.
+    r = w.b(
+        "POST",
+        "/v1/local/chat/completions",
+        headers={"X-Conversation-ID": "demo"},
+        json={
+            "model": "assistant",
+            "messages": [{"role": "user", "content": "What is my favourite colour?"}],
+        },
+    )
+    assert r.status_code == 200 and "teal" not in r.text, r.text
+
+
 def p_runs(w: World) -> None:
     r = w.b("GET", "/v1/runs")
     assert r.status_code == 200 and "run-a-teal" not in r.text
@@ -754,6 +782,9 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/v1/local/models"): p_models,
     ("GET", "/v1/ladders"): p_ladder_files,
     ("GET", "/v1/ladders/{name}"): p_ladder_file,
+    ("GET", "/v1/local/models/{model_id}"): p_model,
+    ("GET", "/v1/local/{ladder}/models"): p_ladder_models,
+    ("GET", "/v1/local/{ladder}/models/{model_id}"): p_ladder_model,
     ("GET", "/v1/runs"): p_runs,
     ("GET", "/v1/runs/{run_id}"): p_run,
     ("GET", "/v1/memories/compile/{job_id}"): p_job,
@@ -773,6 +804,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/scopes/documents"): p_documents,
     ("POST", "/v1/local/{ladder}/chat/completions"): p_chat,
     ("POST", "/v1/ladders/reload"): p_ladder_reload,
+    ("POST", "/v1/local/chat/completions"): p_chat_by_model,
     ("POST", "/v1/memories/compile"): p_compile,
     ("POST", "/v1/scopes/compile"): p_scope_compile,
     ("DELETE", "/v1/subjects/{subject_id}"): p_delete_subject,
@@ -783,6 +815,22 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/subjects/{subject_id}/import"): p_import,
     ("PUT", "/v1/retention"): p_put_retention,
 }
+
+
+def p_not_supported(feature: str) -> Callable[[World], None]:
+    """Statewave extras Cairn lacks: 404 naming the feature, whatever A's ids B sends."""
+
+    def probe(w: World) -> None:
+        memory = next(v for k, v in w.ids.items() if k.startswith("memory-"))
+        url = w.route[1].replace("{memory_id}", memory).replace("{receipt_id}", w.ids["job"])
+        url = url.replace("{subject_id}", SUBJ_A)
+        r = w.b(w.route[0], url, **({} if w.route[0] == "GET" else {"json": {}}))
+        assert r.status_code == 404 and code(r) == f"{feature}_not_supported", r.text
+
+    return probe
+
+
+API_PROBES.update({(m, path): p_not_supported(f) for m, path, f in UNSUPPORTED_ROUTES})
 READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
 
 
@@ -1029,7 +1077,7 @@ def world(backend: str, backend_services: Services, backend_client: TestClient) 
 def test_every_route_has_an_isolation_probe(backend_services: Services) -> None:
     """A route added without an entry in API_PROBES / UI_PROBES fails here."""
     routes = route_table(create_app(services=backend_services))
-    api = {r for r in routes if r[1].startswith("/v1")}
+    api = {r for r in routes if r[1].startswith(("/v1", "/admin"))}
     ui = {r for r in routes if r[1] == "/ui" or r[1].startswith("/ui/")}
     assert api == set(API_PROBES), {
         "missing": api - set(API_PROBES),

@@ -69,7 +69,7 @@ def test_ingest_jsonl_summary_and_rerun_writes_nothing(tmp_path: Path) -> None:
 
 def test_ingest_rejects_a_bad_file_and_writes_nothing(tmp_path: Path) -> None:
     src = write_jsonl(
-        tmp_path / "bad.jsonl", [EPISODES[0], "{not json", {**EPISODES[1], "subject_id": "bad id"}]
+        tmp_path / "bad.jsonl", [EPISODES[0], "{not json", {**EPISODES[1], "subject_id": "bad/id"}]
     )
     result = run(tmp_path, "ingest", str(src))
     assert result.exit_code == 1
@@ -160,9 +160,9 @@ def test_timeline_context_and_subjects(tmp_path: Path) -> None:
     shown = run(tmp_path, "timeline", "user-3")
     # Stored text is shown as it is, never read as Rich markup.
     assert "[bold]" in shown.stdout and "[/bold]" in shown.stdout
-    bad = run(tmp_path, "timeline", "bad id")
+    bad = run(tmp_path, "timeline", "bad/id")
     assert bad.exit_code == 1 and "validation_error" in bad.stderr
-    bad_json = run(tmp_path, "timeline", "bad id", "--json")
+    bad_json = run(tmp_path, "timeline", "bad/id", "--json")
     assert json.loads(bad_json.stderr)["error"]["code"] == "validation_error"
     ctx = json.loads(
         run(

@@ -71,7 +71,7 @@ async def _every_method(c: AsyncCairn) -> None:
     assert (await c.request("GET", "/v1/version"))["version"]
     assert (await c.subjects.delete("u-2")).episodes_deleted == 2
     with pytest.raises(InvalidRequestError) as info:
-        await c.timeline("bad id")
+        await c.timeline("bad/id")
     assert info.value.code == "validation_error" and info.value.request_id
     with pytest.raises(NotFoundError):
         await c.templates.get("nope")

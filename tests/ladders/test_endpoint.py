@@ -187,7 +187,7 @@ def test_auth_and_tenant_isolation(cairn: Cairn) -> None:
         json={"messages": [{"role": "user", "content": QUESTION_1}]},
     )
     assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key"
-    with pytest.raises(openai.PermissionDeniedError):
+    with pytest.raises(openai.AuthenticationError):
         ask(client_for(cairn, key="cairn_not-a-real-key"), QUESTION_1)
     raw = client_for(cairn).chat.completions.with_raw_response.create(
         model="gpt-4o", messages=[{"role": "user", "content": QUESTION_1}]

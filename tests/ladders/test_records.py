@@ -101,8 +101,8 @@ def test_unknown_template_is_a_config_error(tmp_path: Path) -> None:
         assert (
             "recordTemplate.template: no memory template" in services.ladders.errors()[0]["error"]
         )
-        write_ladder(d, "notes", LADDER.replace("subject_id: user-42", "subject_id: 'bad id'"))
+        write_ladder(d, "notes", LADDER.replace("subject_id: user-42", "subject_id: 'bad/id'"))
         services.ladders.reload()
-        assert "subject_id 'bad id' must match" in services.ladders.errors()[0]["error"]
+        assert "subject_id 'bad/id' must not contain" in services.ladders.errors()[0]["error"]
     finally:
         services.close()

@@ -157,8 +157,17 @@ async def drive_stdio(env: dict[str, str]) -> None:
             "apply_template", {"template_id": "no-such", "subject_id": "user-1", "values": {}}
         )
         assert missing.is_error and "template_not_found (404)" in missing.content[0].text
-        invalid = await session.call_tool("record_episode", {"subject_id": "bad id", "text": "x"})
+        invalid = await session.call_tool("record_episode", {"subject_id": "bad/id", "text": "x"})
         assert invalid.is_error
+        message = invalid.content[0].text
+        assert "subject_id: subject id must not contain '/'" in message, message
+        assert "pydantic.dev" not in message and "Value error" not in message
+        assert "input_value" not in message
+        # Answers are structured content; the text copy is compact JSON, not pretty-printed.
+        listed = await session.call_tool("list_subjects", {})
+        assert listed.structured_content == json.loads(listed.content[0].text)
+        assert listed.structured_content["subjects"][0]["subject_id"] == "user-1"
+        assert "\n" not in listed.content[0].text
 
 
 def test_stdio_server_lists_tools_records_and_recalls(tmp_path: Path) -> None:

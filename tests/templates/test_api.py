@@ -187,7 +187,7 @@ def test_unknown_field_is_reported_before_other_problems(client: TestClient) -> 
 @pytest.mark.parametrize(
     "body",
     [
-        {**SEED_REQUEST, "subject_id": "bad subject"},
+        {**SEED_REQUEST, "subject_id": "bad/subject"},
         {**SEED_REQUEST, "subject_id": ""},
         {**SEED_REQUEST, "subject_id": "x" * 257},
         {k: v for k, v in SEED_REQUEST.items() if k != "subject_id"},

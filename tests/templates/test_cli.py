@@ -99,7 +99,7 @@ def test_apply_errors(tmp_path: Path) -> None:
     assert r.exit_code == 2
     r = invoke(tmp_path, [*base, "--set", "customer=again"])
     assert r.exit_code == 2 and "set twice" in r.output
-    r = invoke(tmp_path, ["apply", "customer-support-handoff", "--subject", "bad subject"])
+    r = invoke(tmp_path, ["apply", "customer-support-handoff", "--subject", "bad/subject"])
     assert r.exit_code == 2
     r = invoke(tmp_path, ["apply", "nope", "--subject", "s1"])
     assert r.exit_code == 1 and "template_not_found" in r.output

@@ -91,7 +91,7 @@ def test_errors_are_pages_and_the_api_stays_json(web: TestClient) -> None:
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
     r = web.get("/ui/runs/run-unknown")
     assert r.status_code == 404 and "run_not_found" in r.text
-    r = web.get("/ui/context", params={"subject_id": "bad id", "query": "x"})
+    r = web.get("/ui/context", params={"subject_id": "bad/id", "query": "x"})
     assert r.status_code == 422 and "subject_id" in r.text
     assert web.get("/ui/static/cairn.css").status_code == 200
     assert (

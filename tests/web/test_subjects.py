@@ -186,7 +186,7 @@ def test_other_tenants_data_is_not_found(page: Any, live_server: LiveServer, sig
         expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     response = page.goto(f"{live_server.url}/ui/no-such-page")
     assert response.status == 404
-    response = page.goto(f"{live_server.url}/ui/subjects/bad%20id")
+    response = page.goto(f"{live_server.url}/ui/subjects/%20bad")
     assert response.status == 422
     expect(page.get_by_test_id("error-code")).to_have_text("validation_error")
 

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from cairn import __version__
 from cairn.api.access import AccessMiddleware
+from cairn.api.docs import install_docs
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
     AllowMiddleware,
@@ -28,6 +29,7 @@ from cairn.api.routes.memories import scopes_router as memory_scopes_router
 from cairn.api.routes.slates import router as slates_router
 from cairn.api.routes.templates import router as templates_router
 from cairn.api.routes.transfer import router as transfer_router
+from cairn.api.routes.unsupported import router as unsupported_router
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.web import install_web
@@ -45,6 +47,7 @@ ROUTERS = [
     memory_scopes_router,
     lifecycle_router,  # after memories_router: /v1/memories/search is not an id
     transfer_router,
+    unsupported_router,
 ]
 
 
@@ -72,6 +75,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         version=__version__,
         description="A memory runtime for AI agents.",
         lifespan=lifespan,
+        docs_url=None,  # served by install_docs, from a package instead of a CDN
+        redoc_url=None,
     )
     app.state.services = services
     app.state.metrics = services.metrics
@@ -80,6 +85,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         app.include_router(router)
     install_web(app)
     install_openapi(app)
+    install_docs(app)
     app.add_middleware(RejectLoneSurrogateMiddleware)
     app.add_middleware(RejectNulMiddleware)
     app.add_middleware(AllowMiddleware, routes=lambda: list(app.routes))

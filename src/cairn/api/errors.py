@@ -1,4 +1,8 @@
-"""One JSON error shape for every failure: ``{"error": {code, message, details, request_id}}``."""
+"""One JSON error shape for every failure: ``{"error": {code, message, details, request_id}}``.
+
+Under ``/v1/local`` (the OpenAI-compatible routes) the same object also carries OpenAI's
+``type`` and ``param``, and a wrong key is a 401 like OpenAI's, so OpenAI clients raise their
+usual exceptions (``AuthenticationError``, ``NotFoundError``, ...)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,35 @@ def request_id_of(request: Request) -> str | None:
     return getattr(request.state, "request_id", None)
 
 
+OPENAI_PREFIX = "/v1/local"
+_OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def is_openai_path(path: str) -> bool:
+    return path == OPENAI_PREFIX or path.startswith(OPENAI_PREFIX + "/")
+
+
+def openai_error(status: int, code: str, message: str, details: Any = None) -> dict[str, Any]:
+    """The error object in OpenAI's shape (``message, type, param, code``) plus Cairn's
+    ``details``. ``param`` is the offending field when one is known."""
+    param = None
+    if isinstance(details, dict):
+        param = details.get("param")
+    elif isinstance(details, list) and details and isinstance(details[0], dict):
+        param = details[0].get("field") or None
+    kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"message": message, "type": kind, "param": param, "code": code, "details": details}
+
+
 def error_response(
     request: Request,
     status: int,
@@ -43,15 +76,13 @@ def error_response(
     details: Any = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    body = {
-        "error": {
-            "code": code,
-            "message": message,
-            "details": details,
-            "request_id": request_id_of(request),
-        }
-    }
-    return JSONResponse(body, status_code=status, headers=headers)
+    error: dict[str, Any] = {"code": code, "message": message, "details": details}
+    if is_openai_path(request.url.path):
+        if code == "invalid_api_key":
+            status = 401  # OpenAI answers a wrong key with 401, and its clients expect it
+        error = openai_error(status, code, message, details)
+    error["request_id"] = request_id_of(request)
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
 def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -76,7 +107,10 @@ def _detail(e: dict[str, Any]) -> dict[str, Any]:
             "type": "json_invalid",
             "message": f"the body is not valid JSON{at}" + (f": {reason}" if reason else ""),
         }
-    return {"field": _loc(e.get("loc", ())), "message": e.get("msg", ""), "type": e.get("type", "")}
+    message = str(e.get("msg", ""))
+    if e.get("type") == "value_error":
+        message = message.removeprefix("Value error, ")  # pydantic's prefix says nothing
+    return {"field": _loc(e.get("loc", ())), "message": message, "type": e.get("type", "")}
 
 
 def validate_input(model: type[M], data: Any) -> M:

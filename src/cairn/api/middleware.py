@@ -16,6 +16,7 @@ from typing import Any
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cairn.api.errors import is_openai_path, openai_error
 from cairn.core.text import nul_path
 from cairn.metrics import Metrics
 
@@ -342,12 +343,10 @@ async def _send_error(
     scope: Scope, send: Send, status: int, code: str, message: str, details: Any
 ) -> None:
     """The API's error shape, sent from middleware (outside the framework's handlers)."""
-    error = {
-        "code": code,
-        "message": message,
-        "details": details,
-        "request_id": scope.get("state", {}).get("request_id"),
-    }
+    error: dict[str, Any] = {"code": code, "message": message, "details": details}
+    if is_openai_path(scope.get("path", "")):
+        error = openai_error(status, code, message, details)
+    error["request_id"] = scope.get("state", {}).get("request_id")
     body = json.dumps({"error": error}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

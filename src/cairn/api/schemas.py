@@ -8,19 +8,16 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
+from cairn.core.episodes import Episode
 from cairn.core.ids import UtcDateTime
 from cairn.core.memories import Memory
-
-SubjectId = Field(
-    pattern=SUBJECT_ID_PATTERN, description="Subject id (1-256 of A-Z a-z 0-9 _ . - :)"
-)
+from cairn.core.subject_id import SubjectIdStr
 
 
 class EpisodeCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    subject_id: str = SubjectId
+    subject_id: SubjectIdStr
     source: str = Field(min_length=1, max_length=256)
     type: str = Field(min_length=1, max_length=128)
     payload: dict[str, Any]

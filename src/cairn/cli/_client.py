@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from cairn.cli._common import EXIT_FAILED, err_console, fail, settings_with
+from cairn.cli._common import EXIT_FAILED, err_console, esc, fail, settings_with
 from cairn.client import APIConnectionError, APIError, Cairn, CairnClientError
 from cairn.errors import CairnError
 
@@ -56,18 +56,20 @@ def report_error(error: Exception, as_json: bool) -> typer.Exit:
         else:
             rid = f" [dim](request {error.request_id})[/]" if error.request_id else ""
             err_console.print(
-                f"[bold red]error[/] ({error.status} {error.code}): {error.message}{rid}",
+                f"[bold red]error[/] ({error.status} {error.code}): {esc(error.message)}{rid}",
                 highlight=False,
             )
             if error.code == "validation_error" and isinstance(error.details, list):
                 for d in error.details[:10]:
-                    err_console.print(f"  {d.get('field')}: {d.get('message')}", highlight=False)
+                    err_console.print(
+                        f"  {esc(d.get('field'))}: {esc(d.get('message'))}", highlight=False
+                    )
         return typer.Exit(EXIT_FAILED)
     if as_json:
         kind = "connection_error" if isinstance(error, APIConnectionError) else "client_error"
         sys.stderr.write(json.dumps({"error": {"code": kind, "message": str(error)}}) + "\n")
         return typer.Exit(EXIT_FAILED)
-    err_console.print(f"[bold red]error:[/] {error}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {esc(error)}", highlight=False)
     return typer.Exit(EXIT_FAILED)
 
 
@@ -99,7 +101,7 @@ def connected(
                 json.dumps({"error": {"code": "validation_error", "message": str(exc)}}) + "\n"
             )
         else:
-            err_console.print(f"[bold red]invalid input:[/] {exc}", highlight=False)
+            err_console.print(f"[bold red]invalid input:[/] {esc(exc)}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc
     finally:
         client.close()

@@ -12,15 +12,79 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from typer.core import TyperOption
 
 from cairn.config import Settings
 from cairn.errors import CairnError, ConfigError
+
+# Typer shows a "<bool>" placeholder after every on/off flag (``--json <bool>``), as if the flag
+# took a value. A flag takes none: show no type for it.
+_display_type = TyperOption.display_type_rich
+
+
+def _flag_without_type(self: TyperOption, ctx: Any) -> str | None:
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
 
 console = Console()
 err_console = Console(stderr=True)
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 3
+
+
+def esc(value: object) -> str:
+    """Text for a rich markup string, printed as is: messages quote patterns like
+    ``^[A-Za-z0-9_]*$`` that rich would otherwise take for markup tags and drop."""
+    return escape(str(value))
+
+
+def whole_column(table: Table, header: str, *, width: int = 36) -> None:
+    """A column of ids, printed whole: ids are copied into the next command, so they are never
+    cut with an ellipsis (other columns give way) and long ones fold onto more lines."""
+    table.add_column(header, no_wrap=width <= 36, min_width=width, overflow="fold")
+
+
+TENANT_HELP = (
+    "Tenant to act as. Once API keys exist it needs --database-url (the database's operator); "
+    "otherwise the tenant is the --api-key's."
+)
+
+
+def acting_tenant(
+    store: Any,
+    *,
+    tenant: str | None,
+    api_key: str | None,
+    database_url: str | None,
+    configured_key: str = "",
+) -> str:
+    """The tenant a command works as, by the API's rule: a key decides it; while no key exists
+    (open mode) ``--tenant`` or ``default``. Once keys exist, a command without a key must name
+    the database (``--database-url``): that is its operator acting, not a caller picking any
+    tenant through the configured one."""
+    from cairn.core.tenants import DEFAULT_TENANT
+    from cairn.errors import InvalidApiKey, MissingApiKey, TenantMismatch
+
+    if api_key:
+        found = store.keys.tenant_for(api_key)
+        if found is None and api_key == configured_key:
+            found = DEFAULT_TENANT  # CAIRN_API_KEY is the default tenant's, stored or not yet
+        if found is None:
+            raise InvalidApiKey("the API key is unknown or revoked")
+        if tenant is not None and tenant != found:
+            raise TenantMismatch(f"--tenant {tenant!r} is not the API key's tenant ({found!r})")
+        return str(found)
+    if database_url is None and (configured_key or store.keys.any_key_exists()):
+        raise MissingApiKey(
+            "API keys exist, so this command needs one: pass --api-key (or set CAIRN_API_KEY); "
+            "or, as the database's operator, name it with --database-url and pick --tenant"
+        )
+    return tenant or DEFAULT_TENANT
 
 
 def settings_with(**overrides: Any) -> Settings:
@@ -32,12 +96,14 @@ def settings_with(**overrides: Any) -> Settings:
 def fail(error: Exception) -> typer.Exit:
     """Print an error the same way everywhere and return the exit to raise."""
     if isinstance(error, ConfigError):
-        err_console.print(f"[bold red]configuration error:[/] {error}")
+        err_console.print(f"[bold red]configuration error:[/] {esc(error)}", highlight=False)
         return typer.Exit(EXIT_CONFIG)
     if isinstance(error, CairnError):
-        err_console.print(f"[bold red]error[/] ({error.code}): {error.message}")
+        err_console.print(
+            f"[bold red]error[/] ({error.code}): {esc(error.message)}", highlight=False
+        )
         return typer.Exit(EXIT_FAILED)
-    err_console.print(f"[bold red]error:[/] {error}")
+    err_console.print(f"[bold red]error:[/] {esc(error)}", highlight=False)
     return typer.Exit(EXIT_FAILED)
 
 

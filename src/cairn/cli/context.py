@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
-from cairn.cli._common import console, print_json
+from cairn.cli._common import console, print_json, whole_column
 
 
 def context(
@@ -38,7 +38,8 @@ def context(
         console.print(bundle.assembled_context, markup=False, highlight=False, soft_wrap=True)
         return
     items = bundle.provenance.get("items", [])
-    table = Table("#", "kind", "source", "score", "tokens", "id")
+    table = Table("#", "kind", "source", "score", "tokens")
+    whole_column(table, "id")
     for n, item in enumerate(items, 1):
         table.add_row(
             str(n),
@@ -46,7 +47,7 @@ def context(
             str(item.get("source_class")),
             f"{float(item.get('score') or 0):.3f}",
             str(item.get("token_count")),
-            str(item.get("id"))[:8],
+            str(item.get("id")),
         )
     console.print(table)
     body = Text(bundle.assembled_context) if bundle.assembled_context else Text("(empty)", "dim")

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, report_error
-from cairn.cli._common import EXIT_FAILED, console, err_console, print_json
+from cairn.cli._common import EXIT_FAILED, console, err_console, esc, print_json
 from cairn.cli._importers import read
 from cairn.client import Cairn, CairnClientError, EpisodeCreate
 
@@ -181,7 +181,7 @@ def _print_errors(errors: list[dict[str, str]], as_json: bool, summary: dict[str
         print_json(summary)
         return
     for e in errors[:MAX_SHOWN_ERRORS]:
-        err_console.print(f"[red]{e['where']}[/]: {e['error']}", highlight=False)
+        err_console.print(f"[red]{esc(e['where'])}[/]: {esc(e['error'])}", highlight=False)
     if len(errors) > MAX_SHOWN_ERRORS:
         err_console.print(f"... and {len(errors) - MAX_SHOWN_ERRORS} more")
     err_console.print(
@@ -209,4 +209,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
         table.add_row("memories compiled", str(sum(summary["compiled"].values())))
     console.print(table)
     for e in summary["errors"]:
-        err_console.print(f"[yellow]skipped {e['where']}[/]: {e['error']}", highlight=False)
+        err_console.print(
+            f"[yellow]skipped {esc(e['where'])}[/]: {esc(e['error'])}", highlight=False
+        )

@@ -5,7 +5,15 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from cairn.cli._common import console, err_console, fail, print_json, settings_with
+from cairn.cli._common import (
+    console,
+    err_console,
+    esc,
+    fail,
+    print_json,
+    settings_with,
+    whole_column,
+)
 from cairn.store import open_store
 
 app = typer.Typer(help="Manage API keys (each belongs to one tenant).", no_args_is_help=True)
@@ -36,7 +44,7 @@ def create(
         print_json({"key": key, "id": info.id, "tenant": tenant, "prefix": info.prefix})
         return
     console.print(key, soft_wrap=True, highlight=False)
-    err_console.print(f"[dim]key {info.id} for tenant '{tenant}'; it is not shown again.[/]")
+    err_console.print(f"[dim]key {info.id} for tenant '{esc(tenant)}'; it is not shown again.[/]")
 
 
 @app.command("list")
@@ -70,7 +78,10 @@ def list_keys(
             ]
         )
         return
-    table = Table("id", "tenant", "prefix", "name", "created", "revoked")
+    table = Table()
+    whole_column(table, "id")
+    for header in ("tenant", "prefix", "name", "created", "revoked"):
+        table.add_column(header)
     for k in keys:
         table.add_row(
             k.id,
@@ -99,6 +110,6 @@ def revoke(
     finally:
         store.close()
     if count == 0:
-        err_console.print(f"[red]no active key matches {key_id!r}[/]")
+        err_console.print(f"[red]no active key matches {esc(repr(key_id))}[/]")
         raise typer.Exit(1)
     console.print(f"revoked {count} key(s)")

@@ -13,6 +13,8 @@ from rich.table import Table
 from cairn.cli._common import (
     EXIT_CONFIG,
     EXIT_FAILED,
+    TENANT_HELP,
+    acting_tenant,
     console,
     err_console,
     fail,
@@ -142,7 +144,10 @@ def run(
     message: str = typer.Argument(..., help="The user message."),
     ladders_dir: Path | None = DIR_OPTION,
     database_url: str | None = typer.Option(None, "--database-url", help="CAIRN_DATABASE_URL."),
-    tenant: str = typer.Option("default", "--tenant", help="Tenant whose slates and memory."),
+    tenant: str | None = typer.Option(None, "--tenant", help=TENANT_HELP),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="CAIRN_API_KEY", help="API key (CAIRN_API_KEY): the tenant."
+    ),
     model: str | None = typer.Option(None, "--model", help="Model name for steps without one."),
     idempotency_key: str | None = typer.Option(None, "--idempotency-key", help="The run id."),
     user: str = typer.Option("", "--user", help="The request's user."),
@@ -164,6 +169,13 @@ def run(
     except Exception as exc:
         raise fail(exc) from exc
     try:
+        tenant = acting_tenant(
+            services.store,
+            tenant=tenant,
+            api_key=api_key,
+            database_url=database_url,
+            configured_key=settings.api_key,
+        )
         target = services.ladders.get(ladder)
         request = RunRequest(
             tenant=tenant,

@@ -30,6 +30,23 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(__version__, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Cairn: a memory runtime for AI agents."""
+
+
 app.add_typer(keys.app, name="keys")
 app.add_typer(bench.app, name="bench")
 app.command("ingest")(ingest_cli.ingest)

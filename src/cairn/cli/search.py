@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
-from cairn.cli._common import console, print_json
+from cairn.cli._common import console, print_json, whole_column
 from cairn.cli.timeline import _short
 
 
@@ -39,7 +39,8 @@ def search(
             f"'cairn ingest --compile' or POST /v1/memories/compile)[/]"
         )
         return
-    table = Table("score", "kind", "content", "id")
+    table = Table("score", "kind", "content")
+    whole_column(table, "id")
     for m in result.memories:
-        table.add_row(f"{m.score or 0:.3f}", _short(m.kind), _short(m.content, 90), str(m.id)[:8])
+        table.add_row(f"{m.score or 0:.3f}", _short(m.kind), _short(m.content, 90), str(m.id))
     console.print(table)

@@ -1,6 +1,7 @@
 """``cairn slates``: show, read and write slates of the ladders in ``CAIRN_LADDERS_DIR``.
 
-Works on the database directly (like ``cairn keys``), as the given tenant.
+Works on the database directly (like ``cairn keys``), as the API key's tenant; ``--tenant``
+without a key only in open mode, or with ``--database-url`` (the database's operator).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cairn.cli._common import console, fail, print_json, settings_with
-from cairn.core.tenants import DEFAULT_TENANT
+from cairn.cli._common import TENANT_HELP, acting_tenant, console, fail, print_json, settings_with
 from cairn.slates.service import Slates
 from cairn.store import open_store
 
@@ -22,19 +22,33 @@ app = typer.Typer(help="Inspect and edit slates (working memory of ladders).", n
 
 DB_OPTION = typer.Option(None, "--database-url", help="Database URL (default: CAIRN_DATABASE_URL).")
 LADDERS_OPTION = typer.Option(None, "--ladders-dir", help="Ladder files (CAIRN_LADDERS_DIR).")
-TENANT_OPTION = typer.Option(DEFAULT_TENANT, "--tenant", help="Tenant whose state to use.")
+TENANT_OPTION = typer.Option(None, "--tenant", help=TENANT_HELP)
+API_KEY_OPTION = typer.Option(
+    None, "--api-key", envvar="CAIRN_API_KEY", help="API key (CAIRN_API_KEY); decides the tenant."
+)
 USER_OPTION = typer.Option(None, "--user", help="User of a `partition: user` slate.")
 
 
 @contextmanager
-def open_slates(database_url: str | None, ladders_dir: Path | None) -> Iterator[Slates]:
+def open_slates(
+    database_url: str | None, ladders_dir: Path | None, tenant: str | None, api_key: str | None
+) -> Iterator[tuple[Slates, str]]:
+    """The slates, and the tenant to act as (see ``acting_tenant``)."""
     settings = settings_with(database_url=database_url, ladders_dir=ladders_dir)
     try:
         store = open_store(settings.resolved_database_url(), pool_size=settings.db_pool_size)
     except Exception as exc:
         raise fail(exc) from exc
     try:
-        yield Slates(store, tokenizer=settings.tokenizer, ladders_dir=settings.ladders_dir)
+        acting = acting_tenant(
+            store,
+            tenant=tenant,
+            api_key=api_key,
+            database_url=database_url,
+            configured_key=settings.api_key,
+        )
+        slates = Slates(store, tokenizer=settings.tokenizer, ladders_dir=settings.ladders_dir)
+        yield slates, acting
     except typer.Exit:
         raise
     except Exception as exc:
@@ -48,7 +62,8 @@ def show(
     ladder: str = typer.Argument(..., help="Ladder name (file stem or its `name`)."),
     slate: str | None = typer.Argument(None, help="One slate (default: all of the ladder)."),
     user: str | None = USER_OPTION,
-    tenant: str = TENANT_OPTION,
+    tenant: str | None = TENANT_OPTION,
+    api_key: str | None = API_KEY_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the trees as JSON."),
     database_url: str | None = DB_OPTION,
     ladders_dir: Path | None = LADDERS_OPTION,
@@ -57,7 +72,7 @@ def show(
 
     Example: cairn slates show memory-ladder Memory
     """
-    with open_slates(database_url, ladders_dir) as slates:
+    with open_slates(database_url, ladders_dir, tenant, api_key) as (slates, tenant):
         titles = [slate] if slate else [s.title for s in slates.specs(ladder)]
         if not titles:
             slates.spec(ladder, "")  # raises slate_not_found with the ladder's name
@@ -104,7 +119,8 @@ def read(
     fallback: str | None = typer.Option(None, "--fallback", help="Printed when empty."),
     peek: bool = typer.Option(False, "--peek", help="Do not count as a use (LRU)."),
     user: str | None = USER_OPTION,
-    tenant: str = TENANT_OPTION,
+    tenant: str | None = TENANT_OPTION,
+    api_key: str | None = API_KEY_OPTION,
     database_url: str | None = DB_OPTION,
     ladders_dir: Path | None = LADDERS_OPTION,
 ) -> None:
@@ -114,7 +130,7 @@ def read(
     """
     if file is None and metatag is None:
         metatag = "index"
-    with open_slates(database_url, ladders_dir) as slates:
+    with open_slates(database_url, ladders_dir, tenant, api_key) as (slates, tenant):
         text = slates.read(
             tenant,
             ladder,
@@ -141,7 +157,8 @@ def write(
     key: str | None = typer.Option(None, "--key", help="Key field for mergeByKey."),
     tag: list[str] = typer.Option([], "--tag", help="Add a tag to the file (repeatable)."),
     user: str | None = USER_OPTION,
-    tenant: str = TENANT_OPTION,
+    tenant: str | None = TENANT_OPTION,
+    api_key: str | None = API_KEY_OPTION,
     database_url: str | None = DB_OPTION,
     ladders_dir: Path | None = LADDERS_OPTION,
 ) -> None:
@@ -151,7 +168,7 @@ def write(
     """
     if content == "-":
         content = sys.stdin.read()
-    with open_slates(database_url, ladders_dir) as slates:
+    with open_slates(database_url, ladders_dir, tenant, api_key) as (slates, tenant):
         result = slates.write(
             tenant,
             ladder,
@@ -173,7 +190,8 @@ def evictions(
     slate: str = typer.Argument(...),
     limit: int = typer.Option(20, "--limit", min=1, max=1000),
     user: str | None = USER_OPTION,
-    tenant: str = TENANT_OPTION,
+    tenant: str | None = TENANT_OPTION,
+    api_key: str | None = API_KEY_OPTION,
     database_url: str | None = DB_OPTION,
     ladders_dir: Path | None = LADDERS_OPTION,
 ) -> None:
@@ -181,6 +199,6 @@ def evictions(
 
     Example: cairn slates evictions memory-ladder Memory --limit 5
     """
-    with open_slates(database_url, ladders_dir) as slates:
+    with open_slates(database_url, ladders_dir, tenant, api_key) as (slates, tenant):
         items = slates.evictions(tenant, ladder, slate, user_id=user, limit=limit)
     print_json([e.to_dict() for e in items])

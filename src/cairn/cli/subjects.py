@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
-from cairn.cli._common import EXIT_FAILED, console, err_console, print_json
+from cairn.cli._common import EXIT_FAILED, console, err_console, print_json, whole_column
 
 app = typer.Typer(help="List and delete subjects.", no_args_is_help=True)
 
@@ -31,7 +31,14 @@ def list_subjects(
     if as_json:
         print_json(dump(result))
         return
-    table = Table("subject", "episodes", "memories")
+    table = Table()
+    whole_column(
+        table,
+        "subject",
+        width=min(36, max((len(s.subject_id) for s in result.subjects), default=7)),
+    )
+    table.add_column("episodes")
+    table.add_column("memories")
     for s in result.subjects:
         table.add_row(escape(s.subject_id), str(s.episode_count), str(s.memory_count))
     console.print(table)

@@ -8,7 +8,15 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cairn.cli._common import console, fail, print_json, settings_with
+from cairn.cli._common import (
+    TENANT_HELP,
+    acting_tenant,
+    console,
+    esc,
+    fail,
+    print_json,
+    settings_with,
+)
 from cairn.core.scope import Scope
 from cairn.templates import MemoryTemplate, TemplateCatalogue, load_catalogue, load_template_file
 from cairn.templates.loader import template_files
@@ -79,8 +87,10 @@ def show(
     if as_json:
         print_json(t.public())
         return
-    console.print(f"[bold]{t.title}[/]  {t.id} v{t.version} → episode type {t.episode_type}")
-    console.print(f"[dim]from {catalogue.source_of(t.id)}[/]", highlight=False)
+    console.print(
+        f"[bold]{esc(t.title)}[/]  {t.id} v{t.version} → episode type {esc(t.episode_type)}"
+    )
+    console.print(f"[dim]from {esc(catalogue.source_of(t.id))}[/]", highlight=False)
     if t.description:
         console.print(t.description, highlight=False)
     table = Table("field", "type", "required", "description")
@@ -103,7 +113,10 @@ def apply(
     occurred_at: datetime | None = typer.Option(
         None, "--occurred-at", help="When it happened (ISO 8601; default now)."
     ),
-    tenant: str = typer.Option("default", "--tenant", help="Tenant to write into."),
+    tenant: str | None = typer.Option(None, "--tenant", help=TENANT_HELP),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="CAIRN_API_KEY", help="API key (CAIRN_API_KEY): the tenant."
+    ),
     database_url: str | None = typer.Option(None, "--database-url", help="CAIRN_DATABASE_URL."),
 ) -> None:
     """Apply a template to a subject and print the created episode as JSON.
@@ -134,6 +147,13 @@ def apply(
     except Exception as exc:
         raise fail(exc) from exc
     try:
+        tenant = acting_tenant(
+            services.store,
+            tenant=tenant,
+            api_key=api_key,
+            database_url=database_url,
+            configured_key=settings.api_key,
+        )
         template = services.templates.get(template_id)
         services.store.keys.ensure_tenant(tenant)
         episode, _ = apply_template(

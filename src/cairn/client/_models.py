@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SUBJECT_ID_PATTERN = r"^[A-Za-z0-9_.\-:]{1,256}$"
+from cairn.core.subject_id import SubjectIdStr
 
 
 class Response(BaseModel):
@@ -30,7 +30,7 @@ class Request(BaseModel):
 class EpisodeCreate(Request):
     """One episode to record (``POST /v1/episodes``)."""
 
-    subject_id: str = Field(pattern=SUBJECT_ID_PATTERN)
+    subject_id: SubjectIdStr
     source: str = Field(min_length=1, max_length=256)
     type: str = Field(min_length=1, max_length=128)
     payload: dict[str, Any]

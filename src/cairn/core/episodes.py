@@ -10,8 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.core.scope import Scope
 
-SUBJECT_ID_PATTERN = r"^[A-Za-z0-9_.\-:]{1,256}$"
-
 
 class NewEpisode(BaseModel):
     """An episode as the engine receives it, before it has an id."""

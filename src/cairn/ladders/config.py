@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.scope import Scope
+from cairn.core.subject_id import subject_id_problem
 from cairn.errors import ConfigError
 from cairn.ladders.memory_stack import (
     AgentSpec,
@@ -37,7 +37,6 @@ from cairn.slates.config import (
 )
 
 MAX_LADDER_BYTES = 1_048_576
-SUBJECT_ID_RE = re.compile(SUBJECT_ID_PATTERN)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 STEP_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 TEXT_SOURCE_RE = re.compile(
@@ -113,8 +112,9 @@ class TemplateRecordSpec(Strict):
     def _one_target(self) -> TemplateRecordSpec:
         if (self.subject_id is None) == (self.scope is None):
             raise ValueError("recordTemplate needs exactly one of subject_id or scope")
-        if self.subject_id is not None and not SUBJECT_ID_RE.match(self.subject_id):
-            raise ValueError(f"subject_id {self.subject_id!r} must match {SUBJECT_ID_RE.pattern}")
+        problem = subject_id_problem(self.subject_id) if self.subject_id is not None else None
+        if problem:
+            raise ValueError(f"subject_id {self.subject_id!r} {problem}")
         return self
 
     def target(self) -> Scope:

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from cairn.client import AsyncCairn
-from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.core.subject_id import check_subject_id
 
 # A correction supersedes (history stays readable), forgetting and deleting remove.
 DESTRUCTIVE = ToolAnnotations(
@@ -23,7 +23,9 @@ DESTRUCTIVE_IDEMPOTENT = ToolAnnotations(
 
 MemoryId = Annotated[str, Field(description="The memory's id (from search_memories).")]
 SubjectToDelete = Annotated[
-    str, Field(description="The subject to delete everything of.", pattern=SUBJECT_ID_PATTERN)
+    str,
+    Field(description="The subject to delete everything of."),
+    AfterValidator(check_subject_id),
 ]
 
 

@@ -8,26 +8,27 @@ code, the HTTP status and the request id, e.g.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from cairn import __version__
 from cairn.client import APIError, AsyncCairn, CairnClientError
+from cairn.core.subject_id import SUBJECT_ID_RULE, SubjectIdStr
 from cairn.mcp.lifecycle_tools import LIFECYCLE_TOOL_NAMES, lifecycle_tools
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 SubjectId = Annotated[
-    str,
+    SubjectIdStr,
     Field(
-        description="Who or what the memory is about, e.g. 'user-42' or 'customer:globex' "
-        "(1-256 of A-Z a-z 0-9 _ . - :).",
-        pattern=r"^[A-Za-z0-9_.\-:]{1,256}$",
+        description="Who or what the memory is about, e.g. 'user-42', 'user@example.com' or "
+        f"'customer:globex' ({SUBJECT_ID_RULE})."
     ),
 ]
 SessionId = Annotated[
@@ -50,12 +51,13 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world
 
 
 def _tool_errors(fn: F) -> F:
-    """Turn SDK errors into MCP tool errors that keep the code and request id."""
+    """Turn SDK errors into MCP tool errors that keep the code and request id, and answers
+    into structured content (with the same JSON, compact, as text for older clients)."""
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
         except APIError as exc:
             rid = f" [request {exc.request_id}]" if exc.request_id else ""
             raise ToolError(f"{exc.code} ({exc.status}): {exc.message}{rid}") from exc
@@ -63,8 +65,33 @@ def _tool_errors(fn: F) -> F:
             raise ToolError(f"cairn unreachable: {exc}") from exc
         except ValueError as exc:
             raise ToolError(f"invalid input: {exc}") from exc
+        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+        content = [TextContent(type="text", text=text)]
+        return CallToolResult(content=content, structured_content=result)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _invalid_arguments(exc: ValidationError) -> str:
+    """A validation error as the model should read it: each field and what is wrong, without
+    pydantic's input echo and help-URL lines."""
+    problems = []
+    for e in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in e["loc"]) or "arguments"
+        problems.append(f"{where}: {str(e['msg']).removeprefix('Value error, ')}")
+    return "invalid arguments: " + "; ".join(problems)
+
+
+class CairnMCPServer(MCPServer[Any]):
+    """The MCP server, with argument validation errors worded for the model."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"{name}: {_invalid_arguments(exc.__cause__)}") from None
+            raise
 
 
 def _memory(m: Any) -> dict[str, Any]:
@@ -90,7 +117,7 @@ def _episode(e: Any) -> dict[str, Any]:
 
 def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
     """An MCP server whose tools act through ``client`` (and so as its tenant)."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = CairnMCPServer(
         name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
 
@@ -338,7 +365,7 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         *lifecycle_tools(client, _tool_errors),
     ]
     for fn, hints in tools:
-        server.add_tool(fn, annotations=hints, structured_output=False)
+        server.add_tool(fn, annotations=hints, structured_output=True)
     return server
 
 

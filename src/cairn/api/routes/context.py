@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.api.auth import require_tenant, services_of
 from cairn.api.errors import validate_input
-from cairn.api.schemas import EpisodePublic, MemoryPublic, SubjectId
+from cairn.api.schemas import EpisodePublic, MemoryPublic
 from cairn.core.memory import (
     Budget,
     ContextRequest,
@@ -21,6 +21,7 @@ from cairn.core.memory import (
     TurnCommit,
 )
 from cairn.core.scope import Scope
+from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.context import AssemblySettings, CairnAssembly
 from cairn.engine.context.fit import fit_rendering, fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer, default_costs
@@ -49,7 +50,7 @@ class ContextCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    subject_id: str = SubjectId
+    subject_id: SubjectIdStr
     task: str = Field(min_length=1, max_length=10_000)
     # 0 or absent: the default budget, as in the contracts' Budget.
     max_tokens: int | None = Field(None, ge=0, le=200_000, strict=True)

@@ -2,7 +2,14 @@
 
 - ``POST /v1/local/{ladder}/chat/completions`` — the OpenAI chat-completions format, with
   ``stream: true`` (server-sent events) and usage counts. ``Idempotency-Key`` is the run id.
-- ``GET /v1/local/models`` — the ladders, as OpenAI models.
+- ``POST /v1/local/chat/completions`` — the same with ``model`` naming the ladder: one base URL
+  (``/v1/local``) for front ends that pick a model from a list (Open WebUI, LiteLLM, LibreChat).
+- ``GET /v1/local/models`` and ``GET /v1/local/models/{id}`` — the ladders, as OpenAI models;
+  ``GET /v1/local/{ladder}/models[/{id}]`` — the one ladder, for the per-ladder base URL.
+
+Errors on these routes also carry OpenAI's ``type`` and ``param`` (see ``cairn.api.errors``).
+Tools, function calling and ``response_format`` are refused with a 400 naming the field: a
+ladder's steps decide the prompts and the output, so they cannot be honoured silently.
 - ``GET /v1/runs`` and ``GET /v1/runs/{run_id}`` — the tenant's runs and their traces.
 
 Auth is Cairn's own (``Authorization: Bearer <key>`` or ``X-API-Key``); the tenant comes from the
@@ -20,9 +27,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.api.auth import require_tenant, services_of
+from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
-from cairn.errors import CairnError, NotFound
+from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.ladders.outcomes import SlateWriteRefused
+from cairn.ladders.registry import Ladder
 from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest, check_run_id
 from cairn.store.runs import RunRecord
 
@@ -54,9 +63,14 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+# OpenAI parameters that change what the model must answer: refused rather than dropped.
+UNSUPPORTED_KEYS = ("tools", "tool_choice", "functions", "function_call", "response_format")
+
+
 class ChatCompletionCreate(BaseModel):
-    """The OpenAI request body. Parameters Cairn does not use (tools, …) are accepted and
-    ignored; ``n`` must be 1."""
+    """The OpenAI request body. Sampling options go to the provider; tools, function calling
+    and ``response_format`` are refused (400 ``unsupported_parameter``); other unknown
+    parameters are accepted and ignored; ``n`` must be 1."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -82,6 +96,23 @@ class ChatCompletionCreate(BaseModel):
         if _has_nul(self.model_dump()):
             raise ValueError("the request must not contain a NUL character")
         return self
+
+
+def refuse_unsupported(body: ChatCompletionCreate) -> None:
+    """400 ``unsupported_parameter`` for the first of ``UNSUPPORTED_KEYS`` given a value that
+    asks for something (``response_format: {"type": "text"}`` and empty lists ask nothing)."""
+    extra = body.model_extra or {}
+    for key in UNSUPPORTED_KEYS:
+        value = extra.get(key)
+        if value in (None, [], {}) or (key == "response_format" and value == {"type": "text"}):
+            continue
+        raise InvalidInput(
+            f"'{key}' is not supported: a ladder's steps decide the prompts and the output; "
+            "leave it out of the request",
+            code="unsupported_parameter",
+            status=400,
+            details={"param": key},
+        )
 
 
 def _has_nul(value: Any) -> bool:
@@ -118,8 +149,12 @@ def chat_completions(
     conversation_id: str | None = Header(None, alias="X-Conversation-ID"),
 ) -> Any:
     """Run the ladder as a chat model. Unknown ladder → 404 ``ladder_not_found``."""
+    refuse_unsupported(body)
     services = services_of(request)
     target = services.ladders.get(ladder)
+    if body.model == target.name:
+        # The ladder's own name (as the models list offers it) asks for no model override.
+        body = body.model_copy(update={"model": None})
     run_id = check_run_id(idempotency_key) if idempotency_key else f"run-{uuid7().hex}"
     meta = body.metadata or {}
     options = {k: getattr(body, k) for k in OPTION_KEYS if getattr(body, k) is not None}
@@ -212,19 +247,12 @@ def _stream(
     except CairnError as exc:
         if isinstance(exc, SlateWriteRefused):
             count(exc.details["writes"])
-        yield _sse({"error": {**exc.to_dict(), "request_id": None}})
+        error = openai_error(exc.status, exc.code, exc.message, exc.details)
+        yield _sse({"error": {**error, "request_id": None}})
         return
     except Exception as exc:  # the status line is already sent: report in the stream
-        yield _sse(
-            {
-                "error": {
-                    "code": "internal_error",
-                    "message": str(exc),
-                    "details": None,
-                    "request_id": None,
-                }
-            }
-        )
+        error = openai_error(500, "internal_error", str(exc))
+        yield _sse({"error": {**error, "request_id": None}})
         return
     final = chunk({}, "stop", created)
     if outcome is not None:
@@ -238,26 +266,85 @@ def _stream(
     yield _sse("[DONE]")
 
 
+@router.post("/v1/local/chat/completions", response_model=None)
+def chat_completions_by_model(
+    body: ChatCompletionCreate,
+    request: Request,
+    tenant: str = Depends(require_tenant),
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+    conversation_id: str | None = Header(None, alias="X-Conversation-ID"),
+) -> Any:
+    """The ladder named by ``model`` as a chat model (one base URL for every ladder)."""
+    if not body.model:
+        raise InvalidInput(
+            "'model' must name the ladder to run (GET /v1/local/models lists them)",
+            code="model_required",
+            status=400,
+            details={"param": "model"},
+        )
+    return chat_completions(body.model, body, request, tenant, idempotency_key, conversation_id)
+
+
+def _model(ladder: Ladder) -> dict[str, Any]:
+    try:
+        created = int(ladder.path.stat().st_mtime)
+    except OSError:
+        created = 0
+    return {
+        "id": ladder.name,
+        "object": "model",
+        "created": created,
+        "owned_by": "cairn",
+        "description": ladder.spec.description,
+    }
+
+
+def _ladder_model(request: Request, model_id: str) -> Ladder:
+    try:
+        return services_of(request).ladders.get(model_id)
+    except NotFound:
+        raise NotFound(
+            f"no model {model_id!r}: the models are the ladders (GET /v1/local/models)",
+            code="model_not_found",
+            details={"param": "model"},
+        ) from None
+
+
 @router.get("/v1/local/models")
 def list_models(request: Request, tenant: str = Depends(require_tenant)) -> dict[str, Any]:
-    """Every ladder (and ``LADDER:AGENT``) as an OpenAI model."""
-    services = services_of(request)
-    data = []
-    for ladder in services.ladders.all():
-        try:
-            created = int(ladder.path.stat().st_mtime)
-        except OSError:
-            created = 0
-        data.append(
-            {
-                "id": ladder.name,
-                "object": "model",
-                "created": created,
-                "owned_by": "cairn",
-                "description": ladder.spec.description,
-            }
+    """Every ladder as an OpenAI model."""
+    return {"object": "list", "data": [_model(x) for x in services_of(request).ladders.all()]}
+
+
+@router.get("/v1/local/models/{model_id}")
+def get_model(
+    model_id: str, request: Request, tenant: str = Depends(require_tenant)
+) -> dict[str, Any]:
+    """One ladder as an OpenAI model; 404 ``model_not_found``."""
+    return _model(_ladder_model(request, model_id))
+
+
+@router.get("/v1/local/{ladder}/models")
+def list_ladder_models(
+    ladder: str, request: Request, tenant: str = Depends(require_tenant)
+) -> dict[str, Any]:
+    """The per-ladder base URL's model list: the ladder itself."""
+    return {"object": "list", "data": [_model(services_of(request).ladders.get(ladder))]}
+
+
+@router.get("/v1/local/{ladder}/models/{model_id}")
+def get_ladder_model(
+    ladder: str, model_id: str, request: Request, tenant: str = Depends(require_tenant)
+) -> dict[str, Any]:
+    """The per-ladder base URL's model: the ladder, under its own name only."""
+    target = services_of(request).ladders.get(ladder)
+    if model_id != target.name:
+        raise NotFound(
+            f"no model {model_id!r} at this base URL: it serves {target.name!r}",
+            code="model_not_found",
+            details={"param": "model"},
         )
-    return {"object": "list", "data": data}
+    return _model(target)
 
 
 def _summary(r: RunRecord) -> dict[str, Any]:

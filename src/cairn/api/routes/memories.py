@@ -1,26 +1,28 @@
 """Memories: compile (sync or as a job) and search.
 
 - ``POST /v1/memories/compile`` ``{subject_id}`` → 200 with what was compiled;
-  ``{subject_id, async: true}`` → 202 ``{job_id, status}``.
+  ``{subject_id, async: true}`` → 202 ``{job_id, status, subject_id}`` (the job as
+  ``GET /v1/memories/compile/{job_id}`` shows it, as Statewave's SDK reads it).
 - ``POST /v1/scopes/compile`` ``{scope, async?}``: the same for any scope (runtime, user,
   agent), e.g. one whose turns came through ``POST /v1/scopes/turns``.
 - ``GET /v1/memories/compile/{job_id}`` → the job (404 for another tenant's job).
-- ``GET /v1/memories/search?subject_id=&q=&kind=&limit=&semantic=&hybrid=`` → scored memories.
+- ``GET /v1/memories/search?subject_id=&q=&kind=&limit=&semantic=&hybrid=`` → scored memories;
+  without ``q``, the subject's memories (of ``kind``, if given), newest first.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.auth import require_tenant, services_of
-from cairn.api.schemas import MemoryPublic, SubjectId
-from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.api.schemas import MemoryPublic
 from cairn.core.scope import Scope
+from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.compile import KINDS, compile_scope
 from cairn.engine.search import search_memories
 from cairn.errors import InvalidInput, NotFound
@@ -38,7 +40,7 @@ class _CompileOptions(BaseModel):
 
 
 class CompileRequest(_CompileOptions):
-    subject_id: str = SubjectId
+    subject_id: SubjectIdStr
 
 
 class _CompileOutcome(BaseModel):
@@ -55,6 +57,11 @@ class CompilePublic(_CompileOutcome):
 class CompileJobQueued(BaseModel):
     job_id: uuid.UUID
     status: str
+    subject_id: str | None = None
+    scope: Scope | None = None
+    memories_created: int = 0
+    memories: list[MemoryPublic] = []
+    error: str | None = None
 
 
 class CompileJobPublic(BaseModel):
@@ -70,6 +77,12 @@ class SearchPublic(BaseModel):
     memories: list[MemoryPublic]
 
 
+def public_status(status: str) -> str:
+    """A job's status as the API names it: Statewave's ``completed`` for the store's
+    ``succeeded`` (its SDK's ``compile_memories_wait`` polls until ``completed``)."""
+    return "completed" if status == "succeeded" else status
+
+
 def _compile(
     request: Request, tenant: str, scope: Scope, run_async: bool, answer: dict[str, Any]
 ) -> JSONResponse:
@@ -80,7 +93,11 @@ def _compile(
         worker = getattr(services, "compile_worker", None)
         if worker is not None:
             worker.wake()
-        return JSONResponse(status_code=202, content={"job_id": str(job.id), "status": job.status})
+        # The whole job as GET .../compile/{job_id} shows it (Statewave's CompileJob needs
+        # subject_id), plus the request's own subject or scope.
+        queued = {"job_id": str(job.id), "status": public_status(job.status), **answer}
+        queued.update(memories_created=0, memories=[], error=None)
+        return JSONResponse(status_code=202, content=queued)
     result = compile_scope(services, tenant, scope)
     services.metrics.memories_compiled.inc(result.memories_created)
     return JSONResponse(
@@ -141,7 +158,7 @@ def get_compile_job(
         memories = store.memories.by_ids(conn, tenant, job.memory_ids)
     return CompileJobPublic.model_construct(
         job_id=job.id,
-        status=job.status,
+        status=public_status(job.status),
         subject_id=job.scope.user_id,
         memories_created=job.memories_created,
         memories=[MemoryPublic.of(m) for m in memories],
@@ -152,8 +169,13 @@ def get_compile_job(
 @router.get("/search", response_model=SearchPublic)
 def search(
     request: Request,
-    subject_id: str = Query(pattern=SUBJECT_ID_PATTERN),
-    q: str = Query(min_length=1, max_length=2000, description="What to look for."),
+    subject_id: Annotated[SubjectIdStr, Query()],
+    q: str | None = Query(
+        None,
+        min_length=1,
+        max_length=2000,
+        description="What to look for; without it, the subject's memories newest first.",
+    ),
     kind: list[str] | None = Query(None, description="Only these kinds (repeatable)."),
     limit: int = Query(10, ge=1, le=200),
     semantic: bool = Query(False, description="Vector lane only (needs an embedder)."),
@@ -170,6 +192,9 @@ def search(
             f"unknown kind {', '.join(unknown)}; kinds are {', '.join(KINDS)}",
             code="unknown_kind",
         )
+    if q is None:
+        listed = _list_by_kind(services, tenant, subject_id, kinds, limit, include_superseded)
+        return SearchPublic.model_construct(memories=[MemoryPublic.of(m) for m in listed])
     embedder = getattr(services, "embedder", None)
     lanes = None
     if semantic and not hybrid:
@@ -190,3 +215,28 @@ def search(
     return SearchPublic.model_construct(
         memories=[MemoryPublic.of(r.memory, score=r.score) for r in results]
     )
+
+
+def _list_by_kind(
+    services: Any,
+    tenant: str,
+    subject_id: str,
+    kinds: list[str],
+    limit: int,
+    include_superseded: bool,
+) -> list[Any]:
+    """The subject's memories of ``kinds`` (all kinds when empty), newest first: search by kind
+    alone, as Statewave's ``search_memories(subject, kind=...)`` asks for it."""
+    store = services.store
+    scope = Scope.for_subject(subject_id)
+    page = {"limit": limit, "newest_first": True, "include_superseded": include_superseded}
+    wanted: list[str | None] = list(kinds) or [None]
+    with store.db.read() as conn:
+        found = [
+            m
+            for kind in wanted
+            for m in store.memories.list(tenant, scope, kind=kind, conn=conn, **page)
+        ]
+    # The store's own order (valid_from, then insertion), newest first across the kinds.
+    found.sort(key=lambda m: (m.valid_from or m.created_at, m.seq), reverse=True)
+    return found[:limit]

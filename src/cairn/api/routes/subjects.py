@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
@@ -15,8 +15,8 @@ from cairn.api.schemas import (
     SubjectPublic,
     TimelinePublic,
 )
-from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.scope import Scope
+from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import erase_subject
 
 router = APIRouter(tags=["subjects"])
@@ -26,7 +26,7 @@ T = TypeVar("T")
 @router.get("/v1/timeline", response_model=TimelinePublic)
 def timeline(
     request: Request,
-    subject_id: str = Query(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Query()],
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=1_000_000_000),
     newest_first: bool = Query(False, description="Page from the newest end."),
@@ -85,7 +85,7 @@ def list_subjects(
 @router.delete("/v1/subjects/{subject_id}", response_model=SubjectDeletedPublic)
 def delete_subject(
     request: Request,
-    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Path()],
     tenant: str = Depends(require_tenant),
 ) -> SubjectDeletedPublic:
     """Remove everything of the subject's partition ``("default", id, "")`` in the caller's

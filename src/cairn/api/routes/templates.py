@@ -12,9 +12,10 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.api.auth import require_tenant, services_of
-from cairn.api.schemas import EpisodePublic, SubjectId
+from cairn.api.schemas import EpisodePublic
 from cairn.core.ids import UtcDateTime
 from cairn.core.scope import Scope
+from cairn.core.subject_id import SubjectIdStr
 from cairn.templates import MemoryTemplate, apply_template
 
 router = APIRouter(prefix="/v1/memory-templates", tags=["memory-templates"])
@@ -53,7 +54,7 @@ class TemplateApply(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    subject_id: str = SubjectId
+    subject_id: SubjectIdStr
     session_id: str | None = Field(None, min_length=1, max_length=256)
     values: dict[str, Any]
     idempotency_key: str | None = Field(None, min_length=1, max_length=256)

@@ -3,15 +3,15 @@ lines, ``POST /v1/subjects/{id}/import`` takes those lines back (in batches)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.auth import require_tenant, services_of
-from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.scope import Scope
+from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import export_lines
 
 router = APIRouter(tags=["subjects"])
@@ -40,7 +40,7 @@ class ImportPublic(BaseModel):
 )
 def export_subject(
     request: Request,
-    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Path()],
     tenant: str = Depends(require_tenant),
 ) -> StreamingResponse:
     """Everything of the subject as JSON lines: a header, then episodes, memories (every
@@ -58,7 +58,7 @@ def export_subject(
 def import_subject(
     body: ImportRequest,
     request: Request,
-    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Path()],
     tenant: str = Depends(require_tenant),
 ) -> ImportPublic:
     """Restore exported records into the subject, ids and provenance as they were; a record

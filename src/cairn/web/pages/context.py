@@ -8,7 +8,6 @@ the page can also show what each step left out, and why.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +17,9 @@ from pydantic import ValidationError
 
 from cairn.api.auth import services_of
 from cairn.api.routes.context import assembly_for
-from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.memory import Budget, ContextItem, ContextRequest, ContextResult
 from cairn.core.scope import Scope
+from cairn.core.subject_id import is_subject_id
 from cairn.engine.context import apply_min_score, pack_context, priority_order
 from cairn.engine.context.fit import fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, default_costs
@@ -28,8 +27,6 @@ from cairn.web._render import WebRoute, render
 from cairn.web._session import Viewer, current_viewer
 
 router = APIRouter(route_class=WebRoute)
-
-_SUBJECT = re.compile(SUBJECT_ID_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +121,7 @@ def _request_of(form: dict[str, str]) -> tuple[ContextRequest | None, list[str]]
     """The ``ContextRequest`` the form describes, or the problems with it (field: message)."""
     errors: list[str] = []
     subject = form.get("subject_id", "").strip()
-    if not _SUBJECT.match(subject):
+    if not is_subject_id(subject):
         errors.append("subject_id: 1 to 256 characters of letters, digits and _ . - :")
     budget_values = {k: _number(form, k, errors) for k in ("max_tokens", "max_items", "max_chars")}
     min_score = _number(form, "min_score", errors, real=True)

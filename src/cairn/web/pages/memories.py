@@ -7,12 +7,13 @@ Every action goes through the same engine calls as ``PATCH/DELETE /v1/memories/{
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 
 from cairn.api.auth import services_of
-from cairn.core.episodes import SUBJECT_ID_PATTERN
+from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import (
     MemoryCorrection,
     correct_memory,
@@ -98,7 +99,7 @@ def forget(
 @router.get("/ui/subjects/{subject_id}/export")
 def export_download(
     request: Request,
-    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Path()],
     viewer: Viewer = Depends(current_viewer),
 ) -> StreamingResponse:
     """The subject's export as a JSON-lines download (as ``GET /v1/subjects/{id}/export``)."""

@@ -9,16 +9,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from cairn.api.auth import services_of
-from cairn.core.episodes import SUBJECT_ID_PATTERN, Episode
+from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
+from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import erase_subject
 from cairn.errors import NotFound
 from cairn.web._render import WebRoute, render, see_other
@@ -81,7 +82,7 @@ def subjects_page(
 @router.get("/ui/subjects/{subject_id}")
 def timeline_page(
     request: Request,
-    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Path()],
     show: str = Query("all", pattern="^(all|episodes|memories)$"),
     kind: str = Query("", max_length=64),
     session: str = Query("", max_length=256),
@@ -184,7 +185,7 @@ def _counts(request: Request, tenant: str, subject_id: str) -> tuple[int, int]:
 @router.get("/ui/subjects/{subject_id}/delete")
 def confirm_delete_page(
     request: Request,
-    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Path()],
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
     """The confirmation: what deleting this subject will remove."""
@@ -206,7 +207,7 @@ def confirm_delete_page(
 @router.post("/ui/subjects/{subject_id}/delete", dependencies=[Depends(check_csrf)])
 def delete_subject(
     request: Request,
-    subject_id: str = Path(pattern=SUBJECT_ID_PATTERN),
+    subject_id: Annotated[SubjectIdStr, Path()],
     viewer: Viewer = Depends(current_viewer),
 ) -> RedirectResponse:
     """Delete everything of the subject in the viewer's tenant, as ``DELETE /v1/subjects``."""

@@ -7,15 +7,14 @@ exactly the API's.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse
 
 from cairn.api.auth import services_of
-from cairn.core.episodes import SUBJECT_ID_PATTERN
 from cairn.core.scope import Scope
+from cairn.core.subject_id import is_subject_id
 from cairn.errors import InvalidInput
 from cairn.templates import MemoryTemplate, apply_template
 from cairn.web._render import WebRoute, render
@@ -24,7 +23,6 @@ from cairn.web._session import Viewer, check_csrf, current_viewer
 router = APIRouter(route_class=WebRoute)
 
 TemplateId = Path(max_length=128)
-_SUBJECT = re.compile(SUBJECT_ID_PATTERN)
 
 
 @router.get("/ui/templates")
@@ -69,7 +67,7 @@ def template_page(
 
 def _check_form(subject_id: str, session_id: str) -> None:
     """The checks ``TemplateApply`` makes on the API's body, as field errors of the form."""
-    if not _SUBJECT.match(subject_id):
+    if not is_subject_id(subject_id):
         raise InvalidInput(
             "Subject id must be 1 to 256 characters of letters, digits and _ . - :",
             details={"field": "subject_id", "fields": ["subject_id"]},

@@ -1,0 +1,65 @@
+"""The one rule for subject ids, shared by every route, the SDK, the CLI, MCP and ladders.
+
+A subject id is what users already have for the person or thing a memory is about: an e-mail
+address (``user@example.com``), ``+`` tags, a name in any script (``José``, ``李雷``, ``Анна``),
+``customer:globex``. The rule:
+
+- 1 to 256 characters;
+- printable text: letters, marks, digits, punctuation, symbols and inner spaces of any script,
+  plus the invisible formatting characters emoji and right-to-left text need (ZWJ, LRM, …);
+  no control characters, no line breaks, no other whitespace than the plain space;
+- no ``/`` (subject ids are URL path segments: ``DELETE /v1/subjects/{subject_id}``);
+- no leading or trailing space, and not ``.`` or ``..`` (URL clients rewrite those segments).
+
+In a URL path, percent-encode it as any segment (``user%40example.com``, ``a%2Bb``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+MAX_SUBJECT_ID = 256
+SUBJECT_ID_RULE = (
+    "1-256 printable characters of any script (e-mail addresses and + allowed), "
+    "without '/', without leading or trailing spaces, not '.' or '..'"
+)
+
+
+def subject_id_problem(value: str) -> str | None:
+    """Why ``value`` is not a subject id, or None when it is one."""
+    if not 1 <= len(value) <= MAX_SUBJECT_ID:
+        return f"must be 1-{MAX_SUBJECT_ID} characters"
+    if "/" in value:
+        return "must not contain '/'"
+    if value in (".", ".."):
+        return "must not be '.' or '..'"
+    if value != value.strip():
+        return "must not start or end with whitespace"
+    for ch in value:
+        # Format characters (Cf) are not "printable" to Python, yet emoji sequences (ZWJ) and
+        # right-to-left text (LRM/RLM) need them.
+        if not (ch.isprintable() or unicodedata.category(ch) == "Cf"):
+            return f"must be printable text (U+{ord(ch):04X} is not)"
+    return None
+
+
+def check_subject_id(value: str) -> str:
+    """``value`` if it is a subject id; ValueError naming the rule otherwise."""
+    problem = subject_id_problem(value)
+    if problem is not None:
+        raise ValueError(f"subject id {problem}: {SUBJECT_ID_RULE}")
+    return value
+
+
+def is_subject_id(value: str) -> bool:
+    return subject_id_problem(value) is None
+
+
+SubjectIdStr = Annotated[
+    str,
+    Field(description=f"Subject id: {SUBJECT_ID_RULE}."),
+    AfterValidator(check_subject_id),
+]
