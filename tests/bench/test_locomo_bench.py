@@ -87,8 +87,10 @@ def test_budget_counts_whole_memories(tmp_path: Path) -> None:
     assert not budget_hits(results, {2}, 5, len)  # the first fills the budget: stop there
 
 
-def test_cli_json(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(_write(tmp_path)), "--json"])
+def test_cli_json_in_process(tmp_path: Path) -> None:
+    """The older in-process mode stays behind ``--through search``."""
+    args = ["bench", "locomo", "--data", str(_write(tmp_path)), "--through", "search", "--json"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["questions"] == 2 and set(out["budget_recall"]) == {

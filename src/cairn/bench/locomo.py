@@ -6,9 +6,12 @@ session as ``session_id``). After compiling, every non-adversarial question (cat
 searched. Only the scoring here reads ``evidence``: it maps evidence turn ids (``D1:3``) to the
 episodes the bench created, and checks them against the provenance of what search returned.
 
-Headline metric — **evidence recall within a token budget B**: results are taken in rank order
-while their content fits B cl100k tokens (the first that does not fit ends the list); a
-question is a hit when any evidence turn is in the provenance of an included memory.
+The older, in-process measurement (``cairn bench locomo --through search``) — **evidence recall
+within a token budget B**: results are taken in rank order while their content fits B cl100k
+tokens (the first that does not fit ends the list); a question is a hit when any evidence turn
+is in the provenance of an included memory. It leaves out the rendering's markup and counts
+provenance, so it reads higher than the headline metric of ``cairn.bench.recall`` (evidence text
+in the ``assembled_context`` of ``POST /v1/context`` from a real server).
 """
 
 from __future__ import annotations

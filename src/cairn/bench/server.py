@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,11 +23,25 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(
-    database_url: str, *, env: dict[str, str] | None = None, data_dir: Path | None = None
+    database_url: str,
+    *,
+    env: dict[str, str] | None = None,
+    data_dir: Path | None = None,
+    default_settings: bool = False,
 ) -> Iterator[str]:
-    """Start ``cairn serve`` on 127.0.0.1 and yield its base URL; stop it afterwards."""
+    """Start ``cairn serve`` on 127.0.0.1 and yield its base URL; stop it afterwards.
+
+    With ``default_settings`` no ``CAIRN_*`` variable of this process reaches the server (only
+    ``env`` and the database/data dir given here), so it runs as a fresh install would; an
+    empty ``database_url`` then means the default SQLite file in ``data_dir``.
+    """
     port = free_port()
-    child_env = {**os.environ, "CAIRN_DATABASE_URL": database_url, "CAIRN_LOG_LEVEL": "WARNING"}
+    inherited = {
+        k: v for k, v in os.environ.items() if not (default_settings and k.startswith("CAIRN_"))
+    }
+    child_env = {**inherited, "CAIRN_LOG_LEVEL": "WARNING"}
+    if database_url:
+        child_env["CAIRN_DATABASE_URL"] = database_url
     if data_dir is not None:
         child_env["CAIRN_DATA_DIR"] = str(data_dir)
     child_env.update(env or {})
@@ -68,3 +83,24 @@ def running_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextmanager
+def scratch_postgres(admin_url: str, prefix: str = "cairn_bench") -> Iterator[str]:
+    """Create an empty PostgreSQL database on ``admin_url``'s server; drop it afterwards."""
+    from sqlalchemy import create_engine, text
+
+    from cairn.store.database import normalize_url
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        try:
+            yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+        finally:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()

@@ -88,9 +88,11 @@ def slates(
     run(ops=ops, threads=threads, backends=tuple(backend), pg_url=pg_url)
 
 
-from cairn.cli.memories_bench import locomo_command, memories_command  # noqa: E402
+from cairn.cli.memories_bench import memories_command  # noqa: E402
+from cairn.cli.recall_bench import locomo_command, recall_command  # noqa: E402
 
 app.command("locomo")(locomo_command)
+app.command("recall")(recall_command)
 app.command("memories")(memories_command)
 
 
