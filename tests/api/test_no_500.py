@@ -242,6 +242,8 @@ def snapshot(client: TestClient, services: Services, method: str, path: str) -> 
     """Row counts of every table; for a write route also the subjects total, and for one
     that can touch slates the example slate's tree with its usage (catches in-place updates).
     A GET is checked by row counts alone, to keep the module fast."""
+    if services.turn_compiler is not None:  # a committed turn is compiled in the background
+        assert services.turn_compiler.wait_idle(), "the background compile did not finish"
     state: dict[str, Any] = dict(row_counts(services))
     state["_subjects"] = state["_slates"] = None
     if method != "GET":

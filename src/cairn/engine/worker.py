@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -177,6 +178,7 @@ class ScopeCompiler:
         self._waiting: dict[tuple[str, Any], None] = {}
         self._wake = threading.Event()
         self._stopped = False
+        self._running = False
         self._thread: threading.Thread | None = None
 
     def submit(self, tenant_id: str, scopes: list[Any]) -> None:
@@ -196,10 +198,23 @@ class ScopeCompiler:
     def _next(self) -> tuple[str, Any] | None:
         with self._lock:
             if not self._waiting:
+                self._running = False
                 return None
             key = next(iter(self._waiting))
             del self._waiting[key]
+            self._running = True
             return key
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until every submitted scope is compiled (True) or ``timeout`` passes (False):
+        for tests and tools that must see a settled store."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._waiting and not self._running:
+                    return True
+            time.sleep(0.005)
+        return False
 
     def _run(self) -> None:
         while not self._stopped:
