@@ -54,7 +54,9 @@ TURNS = [
 
 def test_texts_of_every_script_stay_distinct_memories(backend_client: TestClient) -> None:
     ingest(backend_client, "li", TURNS)
-    r = backend_client.get("/v1/memories/search", params={"subject_id": "li", "kind": "turn"})
+    r = backend_client.get(
+        "/v1/memories/search", params={"subject_id": "li", "kind": "turn", "limit": 200}
+    )
     stored = [m["content"] for m in r.json()["memories"]] if r.status_code == 200 else []
     if not stored:  # listing without a query may not be offered: read them by search instead
         stored = [m["content"] for t in ("北京", "上海") for m in search(backend_client, "li", t)]

@@ -100,3 +100,15 @@ def test_every_route_refuses_the_same_ids(backend_client: TestClient, subject: s
         assert error["details"][0]["field"].endswith("subject_id"), error
         assert "subject id" in error["message"] and "Value error" not in error["message"]
     assert c.get("/v1/subjects").json()["total"] == 0
+
+
+@pytest.mark.parametrize("subject", ["李雷", 'say "hi"', "Анна+work@example.com"])
+def test_export_names_its_file_for_any_subject_id(client: TestClient, subject: str) -> None:
+    from urllib.parse import unquote
+
+    r = client.get(f"/v1/subjects/{quote(subject, safe='')}/export")
+    assert r.status_code == 200, r.text
+    disposition = r.headers["content-disposition"]
+    assert disposition.isascii()
+    encoded = disposition.split("filename*=UTF-8''", 1)[1]
+    assert unquote(encoded) == f"cairn-{subject}.jsonl"

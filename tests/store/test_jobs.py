@@ -13,6 +13,7 @@ from sqlalchemy import update
 
 from cairn.core.ids import utcnow
 from cairn.core.scope import Scope
+from cairn.metrics import Metrics
 from cairn.store import Store
 from cairn.store.jobs import compile_jobs
 
@@ -85,7 +86,9 @@ def test_a_slow_live_worker_keeps_its_job(
     """The compile takes three leases; the heartbeat keeps the job, no one else claims it."""
     from cairn.engine import worker
 
-    services = SimpleNamespace(store=store, settings=SimpleNamespace(job_lease_seconds=0.6))
+    services = SimpleNamespace(
+        store=store, settings=SimpleNamespace(job_lease_seconds=0.6), metrics=Metrics()
+    )
 
     def slow_compile(*_: object) -> SimpleNamespace:
         time.sleep(1.8)

@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.auth import require_tenant, services_of
+from cairn.api.headers import attachment
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import export_lines
@@ -46,11 +47,8 @@ def export_subject(
     """Everything of the subject as JSON lines: a header, then episodes, memories (every
     version, with their supersession links and provenance), documents, chunks and runs."""
     lines = export_lines(services_of(request), tenant, subject_id)
-    filename = f"cairn-{subject_id}.jsonl"
     return StreamingResponse(
-        lines,
-        media_type="application/x-ndjson",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        lines, media_type="application/x-ndjson", headers=attachment(f"cairn-{subject_id}.jsonl")
     )
 
 

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 
 from cairn.api.auth import services_of
+from cairn.api.headers import attachment
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import (
     MemoryCorrection,
@@ -106,5 +107,5 @@ def export_download(
     return StreamingResponse(
         export_lines(services_of(request), viewer.tenant, subject_id),
         media_type="application/x-ndjson",
-        headers={"Content-Disposition": f'attachment; filename="cairn-{subject_id}.jsonl"'},
+        headers=attachment(f"cairn-{subject_id}.jsonl"),
     )
