@@ -1,0 +1,232 @@
+"""The OpenAI Agents SDK on Cairn: ``CairnSession`` and the ``cairn_recall`` tool.
+
+``CairnSession`` implements the SDK's ``Session`` protocol. Its items are kept verbatim, in
+order, as episodes of one Cairn subject per session (``agents-session:<session_id>``; ids that
+are not valid subject ids are hashed), so every item shape the SDK produces round-trips and
+``clear_session`` is one subject deletion. The user and assistant messages among the items are
+also committed as Cairn turns of the session's scope (``conversation_id`` = the session id):
+that is what becomes long-term memory, searchable by ``cairn_recall`` in later sessions.
+
+    session = CairnSession("conversation-1", user_id="ada")      # embedded, like SQLiteSession
+    session = CairnSession("conversation-1", client=AsyncCairn(url, api_key=key))  # a server
+    agent = Agent(name="helper", tools=[cairn_recall(session)])
+    await Runner.run(agent, "What tea do I like?", session=session)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from typing import TYPE_CHECKING, Any, cast
+
+from cairn.integrations._extras import require_extra
+
+require_extra("agents", "openai-agents", "cairn.integrations.openai_agents")
+
+from agents import FunctionTool, function_tool  # noqa: E402
+from agents.memory import SessionSettings  # noqa: E402
+from agents.memory.session_settings import resolve_session_limit  # noqa: E402
+
+from cairn.client import (  # noqa: E402
+    AsyncCairn,
+    EpisodeCreate,
+    Message,
+    NotFoundError,
+    Scope,
+    Timeline,
+)
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+    from cairn.config import Settings
+
+ITEM_TYPE = "openai_agents.item"
+ITEM_SOURCE = "openai-agents"
+SUBJECT_PREFIX = "agents-session:"
+HASHED_PREFIX = "agents-session-sha256:"
+_SUBJECT_SAFE = re.compile(r"^[A-Za-z0-9_.\-:]{1,200}$")
+_BATCH = 100  # the episode batch endpoint's limit
+_PAGE = 1000  # the timeline's largest page
+_TEXT_PARTS = ("input_text", "output_text")
+
+
+def items_subject(session_id: str) -> str:
+    """The Cairn subject that holds a session's items. Readable ids are kept; any other id
+    (spaces, non-ASCII, too long) is hashed, and the two prefixes never collide."""
+    if _SUBJECT_SAFE.match(session_id):
+        return SUBJECT_PREFIX + session_id
+    return HASHED_PREFIX + hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def message_of(item: dict[str, Any]) -> dict[str, str] | None:
+    """The ``{role, content}`` of a user or assistant message item, ``None`` for any other
+    item (tool calls, their outputs, reasoning, system/developer messages) or one without text."""
+    if item.get("type", "message") != "message" or item.get("role") not in ("user", "assistant"):
+        return None
+    content = item.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict)
+            and part.get("type") in _TEXT_PARTS
+            and isinstance(part.get("text"), str)
+        )
+    else:
+        return None
+    return {"role": str(item["role"]), "content": text} if text.strip() else None
+
+
+class CairnSession:
+    """The OpenAI Agents SDK ``Session`` on Cairn.
+
+    ``client`` is an ``AsyncCairn`` of a server (the session never closes it); without one the
+    session runs Cairn in this process on ``settings``' database (by default SQLite in the data
+    directory) and ``close()`` stops it. Turns are recorded in ``scope`` (default: the subject
+    ``user_id``, or the session id when no user is given); ``record_turns=False`` keeps only
+    the history.
+    """
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        client: AsyncCairn | None = None,
+        user_id: str | None = None,
+        scope: Scope | dict[str, str] | None = None,
+        session_settings: SessionSettings | None = None,
+        record_turns: bool = True,
+        settings: Settings | None = None,
+    ) -> None:
+        if not session_id:
+            raise ValueError("session_id must not be empty")
+        self.session_id = session_id
+        self.session_settings = session_settings or SessionSettings()
+        self.subject_id = items_subject(session_id)
+        if scope is None:
+            scope = Scope(runtime_id="default", user_id=user_id or session_id)
+        self.scope = scope if isinstance(scope, Scope) else Scope.model_validate(scope)
+        self.record_turns = record_turns
+        self._owns_client = client is None
+        self.client = client if client is not None else AsyncCairn.local(settings)
+
+    async def _page(self, limit: int, offset: int, newest_first: bool) -> Timeline:
+        params = {
+            "subject_id": self.subject_id,
+            "limit": limit,
+            "offset": offset,
+            "newest_first": newest_first,
+        }
+        return Timeline.model_validate(
+            await self.client.request("GET", "/v1/timeline", params=params)
+        )
+
+    async def _episodes(self, limit: int | None) -> list[Any]:
+        """The session's item episodes, oldest first: all of them, or the latest ``limit``."""
+        found: list[Any] = []
+        offset = 0
+        while limit is None or len(found) < limit:
+            size = _PAGE if limit is None else min(_PAGE, limit - len(found))
+            page = await self._page(size, offset, newest_first=limit is not None)
+            episodes = [e for e in page.episodes if e.type == ITEM_TYPE]
+            # Paging back from the newest end puts each older page in front.
+            found = found + episodes if limit is None else episodes + found
+            if not page.episodes_has_more:
+                break
+            offset += len(page.episodes)
+        return found
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history in chronological order: all items, or the latest ``limit``."""
+        resolved = resolve_session_limit(limit, self.session_settings)
+        if resolved is not None and resolved == 0:
+            return []
+        episodes = await self._episodes(resolved if resolved is None or resolved > 0 else None)
+        return [cast("TResponseInputItem", e.payload) for e in episodes]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append the items (verbatim) and commit their user/assistant messages as one turn."""
+        if not items:
+            return
+        call = uuid.uuid4().hex  # keys make a retried batch a no-op
+        records = [dict(cast("dict[str, Any]", item)) for item in items]
+        episodes = [
+            EpisodeCreate(
+                subject_id=self.subject_id,
+                source=ITEM_SOURCE,
+                type=ITEM_TYPE,
+                payload=record,
+                provenance={"session_id": self.session_id},
+                idempotency_key=f"{call}:{index}",
+            )
+            for index, record in enumerate(records)
+        ]
+        for start in range(0, len(episodes), _BATCH):
+            await self.client.episodes.create_many(episodes[start : start + _BATCH])
+        messages: list[Message | dict[str, str]] = [
+            m for m in map(message_of, records) if m is not None
+        ]
+        if self.record_turns and messages:
+            await self.client.scopes.commit_turn(
+                self.scope, self.session_id, call, messages, metadata={"source": ITEM_SOURCE}
+            )
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item (``None`` when the session is empty)."""
+        while True:
+            latest = await self._episodes(1)
+            if not latest:
+                return None
+            try:
+                await self.client.episodes.delete(latest[0].id)
+            except NotFoundError:
+                continue  # a concurrent pop took it: take the next one
+            return cast("TResponseInputItem", latest[0].payload)
+
+    async def clear_session(self) -> None:
+        """Delete the session's items. What the turns taught Cairn stays long-term memory
+        (erase a person with ``client.scopes.delete(user_id)``)."""
+        await self.client.subjects.delete(self.subject_id)
+
+    async def recall(self, query: str, *, max_tokens: int | None = None) -> str:
+        """Cairn's rendered context of the session's scope for ``query`` ('' if none)."""
+        budget = {"max_tokens": max_tokens} if max_tokens else None
+        context = await self.client.scopes.context(self.scope, query, budget=budget, render=True)
+        return context.rendered or ""
+
+    async def close(self) -> None:
+        """Stop the in-process Cairn this session started (a passed client stays open)."""
+        if self._owns_client:
+            await self.client.aclose()
+
+    async def __aenter__(self) -> CairnSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def cairn_recall(session: CairnSession, *, max_tokens: int | None = None) -> FunctionTool:
+    """A function tool named ``cairn_recall`` that returns what Cairn remembers of the
+    session's scope that is relevant to the agent's current question."""
+
+    async def cairn_recall(question: str) -> str:
+        """Recall what is known about the user that is relevant to a question: preferences,
+        facts and earlier conversations. Returns the relevant memory as text.
+
+        Args:
+            question: The user's current question, or what to look up.
+        """
+        text = await session.recall(question, max_tokens=max_tokens)
+        return text or "Nothing relevant is remembered."
+
+    return function_tool(cairn_recall)
+
+
+__all__ = ["CairnSession", "cairn_recall", "items_subject", "message_of"]
