@@ -321,3 +321,28 @@ def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delitem(sys.modules, "cairn.integrations.openai_agents")
     with pytest.raises(ImportError, match=r"pip install 'cairn\[openai-agents\]'"):
         importlib.import_module("cairn.integrations.openai_agents")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("mode", ["embedded"], indirect=True)
+def test_history_longer_than_a_page(
+    connect: Callable[[], AsyncCairn], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("cairn.integrations._log.PAGE", 2)
+    items = [{"role": "user", "content": f"m{i}"} for i in range(7)]
+
+    async def main() -> tuple[list[Any], list[Any], list[Any]]:
+        session = session_of(connect, "long", record_turns=False)
+        await session.add_items(items)
+        result = (
+            await session.get_items(),
+            await session.get_items(limit=5),
+            await session.get_items(limit=-1),
+        )
+        await closing(session)
+        return result
+
+    everything, latest, negative = run(main)
+    assert everything == items
+    assert latest == items[-5:]
+    assert negative == items

@@ -15,8 +15,6 @@ that is what becomes long-term memory, searchable by ``cairn_recall`` in later s
 
 from __future__ import annotations
 
-import hashlib
-import re
 import uuid
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,14 +26,8 @@ from agents import FunctionTool, function_tool  # noqa: E402
 from agents.memory import SessionSettings  # noqa: E402
 from agents.memory.session_settings import resolve_session_limit  # noqa: E402
 
-from cairn.client import (  # noqa: E402
-    AsyncCairn,
-    EpisodeCreate,
-    Message,
-    NotFoundError,
-    Scope,
-    Timeline,
-)
+from cairn.client import AsyncCairn, Episode, Message, NotFoundError, Scope  # noqa: E402
+from cairn.integrations._log import LogReader, log_subject, record_batches  # noqa: E402
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -44,20 +36,14 @@ if TYPE_CHECKING:
 
 ITEM_TYPE = "openai_agents.item"
 ITEM_SOURCE = "openai-agents"
-SUBJECT_PREFIX = "agents-session:"
-HASHED_PREFIX = "agents-session-sha256:"
-_SUBJECT_SAFE = re.compile(r"^[A-Za-z0-9_.\-:]{1,200}$")
-_BATCH = 100  # the episode batch endpoint's limit
-_PAGE = 1000  # the timeline's largest page
+SUBJECT_PREFIX = "agents-session"
 _TEXT_PARTS = ("input_text", "output_text")
 
 
 def items_subject(session_id: str) -> str:
-    """The Cairn subject that holds a session's items. Readable ids are kept; any other id
-    (spaces, non-ASCII, too long) is hashed, and the two prefixes never collide."""
-    if _SUBJECT_SAFE.match(session_id):
-        return SUBJECT_PREFIX + session_id
-    return HASHED_PREFIX + hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+    """The Cairn subject that holds a session's items (``agents-session:<id>``; ids that are
+    not valid subject ids are hashed)."""
+    return log_subject(SUBJECT_PREFIX, session_id)
 
 
 def message_of(item: dict[str, Any]) -> dict[str, str] | None:
@@ -116,31 +102,12 @@ class CairnSession:
         self._owns_client = client is None
         self.client = client if client is not None else AsyncCairn.local(settings)
 
-    async def _page(self, limit: int, offset: int, newest_first: bool) -> Timeline:
-        params = {
-            "subject_id": self.subject_id,
-            "limit": limit,
-            "offset": offset,
-            "newest_first": newest_first,
-        }
-        return Timeline.model_validate(
-            await self.client.request("GET", "/v1/timeline", params=params)
-        )
-
-    async def _episodes(self, limit: int | None) -> list[Any]:
+    async def _episodes(self, limit: int | None) -> list[Episode]:
         """The session's item episodes, oldest first: all of them, or the latest ``limit``."""
-        found: list[Any] = []
-        offset = 0
-        while limit is None or len(found) < limit:
-            size = _PAGE if limit is None else min(_PAGE, limit - len(found))
-            page = await self._page(size, offset, newest_first=limit is not None)
-            episodes = [e for e in page.episodes if e.type == ITEM_TYPE]
-            # Paging back from the newest end puts each older page in front.
-            found = found + episodes if limit is None else episodes + found
-            if not page.episodes_has_more:
-                break
-            offset += len(page.episodes)
-        return found
+        reader = LogReader(self.subject_id, ITEM_TYPE, limit)
+        while (params := reader.next_page()) is not None:
+            reader.add(await self.client.request("GET", "/v1/timeline", params=params))
+        return reader.episodes
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The history in chronological order: all items, or the latest ``limit``."""
@@ -156,19 +123,16 @@ class CairnSession:
             return
         call = uuid.uuid4().hex  # keys make a retried batch a no-op
         records = [dict(cast("dict[str, Any]", item)) for item in items]
-        episodes = [
-            EpisodeCreate(
-                subject_id=self.subject_id,
-                source=ITEM_SOURCE,
-                type=ITEM_TYPE,
-                payload=record,
-                provenance={"session_id": self.session_id},
-                idempotency_key=f"{call}:{index}",
-            )
-            for index, record in enumerate(records)
-        ]
-        for start in range(0, len(episodes), _BATCH):
-            await self.client.episodes.create_many(episodes[start : start + _BATCH])
+        batches = record_batches(
+            self.subject_id,
+            records,
+            source=ITEM_SOURCE,
+            type=ITEM_TYPE,
+            session_id=self.session_id,
+            call=call,
+        )
+        for batch in batches:
+            await self.client.episodes.create_many(batch)
         messages: list[Message | dict[str, str]] = [
             m for m in map(message_of, records) if m is not None
         ]
