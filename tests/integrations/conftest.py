@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cairn.api.app import create_app
-from cairn.client import AsyncCairn
+from cairn.client import AsyncCairn, Cairn
 from cairn.config import Settings
 from cairn.services import Services
 from tests.client.conftest import live_server
@@ -49,3 +49,22 @@ def connect(
         return lambda: AsyncCairn.local(backend_settings)
     url = request.getfixturevalue("server_url")
     return lambda: AsyncCairn(url, api_key="")
+
+
+@pytest.fixture
+def connect_sync(
+    mode: str, backend_settings: Settings, request: pytest.FixtureRequest
+) -> Iterator[Callable[[], Cairn]]:
+    """Makes sync SDK clients, in-process or of a live server, on each backend; closes them."""
+    made: list[Cairn] = []
+
+    def make() -> Cairn:
+        if mode == "embedded":
+            made.append(Cairn.local(backend_settings))
+        else:
+            made.append(Cairn(request.getfixturevalue("server_url"), api_key=""))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
