@@ -16,7 +16,7 @@ from agents import Agent, RunConfig, Runner
 from agents.memory import Session, SessionSettings
 from openai.types.responses import ResponseFunctionToolCall
 
-from cairn.client import AsyncCairn
+from cairn.client import AsyncCairn, InvalidRequestError
 from cairn.integrations.openai_agents import (
     CairnSession,
     cairn_recall,
@@ -346,3 +346,51 @@ def test_history_longer_than_a_page(
     assert everything == items
     assert latest == items[-5:]
     assert negative == items
+
+
+def test_any_session_id_keeps_history_and_turns(connect: Callable[[], AsyncCairn]) -> None:
+    ids = ["x" * 300, " padded ", "nul\x00id", "会话 — ü"]
+    items = [{"role": "user", "content": f"I collect stamps, album{i}."} for i in range(len(ids))]
+
+    async def main() -> tuple[list[Any], str]:
+        found = []
+        for session_id, item in zip(ids, items, strict=True):
+            session = session_of(connect, session_id, user_id="bo")
+            await session.add_items([item])
+            found.append(await session.get_items())
+            await closing(session)
+        client = connect()
+        scope = {"runtime_id": "default", "user_id": "bo"}
+        recalled = await client.scopes.context(scope, "stamps", render=True)
+        await client.aclose()
+        return found, recalled.rendered or ""
+
+    histories, recalled = run(main)
+    assert histories == [[item] for item in items]
+    for i in range(len(ids)):  # each session committed its turn to the user's scope
+        assert f"album{i}" in recalled
+
+
+def test_bad_scope_is_refused_before_anything_is_written() -> None:
+    with pytest.raises(ValueError, match="runtime_id"):
+        CairnSession("s", client=AsyncCairn("http://127.0.0.1:9"), scope={"runtime_id": " "})
+    with pytest.raises(ValueError, match="NUL"):
+        CairnSession("s", client=AsyncCairn("http://127.0.0.1:9"), user_id="a\x00b")
+    with pytest.raises(ValueError, match="session_id"):
+        CairnSession("", client=AsyncCairn("http://127.0.0.1:9"))
+
+
+@pytest.mark.parametrize("mode", ["embedded"], indirect=True)
+def test_nul_text_is_refused_and_nothing_is_written(connect: Callable[[], AsyncCairn]) -> None:
+    async def main() -> list[Any]:
+        session = session_of(connect, "nul")
+        try:
+            with pytest.raises(InvalidRequestError, match="NUL"):
+                await session.add_items(
+                    [{"role": "user", "content": "fine"}, {"role": "user", "content": "a\x00b"}]
+                )
+            return await session.get_items()
+        finally:
+            await closing(session)
+
+    assert run(main) == []

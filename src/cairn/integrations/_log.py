@@ -14,7 +14,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from cairn.client import Episode, EpisodeCreate, Timeline
+from cairn.client import Episode, EpisodeCreate, Scope, Timeline
+from cairn.core.scope import Scope as CoreScope
+
+KEY_LIMIT = 256  # the longest conversation id / user id Cairn accepts
 
 _SUBJECT_SAFE = re.compile(r"^[A-Za-z0-9_.\-:]{1,200}$")
 BATCH = 100  # the episode batch endpoint's limit
@@ -27,6 +30,25 @@ def log_subject(prefix: str, session_id: str) -> str:
     if _SUBJECT_SAFE.match(session_id):
         return f"{prefix}:{session_id}"
     return f"{prefix}-sha256:" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def conversation_key(session_id: str) -> str:
+    """The session id as a turn's ``conversation_id`` (and default user id): kept when Cairn
+    accepts it as it is, hashed when it is too long, blank-edged or holds a NUL."""
+    usable = 0 < len(session_id) <= KEY_LIMIT and "\x00" not in session_id
+    if usable and session_id.strip() == session_id:
+        return session_id
+    return "sha256:" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def turn_scope(scope: Scope | dict[str, str] | None, user_id: str | None, key: str) -> Scope:
+    """The scope turns are committed to, checked now (a ``ValueError`` names the bad field)
+    so that no history is written before the server would refuse the turn."""
+    if scope is None:
+        scope = Scope(runtime_id="default", user_id=user_id or key)
+    checked = scope if isinstance(scope, Scope) else Scope.model_validate(scope)
+    CoreScope.model_validate(checked.model_dump())
+    return checked
 
 
 def record_batches(

@@ -44,7 +44,14 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from pydantic import ConfigDict, Field, PrivateAttr  # noqa: E402
 
 from cairn.client import AsyncCairn, Cairn, Memory, Message, Scope  # noqa: E402
-from cairn.integrations._log import LogReader, log_subject, read_log, record_batches  # noqa: E402
+from cairn.integrations._log import (  # noqa: E402
+    LogReader,
+    conversation_key,
+    log_subject,
+    read_log,
+    record_batches,
+    turn_scope,
+)
 
 if TYPE_CHECKING:
     from cairn.config import Settings
@@ -160,9 +167,8 @@ class CairnChatMessageHistory(BaseChatMessageHistory):
             raise ValueError("session_id must not be empty")
         self.session_id = session_id
         self.subject_id = log_subject(SUBJECT_PREFIX, session_id)
-        if scope is None:
-            scope = Scope(runtime_id="default", user_id=user_id or session_id)
-        self.scope = scope if isinstance(scope, Scope) else Scope.model_validate(scope)
+        self.conversation_id = conversation_key(session_id)
+        self.scope = turn_scope(scope, user_id, self.conversation_id)
         self.record_turns = record_turns
         self._owns_client = client is None
         self.client = client if client is not None else Cairn.local(settings)
@@ -186,7 +192,7 @@ class CairnChatMessageHistory(BaseChatMessageHistory):
             [message_to_dict(m) for m in messages],
             source=MESSAGE_SOURCE,
             type=MESSAGE_TYPE,
-            session_id=self.session_id,
+            session_id=self.conversation_id,
             call=call,
         )
         for batch in batches:
@@ -195,7 +201,7 @@ class CairnChatMessageHistory(BaseChatMessageHistory):
         if self.record_turns and turn:
             self.client.scopes.commit_turn(
                 self.scope,
-                self.session_id,
+                self.conversation_id,
                 call,
                 list[Message | dict[str, str]](turn),
                 metadata={"source": MESSAGE_SOURCE},

@@ -27,7 +27,13 @@ from agents.memory import SessionSettings  # noqa: E402
 from agents.memory.session_settings import resolve_session_limit  # noqa: E402
 
 from cairn.client import AsyncCairn, Episode, Message, NotFoundError, Scope  # noqa: E402
-from cairn.integrations._log import LogReader, log_subject, record_batches  # noqa: E402
+from cairn.integrations._log import (  # noqa: E402
+    LogReader,
+    conversation_key,
+    log_subject,
+    record_batches,
+    turn_scope,
+)
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -95,9 +101,8 @@ class CairnSession:
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
         self.subject_id = items_subject(session_id)
-        if scope is None:
-            scope = Scope(runtime_id="default", user_id=user_id or session_id)
-        self.scope = scope if isinstance(scope, Scope) else Scope.model_validate(scope)
+        self.conversation_id = conversation_key(session_id)
+        self.scope = turn_scope(scope, user_id, self.conversation_id)
         self.record_turns = record_turns
         self._owns_client = client is None
         self.client = client if client is not None else AsyncCairn.local(settings)
@@ -128,7 +133,7 @@ class CairnSession:
             records,
             source=ITEM_SOURCE,
             type=ITEM_TYPE,
-            session_id=self.session_id,
+            session_id=self.conversation_id,
             call=call,
         )
         for batch in batches:
@@ -138,7 +143,7 @@ class CairnSession:
         ]
         if self.record_turns and messages:
             await self.client.scopes.commit_turn(
-                self.scope, self.session_id, call, messages, metadata={"source": ITEM_SOURCE}
+                self.scope, self.conversation_id, call, messages, metadata={"source": ITEM_SOURCE}
             )
 
     async def pop_item(self) -> TResponseInputItem | None:
