@@ -16,13 +16,14 @@ from agents import Agent, RunConfig, Runner
 from agents.memory import Session, SessionSettings
 from openai.types.responses import ResponseFunctionToolCall
 
-from cairn.client import AsyncCairn, InvalidRequestError
+from cairn.client import AsyncCairn, Cairn, InvalidRequestError
 from cairn.integrations.openai_agents import (
     CairnSession,
     cairn_recall,
     items_subject,
     message_of,
 )
+from tests.conftest import make_settings
 from tests.integrations.agents_model import ScriptedModel
 
 OFFLINE = RunConfig(tracing_disabled=True)
@@ -394,3 +395,38 @@ def test_nul_text_is_refused_and_nothing_is_written(connect: Callable[[], AsyncC
             await closing(session)
 
     assert run(main) == []
+
+
+def test_embedded_session_serves_run_sync_across_event_loops(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ScriptedModel("one", "two")
+    agent = Agent(name="helper", model=model)
+    with CairnSession("sync", settings=make_settings(tmp_path)) as session:
+        first = Runner.run_sync(agent, "hello", session=session, run_config=OFFLINE)
+        second = Runner.run_sync(agent, "again", session=session, run_config=OFFLINE)
+    assert (first.final_output, second.final_output) == ("one", "two")
+    assert [m["content"] for m in map(message_of, model.inputs[1]) if m] == [
+        "hello",
+        "one",
+        "again",
+    ]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_sync_client_of_a_server(server_url: str) -> None:
+    items = ITEM_SHAPES[:4]
+
+    async def main() -> tuple[list[Any], Any]:
+        with Cairn(server_url, api_key="") as client:
+            session = CairnSession("sync-client", client=client)
+            await session.add_items(items)
+            kept = await session.get_items()
+            popped = await session.pop_item()
+            session.close()  # a passed client stays open
+            return kept, (popped, client.health().status)
+
+    kept, (popped, status) = run(main)
+    assert kept == items
+    assert popped == items[-1]
+    assert status == "ok"

@@ -15,6 +15,8 @@ that is what becomes long-term memory, searchable by ``cairn_recall`` in later s
 
 from __future__ import annotations
 
+import asyncio
+import operator
 import uuid
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,7 +28,7 @@ from agents import FunctionTool, function_tool  # noqa: E402
 from agents.memory import SessionSettings  # noqa: E402
 from agents.memory.session_settings import resolve_session_limit  # noqa: E402
 
-from cairn.client import AsyncCairn, Episode, Message, NotFoundError, Scope  # noqa: E402
+from cairn.client import AsyncCairn, Cairn, Episode, Message, NotFoundError, Scope  # noqa: E402
 from cairn.integrations._log import (  # noqa: E402
     LogReader,
     conversation_key,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 ITEM_TYPE = "openai_agents.item"
 ITEM_SOURCE = "openai-agents"
 SUBJECT_PREFIX = "agents-session"
+TIMELINE = "/v1/timeline"
 _TEXT_PARTS = ("input_text", "output_text")
 
 
@@ -76,11 +79,11 @@ def message_of(item: dict[str, Any]) -> dict[str, str] | None:
 class CairnSession:
     """The OpenAI Agents SDK ``Session`` on Cairn.
 
-    ``client`` is an ``AsyncCairn`` of a server (the session never closes it); without one the
-    session runs Cairn in this process on ``settings``' database (by default SQLite in the data
-    directory) and ``close()`` stops it. Turns are recorded in ``scope`` (default: the subject
-    ``user_id``, or the session id when no user is given); ``record_turns=False`` keeps only
-    the history.
+    ``client`` is an ``AsyncCairn`` or a ``Cairn`` of a server (the session never closes it);
+    without one the session runs Cairn in this process on ``settings``' database (by default
+    SQLite in the data directory) and ``close()`` stops it. Turns are recorded in ``scope``
+    (default: the subject ``user_id``, or the session id when no user is given);
+    ``record_turns=False`` keeps only the history.
     """
 
     session_settings: SessionSettings | None = None
@@ -89,7 +92,7 @@ class CairnSession:
         self,
         session_id: str,
         *,
-        client: AsyncCairn | None = None,
+        client: AsyncCairn | Cairn | None = None,
         user_id: str | None = None,
         scope: Scope | dict[str, str] | None = None,
         session_settings: SessionSettings | None = None,
@@ -105,13 +108,23 @@ class CairnSession:
         self.scope = turn_scope(scope, user_id, self.conversation_id)
         self.record_turns = record_turns
         self._owns_client = client is None
-        self.client = client if client is not None else AsyncCairn.local(settings)
+        # Embedded, the sync client runs the app on its own loop thread, so the session
+        # works from any event loop (each ``Runner.run_sync`` starts a new one).
+        self.client: AsyncCairn | Cairn = client if client is not None else Cairn.local(settings)
+
+    async def _send(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a client method (``"episodes.create_many"``): awaited with an ``AsyncCairn``,
+        on a worker thread with a ``Cairn`` (as the SDK's SQLiteSession runs its queries)."""
+        call = operator.attrgetter(method)(self.client)
+        if isinstance(self.client, AsyncCairn):
+            return await call(*args, **kwargs)
+        return await asyncio.to_thread(call, *args, **kwargs)
 
     async def _episodes(self, limit: int | None) -> list[Episode]:
         """The session's item episodes, oldest first: all of them, or the latest ``limit``."""
         reader = LogReader(self.subject_id, ITEM_TYPE, limit)
         while (params := reader.next_page()) is not None:
-            reader.add(await self.client.request("GET", "/v1/timeline", params=params))
+            reader.add(await self._send("request", "GET", TIMELINE, params=params))
         return reader.episodes
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
@@ -137,13 +150,19 @@ class CairnSession:
             call=call,
         )
         for batch in batches:
-            await self.client.episodes.create_many(batch)
+            await self._send("episodes.create_many", batch)
         messages: list[Message | dict[str, str]] = [
             m for m in map(message_of, records) if m is not None
         ]
         if self.record_turns and messages:
-            await self.client.scopes.commit_turn(
-                self.scope, self.conversation_id, call, messages, metadata={"source": ITEM_SOURCE}
+            metadata = {"source": ITEM_SOURCE}
+            await self._send(
+                "scopes.commit_turn",
+                self.scope,
+                self.conversation_id,
+                call,
+                messages,
+                metadata=metadata,
             )
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -153,7 +172,7 @@ class CairnSession:
             if not latest:
                 return None
             try:
-                await self.client.episodes.delete(latest[0].id)
+                await self._send("episodes.delete", latest[0].id)
             except NotFoundError:
                 continue  # a concurrent pop took it: take the next one
             return cast("TResponseInputItem", latest[0].payload)
@@ -161,24 +180,30 @@ class CairnSession:
     async def clear_session(self) -> None:
         """Delete the session's items. What the turns taught Cairn stays long-term memory
         (erase a person with ``client.scopes.delete(user_id)``)."""
-        await self.client.subjects.delete(self.subject_id)
+        await self._send("subjects.delete", self.subject_id)
 
     async def recall(self, query: str, *, max_tokens: int | None = None) -> str:
         """Cairn's rendered context of the session's scope for ``query`` ('' if none)."""
         budget = {"max_tokens": max_tokens} if max_tokens else None
-        context = await self.client.scopes.context(self.scope, query, budget=budget, render=True)
+        context = await self._send("scopes.context", self.scope, query, budget=budget, render=True)
         return context.rendered or ""
 
-    async def close(self) -> None:
+    def close(self) -> None:
         """Stop the in-process Cairn this session started (a passed client stays open)."""
-        if self._owns_client:
-            await self.client.aclose()
+        if self._owns_client and isinstance(self.client, Cairn):
+            self.client.close()
+
+    def __enter__(self) -> CairnSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def __aenter__(self) -> CairnSession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await asyncio.to_thread(self.close)
 
 
 def cairn_recall(session: CairnSession, *, max_tokens: int | None = None) -> FunctionTool:
