@@ -145,6 +145,7 @@ def test_runner_sees_turn_one_in_turn_two(connect: Callable[[], AsyncCairn]) -> 
         first = await Runner.run(agent, "I like jasmine tea.", session=session, run_config=OFFLINE)
         second = await Runner.run(agent, "What tea do I like?", session=session, run_config=OFFLINE)
         items = await session.get_items()
+        await session.compile_turns()
         recalled = await session.recall("jasmine tea")
         await closing(session)
         return items, f"{first.final_output}|{second.final_output}", recalled
@@ -247,6 +248,7 @@ def test_recall_tool_is_called_by_the_agent(connect: Callable[[], AsyncCairn]) -
                 {"role": "assistant", "content": "I will remember that."},
             ]
         )
+        await earlier.compile_turns()
         await closing(earlier)
         session = session_of(connect, "later", user_id="ada")
         tool = cairn_recall(session)
@@ -360,6 +362,9 @@ def test_any_session_id_keeps_history_and_turns(connect: Callable[[], AsyncCairn
             await session.add_items([item])
             found.append(await session.get_items())
             await closing(session)
+        compiler = session_of(connect, "any", user_id="bo")
+        await compiler.compile_turns()
+        await closing(compiler)
         client = connect()
         scope = {"runtime_id": "default", "user_id": "bo"}
         recalled = await client.scopes.context(scope, "stamps", render=True)
@@ -379,6 +384,10 @@ def test_bad_scope_is_refused_before_anything_is_written() -> None:
         CairnSession("s", client=AsyncCairn("http://127.0.0.1:9"), user_id="a\x00b")
     with pytest.raises(ValueError, match="session_id"):
         CairnSession("", client=AsyncCairn("http://127.0.0.1:9"))
+    agent_scope = {"runtime_id": "default", "user_id": "u", "agent_id": "a"}
+    session = CairnSession("s", client=AsyncCairn("http://127.0.0.1:9"), scope=agent_scope)
+    with pytest.raises(ValueError, match="subject scope"):
+        asyncio.run(session.compile_turns())
 
 
 @pytest.mark.parametrize("mode", ["embedded"], indirect=True)

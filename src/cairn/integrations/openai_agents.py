@@ -182,6 +182,14 @@ class CairnSession:
         (erase a person with ``client.scopes.delete(user_id)``)."""
         await self._send("subjects.delete", self.subject_id)
 
+    async def compile_turns(self) -> None:
+        """Turn the committed turns into memories now, rather than when the server's background
+        compile gets to them (only a subject scope, ``("default", user_id, "")``, has one)."""
+        if self.scope.runtime_id != "default" or self.scope.agent_id or not self.scope.user_id:
+            raise ValueError("compile_turns needs a subject scope: runtime 'default', no agent")
+        while (await self._send("memories.compile", self.scope.user_id)).has_more:
+            pass
+
     async def recall(self, query: str, *, max_tokens: int | None = None) -> str:
         """Cairn's rendered context of the session's scope for ``query`` ('' if none)."""
         budget = {"max_tokens": max_tokens} if max_tokens else None
