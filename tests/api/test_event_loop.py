@@ -108,7 +108,7 @@ def test_loop_stays_responsive_during_a_big_compile(server: str) -> None:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             status = c.get(f"/v1/memories/compile/{job_id}").json()["status"]
-            if status in ("succeeded", "failed"):
+            if status in ("completed", "failed"):
                 break
             seen_running = seen_running or status == "running"
             t0 = time.perf_counter()
@@ -127,9 +127,13 @@ def test_loop_stays_responsive_during_a_big_compile(server: str) -> None:
             assert r.status_code == 201
             ingest.append(time.perf_counter() - t0)
             time.sleep(0.01)
-        assert status == "succeeded", status
+        assert status == "completed", status
     assert seen_running and len(health) >= 20, "the compile ended before it could be probed"
-    print("health", len(health), [round(x * 1000) for x in sorted(health)[-12:]])
-    print("ingest", len(ingest), [round(x * 1000) for x in sorted(ingest)[-12:]])
-    assert _p99(health) <= 0.050, f"/healthz p99 {_p99(health) * 1000:.0f} ms"
-    assert _p99(ingest) <= 0.100, f"single ingest p99 {_p99(ingest) * 1000:.0f} ms"
+    slowest = {
+        k: [round(x * 1000) for x in sorted(v)[-5:]]
+        for k, v in (("health", health), ("ingest", ingest))
+    }
+    assert _p99(health) <= 0.050, f"/healthz p99 {_p99(health) * 1000:.0f} ms; slowest {slowest}"
+    assert _p99(ingest) <= 0.100, (
+        f"single ingest p99 {_p99(ingest) * 1000:.0f} ms; slowest {slowest}"
+    )

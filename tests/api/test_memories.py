@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from cairn.api.app import create_app
@@ -208,3 +209,31 @@ def test_compile_on_ingest(tmp_path: Any) -> None:
             assert r["memories_created"] == 0 and r["remaining_episodes"] == 0
     finally:
         services.close()
+
+
+def test_one_compile_call_covers_many_steps(
+    backend_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request compiles up to REQUEST_LIMIT episodes in steps of DEFAULT_BATCH (each a short
+    write transaction) and answers has_more only past the limit."""
+    from cairn.engine.compile import runner
+
+    monkeypatch.setattr(runner, "DEFAULT_BATCH", 40)
+    monkeypatch.setattr(runner, "REQUEST_LIMIT", 200)
+    for start in range(0, 250, 50):
+        batch = [
+            {
+                "subject_id": "steps",
+                "source": "chat",
+                "type": "note",
+                "payload": {"text": f"Note {start + i}: the shelf in room {start + i} is blue."},
+            }
+            for i in range(50)
+        ]
+        assert (
+            backend_client.post("/v1/episodes/batch", json={"episodes": batch}).status_code == 201
+        )
+    first = backend_client.post("/v1/memories/compile", json={"subject_id": "steps"}).json()
+    assert first["has_more"] is True and first["remaining_episodes"] == 50
+    second = backend_client.post("/v1/memories/compile", json={"subject_id": "steps"}).json()
+    assert second["has_more"] is False and second["remaining_episodes"] == 0

@@ -149,7 +149,7 @@ def test_killed_workers_job_is_finished_by_the_other_within_the_lease(
 
             def finished() -> bool:
                 r = httpx.get(f"{b}/v1/memories/compile/{job_id}", timeout=30)
-                return bool(r.json()["status"] == "succeeded")
+                return bool(r.json()["status"] == "completed")
 
             wait_for(finished, LEASE_S + LLM_DELAY_S + 30, "the other worker to finish")
             took = time.monotonic() - killed_at

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -33,6 +34,18 @@ from cairn.api.routes.unsupported import router as unsupported_router
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.web import install_web
+
+# The event loop shares the interpreter with compile and embedding threads (CPU-bound Python).
+# With CPython's default 5 ms switch interval a request waits up to several intervals for the
+# GIL; 1 ms keeps single requests fast while a big compile runs (tests/api/test_event_loop.py).
+SERVER_SWITCH_INTERVAL_S = 0.001
+
+
+def prepare_server_process() -> None:
+    """Process-wide settings of a server process (called by ``cairn serve`` and the ASGI
+    entry point, never by the library)."""
+    sys.setswitchinterval(SERVER_SWITCH_INTERVAL_S)
+
 
 ROUTERS = [
     health.router,

@@ -4,10 +4,11 @@
 logging from the same settings as the parent.
 """
 
-from cairn.api.app import create_app
+from cairn.api.app import create_app, prepare_server_process
 from cairn.config import Settings
 from cairn.logs import configure_logging
 
 settings = Settings()
+prepare_server_process()
 configure_logging(settings.log_level, json_lines=settings.log_json)
 app = create_app(settings)

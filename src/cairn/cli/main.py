@@ -121,9 +121,11 @@ def serve(
     """
     import uvicorn
 
+    from cairn.api.app import prepare_server_process
     from cairn.services import Services
 
     settings = settings_with(host=host, port=port, database_url=database_url)
+    prepare_server_process()
     configure_logging(settings.log_level, json_lines=settings.log_json)
     try:
         services = Services.from_settings(settings)

@@ -23,7 +23,7 @@ from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import MemoryPublic
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
-from cairn.engine.compile import KINDS, compile_scope
+from cairn.engine.compile import KINDS, compile_request
 from cairn.engine.search import search_memories
 from cairn.errors import InvalidInput, NotFound
 
@@ -98,7 +98,7 @@ def _compile(
         queued = {"job_id": str(job.id), "status": public_status(job.status), **answer}
         queued.update(memories_created=0, memories=[], error=None)
         return JSONResponse(status_code=202, content=queued)
-    result = compile_scope(services, tenant, scope)
+    result = compile_request(services, tenant, scope)
     services.metrics.memories_compiled.inc(result.memories_created)
     return JSONResponse(
         {

@@ -3,7 +3,12 @@ optional LLM compiler, and ``compile_scope``, which runs one over a partition.""
 
 from cairn.engine.compile.drafts import KINDS, CompileInput, Compiler, MemoryDraft, memory_id
 from cairn.engine.compile.heuristic import HeuristicCompiler
-from cairn.engine.compile.runner import CompileResult, compile_scope, default_compiler
+from cairn.engine.compile.runner import (
+    CompileResult,
+    compile_request,
+    compile_scope,
+    default_compiler,
+)
 
 __all__ = [
     "KINDS",
@@ -12,6 +17,7 @@ __all__ = [
     "Compiler",
     "HeuristicCompiler",
     "MemoryDraft",
+    "compile_request",
     "compile_scope",
     "default_compiler",
     "memory_id",

@@ -25,7 +25,12 @@ from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.store import Store
 
-DEFAULT_BATCH = 5000
+# Episodes per compile step. Each step's write transaction holds SQLite's single writer lock,
+# so a small step keeps other writers (a single ingest) waiting tens of milliseconds, not
+# seconds, while a big compile runs; measured no slower overall than 5,000 (bench memories).
+DEFAULT_BATCH = 200
+# Episodes one compile request covers (in steps of DEFAULT_BATCH) before it answers has_more.
+REQUEST_LIMIT = 5000
 
 
 @dataclass
@@ -150,6 +155,29 @@ def compile_scope(
         remaining_episodes=remaining,
         episodes_compiled=len(fresh),
     )
+
+
+def compile_request(
+    services_or_store: Any, tenant_id: str, scope: Scope, limit: int | None = None
+) -> CompileResult:
+    """Compile up to ``limit`` (default ``REQUEST_LIMIT``) episodes of one partition in steps
+    of ``DEFAULT_BATCH``, each its own short write transaction; the summed result."""
+    limit = REQUEST_LIMIT if limit is None else limit
+    total = CompileResult(memories_created=0)
+    while total.episodes_compiled < limit:
+        step = compile_scope(
+            services_or_store,
+            tenant_id,
+            scope,
+            max_episodes=min(DEFAULT_BATCH, limit - total.episodes_compiled),
+        )
+        total.memories_created += step.memories_created
+        total.memories.extend(step.memories)
+        total.episodes_compiled += step.episodes_compiled
+        total.has_more, total.remaining_episodes = step.has_more, step.remaining_episodes
+        if not step.has_more or step.episodes_compiled == 0:
+            break
+    return total
 
 
 def _apply(
