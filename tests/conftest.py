@@ -27,6 +27,19 @@ PG_ADMIN_URL = os.environ.get("CAIRN_TEST_PG_URL", "postgresql://postgres@127.0.
 BACKENDS = ["sqlite", "postgres"]
 
 
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """``cairn serve``/``cairn worker`` run in-process by a test set up process logging; undo
+    it, so later tests' captured output holds no log lines of theirs."""
+    import logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    yield
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A fresh, migrated PostgreSQL database for this test session."""

@@ -42,9 +42,25 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of each record, not the stream that was
+    current when logging was set up (which a test runner or an embedding program may close)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def configure_logging(level: str, *, json_lines: bool) -> None:
     """Route every logger to stderr at ``level``, as JSON lines or as ``LEVEL name message``."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     if json_lines:
         handler.setFormatter(JsonFormatter())
     else:

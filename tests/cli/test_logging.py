@@ -110,3 +110,17 @@ def test_configure_logging_silences_alembic(capsys: pytest.CaptureFixture[str]) 
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+
+
+def test_logging_follows_the_current_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream closed after set-up (a test runner's capture) never breaks later records."""
+    import io
+
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    configure_logging("INFO", json_lines=False)
+    first.close()
+    second = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", second)
+    logging.getLogger("cairn.test").info("after the swap")
+    assert second.getvalue() == "INFO cairn.test after the swap\n"
