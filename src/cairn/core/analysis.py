@@ -142,10 +142,11 @@ def _tokens(text: str, *, unigrams: bool) -> list[tuple[str, bool]]:
     """``(token, unspaced)`` of folded ``text``: words keep their apostrophes here."""
     out: list[tuple[str, bool]] = []
     for m in _TOKEN.finditer(fold(text)):
-        if m.group("cjk"):
-            out.extend((t, True) for t in _bigrams(m.group("cjk"), unigrams))
+        token = m.group()  # one group call per match: this loop is the compile's hottest
+        if m.lastgroup == "cjk":
+            out.extend((t, True) for t in _bigrams(token, unigrams))
         else:
-            out.append((m.group("word"), False))
+            out.append((token, False))
     return out
 
 
@@ -167,7 +168,8 @@ class _Stems:
         """The index terms of one word: its apostrophe-separated parts, stemmed where the
         script calls for it (English is left to the backend's own stemmer)."""
         out = []
-        for part in _APOSTROPHE.split(word):
+        split = _APOSTROPHE.split(word) if ("'" in word or "\u2019" in word) else (word,)
+        for part in split:
             if not part:
                 continue
             first = part[0]
