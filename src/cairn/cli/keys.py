@@ -80,7 +80,9 @@ def list_keys(
         return
     table = Table()
     whole_column(table, "id")
-    for header in ("tenant", "prefix", "name", "created", "revoked"):
+    for header in ("tenant", "prefix"):
+        whole_column(table, header)
+    for header in ("name", "created", "revoked"):
         table.add_column(header)
     for k in keys:
         table.add_row(

@@ -46,7 +46,7 @@ def get_memory(
     console.print(m.content, markup=False)
     for label, items in (("replaces", detail.replaces), ("replaced by", detail.replaced_by)):
         for item in items:
-            console.print(f"[dim]{label}[/] {item.id}: {item.content}", markup=False)
+            console.print(f"{label} {item.id}: {item.content}", style="dim", markup=False)
 
 
 @memories_app.command("update")
