@@ -301,18 +301,24 @@ class AllowMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        methods = self.methods_for(scope.get("path", ""))
-        allow = ", ".join(sorted(methods)).encode()
-        if scope.get("method") == "OPTIONS" and methods:
-            headers = [(b"allow", allow), (b"content-length", b"0")]
-            await send({"type": "http.response.start", "status": 204, "headers": headers})
-            await send({"type": "http.response.body", "body": b""})
-            return
+        path = scope.get("path", "")
+        # The route table is matched only for OPTIONS and a 405, never on the hot path.
+        if scope.get("method") == "OPTIONS":
+            methods = self.methods_for(path)
+            if methods:
+                allow = ", ".join(sorted(methods)).encode()
+                headers = [(b"allow", allow), (b"content-length", b"0")]
+                await send({"type": "http.response.start", "status": 204, "headers": headers})
+                await send({"type": "http.response.body", "body": b""})
+                return
 
         async def fix_allow(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 405 and methods:
-                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
-                message["headers"] = [*kept, (b"allow", allow)]
+            if message["type"] == "http.response.start" and message["status"] == 405:
+                methods = self.methods_for(path)
+                if methods:
+                    allow = ", ".join(sorted(methods)).encode()
+                    kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
+                    message["headers"] = [*kept, (b"allow", allow)]
             await send(message)
 
         await self.app(scope, receive, fix_allow)
