@@ -31,7 +31,7 @@ from cairn.core.memory import ContextRequest, Document, Message, Turn
 from cairn.core.scope import Scope
 from cairn.engine.context import CairnAssembly
 from cairn.store import open_store
-from cairn.store.memories import search_text
+from cairn.store.memory_search import search_text
 from cairn.store.schema import memories
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -9,10 +9,9 @@ vector lane reads float32 embeddings stored with the memory.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,16 +26,15 @@ from sqlalchemy import (
     bindparam,
     func,
     select,
-    text,
     update,
 )
 
-from cairn.core.analysis import index_text
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.database import Database
 from cairn.store.episodes import scope_filter
+from cairn.store.memory_search import lexical, search_text
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 from cairn.store.schema import metadata
@@ -54,8 +52,9 @@ vector_versions = Table(
 )
 
 
-def row_to_memory(row: Row[Any]) -> Memory:
-    m = row._mapping
+def memory_of(m: Mapping[Any, Any], seq: int) -> Memory:
+    """The one row mapper of ``memories``: a stored row's mapping, or a row about to be
+    inserted (``seq`` 0: not read back)."""
     return Memory.model_construct(
         id=m["id"],
         tenant_id=m["tenant_id"],
@@ -75,53 +74,22 @@ def row_to_memory(row: Row[Any]) -> Memory:
         superseded_by=m["superseded_by"],
         created_at=m["created_at"],
         updated_at=m["updated_at"],
-        seq=m["seq"],
+        seq=seq,
     )
 
 
-def _memory_of_row(row: dict[str, Any]) -> Memory:
+def row_to_memory(row: Row[Any]) -> Memory:
+    return memory_of(row._mapping, row._mapping["seq"])
+
+
+def memory_of_new(row: dict[str, Any]) -> Memory:
     """The Memory a freshly inserted row stands for (without reading it back)."""
-    return Memory.model_construct(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        scope=Scope.model_construct(
-            runtime_id=row["runtime_id"], user_id=row["user_id"], agent_id=row["agent_id"]
-        ),
-        kind=row["kind"],
-        content=row["content"],
-        summary=row["summary"],
-        confidence=row["confidence"],
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        status=row["status"],
-        source_episode_ids=[uuid.UUID(str(x)) for x in row["source_episode_ids"]],
-        metadata=row["metadata"],
-        session_id=row["session_id"],
-        superseded_by=row["superseded_by"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        seq=0,
-    )
+    return memory_of(row, 0)
 
-
-# Weight of the words of neighbouring messages (indexed with a turn, not part of it)
-# relative to the memory's own words (SQLite's is the FTS5 rank ``cairn.store.fts`` sets).
-PG_CONTEXT_WEIGHT = 0.5
-# A query term in more than this share of a partition's rows is left out (see
-# ``_without_common_terms``); 0 keeps every term.
-COMMON_TERM_SHARE = 0.2
-COMMON_TERM_MIN_ROWS = 2000
 
 # Every column but the embedding (which only the vector lane reads, in bulk) and the analysed
 # text (which only the full-text index reads).
 _COLUMNS = [c for c in t.c if c.name not in ("embedding", "search_text")]
-
-
-def search_text(content: str, metadata: dict[str, Any]) -> str:
-    """What the full-text index of a memory reads: its content and date keywords, analysed."""
-    keywords = metadata.get("keywords")
-    extra = " " + keywords if isinstance(keywords, str) and keywords else ""
-    return index_text(content + extra)
 
 
 def _content_key(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -345,7 +313,7 @@ class MemoryRepository:
                     .where(t.c.id == memory_id)
                     .values(source_episode_ids=stored + extra, updated_at=row["updated_at"])
                 )
-        return [_memory_of_row(row) for row in new_rows]
+        return [memory_of_new(row) for row in new_rows]
 
     @staticmethod
     def _stored_keys(
@@ -449,61 +417,12 @@ class MemoryRepository:
         include_superseded: bool = False,
         conn: Connection | None = None,
     ) -> _list[tuple[int, float]]:
-        """``(seq, raw score)`` of the best full-text matches, any term matching (OR).
-
-        ``terms`` are terms of ``cairn.core.analysis`` (letters, marks and digits; CJK
-        bigrams); the backend stems English words. SQLite scores are BM25 (larger is
-        better), PostgreSQL's ``ts_rank``.
-        """
-        if not terms:
-            return []
-        params: dict[str, Any] = {
-            "tenant": tenant_id,
-            "runtime": scope.runtime_id,
-            "user": scope.user_id,
-            "agent": scope.agent_id,
-            "limit": limit,
-        }
-        where = [
-            "m.tenant_id = :tenant",
-            "m.runtime_id = :runtime",
-            "m.user_id = :user",
-            "m.agent_id = :agent",
-        ]
-        where.append(
-            "m.status IN ('active', 'superseded')" if include_superseded else "m.status = 'active'"
-        )
-        if kinds:
-            names = []
-            for i, kind in enumerate(kinds):
-                params[f"k{i}"] = kind
-                names.append(f":k{i}")
-            where.append(f"m.kind IN ({', '.join(names)})")
-        if self.db.is_sqlite:
-            return self._fts5(tenant_id, scope, terms, where, params, limit, conn)
+        """``(seq, raw score)`` of the best full-text matches, any term matching (OR): see
+        ``cairn.store.memory_search.lexical``."""
         if conn is not None:
-            return _pg_ranked(conn, terms, where, params)
+            return lexical(conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded)
         with self.db.read() as own:
-            return _pg_ranked(own, terms, where, params)
-
-    def _fts5(
-        self,
-        tenant_id: str,
-        scope: Scope,
-        terms: Sequence[str],
-        where: _list[str],
-        params: dict[str, Any],
-        limit: int,
-        conn: Connection | None,
-    ) -> _list[tuple[int, float]]:
-        if conn is None:
-            with self.db.read() as own:
-                return self._fts5(tenant_id, scope, terms, where, params, limit, own)
-        table = self.db.fts.table_if_exists(conn, fts.MEMORIES, tenant_id)
-        if table is None:
-            return []  # the tenant has never stored a memory
-        part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
-        return _fts5_ranked(conn, table, part, terms, where, params, limit)
+            return lexical(own, self.db, tenant_id, scope, terms, limit, kinds, include_superseded)
 
     def vector_stamp(self, conn: Connection, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet): changes when its vectors do."""
@@ -549,101 +468,3 @@ class MemoryRepository:
             .limit(limit)
         ).all()
         return [(int(r[0]), str(r[1]), dict(r[2] or {})) for r in rows]
-
-
-def _fts5_ranked(
-    conn: Connection,
-    table: str,
-    part: str,
-    terms: Sequence[str],
-    where: _list[str],
-    params: dict[str, Any],
-    limit: int,
-) -> _list[tuple[int, float]]:
-    """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index and
-    returns the best ``inner`` rows; the join re-checks partition, status and kind. If
-    filtering leaves fewer than ``limit`` while more matches may exist, it asks again for
-    more."""
-    if COMMON_TERM_SHARE and len(terms) > 1:
-        terms = _without_common_terms(conn, table, part, terms)
-    quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
-    params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
-    inner = limit * 2 + 50
-    while True:
-        params["inner"] = inner
-        sql = (
-            f"SELECT m.seq, -f.rank AS s FROM (SELECT rowid, rank FROM {table} "
-            f"WHERE {table} MATCH :q ORDER BY rank LIMIT :inner) f "
-            f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
-            "ORDER BY f.rank, m.seq LIMIT :limit"
-        )
-        rows = conn.execute(text(sql), params).all()
-        if len(rows) >= limit or inner >= 1_000_000:
-            return [(int(r[0]), float(r[1])) for r in rows]
-        # Fewer than asked: either that is all there is, or filters ate the window.
-        total = conn.execute(
-            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), params
-        ).scalar_one()
-        if total <= inner:
-            return [(int(r[0]), float(r[1])) for r in rows]
-        inner *= 4
-
-
-def _pg_ranked(
-    conn: Connection, terms: Sequence[str], where: _list[str], params: dict[str, Any]
-) -> _list[tuple[int, float]]:
-    """PostgreSQL: each term's ``ts_rank`` weighted by its rarity in the partition (BM25's
-    IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed. ``ts_rank`` alone reads no corpus
-    statistics, so a word in most rows (a speaker's name, in every one of their turns) would
-    weigh as much as the rare word a question is about, and PostgreSQL would rank unlike
-    SQLite's BM25. The counts are one pass over the partition's rows (the stored ``fts``)."""
-    # Each term quoted as a tsquery lexeme: analysed terms are words, but quoting keeps any
-    # character of any script from being read as tsquery syntax.
-    quoted = ["'" + term.replace("'", "''") + "'" for term in terms]
-    params = dict(params, q=" | ".join(quoted))
-    queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in range(len(terms)))
-    for i, term in enumerate(quoted):
-        params[f"t{i}"] = term
-    counts = ", ".join(f"count(*) FILTER (WHERE m.fts @@ q{i})" for i in range(len(terms)))
-    row = conn.execute(
-        text(f"SELECT count(*), {counts} FROM memories m, {queries} WHERE {' AND '.join(where)}"),
-        params,
-    ).one()
-    total = int(row[0])
-    for i in range(len(terms)):
-        n = int(row[i + 1])
-        params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
-    weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
-    score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in range(len(terms)))
-    # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
-    sql = (
-        f"SELECT m.seq, {score} AS s "
-        f"FROM memories m, to_tsquery('english'::regconfig, :q) q, {queries} "
-        f"WHERE m.fts @@ q AND {' AND '.join(where)} "
-        "ORDER BY s DESC, m.seq LIMIT :limit"
-    )
-    return [(int(r[0]), float(r[1])) for r in conn.execute(text(sql), params)]
-
-
-def _without_common_terms(
-    conn: Connection, table: str, part: str, terms: Sequence[str]
-) -> _list[str]:
-    """In a partition of ``COMMON_TERM_MIN_ROWS`` rows or more, drop terms found in more
-    than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight is
-    small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
-    every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
-    forcing it on costs about 0.013 of recall at 1,000 tokens."""
-
-    def count(q: str) -> int:
-        return int(
-            conn.execute(
-                text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": q}
-            ).scalar_one()
-        )
-
-    total = count(f'part : "{part}"')
-    if total < COMMON_TERM_MIN_ROWS:
-        return list(terms)  # small partitions are cheap to score in full
-    share = {t: count(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
-    keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
-    return keep or list(terms)

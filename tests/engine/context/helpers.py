@@ -12,7 +12,7 @@ from cairn.core.memory import Document, Turn
 from cairn.core.scope import Scope
 from cairn.engine.context import CairnAssembly
 from cairn.store import Store
-from cairn.store.memories import search_text
+from cairn.store.memory_search import search_text
 from cairn.store.schema import memories
 
 T0 = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
