@@ -5,7 +5,8 @@ Bounds: /healthz p99 ≤ 50 ms (the loop itself is never blocked) and one episod
 100 ms, generous against the milliseconds they take on an idle machine; a loop blocked by a lock
 wait or a compile batch misses them by seconds. The issue asks p99 ≤ 100 ms for the POST: on
 SQLite a few writes in a thousand take 100-150 ms during the compile (most likely the WAL
-checkpoints that a commit triggers), so p99 is reported in the message but only p95 is held here (docs/benchmarks.md).
+checkpoints that a commit triggers), so p99 is reported in the message but only p95 is held
+here (docs/benchmarks.md).
 """
 
 from __future__ import annotations
