@@ -1,7 +1,10 @@
 """The composition root: every long-lived part of a Cairn process, built once from Settings.
 
 The HTTP app, the web inspector, the CLI, the MCP server and the worker all start from a
-``Services``; nothing else reads the environment. Features add their parts here.
+``Services``; nothing else reads the environment. Every part is built in the constructor and
+set once, as a typed attribute; parts that are slow to load (the embedding model) load on
+first use inside the part. ``close`` stops every thread a part started and releases what the
+parts hold, then closes the store: no module keeps a cache, a pool or a thread of its own.
 """
 
 from __future__ import annotations
@@ -9,19 +12,26 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from cairn.config import Settings
+from cairn.core.scope import Scope
 from cairn.core.tenants import DEFAULT_TENANT
+from cairn.engine.backfill import EmbeddingBackfill
+from cairn.engine.compile import Compiler, CompileResult, compile_scope
+from cairn.engine.embedders import LazyEmbedder
 from cairn.engine.ingest import IngestListener
+from cairn.engine.retention import RetentionClock
+from cairn.engine.search import SearchCaches
+from cairn.engine.tokens import CountingTokenizer, get_tokenizer
+from cairn.engine.worker import CompileWorker, JobRunner, ScopeCompiler
+from cairn.ladders.registry import LadderRegistry
+from cairn.ladders.runtime import LadderRuntime
+from cairn.ladders.watcher import LadderWatcher
 from cairn.metrics import Metrics
+from cairn.slates.service import Slates
 from cairn.store import Store, open_store
 from cairn.store.stats import queue_stats
 from cairn.templates import TemplateCatalogue, load_catalogue
-
-if TYPE_CHECKING:
-    from cairn.engine.backfill import EmbeddingBackfill
-    from cairn.engine.worker import ScopeCompiler
 
 log = logging.getLogger("cairn")
 
@@ -29,14 +39,10 @@ log = logging.getLogger("cairn")
 class Services:
     """What a process needs: settings, the store, and each feature's long-lived parts."""
 
-    # Set by ``attach_compile``: the embedder (loaded on first use; None with
-    # CAIRN_EMBEDDER=none) and the background pass that writes memories' vectors.
-    embedder: Any
-    embedding_backfill: EmbeddingBackfill | None
-
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
+        self._closed = False
         # Prometheus metrics of this process; the compile queue is read from the database.
         self.metrics = Metrics(queue=lambda: queue_stats(store.db))
         self._auth_required = False
@@ -44,43 +50,104 @@ class Services:
         self._auth_generation = -1
         # Bundled + CAIRN_TEMPLATE_DIRS; a bad file raises ConfigError: the server will not start.
         self.templates: TemplateCatalogue = load_catalogue(settings.template_dirs)
+        # Token counts of context items are remembered here (the encoding itself is shared).
+        self.tokenizer = CountingTokenizer(get_tokenizer(settings.tokenizer))
         # Called with (tenant, scopes) after new episodes are stored.
         self.ingest_listeners: list[IngestListener] = []
         # Called with (tenant, scopes) after committed turns (TurnSink) are stored, besides
         # the ingest listeners: by default the background compile of turns.
         self.turn_listeners: list[IngestListener] = []
-        self.turn_compiler: ScopeCompiler | None = None
-        # Run when the server starts and stops (background workers, watchers).
+        # Run when the server starts and stops (background workers, watchers); ``close``
+        # stops them all in any case.
         self.on_start: list[Callable[[], None]] = []
         self.on_stop: list[Callable[[], None]] = []
-        # Compile and search: embedder (None: lexical only), compiler, worker, compile-on-ingest.
-        from cairn.engine.worker import attach_compile
-
-        attach_compile(self)
+        self._build_search(settings)
+        self._build_compile(settings)
         # Slates (working memory), declared by the ladder files as the registry loads them.
-        from cairn.slates.service import Slates
-
         self.slates = Slates(store, tokenizer=settings.tokenizer)
         # Ladders (steps, hooks, model providers) from ladders_dir: valid files serve, invalid
         # ones are reported; the watcher reloads a changed directory while the server runs.
-        from cairn.ladders.registry import LadderRegistry
-        from cairn.ladders.watcher import LadderWatcher
-
         self.ladders = LadderRegistry.load(settings, services=self)
+        self.ladder_watcher: LadderWatcher | None = None
         if settings.ladders_dir is not None and settings.ladders_poll_s > 0:
-            watcher = LadderWatcher(self.ladders, settings.ladders_poll_s)
-            self.on_start.append(watcher.start)
-            self.on_stop.append(watcher.stop)
+            self.ladder_watcher = LadderWatcher(self.ladders, settings.ladders_poll_s)
+            self.on_start.append(self.ladder_watcher.start)
+            self.on_stop.append(self.ladder_watcher.stop)
+        self.ladder_runtime = LadderRuntime(self)
         if settings.api_key:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)
+
+    def _build_search(self, settings: Settings) -> None:
+        """Search caches, the embedder (None: lexical only; loaded on first use) and the
+        background pass that writes memories' vectors after a compile, so no request waits
+        for the model (this process's compiles notify it; a sweep finds the rest)."""
+        self.search_caches = SearchCaches()
+        self.embedder: LazyEmbedder | None = None
+        self.embedding_backfill: EmbeddingBackfill | None = None
+        if settings.embedder != "none":
+            self.embedder = LazyEmbedder(settings)
+            self.embedding_backfill = EmbeddingBackfill(
+                self.store, self.embedder, batch=settings.embed_batch
+            )
+            self.on_start.append(self.embedding_backfill.start)
+            self.on_stop.append(self.embedding_backfill.stop)
+
+    def _build_compile(self, settings: Settings) -> None:
+        """The compiler (None: the heuristic default), the job runner, the in-process worker
+        (on by default with SQLite), the background compile of committed turns and
+        compile-on-ingest, as the settings say."""
+        self.compiler: Compiler | None = None
+        if settings.compiler == "llm":
+            from cairn.engine.llm_compiler import LLMCompiler
+
+            self.compiler = LLMCompiler.from_settings(settings)
+        self.job_runner = JobRunner(
+            self.store, self.compile_step, self.metrics, settings.job_lease_seconds
+        )
+        in_process = settings.worker_in_process
+        if in_process is None:
+            in_process = self.store.db.is_sqlite
+        self.compile_worker: CompileWorker | None = None
+        if in_process:
+            retention = RetentionClock(settings.retention_interval_s)
+            self.compile_worker = CompileWorker(self.job_runner, retention)
+            self.on_start.append(self.compile_worker.start)
+            self.on_stop.append(self.compile_worker.stop)
+        self.turn_compiler: ScopeCompiler | None = None
+        if settings.compile_turns and not settings.compile_on_ingest:
+            self.turn_compiler = ScopeCompiler(self.compile_step)
+            self.turn_listeners.append(self.turn_compiler.submit)
+            self.on_stop.append(self.turn_compiler.stop)
+        if settings.compile_on_ingest:
+            self.ingest_listeners.append(self._compile_after_ingest)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, migrate: bool = True) -> Services:
         store = open_store(
             settings.resolved_database_url(), pool_size=settings.db_pool_size, migrate=migrate
         )
-        return cls(settings, store)
+        try:
+            return cls(settings, store)
+        except BaseException:  # a bad template or ladder file: nothing may stay open
+            store.close()
+            raise
+
+    def compile_step(self, tenant_id: str, scope: Scope) -> CompileResult:
+        """One compile step of a partition with this process's compiler; the new memories'
+        vectors follow in the background."""
+        return compile_scope(
+            self.store,
+            tenant_id,
+            scope,
+            compiler=self.compiler,
+            backfill=self.embedding_backfill,
+        )
+
+    def _compile_after_ingest(self, tenant_id: str, scopes: list[Scope]) -> None:
+        for scope in scopes:
+            while self.compile_step(tenant_id, scope).has_more:
+                pass
 
     def auth_required(self) -> bool:
         """False only while no key was ever configured or created (local development on
@@ -101,9 +168,21 @@ class Services:
         return self._auth_required
 
     def close(self) -> None:
-        backfill = getattr(self, "embedding_backfill", None)
-        if backfill is not None:  # its thread must not outlive the store
-            backfill.stop()
-        if self.turn_compiler is not None:  # its thread must not outlive the store
+        """Stop every thread the parts started (waiting for each), release what they hold,
+        then close the store. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.ladder_watcher is not None:
+            self.ladder_watcher.stop()
+        # Producers first (they feed the embedding pass), then what they feed.
+        if self.compile_worker is not None:
+            self.compile_worker.stop()
+        if self.turn_compiler is not None:
             self.turn_compiler.stop()
+        if self.embedding_backfill is not None:
+            self.embedding_backfill.stop()
+        self.search_caches.close()
+        if self.embedder is not None:
+            self.embedder.close()
         self.store.close()

@@ -29,7 +29,7 @@ def test_the_default_settings_embed_with_the_onnx_model() -> None:
 def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
     """A server starts without loading the model; the first embedding loads it, once, and
     search may then embed the query while its lexical lane runs."""
-    from cairn.engine.worker import LazyEmbedder
+    from cairn.engine.embedders import LazyEmbedder
     from tests.conftest import make_settings
 
     services = Services.from_settings(make_settings(tmp_path, embedder="onnx"))

@@ -80,7 +80,6 @@ def _ingest(store: Any, episodes: list[Any]) -> None:
 def vectors_after_compile(n: int, threads: int, data: Path | None = None) -> dict[str, Any]:
     """Ingest and compile ``n`` turns with the server's wiring; time the vectors' arrival."""
     from cairn.config import Settings
-    from cairn.engine.compile import compile_scope
     from cairn.engine.search import embedding_text
     from cairn.services import Services
 
@@ -88,16 +87,16 @@ def vectors_after_compile(n: int, threads: int, data: Path | None = None) -> dic
         settings = Settings(data_dir=Path(tmp), embedder="onnx", embedder_threads=threads)
         services = Services.from_settings(settings)
         try:
-            backfill = services.embedding_backfill
-            assert backfill is not None
-            services.embedder.embed(["load the model before the clock starts"])
+            backfill, embedder = services.embedding_backfill, services.embedder
+            assert backfill is not None and embedder is not None
+            embedder.embed(["load the model before the clock starts"])
             backfill.start()
             backfill.wait_idle(10)
             scope = Scope.for_subject("bench")
             store = services.store
             _ingest(store, episodes_for(n, data, "bench"))
             t0 = time.perf_counter()
-            while compile_scope(services, TENANT, scope).has_more:
+            while services.compile_step(TENANT, scope).has_more:
                 pass
             compiled = time.perf_counter() - t0
             with store.db.read() as conn:

@@ -59,7 +59,7 @@ def _in_process(
 ) -> dict[str, float]:
     from cairn.config import Settings
     from cairn.ladders.providers import ChatRequest
-    from cairn.ladders.runtime import LadderRuntime, RunRequest
+    from cairn.ladders.runtime import RunRequest
     from cairn.services import Services
 
     services = Services.from_settings(
@@ -69,7 +69,7 @@ def _in_process(
     )
     try:
         ladder = services.ladders.get("bench")
-        runtime = LadderRuntime(services)
+        runtime = services.ladder_runtime
         provider, model = ladder.router.resolve("gpt-4o")
         totals: list[float] = []
         model_times: list[float] = []

@@ -160,7 +160,7 @@ def run(
 
     Example: cairn ladders run memory-ladder "What is the capital of France?"
     """
-    from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest
+    from cairn.ladders.runtime import RunOutcome, RunRequest
     from cairn.services import Services
 
     settings = settings_with(ladders_dir=ladders_dir, database_url=database_url)
@@ -186,7 +186,7 @@ def run(
             user=user,
             context_id=conversation,
         )
-        runtime = LadderRuntime(services)
+        runtime = services.ladder_runtime
         outcome: RunOutcome | None = None
         for item in runtime.run_stream(target, request, stream=stream and not as_json):
             if isinstance(item, RunOutcome):

@@ -22,8 +22,8 @@ def worker(
 
     Example: cairn worker --database-url postgresql://localhost/cairn
     """
-    from cairn.engine.retention import sweep_retention
-    from cairn.engine.worker import CompileWorker, work_once
+    from cairn.engine.retention import RetentionClock, sweep_retention
+    from cairn.engine.worker import CompileWorker
     from cairn.services import Services
 
     settings = settings_with(database_url=database_url)
@@ -34,21 +34,22 @@ def worker(
         raise fail(exc) from exc
     try:
         if once:
-            swept = sweep_retention(services)
+            swept = sweep_retention(services.store)
             if swept.episodes_deleted or swept.memories_deleted:
                 err_console.print(
                     f"retention: {swept.episodes_deleted} episode(s), "
                     f"{swept.memories_deleted} memory(ies) expired"
                 )
             done = 0
-            while work_once(services):
+            while services.job_runner.work_once():
                 done += 1
             err_console.print(f"{done} job(s) run")
             backfill = services.embedding_backfill
             if backfill is not None:
                 err_console.print(f"{backfill.run_until_idle()} memories embedded")
             return
-        w = CompileWorker(services, poll_s=poll)
+        retention = RetentionClock(settings.retention_interval_s)
+        w = CompileWorker(services.job_runner, retention, poll_s=poll)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())

@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 from cairn.core.scope import Scope
+from cairn.engine.embedders import Embedder
+from cairn.store import Store
 
 log = logging.getLogger("cairn.embedding")
 
@@ -28,8 +29,11 @@ Partition = tuple[str, str, str, str]
 class EmbeddingBackfill:
     """A thread that writes vectors for memories that lack one, partition by partition."""
 
-    def __init__(self, services: Any, *, batch: int = 64, sweep_s: float = 60.0) -> None:
-        self.services = services
+    def __init__(
+        self, store: Store, embedder: Embedder, *, batch: int = 64, sweep_s: float = 60.0
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
         self.batch = batch
         self.sweep_s = sweep_s
         # Partition -> how often it was asked for; a batch that finds the partition done
@@ -101,7 +105,7 @@ class EmbeddingBackfill:
             self._wake.clear()
 
     def _sweep(self) -> None:
-        store = self.services.store
+        store = self.store
         with store.db.read() as conn:
             found = store.memories.partitions_without_embedding(conn)
         for tenant_id, scope in found:
@@ -116,15 +120,10 @@ class EmbeddingBackfill:
                 return False
             key = next(iter(self._pending))
             asked = self._pending[key]
-        embedder = getattr(self.services, "embedder", None)
-        if embedder is None:
-            with self._lock:
-                self._pending.clear()
-            return False
         tenant_id, runtime_id, user_id, agent_id = key
         scope = Scope.model_construct(runtime_id=runtime_id, user_id=user_id, agent_id=agent_id)
         done = embed_memories(
-            self.services.store, embedder, tenant_id, scope, batch=self.batch, max_batches=1
+            self.store, self.embedder, tenant_id, scope, batch=self.batch, max_batches=1
         )
         self.embedded += done
         with self._lock:

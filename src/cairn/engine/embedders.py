@@ -41,8 +41,11 @@ class EmbedderError(CairnError):
 class Embedder(Protocol):
     """Turns texts into unit vectors of ``dim`` floats; ``name`` identifies model and version."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
@@ -287,6 +290,46 @@ def get_embedder(settings: Settings) -> Embedder | None:
             settings.llm_timeout_s,
         )
     raise ConfigError(f"unknown embedder {settings.embedder!r}")
+
+
+class LazyEmbedder:
+    """Builds the configured embedder on first use, so starting a process stays fast;
+    ``close`` releases what the embedder holds (an HTTP client)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._inner: Embedder | None = None
+        self._lock = threading.Lock()
+        self.name = f"{settings.embedder}:{settings.embedding_model or 'default'}"
+
+    def _get(self) -> Embedder:
+        with self._lock:
+            if self._inner is None:
+                inner = get_embedder(self._settings)
+                assert inner is not None
+                self._inner = inner
+                self.name = inner.name
+            return self._inner
+
+    @property
+    def dim(self) -> int:
+        return self._get().dim
+
+    @property
+    def overlap(self) -> bool:
+        """Whether search may embed the query on a helper thread while its lexical lane runs
+        (the local models: they release the GIL while they compute)."""
+        return bool(getattr(self._get(), "overlap", False))
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._get().embed(texts)
+
+    def close(self) -> None:
+        with self._lock:
+            inner, self._inner = self._inner, None
+        close = getattr(inner, "close", None)
+        if close is not None:
+            close()
 
 
 def local_embedder_available() -> bool:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
@@ -26,6 +26,10 @@ from cairn.engine.compile.text import normalize_for_hash
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.store import Store
 from cairn.store.partitions import PartitionSelector
+
+if TYPE_CHECKING:
+    from cairn.engine.embedders import Embedder
+    from cairn.engine.search import VectorIndex
 
 # Metadata derived from the old text: a correction must not keep it (it would index the old
 # words under the new version).
@@ -51,24 +55,19 @@ class MemoryHistory:
     replaced_by: list[Memory] = field(default_factory=list)  # oldest first; last is current
 
 
-def _store(services: Any) -> Store:
-    return services if isinstance(services, Store) else services.store
-
-
 def _missing(memory_id_: uuid.UUID) -> NotFound:
     return NotFound(f"no memory {memory_id_}", code="memory_not_found")
 
 
-def get_episode(services: Any, tenant_id: str, episode_id: uuid.UUID) -> Episode:
-    episode = _store(services).episodes.get(tenant_id, episode_id)
+def get_episode(store: Store, tenant_id: str, episode_id: uuid.UUID) -> Episode:
+    episode = store.episodes.get(tenant_id, episode_id)
     if episode is None:
         raise NotFound(f"no episode {episode_id}", code="episode_not_found")
     return episode
 
 
-def memory_history(services: Any, tenant_id: str, memory_id_: uuid.UUID) -> MemoryHistory:
+def memory_history(store: Store, tenant_id: str, memory_id_: uuid.UUID) -> MemoryHistory:
     """The memory with the versions it replaced and the versions that replaced it."""
-    store = _store(services)
     with store.db.read() as conn:
         memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
         if memory is None or memory.status == "deleted":
@@ -81,14 +80,16 @@ def memory_history(services: Any, tenant_id: str, memory_id_: uuid.UUID) -> Memo
 
 
 def correct_memory(
-    services: Any,
+    store: Store,
     tenant_id: str,
     memory_id_: uuid.UUID,
     change: MemoryCorrection,
     editor: str,
+    *,
+    embedder: Embedder | None = None,
 ) -> Memory:
-    """Store the corrected version of an active memory; the old one is superseded by it."""
-    store = _store(services)
+    """Store the corrected version of an active memory; the old one is superseded by it.
+    With an ``embedder`` the new version has its vector before this returns."""
     _check(change)
     now = utcnow()
     with store.db.write() as conn:
@@ -114,7 +115,6 @@ def correct_memory(
                 details={"current_id": str(row["id"])},
             )
         store.memories.supersede(conn, old.id, row["id"], now, now)
-    embedder = getattr(services, "embedder", None)
     if embedder is not None:
         from cairn.engine.search import embed_memories
 
@@ -184,9 +184,16 @@ def _corrected_row(
     }
 
 
-def forget_memory(services: Any, tenant_id: str, memory_id_: uuid.UUID, by: str) -> Memory:
-    """Forget one memory (any version); the next compile will not re-create it."""
-    store = _store(services)
+def forget_memory(
+    store: Store,
+    tenant_id: str,
+    memory_id_: uuid.UUID,
+    by: str,
+    *,
+    vectors: VectorIndex | None = None,
+) -> Memory:
+    """Forget one memory (any version); the next compile will not re-create it. ``vectors``
+    (the process's cached partition matrices) drop the partition's."""
     now = utcnow()
     with store.db.write() as conn:
         memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
@@ -194,37 +201,41 @@ def forget_memory(services: Any, tenant_id: str, memory_id_: uuid.UUID, by: str)
             raise _missing(memory_id_)
         store.jobs.compiling.lock_scope(conn, tenant_id, memory.scope)
         store.lifecycle.forget(conn, memory, by, now)
-    _after_erase(services, tenant_id, [memory.scope])
+    _after_erase(store, vectors, tenant_id, [memory.scope])
     return memory
 
 
-def delete_episode(services: Any, tenant_id: str, episode_id: uuid.UUID) -> int:
+def delete_episode(
+    store: Store, tenant_id: str, episode_id: uuid.UUID, *, vectors: VectorIndex | None = None
+) -> int:
     """Delete one episode and the memories derived from it alone; how many memories went."""
-    store = _store(services)
-    episode = get_episode(services, tenant_id, episode_id)
+    episode = get_episode(store, tenant_id, episode_id)
     with store.db.write() as conn:
         store.jobs.compiling.lock_scope(conn, tenant_id, episode.scope)
         removed = store.lifecycle.delete_episode(conn, tenant_id, episode_id)
-    _after_erase(services, tenant_id, [episode.scope])
+    _after_erase(store, vectors, tenant_id, [episode.scope])
     return removed
 
 
-def erase_subject(services: Any, tenant_id: str, subject_id: str) -> dict[str, int]:
+def erase_subject(
+    store: Store, tenant_id: str, subject_id: str, *, vectors: VectorIndex | None = None
+) -> dict[str, int]:
     """Delete everything of the subject's partition ``("default", id, "")``."""
     scope = Scope.for_subject(subject_id)
-    return dict(
-        erase_partitions(services, tenant_id, subject_id, scope.runtime_id, scope.agent_id)[
-            "deleted"
-        ]
+    erased = erase_partitions(
+        store, tenant_id, subject_id, scope.runtime_id, scope.agent_id, vectors=vectors
     )
+    return dict(erased["deleted"])
 
 
 def erase_partitions(
-    services: Any,
+    store: Store,
     tenant_id: str,
     user_id: str,
     runtime_id: str | None = None,
     agent_id: str | None = None,
+    *,
+    vectors: VectorIndex | None = None,
 ) -> dict[str, Any]:
     """Delete everything of the user's partitions (those of one runtime or agent when given),
     whichever API wrote it: rows, index entries, vectors, jobs, ladder runs and per-user
@@ -233,10 +244,9 @@ def erase_partitions(
     if not user_id:
         raise InvalidInput("user_id must not be empty", code="validation_error")
     selector = PartitionSelector(tenant_id, user_id, runtime_id, agent_id)
-    store = _store(services)
     with store.db.write() as conn:
         scopes, counts = store.lifecycle.erase(conn, selector)
-    _after_erase(services, selector.tenant_id, scopes)
+    _after_erase(store, vectors, selector.tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
 
 
@@ -244,9 +254,8 @@ EXPORT_FORMAT = "cairn-export"
 EXPORT_VERSION = 1
 
 
-def export_lines(services: Any, tenant_id: str, subject_id: str) -> Iterator[bytes]:
+def export_lines(store: Store, tenant_id: str, subject_id: str) -> Iterator[bytes]:
     """The subject's export as JSON lines: a header, then one record per stored row."""
-    store = _store(services)
     header = {
         "type": "header",
         "format": EXPORT_FORMAT,
@@ -259,13 +268,12 @@ def export_lines(services: Any, tenant_id: str, subject_id: str) -> Iterator[byt
         yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 
-def _after_erase(services: Any, tenant_id: str, scopes: list[Scope]) -> None:
+def _after_erase(
+    store: Store, vectors: VectorIndex | None, tenant_id: str, scopes: list[Scope]
+) -> None:
     """Drop what caches and logs still hold of erased data: the partitions' cached vector
-    matrices are rebuilt from the database, and SQLite's write-ahead log is checkpointed."""
-    from cairn.engine.search import VECTOR_INDEX
-
-    store = _store(services)
-    with store.db.read() as conn:
+    matrices are dropped, and SQLite's write-ahead log is checkpointed."""
+    if vectors is not None:
         for scope in scopes:
-            VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+            vectors.drop(store, tenant_id, scope)
     store.lifecycle.checkpoint()

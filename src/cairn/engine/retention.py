@@ -13,10 +13,10 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from cairn.core.ids import utcnow
 from cairn.errors import InvalidInput
+from cairn.store import Store
 from cairn.store.retention import RetentionPolicy
 
 log = logging.getLogger("cairn.retention")
@@ -32,7 +32,7 @@ class SweepResult:
 
 
 def set_policy(
-    services: Any, tenant_id: str, episode_ttl_days: int | None, memory_ttl_days: int | None
+    store: Store, tenant_id: str, episode_ttl_days: int | None, memory_ttl_days: int | None
 ) -> RetentionPolicy:
     for name, value in (
         ("episode_ttl_days", episode_ttl_days),
@@ -44,13 +44,12 @@ def set_policy(
                 code="invalid_retention",
             )
     policy = RetentionPolicy(tenant_id, episode_ttl_days, memory_ttl_days)
-    services.store.retention.set(policy, utcnow())
+    store.retention.set(policy, utcnow())
     return policy
 
 
-def sweep_retention(services: Any) -> SweepResult:
+def sweep_retention(store: Store) -> SweepResult:
     """Expire what every tenant's policy says is too old; returns the totals."""
-    store = services.store
     now = utcnow()
     tenants = episodes = memories = 0
     for policy in store.retention.policies():
@@ -93,9 +92,9 @@ class RetentionClock:
             self._next = now + self.interval_s
             return True
 
-    def maybe_sweep(self, services: Any) -> None:
+    def maybe_sweep(self, store: Store) -> None:
         if self.due():
             try:
-                sweep_retention(services)
+                sweep_retention(store)
             except Exception:  # e.g. the database is briefly away: the next interval retries
                 log.exception("retention sweep failed")

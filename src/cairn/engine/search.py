@@ -9,6 +9,10 @@
 - **fusion**: a weighted mean of the lane scores a memory has (a lane that did not return it
   counts 0), so the result stays in [0, 1]. Ties break by ``seq`` (older first), so the same
   corpus and query always give the same order.
+
+The caches (partition matrices, query embeddings) and the helper threads that embed a query
+while the lexical lane runs belong to a ``SearchCaches``, which ``Services`` builds and closes;
+a search without one (a script, a test) caches nothing and starts no thread.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ import numpy as np
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
+from cairn.engine.embedders import Embedder
 from cairn.engine.query import query_terms
 from cairn.errors import InvalidInput
+from cairn.store import Store
 
 LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.7}
 DEGENERATE = 1e-3
@@ -43,10 +49,6 @@ class ScoredMemory:
     lanes: dict[str, float] = field(default_factory=dict)
 
 
-def _store_of(store_or_services: Any) -> Any:
-    return getattr(store_or_services, "store", store_or_services)
-
-
 # Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
 # so as a query term it matches everything and says nothing.
 ROLE_WORDS = frozenset({"user", "assistant", "system"})
@@ -60,7 +62,7 @@ def ranking_terms(query: str) -> list[str]:
 
 
 def lexical_lane(
-    store: Any,
+    store: Store,
     tenant_id: str,
     scope: Scope,
     query: str,
@@ -111,8 +113,17 @@ class VectorIndex:
         self._cache: OrderedDict[tuple[Any, ...], _Matrix] = OrderedDict()
         self._max = max_partitions
 
-    def matrix(self, store: Any, conn: Any, tenant_id: str, scope: Scope) -> _Matrix:
-        key = (store.db.url, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+    @staticmethod
+    def _key(store: Store, tenant_id: str, scope: Scope) -> tuple[Any, ...]:
+        return (store.db.url, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+
+    def drop(self, store: Store, tenant_id: str, scope: Scope) -> None:
+        """Forget the partition's matrix (its data was erased)."""
+        with self._lock:
+            self._cache.pop(self._key(store, tenant_id, scope), None)
+
+    def matrix(self, store: Store, conn: Any, tenant_id: str, scope: Scope) -> _Matrix:
+        key = self._key(store, tenant_id, scope)
         stamp = store.memories.vector_stamp(conn, tenant_id, scope)
         with self._lock:
             got = self._cache.get(key)
@@ -133,16 +144,19 @@ class VectorIndex:
         return built
 
 
-VECTOR_INDEX = VectorIndex()
+class QueryCache:
+    """Query embeddings of recent searches, and the helper threads that embed a query while
+    the lexical lane runs (started on first use, ended by ``close``)."""
 
-
-class _QueryCache:
-    def __init__(self, size: int = 1024) -> None:
+    def __init__(self, size: int = 1024, workers: int = 2) -> None:
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._size = size
+        self._workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._closed = False
 
-    def cached(self, embedder: Any, query: str) -> np.ndarray | None:
+    def cached(self, embedder: Embedder, query: str) -> np.ndarray | None:
         key = (embedder.name, query)
         with self._lock:
             if key in self._items:
@@ -150,7 +164,7 @@ class _QueryCache:
                 return self._items[key]
         return None
 
-    def get(self, embedder: Any, query: str) -> np.ndarray:
+    def get(self, embedder: Embedder, query: str) -> np.ndarray:
         got = self.cached(embedder, query)
         if got is not None:
             return got
@@ -162,41 +176,75 @@ class _QueryCache:
                 self._items.popitem(last=False)
         return vec
 
-    def prefetch(self, embedder: Any, query: str) -> Callable[[], np.ndarray]:
+    def prefetch(self, embedder: Embedder, query: str) -> Callable[[], np.ndarray]:
         """Start embedding ``query`` on a helper thread (unless cached) and return a call
         that waits for it, so the lexical lane runs while the model does: both release the
         GIL (SQLite while it steps, torch while it computes). Only for embedders that set
         ``overlap`` (the local model, which embeds one text at a time anyway): a remote
-        embedder's requests would queue behind the pool's few threads."""
+        embedder's requests would queue behind the pool's few threads. Once closed, the
+        query is embedded when the caller waits for it."""
         got = self.cached(embedder, query)
         if got is not None:
             return lambda: got
-        return _EMBED_POOL.submit(self.get, embedder, query).result
+        with self._lock:
+            if self._closed:
+                return lambda: self.get(embedder, query)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self._workers, thread_name_prefix="cairn-query-embed"
+                )
+            return self._pool.submit(self.get, embedder, query).result
+
+    def close(self) -> None:
+        """End the helper threads (waiting for embeddings under way) and drop the cache."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+            self._items.clear()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
-_QUERIES = _QueryCache()
-_EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cairn-query-embed")
+class SearchCaches:
+    """What searches of one process share: partition matrices and query embeddings."""
+
+    def __init__(self, max_partitions: int = 64, queries: int = 1024) -> None:
+        self.vectors = VectorIndex(max_partitions)
+        self.queries = QueryCache(queries)
+
+    def close(self) -> None:
+        self.queries.close()
 
 
 def vector_lane(
-    store: Any,
+    store: Store,
     tenant_id: str,
     scope: Scope,
     query: str,
-    embedder: Any,
+    embedder: Embedder,
     *,
     pool: int,
     conn: Any,
     matrix: _Matrix | None = None,
     query_vector: Callable[[], np.ndarray] | None = None,
+    caches: SearchCaches | None = None,
 ) -> dict[int, float]:
     """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
     caller filters). ``matrix`` is the partition's, if already loaded; ``query_vector`` waits
     for an embedding already under way. A partition without vectors embeds nothing."""
-    m = matrix if matrix is not None else VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+    if matrix is None:
+        matrix = (caches.vectors if caches else VectorIndex(1)).matrix(
+            store, conn, tenant_id, scope
+        )
+    m = matrix
     if not len(m.seqs):
         return {}
-    q = query_vector() if query_vector is not None else _QUERIES.get(embedder, query)
+    if query_vector is not None:
+        q = query_vector()
+    elif caches is not None:
+        q = caches.queries.get(embedder, query)
+    else:
+        q = np.asarray(embedder.embed([query])[0], dtype="<f4")
     if q.shape[0] != m.vectors.shape[1]:
         return {}  # vectors of another model: re-embed (cairn embeds on compile)
     # einsum runs in this thread; BLAS matmul wakes a thread pool, which on a busy server
@@ -218,8 +266,8 @@ def embedding_text(content: str, metadata: dict[str, Any]) -> str:
 
 
 def embed_memories(
-    store_or_services: Any,
-    embedder: Any,
+    store: Store,
+    embedder: Embedder,
     tenant_id: str,
     scope: Scope,
     batch: int = 256,
@@ -227,7 +275,6 @@ def embed_memories(
 ) -> int:
     """Embed the partition's memories that have no vector yet (at most ``max_batches``
     batches of ``batch``); returns how many."""
-    store = _store_of(store_or_services)
     done = 0
     for _ in range(max_batches) if max_batches is not None else itertools.count():
         with store.db.read() as conn:
@@ -283,7 +330,7 @@ def fuse(
 
 
 def search_memories(
-    store: Any,
+    store: Store,
     tenant_id: str,
     scope: Scope,
     query: str,
@@ -291,17 +338,18 @@ def search_memories(
     limit: int = 20,
     kinds: list[str] | None = None,
     include_superseded: bool = False,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     lanes: Sequence[str] | None = None,
     weights: dict[str, float] | None = None,
     pool: int | None = None,
+    caches: SearchCaches | None = None,
 ) -> list[ScoredMemory]:
     """The ``limit`` memories of one partition that best match ``query``, best first.
 
-    ``store`` may be a ``Store`` or ``Services``. Lanes default to lexical, plus vector when
-    an ``embedder`` is given; pass ``lanes=["vector"]`` for semantic-only search.
+    Lanes default to lexical, plus vector when an ``embedder`` is given; pass
+    ``lanes=["vector"]`` for semantic-only search. ``caches`` (the process's, from
+    ``Services``) keep partition matrices and query embeddings between searches.
     """
-    store = _store_of(store)
     if limit <= 0:
         return []
     lanes = (
@@ -320,11 +368,13 @@ def search_memories(
     with store.db.read() as conn:
         matrix = query_vector = None
         if "vector" in lanes:
-            matrix = VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
-            if len(matrix.seqs) and getattr(embedder, "overlap", False):
+            vectors = caches.vectors if caches is not None else VectorIndex(1)
+            matrix = vectors.matrix(store, conn, tenant_id, scope)
+            if caches is not None and len(matrix.seqs) and getattr(embedder, "overlap", False):
                 # A CPU model (the slow part of hybrid search) embeds the query while the
                 # lexical lane runs.
-                query_vector = _QUERIES.prefetch(embedder, query)
+                assert embedder is not None
+                query_vector = caches.queries.prefetch(embedder, query)
         scores: dict[str, dict[int, float]] = {}
         if "lexical" in lanes:
             scores["lexical"] = lexical_lane(
@@ -338,6 +388,7 @@ def search_memories(
                 conn=conn,
             )
         if "vector" in lanes:
+            assert embedder is not None
             scores["vector"] = vector_lane(
                 store,
                 tenant_id,
@@ -348,6 +399,7 @@ def search_memories(
                 conn=conn,
                 matrix=matrix,
                 query_vector=query_vector,
+                caches=caches,
             )
         fused = fuse(scores, lanes, weights, FUSION)
         # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant

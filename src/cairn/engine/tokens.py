@@ -52,10 +52,37 @@ class TiktokenTokenizer:
         return self._enc.decode(tokens[:max_tokens])
 
 
+# A memo of constant data: an encoding's tables are read-only once loaded, so every user of
+# one name may share them. Counting caches are not kept here (see ``CountingTokenizer``).
 @lru_cache(maxsize=8)
 def get_tokenizer(name: str = "cl100k_base") -> TiktokenTokenizer:
     """The tokenizer called ``name``, loaded once per process."""
     return TiktokenTokenizer(name)
+
+
+class CountingTokenizer:
+    """A tokenizer that remembers the counts of texts seen recently: a memory's count is
+    needed on every request that recalls it, and counting is most of the per-candidate cost.
+    Bounded, thread-safe enough (a lost update only costs a recount). Owned by whoever builds
+    it (``Services`` for a server), never shared through a module."""
+
+    def __init__(self, tokenizer: Tokenizer, size: int = 65_536) -> None:
+        self.tokenizer = tokenizer
+        self.name = tokenizer.name
+        self.size = size
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        n = self._counts.get(text)
+        if n is None:
+            n = self.tokenizer.count(text)
+            if len(self._counts) >= self.size:
+                self._counts.clear()
+            self._counts[text] = n
+        return n
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return self.tokenizer.truncate(text, max_tokens)
 
 
 def count_tokens(text: str, name: str = "cl100k_base") -> int:

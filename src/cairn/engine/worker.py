@@ -1,4 +1,4 @@
-"""Compile workers and the wiring of compile/search into ``Services``.
+"""Compile workers: the job queue's runner and worker thread, and the background compile of turns.
 
 A worker claims queued compile jobs (``store.jobs.claim``: ``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL), compiles the job's partition until nothing is left, and records the outcome. Run
@@ -12,54 +12,29 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
 
 from cairn.core.ids import utcnow
-from cairn.engine.compile import compile_scope
-from cairn.engine.embedders import Embedder, get_embedder
+from cairn.core.scope import Scope
+from cairn.engine.compile import CompileResult
 from cairn.engine.retention import RetentionClock
+from cairn.metrics import Metrics
+from cairn.store import Store
+from cairn.store.jobs import CompileJob, JobRepository
 
 log = logging.getLogger("cairn.worker")
 
-
-class LazyEmbedder:
-    """Builds the configured embedder on first use, so starting a process stays fast."""
-
-    def __init__(self, settings: Any) -> None:
-        self._settings = settings
-        self._inner: Embedder | None = None
-        self._lock = threading.Lock()
-        self.name = f"{settings.embedder}:{settings.embedding_model or 'default'}"
-
-    def _get(self) -> Embedder:
-        with self._lock:
-            if self._inner is None:
-                inner = get_embedder(self._settings)
-                assert inner is not None
-                self._inner = inner
-                self.name = inner.name
-            return self._inner
-
-    @property
-    def dim(self) -> int:
-        return self._get().dim
-
-    @property
-    def overlap(self) -> bool:
-        """Whether search may embed the query on a helper thread while its lexical lane runs
-        (the local models: they release the GIL while they compute)."""
-        return bool(getattr(self._get(), "overlap", False))
-
-    def embed(self, texts: Any) -> list[list[float]]:
-        return self._get().embed(texts)
+# One compile step of one partition (``compile_scope`` with the process's compiler and
+# embedding pass; ``Services.compile_step``).
+CompileStep = Callable[[str, Scope], CompileResult]
 
 
 class Heartbeat:
     """Renews a claimed job's lease every third of the lease while the job runs, so a slow
     live worker keeps its job and a dead one's lease runs out within ``lease_s``."""
 
-    def __init__(self, services: Any, job: Any, lease_s: float) -> None:
-        self.services = services
+    def __init__(self, jobs: JobRepository, job: CompileJob, lease_s: float) -> None:
+        self.jobs = jobs
         self.job = job
         self.lease_s = lease_s
         self.lost = False
@@ -77,7 +52,7 @@ class Heartbeat:
     def _run(self) -> None:
         while not self._stop.wait(self.lease_s / 3):
             try:
-                if not self.services.store.jobs.renew(self.job.id, self.job.attempts, self.lease_s):
+                if not self.jobs.renew(self.job.id, self.job.attempts, self.lease_s):
                     # Taken over after a stall longer than the lease: compiling is idempotent
                     # per partition, and finish() will not overwrite the newer claim.
                     log.warning("compile job %s was taken over by another worker", self.job.id)
@@ -87,51 +62,61 @@ class Heartbeat:
                 log.exception("renewing the lease of compile job %s failed", self.job.id)
 
 
-def run_job(services: Any, job: Any) -> None:
-    """Compile a claimed job's partition to the end, renewing the job's lease meanwhile, then
-    record success or failure (only while the job is still this claim's)."""
-    created: list[uuid.UUID] = []
-    error: str | None = None
-    with Heartbeat(services, job, services.settings.job_lease_seconds):
-        try:
-            while True:
-                result = compile_scope(services, job.tenant_id, job.scope)
-                created.extend(m.id for m in result.memories)
-                if not result.has_more or result.episodes_compiled == 0:
-                    break
-        except Exception as exc:  # recorded on the job; the worker keeps going
-            log.exception("compile job %s failed", job.id)
-            error = f"{type(exc).__name__}: {exc}"
-    # After the heartbeat stopped, so a last beat never races the outcome.
-    recorded = services.store.jobs.finish(
-        job.id, memory_ids=created, error=error, attempt=job.attempts
-    )
-    metrics = services.metrics
-    metrics.memories_compiled.inc(len(created))
-    if recorded:  # a job taken over by another worker is that worker's to count
-        metrics.compile_jobs.labels("failed" if error else "succeeded").inc()
-        metrics.compile_lag.observe(max(0.0, (utcnow() - job.created_at).total_seconds()))
+class JobRunner:
+    """Claims queued compile jobs and runs each to the end with ``compile_step``."""
 
+    def __init__(
+        self, store: Store, compile_step: CompileStep, metrics: Metrics, lease_s: float
+    ) -> None:
+        self.store = store
+        self.compile_step = compile_step
+        self.metrics = metrics
+        self.lease_s = lease_s
 
-def work_once(services: Any) -> bool:
-    """Claim and run one job; False when the queue is empty."""
-    job = services.store.jobs.claim(services.settings.job_lease_seconds)
-    if job is None:
-        return False
-    run_job(services, job)
-    return True
+    def run_job(self, job: CompileJob) -> None:
+        """Compile a claimed job's partition to the end, renewing the job's lease meanwhile,
+        then record success or failure (only while the job is still this claim's)."""
+        created: list[uuid.UUID] = []
+        error: str | None = None
+        with Heartbeat(self.store.jobs, job, self.lease_s):
+            try:
+                while True:
+                    result = self.compile_step(job.tenant_id, job.scope)
+                    created.extend(m.id for m in result.memories)
+                    if not result.has_more or result.episodes_compiled == 0:
+                        break
+            except Exception as exc:  # recorded on the job; the worker keeps going
+                log.exception("compile job %s failed", job.id)
+                error = f"{type(exc).__name__}: {exc}"
+        # After the heartbeat stopped, so a last beat never races the outcome.
+        recorded = self.store.jobs.finish(
+            job.id, memory_ids=created, error=error, attempt=job.attempts
+        )
+        metrics = self.metrics
+        metrics.memories_compiled.inc(len(created))
+        if recorded:  # a job taken over by another worker is that worker's to count
+            metrics.compile_jobs.labels("failed" if error else "succeeded").inc()
+            metrics.compile_lag.observe(max(0.0, (utcnow() - job.created_at).total_seconds()))
+
+    def work_once(self) -> bool:
+        """Claim and run one job; False when the queue is empty."""
+        job = self.store.jobs.claim(self.lease_s)
+        if job is None:
+            return False
+        self.run_job(job)
+        return True
 
 
 class CompileWorker:
     """A background thread that drains the job queue, polling when idle."""
 
-    def __init__(self, services: Any, poll_s: float = 0.5) -> None:
-        self.services = services
+    def __init__(self, runner: JobRunner, retention: RetentionClock, poll_s: float = 0.5) -> None:
+        self.runner = runner
         self.poll_s = poll_s
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self.retention = RetentionClock(services.settings.retention_interval_s)
+        self.retention = retention
 
     def start(self) -> None:
         if self._thread is not None:
@@ -145,9 +130,9 @@ class CompileWorker:
 
     def run(self) -> None:
         while not self._stop.is_set():
-            self.retention.maybe_sweep(self.services)
+            self.retention.maybe_sweep(self.runner.store)
             try:
-                busy = work_once(self.services)
+                busy = self.runner.work_once()
             except Exception:  # e.g. the database is briefly unavailable
                 log.exception("compile worker error")
                 busy = False
@@ -172,16 +157,16 @@ class ScopeCompiler:
     failed compile is logged and the episodes stay uncompiled for the next one.
     """
 
-    def __init__(self, services: Any) -> None:
-        self.services = services
+    def __init__(self, compile_step: CompileStep) -> None:
+        self.compile_step = compile_step
         self._lock = threading.Lock()
-        self._waiting: dict[tuple[str, Any], None] = {}
+        self._waiting: dict[tuple[str, Scope], None] = {}
         self._wake = threading.Event()
         self._stopped = False
         self._running = False
         self._thread: threading.Thread | None = None
 
-    def submit(self, tenant_id: str, scopes: list[Any]) -> None:
+    def submit(self, tenant_id: str, scopes: list[Scope]) -> None:
         """Queue ``scopes`` of ``tenant_id`` for compiling (an ingest listener)."""
         with self._lock:
             if self._stopped:
@@ -195,7 +180,7 @@ class ScopeCompiler:
                 self._thread.start()
         self._wake.set()
 
-    def _next(self) -> tuple[str, Any] | None:
+    def _next(self) -> tuple[str, Scope] | None:
         with self._lock:
             if not self._waiting:
                 self._running = False
@@ -225,7 +210,7 @@ class ScopeCompiler:
                 continue
             tenant_id, scope = key
             try:
-                while compile_scope(self.services, tenant_id, scope).has_more:
+                while self.compile_step(tenant_id, scope).has_more:
                     if self._stopped:
                         return
             except Exception:  # the episodes stay uncompiled; the next commit retries
@@ -238,45 +223,3 @@ class ScopeCompiler:
         self._wake.set()
         if thread is not None:
             thread.join(timeout)
-
-
-def attach_compile(services: Any) -> None:
-    """Give ``services`` its embedder, compiler, optional in-process worker, background
-    compile of committed turns and compile-on-ingest listener, as the settings say."""
-    settings = services.settings
-    services.embedder = LazyEmbedder(settings) if settings.embedder != "none" else None
-    # Vectors are written after a compile by a background pass (this process's compiles
-    # notify it; a sweep finds the rest), so no request waits for the model.
-    services.embedding_backfill = None
-    if services.embedder is not None:
-        from cairn.engine.backfill import EmbeddingBackfill
-
-        backfill = EmbeddingBackfill(services, batch=settings.embed_batch)
-        services.embedding_backfill = backfill
-        services.on_start.append(backfill.start)
-        services.on_stop.append(backfill.stop)
-    if settings.compiler == "llm":
-        from cairn.engine.llm_compiler import LLMCompiler
-
-        services.compiler = LLMCompiler.from_settings(settings)
-    else:
-        services.compiler = None  # the heuristic default
-    in_process = settings.worker_in_process
-    if in_process is None:
-        in_process = services.store.db.is_sqlite
-    services.compile_worker = CompileWorker(services) if in_process else None
-    if services.compile_worker is not None:
-        services.on_start.append(services.compile_worker.start)
-        services.on_stop.append(services.compile_worker.stop)
-    if settings.compile_turns and not settings.compile_on_ingest:
-        services.turn_compiler = ScopeCompiler(services)
-        services.turn_listeners.append(services.turn_compiler.submit)
-        services.on_stop.append(services.turn_compiler.stop)
-    if settings.compile_on_ingest:
-
-        def compile_after_ingest(tenant_id: str, scopes: list[Any]) -> None:
-            for scope in scopes:
-                while compile_scope(services, tenant_id, scope).has_more:
-                    pass
-
-        services.ingest_listeners.append(compile_after_ingest)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.core.memory import get_assembly_impl
 from cairn.errors import ConfigError
@@ -33,6 +33,9 @@ from cairn.ladders.memory_stack import (
     build_assemblies,
     read_settings_file,
 )
+
+if TYPE_CHECKING:
+    from cairn.engine.context.assembly import AssemblyHost
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer the last user message of the conversation. Memory holds recalled reference data "
@@ -52,11 +55,11 @@ class AgentBinding:
         self._lock = threading.Lock()
         self._by_tenant: dict[str, AgentHooks] = {}
 
-    def hooks_for(self, services: Any, tenant: str) -> AgentHooks:
+    def hooks_for(self, host: AssemblyHost, tenant: str) -> AgentHooks:
         with self._lock:
             hooks = self._by_tenant.get(tenant)
             if hooks is None:
-                assemblies = build_assemblies(self.config, self.config_dir, services, tenant)
+                assemblies = build_assemblies(self.config, self.config_dir, host, tenant)
                 hooks = build_agent_hooks(self.config, assemblies)[self.agent]
                 self._by_tenant[tenant] = hooks
             return hooks

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -26,6 +26,9 @@ from cairn.ladders.hooks import (
     TurnHookSettings,
     _Strict,
 )
+
+if TYPE_CHECKING:
+    from cairn.engine.context.assembly import AssemblyHost
 
 
 class HookDeps(_Strict):
@@ -161,9 +164,13 @@ def read_settings_file(
 
 
 def build_assemblies(
-    config: MemoryStackConfig, config_dir: Path | str, services: Any, tenant_id: str = "default"
+    config: MemoryStackConfig,
+    config_dir: Path | str,
+    host: AssemblyHost,
+    tenant_id: str = "default",
 ) -> dict[str, Assembly]:
-    """One Assembly per resource, from its registered impl and its settings."""
+    """One Assembly per resource, from its registered impl (called with ``host``, the
+    tenant, the resource's ``deps`` and its settings)."""
     out: dict[str, Assembly] = {}
     for name, res in config.resources.items():
         factory = get_assembly_impl(res.impl)
@@ -172,7 +179,7 @@ def build_assemblies(
             merged.update(read_settings_file(config_dir, res.settings.file))
         merged.update(res.settings.inline())
         try:
-            out[name] = factory(services, tenant_id, dict(res.deps), merged)
+            out[name] = factory(host, tenant_id, dict(res.deps), merged)
         except ValidationError as exc:
             raise _config_error(exc, f"resources.{name}.settings") from exc
     return out

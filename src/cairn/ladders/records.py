@@ -9,14 +9,17 @@ with the template's error code, like a ``slateWrite`` that does not match.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from cairn.engine.ingest import IngestListener
 from cairn.errors import CairnError
 from cairn.ladders.board import Board
 from cairn.ladders.config import TemplateRecordSpec
 from cairn.ladders.steps import source_text
 from cairn.slates.extract import as_content, extract_json
-from cairn.templates import apply_template
+from cairn.store import Store
+from cairn.templates import TemplateCatalogue, apply_template
 
 
 def template_values(spec: TemplateRecordSpec, board: Board) -> tuple[dict[str, Any], str | None]:
@@ -38,24 +41,31 @@ def template_values(spec: TemplateRecordSpec, board: Board) -> tuple[dict[str, A
 
 
 def record_template(
-    services: Any, tenant: str, spec: TemplateRecordSpec, board: Board, key: str
+    store: Store,
+    templates: TemplateCatalogue,
+    listeners: Sequence[IngestListener],
+    tenant: str,
+    spec: TemplateRecordSpec,
+    board: Board,
+    key: str,
 ) -> dict[str, Any]:
-    """Apply the template; the trace entry says what was recorded, or why nothing was."""
+    """Apply the template; the trace entry says what was recorded, or why nothing was.
+    ``listeners`` are told of the new episode (the compile-on-ingest ones)."""
     out: dict[str, Any] = {"kind": "recordTemplate", "template": spec.template}
     values, problem = template_values(spec, board)
     if problem is not None:
         return {**out, "written": False, "reason": "value_missing", "detail": problem}
     try:
-        template = services.templates.get(spec.template)
+        template = templates.get(spec.template)
         episode, created = apply_template(
-            services.store,
+            store,
             tenant,
             template,
             spec.target(),
             values,
             session_id=spec.session_id,
             idempotency_key=key,
-            listeners=getattr(services, "ingest_listeners", ()),
+            listeners=listeners,
         )
     except CairnError as exc:
         return {**out, "written": False, "reason": exc.code, "detail": exc.message}

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -41,6 +41,11 @@ from cairn.ladders.providers import (
     ScriptedProvider,
     ScriptedRule,
 )
+
+if TYPE_CHECKING:
+    from cairn.ladders.agents import AgentBinding
+    from cairn.ladders.host import LadderHost
+    from cairn.templates import TemplateCatalogue
 
 MAX_SCRIPT_BYTES = 1_048_576
 log = logging.getLogger("cairn.ladders")
@@ -152,23 +157,20 @@ def compile_ladder(path: Path, settings: Settings, *, transport: Any = None) -> 
     return out
 
 
-def check_binding(path: Path, binding: Any, services: Any) -> None:
+def check_binding(path: Path, binding: AgentBinding, host: LadderHost) -> None:
     """Build an agent's resources and hooks once, turning any failure into a ConfigError."""
     from cairn.core.tenants import DEFAULT_TENANT
 
     try:
-        binding.hooks_for(services, DEFAULT_TENANT)
+        binding.hooks_for(host, DEFAULT_TENANT)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc.message}", code=exc.code) from exc
     except (CairnError, ValidationError) as exc:
         raise ConfigError(f"{path}: agents.{binding.agent}: {exc}", code="invalid_ladder") from exc
 
 
-def check_templates(path: Path, ladder: Ladder, services: Any) -> None:
+def check_templates(path: Path, ladder: Ladder, catalogue: TemplateCatalogue) -> None:
     """Every ``recordTemplate`` names a template of the catalogue."""
-    catalogue = getattr(services, "templates", None)
-    if catalogue is None:
-        return
     for i, step in enumerate(ladder.steps):
         spec = step.recordTemplate
         if spec is not None and spec.template not in catalogue:
@@ -261,7 +263,7 @@ class LadderRegistry:
         directory: Path | None = None,
         *,
         settings: Settings | None = None,
-        services: Any = None,
+        services: LadderHost | None = None,
         compile_options: dict[str, Any] | None = None,
     ) -> None:
         self.directory = directory
@@ -284,7 +286,9 @@ class LadderRegistry:
         self._by_name[ladder.name] = ladder
 
     @classmethod
-    def load(cls, settings: Settings, *, services: Any = None, **kwargs: Any) -> LadderRegistry:
+    def load(
+        cls, settings: Settings, *, services: LadderHost | None = None, **kwargs: Any
+    ) -> LadderRegistry:
         """Every ``*.yaml``/``*.yml`` of ``settings.ladders_dir`` (none when unset).
 
         Valid files serve; invalid ones are reported (``states()``, ``errors()``, the log)
@@ -309,9 +313,9 @@ class LadderRegistry:
             for ladder in ladders:
                 if ladder.binding is not None:
                     check_binding(path, ladder.binding, self.services)
-                check_templates(path, ladder, self.services)
-            slates = getattr(self.services, "slates", None)
-            if slates is not None and ladders:
+                check_templates(path, ladder, self.services.templates)
+            slates = self.services.slates
+            if ladders:
                 from cairn.slates.config import check_init_sizes
 
                 # The server's tokenizer may count an init differently from the default.
@@ -381,9 +385,9 @@ class LadderRegistry:
     def _declare_slates(self, files: dict[Path, LadderFileState]) -> None:
         """Declare the serving versions' slates; withdraw those of ladders whose file went
         (only the ones this registry declared: others were declared by code)."""
-        slates = getattr(self.services, "slates", None)
-        if slates is None:
+        if self.services is None:
             return
+        slates = self.services.slates
         serving = {
             s.ladders[0].ladder: s.ladders[0].spec.slates for s in files.values() if s.ladders
         }

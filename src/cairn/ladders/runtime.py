@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow, uuid7
 from cairn.errors import CairnError, Conflict, InvalidInput
@@ -40,6 +40,9 @@ from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
 from cairn.slates.errors import WriteAlreadyApplied
 from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
+
+if TYPE_CHECKING:
+    from cairn.ladders.host import LadderHost
 
 log = logging.getLogger("cairn.ladders")
 # Run ids appear in URL paths (GET /v1/runs/{run_id}), so they keep to path-safe characters.
@@ -146,7 +149,7 @@ def check_run_id(value: str) -> str:
 class LadderRuntime:
     """Runs ladders against one set of services (store, slates, memory)."""
 
-    def __init__(self, services: Any) -> None:
+    def __init__(self, services: LadderHost) -> None:
         self.services = services
         self.runs = RunRepository(services.store.db)
 
@@ -239,7 +242,9 @@ class LadderRuntime:
             "steps": [],
             "commit": [],
         }
-        slates = SlateAccess(self.services, request.tenant, ladder.ladder, request.user, run_id)
+        slates = SlateAccess(
+            self.services.slates, request.tenant, ladder.ladder, request.user, run_id
+        )
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         writes: list[dict[str, Any]] = []
         shown = ""
@@ -429,7 +434,16 @@ class LadderRuntime:
             if key.endswith("/if"):
                 result = slates.gated(spec, output, effect=key)
             elif key.endswith("/recordTemplate"):
-                result = record_template(self.services, tenant, spec, board, f"{run_id}:{step.id}")
+                host = self.services
+                result = record_template(
+                    host.store,
+                    host.templates,
+                    host.ingest_listeners,
+                    tenant,
+                    spec,
+                    board,
+                    f"{run_id}:{step.id}",
+                )
             else:
                 result = slates.write(spec, output, effect=key)
             result = {"effect": key, **result}

@@ -8,23 +8,17 @@ from typing import Any
 from cairn.errors import CairnError
 from cairn.slates.config import GateSpec, SlateReadSource, SlateWriteSpec
 from cairn.slates.model import WriteOutcome
+from cairn.slates.service import Slates
 from cairn.slates.steps import apply_gated_write, apply_slate_write
 
 
 class SlateAccess:
-    def __init__(self, services: Any, tenant: str, ladder: str, user: str, run_id: str) -> None:
-        self.services = services
+    def __init__(self, slates: Slates, tenant: str, ladder: str, user: str, run_id: str) -> None:
+        self.slates = slates
         self.tenant = tenant
         self.ladder = ladder
         self.user = user or None
         self.run_id = run_id
-
-    @property
-    def slates(self) -> Any:
-        slates = getattr(self.services, "slates", None)
-        if slates is None:  # pragma: no cover - Services always has one
-            raise CairnError("the slates service is not configured", code="slates_unavailable")
-        return slates
 
     def read(self, ref: SlateReadSource, fallback: str | None = None) -> str:
         """The text a ``slateRead`` field sees; ``fallback`` replaces an empty result (an empty

@@ -33,14 +33,17 @@ PROCEDURE_KINDS = frozenset({"procedure"})
 
 
 def assembly_for(services: Services, tenant: str) -> CairnAssembly:
-    """Cairn's own Assembly for one tenant, with the server's tokenizer and embedder."""
+    """Cairn's own Assembly for one tenant, with the server's tokenizer, embedder and
+    search caches."""
     return CairnAssembly(
         services.store,
         tenant,
         settings=AssemblySettings(tokenizer=services.settings.tokenizer),
+        tokenizer=services.tokenizer,
         listeners=services.ingest_listeners,
-        embedder=getattr(services, "embedder", None),
+        embedder=services.embedder,
         turn_listeners=services.turn_listeners,
+        search_caches=services.search_caches,
     )
 
 

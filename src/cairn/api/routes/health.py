@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from cairn import __version__
 from cairn.api.auth import services_of
 from cairn.errors import Unavailable
+from cairn.store import Store
 
 router = APIRouter(tags=["health"])
 
@@ -40,14 +41,14 @@ def version(request: Request) -> dict[str, str]:
 @router.get("/metrics", include_in_schema=False)
 def metrics(request: Request) -> Response:
     metrics = services_of(request).metrics
-    body = metrics.exposition() + retention_metrics(services_of(request))
+    body = metrics.exposition() + retention_metrics(services_of(request).store)
     return Response(body, media_type=metrics.content_type)
 
 
-def retention_metrics(services: Any) -> bytes:
+def retention_metrics(store: Store) -> bytes:
     """The retention audit, from the database (sweeps run in workers, not in this process)."""
     try:
-        sweeps, episodes, memories = services.store.retention.totals()
+        sweeps, episodes, memories = store.retention.totals()
     except Exception:  # the database is away: the request metrics still answer
         return b""
     lines = [

@@ -126,12 +126,7 @@ def _has_nul(value: Any) -> bool:
 
 
 def _runtime(request: Request) -> LadderRuntime:
-    services = services_of(request)
-    runtime = getattr(services, "ladder_runtime", None)
-    if runtime is None:
-        runtime = LadderRuntime(services)
-        setattr(services, "ladder_runtime", runtime)  # noqa: B010 - built once, on first use
-    return runtime
+    return services_of(request).ladder_runtime
 
 
 def _sse(data: dict[str, Any] | str) -> bytes:

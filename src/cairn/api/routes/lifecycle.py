@@ -92,7 +92,7 @@ def _actor(request: Request, named: str | None = None) -> str:
 def read_episode(
     episode_id: uuid.UUID, request: Request, tenant: str = Depends(require_tenant)
 ) -> EpisodeItemPublic:
-    ep = get_episode(services_of(request), tenant, episode_id)
+    ep = get_episode(services_of(request).store, tenant, episode_id)
     return EpisodeItemPublic.model_construct(**dict(EpisodePublic.of(ep)), scope=ep.scope)
 
 
@@ -101,7 +101,10 @@ def remove_episode(
     episode_id: uuid.UUID, request: Request, tenant: str = Depends(require_tenant)
 ) -> EpisodeDeletedPublic:
     """Delete the episode and the memories derived from it alone."""
-    removed = delete_episode(services_of(request), tenant, episode_id)
+    services = services_of(request)
+    removed = delete_episode(
+        services.store, tenant, episode_id, vectors=services.search_caches.vectors
+    )
     return EpisodeDeletedPublic(episode_id=episode_id, memories_deleted=removed)
 
 
@@ -110,7 +113,7 @@ def read_memory(
     memory_id: uuid.UUID, request: Request, tenant: str = Depends(require_tenant)
 ) -> MemoryDetailPublic:
     """The memory with its supersession chain."""
-    h = memory_history(services_of(request), tenant, memory_id)
+    h = memory_history(services_of(request).store, tenant, memory_id)
     current = h.replaced_by[-1] if h.replaced_by else h.memory
     return MemoryDetailPublic.model_construct(
         memory=memory_item(h.memory),
@@ -137,8 +140,14 @@ def patch_memory(
         valid_to=body.valid_to,
         note=body.note,
     )
+    services = services_of(request)
     memory = correct_memory(
-        services_of(request), tenant, memory_id, change, _actor(request, body.editor)
+        services.store,
+        tenant,
+        memory_id,
+        change,
+        _actor(request, body.editor),
+        embedder=services.embedder,
     )
     return memory_item(memory)
 
@@ -148,7 +157,9 @@ def delete_memory(
     memory_id: uuid.UUID, request: Request, tenant: str = Depends(require_tenant)
 ) -> MemoryDeletedPublic:
     """Forget one memory; compiling the same episodes again does not re-create it."""
-    forget_memory(services_of(request), tenant, memory_id, _actor(request))
+    services = services_of(request)
+    vectors = services.search_caches.vectors
+    forget_memory(services.store, tenant, memory_id, _actor(request), vectors=vectors)
     return MemoryDeletedPublic(memory_id=memory_id, deleted=True)
 
 
@@ -170,7 +181,15 @@ def delete_scopes(
 ) -> ScopesDeletedPublic:
     """Erase a person: everything of ``user_id`` in every runtime and agent of the caller's
     tenant, or only in one runtime and/or agent (``agent_id=`` empty: the global agent)."""
-    out = erase_partitions(services_of(request), tenant, user_id, runtime_id, agent_id)
+    services = services_of(request)
+    out = erase_partitions(
+        services.store,
+        tenant,
+        user_id,
+        runtime_id,
+        agent_id,
+        vectors=services.search_caches.vectors,
+    )
     return ScopesDeletedPublic.model_construct(
         user_id=user_id,
         runtime_id=runtime_id,
@@ -203,7 +222,8 @@ def put_retention(
     body: RetentionPolicyBody, request: Request, tenant: str = Depends(require_tenant)
 ) -> RetentionPolicyBody:
     """Set the tenant's retention policy; the worker's next sweep enforces it."""
-    policy = set_policy(services_of(request), tenant, body.episode_ttl_days, body.memory_ttl_days)
+    store = services_of(request).store
+    policy = set_policy(store, tenant, body.episode_ttl_days, body.memory_ttl_days)
     return RetentionPolicyBody(
         episode_ttl_days=policy.episode_ttl_days, memory_ttl_days=policy.memory_ttl_days
     )

@@ -26,6 +26,7 @@ from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.compile import KINDS, compile_request
 from cairn.engine.search import search_memories
 from cairn.errors import InvalidInput, NotFound
+from cairn.services import Services
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 scopes_router = APIRouter(tags=["memories"])
@@ -90,15 +91,20 @@ def _compile(
     services = services_of(request)
     if run_async:
         job = services.store.jobs.enqueue(tenant, scope)
-        worker = getattr(services, "compile_worker", None)
-        if worker is not None:
-            worker.wake()
+        if services.compile_worker is not None:
+            services.compile_worker.wake()
         # The whole job as GET .../compile/{job_id} shows it (Statewave's CompileJob needs
         # subject_id), plus the request's own subject or scope.
         queued = {"job_id": str(job.id), "status": public_status(job.status), **answer}
         queued.update(memories_created=0, memories=[], error=None)
         return JSONResponse(status_code=202, content=queued)
-    result = compile_request(services, tenant, scope)
+    result = compile_request(
+        services.store,
+        tenant,
+        scope,
+        compiler=services.compiler,
+        backfill=services.embedding_backfill,
+    )
     services.metrics.memories_compiled.inc(result.memories_created)
     return JSONResponse(
         {
@@ -195,22 +201,22 @@ def search(
     if q is None:
         listed = _list_by_kind(services, tenant, subject_id, kinds, limit, include_superseded)
         return SearchPublic.model_construct(memories=[MemoryPublic.of(m) for m in listed])
-    embedder = getattr(services, "embedder", None)
     lanes = None
     if semantic and not hybrid:
         lanes = ["vector"]
     elif hybrid:
         lanes = ["lexical", "vector"]
     results = search_memories(
-        services,
+        services.store,
         tenant,
         Scope.for_subject(subject_id),
         q,
         limit=limit,
         kinds=kinds or None,
         include_superseded=include_superseded,
-        embedder=embedder,
+        embedder=services.embedder,
         lanes=lanes,
+        caches=services.search_caches,
     )
     return SearchPublic.model_construct(
         memories=[MemoryPublic.of(r.memory, score=r.score) for r in results]
@@ -218,7 +224,7 @@ def search(
 
 
 def _list_by_kind(
-    services: Any,
+    services: Services,
     tenant: str,
     subject_id: str,
     kinds: list[str],
@@ -229,7 +235,11 @@ def _list_by_kind(
     alone, as Statewave's ``search_memories(subject, kind=...)`` asks for it."""
     store = services.store
     scope = Scope.for_subject(subject_id)
-    page = {"limit": limit, "newest_first": True, "include_superseded": include_superseded}
+    page: dict[str, Any] = {
+        "limit": limit,
+        "newest_first": True,
+        "include_superseded": include_superseded,
+    }
     wanted: list[str | None] = list(kinds) or [None]
     with store.db.read() as conn:
         found = [

@@ -90,7 +90,10 @@ def delete_subject(
 ) -> SubjectDeletedPublic:
     """Remove everything of the subject's partition ``("default", id, "")`` in the caller's
     tenant, whichever API wrote it (ladder runs and per-user slates of the user too)."""
-    counts = erase_subject(services_of(request), tenant, subject_id)
+    services = services_of(request)
+    counts = erase_subject(
+        services.store, tenant, subject_id, vectors=services.search_caches.vectors
+    )
     return SubjectDeletedPublic(
         subject_id=subject_id,
         episodes_deleted=counts.get("episodes", 0),

@@ -46,7 +46,7 @@ def export_subject(
 ) -> StreamingResponse:
     """Everything of the subject as JSON lines: a header, then episodes, memories (every
     version, with their supersession links and provenance), documents, chunks and runs."""
-    lines = export_lines(services_of(request), tenant, subject_id)
+    lines = export_lines(services_of(request).store, tenant, subject_id)
     return StreamingResponse(
         lines, media_type="application/x-ndjson", headers=attachment(f"cairn-{subject_id}.jsonl")
     )
@@ -65,11 +65,10 @@ def import_subject(
     scope = Scope.for_subject(subject_id)
     records = [r for r in body.records if r.get("type") != "header"]
     counts = services.store.transfer.import_records(tenant, scope, records)
-    embedder = getattr(services, "embedder", None)
-    if embedder is not None and counts.get("memory"):
+    if services.embedder is not None and counts.get("memory"):
         from cairn.engine.search import embed_memories
 
-        embed_memories(services.store, embedder, tenant, scope)
+        embed_memories(services.store, services.embedder, tenant, scope)
     return ImportPublic(
         subject_id=subject_id, imported=counts, skipped=len(records) - sum(counts.values())
     )

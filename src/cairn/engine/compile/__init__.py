@@ -7,7 +7,6 @@ from cairn.engine.compile.runner import (
     CompileResult,
     compile_request,
     compile_scope,
-    default_compiler,
 )
 
 __all__ = [
@@ -19,6 +18,5 @@ __all__ = [
     "MemoryDraft",
     "compile_request",
     "compile_scope",
-    "default_compiler",
     "memory_id",
 ]

@@ -79,18 +79,22 @@ def _parse_time(value: Any, default: datetime) -> datetime:
     return default
 
 
-_MESSAGES: dict[Any, list[Message]] = {}
+class MessageMemo:
+    """The messages of each episode of one compile, parsed once: a compile reads an episode's
+    messages several times (names, neighbours, turns, summaries). One per ``compile`` call, so
+    concurrent compiles share nothing."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[Any, list[Message]] = {}
+
+    def __call__(self, ep: Episode) -> list[Message]:
+        got = self._parsed.get(ep.id)
+        if got is None:
+            got = self._parsed[ep.id] = messages_of(ep)
+        return got
 
 
 def messages_of(ep: Episode) -> list[Message]:
-    """The messages of a conversation episode (memoized while one batch compiles)."""
-    got = _MESSAGES.get(ep.id)
-    if got is None:
-        got = _MESSAGES[ep.id] = _parse_messages(ep)
-    return got
-
-
-def _parse_messages(ep: Episode) -> list[Message]:
     """The messages of a conversation episode (``payload.messages`` or a single message)."""
     payload = ep.payload
     raw = payload.get("messages")
@@ -132,6 +136,8 @@ def _note_text(ep: Episode) -> str:
     return "\n".join(lines)
 
 
+# A bounded memo of a pure function of its argument (the same text always gives the same
+# terms): process-wide by design, it holds no state of any tenant or request.
 @lru_cache(maxsize=8192)
 def _content_words(text: str) -> tuple[str, ...]:
     # Search terms (any script, CJK as bigrams), as the index and queries cut them.
@@ -215,7 +221,7 @@ _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
 _BAD_OBJECTS = frozenset({"it", "that", "this", "them", "you", "to", "the", "so", "a"})
 
 
-def _stated_names(batch: CompileInput) -> dict[str, str]:
+def _stated_names(batch: CompileInput, messages: MessageMemo) -> dict[str, str]:
     """``speaker label (lowercase) → name`` the speaker stated ("my name is Maya"): earlier
     compiles' first, then this batch's sessions and episodes in order (the latest wins)."""
     names = dict(batch.names)
@@ -226,7 +232,7 @@ def _stated_names(batch: CompileInput) -> dict[str, str]:
         if ep.id in seen:
             continue
         seen.add(ep.id)
-        for msg in messages_of(ep):
+        for msg in messages(ep):
             if msg.role in ("assistant", "system", "tool"):
                 continue
             for m in name_pattern.finditer(msg.text):
@@ -280,9 +286,9 @@ def _facts(msg: Message, names: dict[str, str]) -> Iterator[MemoryDraft]:
             )
 
 
-def _summary(session_id: str, episodes: list[Episode]) -> MemoryDraft | None:
+def _summary(session_id: str, episodes: list[Episode], messages: MessageMemo) -> MemoryDraft | None:
     """The session's most central sentences, in their original order."""
-    msgs = [m for ep in episodes for m in messages_of(ep)]
+    msgs = [m for ep in episodes for m in messages(ep)]
     if len(msgs) < SUMMARY_MIN_MESSAGES:
         return None
     units: list[tuple[int, Message, str]] = []
@@ -347,7 +353,7 @@ def _chunks(text: str) -> list[str]:
 
 
 def _neighbours(
-    batch: CompileInput,
+    batch: CompileInput, messages: MessageMemo
 ) -> tuple[dict[tuple[Any, int], tuple[str, ...]], list[tuple[Any, Any]]]:
     """The words around each message, and the already-compiled messages whose context the
     batch extends.
@@ -363,7 +369,7 @@ def _neighbours(
     streams = [batch.sessions[k] for k in sorted(batch.sessions)]
     streams.append([ep for ep in batch.episodes if not ep.session_id])
     for stream in streams:
-        flat = [(ep, msg) for ep in stream for msg in messages_of(ep)]
+        flat = [(ep, msg) for ep in stream for msg in messages(ep)]
         first_new = next((i for i, (ep, _) in enumerate(flat) if ep.id in new_ids), None)
         for i, (ep, msg) in enumerate(flat):
             ctx = [m.text for _, m in flat[max(0, i - CONTEXT_BEFORE) : i]]
@@ -421,21 +427,15 @@ class HeuristicCompiler:
     version = VERSION
 
     def compile(self, batch: CompileInput) -> list[MemoryDraft]:
-        _MESSAGES.clear()
-        try:
-            return self._compile(batch)
-        finally:
-            _MESSAGES.clear()
-
-    def _compile(self, batch: CompileInput) -> list[MemoryDraft]:
+        messages = MessageMemo()
         drafts: list[MemoryDraft] = []
-        context, stale = _neighbours(batch)
-        names = _stated_names(batch)
+        context, stale = _neighbours(batch, messages)
+        names = _stated_names(batch, messages)
         # Turns compiled earlier get the words of the messages that followed them.
         for ep, msg in stale:
             drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ()), names, True))
         for ep in batch.episodes:
-            msgs = messages_of(ep)
+            msgs = messages(ep)
             if msgs:
                 for msg in msgs:
                     drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ()), names))
@@ -465,7 +465,7 @@ class HeuristicCompiler:
                     )
                 )
         for session_id in sorted(batch.sessions):
-            summary = _summary(session_id, batch.sessions[session_id])
+            summary = _summary(session_id, batch.sessions[session_id], messages)
             if summary is not None:
                 drafts.append(summary)
         return drafts

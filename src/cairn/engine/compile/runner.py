@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow
 from cairn.core.memories import Memory
@@ -23,7 +23,11 @@ from cairn.core.scope import Scope
 from cairn.engine.compile.drafts import CompileInput, Compiler, MemoryDraft, memory_id
 from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import normalize_for_hash
+from cairn.engine.embedders import Embedder
 from cairn.store import Store
+
+if TYPE_CHECKING:
+    from cairn.engine.backfill import EmbeddingBackfill
 
 # Episodes per compile step. Each step's write transaction holds SQLite's single writer lock,
 # so a small step keeps other writers (a single ingest) waiting tens of milliseconds, not
@@ -43,15 +47,6 @@ class CompileResult:
     has_more: bool = False
     remaining_episodes: int = 0
     episodes_compiled: int = 0
-
-
-def _store_of(services_or_store: Any) -> Store:
-    return services_or_store if isinstance(services_or_store, Store) else services_or_store.store
-
-
-def default_compiler(services_or_store: Any) -> Compiler:
-    compiler = getattr(services_or_store, "compiler", None)
-    return compiler if compiler is not None else HeuristicCompiler()
 
 
 def _row(
@@ -100,23 +95,22 @@ def stated_names(store: Store, conn: Any, tenant_id: str, scope: Scope) -> dict[
 
 
 def compile_scope(
-    services_or_store: Any,
+    store: Store,
     tenant_id: str,
     scope: Scope,
     *,
     compiler: Compiler | None = None,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
+    backfill: EmbeddingBackfill | None = None,
     max_episodes: int = DEFAULT_BATCH,
 ) -> CompileResult:
     """Compile up to ``max_episodes`` uncompiled episodes of one partition into memories.
 
-    Accepts ``Services`` (its compiler is used unless given; its background embedding pass is
-    told about new memories) or a bare ``Store`` (heuristic compiler, no embeddings). An
-    ``embedder`` given here embeds the new memories before returning.
+    ``compiler`` defaults to the heuristic one. An ``embedder`` given here embeds the new
+    memories before returning; otherwise a ``backfill`` (a server's background embedding
+    pass) is told about them.
     """
-    store = _store_of(services_or_store)
-    compiler = compiler or default_compiler(services_or_store)
-    backfill = getattr(services_or_store, "embedding_backfill", None)
+    compiler = compiler or HeuristicCompiler()
     q = store.jobs.compiling
 
     with store.db.read() as conn:
@@ -159,7 +153,13 @@ def compile_scope(
 
 
 def compile_request(
-    services_or_store: Any, tenant_id: str, scope: Scope, limit: int | None = None
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    limit: int | None = None,
+    *,
+    compiler: Compiler | None = None,
+    backfill: EmbeddingBackfill | None = None,
 ) -> CompileResult:
     """Compile up to ``limit`` (default ``REQUEST_LIMIT``) episodes of one partition in steps
     of ``DEFAULT_BATCH``, each its own short write transaction; the summed result."""
@@ -167,9 +167,11 @@ def compile_request(
     total = CompileResult(memories_created=0)
     while total.episodes_compiled < limit:
         step = compile_scope(
-            services_or_store,
+            store,
             tenant_id,
             scope,
+            compiler=compiler,
+            backfill=backfill,
             max_episodes=min(DEFAULT_BATCH, limit - total.episodes_compiled),
         )
         total.memories_created += step.memories_created

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,11 +28,16 @@ from cairn.core.memory import (
 from cairn.engine.context import lanes
 from cairn.engine.context.packing import apply_min_score, pack_context
 from cairn.engine.documents import ChunkSettings, put_document
+from cairn.engine.embedders import Embedder
 from cairn.engine.ingest import IngestListener
-from cairn.engine.tokens import Tokenizer, get_tokenizer
+from cairn.engine.tokens import CountingTokenizer, Tokenizer, get_tokenizer
 from cairn.engine.turns import commit_turn
 from cairn.store import Store
 from cairn.store.documents import ChunkRow
+
+if TYPE_CHECKING:
+    from cairn.config import Settings
+    from cairn.engine.search import SearchCaches
 
 
 def candidate_limit(budget: Budget) -> int:
@@ -93,13 +98,18 @@ class CairnAssembly:
         settings: AssemblySettings | None = None,
         tokenizer: Tokenizer | None = None,
         listeners: Sequence[IngestListener] = (),
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         turn_listeners: Sequence[IngestListener] = (),
+        search_caches: SearchCaches | None = None,
     ) -> None:
         self.store = store
         self.tenant_id = tenant_id
         self.settings = settings or AssemblySettings()
-        self.tokenizer = tokenizer or get_tokenizer(self.settings.tokenizer or "cl100k_base")
+        # Counts are remembered per assembly unless the host shares its counting tokenizer.
+        self.tokenizer = tokenizer or CountingTokenizer(
+            get_tokenizer(self.settings.tokenizer or "cl100k_base")
+        )
+        self.search_caches = search_caches
         self.listeners = list(listeners)
         # Told of committed turns only (the background compile that makes them recallable).
         self.turn_listeners = list(turn_listeners)
@@ -165,6 +175,7 @@ class CairnAssembly:
             tok,
             embedder=self.embedder,
             exclude_episodes={e.id for e in episodes},
+            caches=self.search_caches,
         )
         out.overflow = [*lt[limit : limit + 1], *ch[limit : limit + 1]]
         lt, ch = lt[:limit], ch[:limit]
@@ -194,23 +205,51 @@ class CairnAssembly:
         return found
 
 
+class AssemblyHost(Protocol):
+    """What ``build_assembly`` takes from its host (``Services`` is one): read-only."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def tokenizer(self) -> Tokenizer: ...
+
+    @property
+    def ingest_listeners(self) -> Sequence[IngestListener]: ...
+
+    @property
+    def turn_listeners(self) -> Sequence[IngestListener]: ...
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+    @property
+    def search_caches(self) -> SearchCaches: ...
+
+
 def build_assembly(
-    services: Any,
+    host: AssemblyHost,
     tenant_id: str = "default",
     deps: Mapping[str, str] | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> CairnAssembly:
-    """The ``cairn`` impl factory: an Assembly over ``services.store`` for ``tenant_id``.
+    """The ``cairn`` impl factory: an Assembly over ``host.store`` for ``tenant_id``.
     ``deps`` are accepted and unused (Cairn needs no workspace or inference service)."""
     parsed = AssemblySettings.model_validate(dict(settings or {}))
-    app_settings = getattr(services, "settings", None)
-    if not parsed.tokenizer and app_settings is not None:
-        parsed = parsed.model_copy(update={"tokenizer": app_settings.tokenizer})
+    if not parsed.tokenizer:
+        parsed = parsed.model_copy(update={"tokenizer": host.settings.tokenizer})
+    # The host's tokenizer (and its counts) serves when the resource asks for the same one.
+    same = parsed.tokenizer == host.tokenizer.name
     return CairnAssembly(
-        services.store,
+        host.store,
         tenant_id,
         settings=parsed,
-        listeners=getattr(services, "ingest_listeners", ()),
-        embedder=getattr(services, "embedder", None),
-        turn_listeners=getattr(services, "turn_listeners", ()),
+        tokenizer=host.tokenizer if same else None,
+        listeners=host.ingest_listeners,
+        embedder=host.embedder,
+        turn_listeners=host.turn_listeners,
+        search_caches=host.search_caches,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
@@ -25,38 +25,10 @@ from cairn.engine.turns import TURN_EPISODE_TYPE, episode_text
 from cairn.store import Store
 from cairn.store.documents import ChunkRow, conversation_memories, latest_episodes
 
+if TYPE_CHECKING:
+    from cairn.engine.search import SearchCaches
+
 SUMMARY_KINDS = frozenset({"episode_summary", "session_summary", "conversation_summary", "summary"})
-
-
-class TokenCounts:
-    """Token counts of texts seen recently: a memory's count is needed on every request that
-    recalls it, and counting is most of the per-candidate cost. Bounded, thread-safe enough
-    (a lost update only costs a recount)."""
-
-    def __init__(self, tokenizer: Tokenizer, size: int = 65_536) -> None:
-        self.tokenizer = tokenizer
-        self.size = size
-        self._counts: dict[str, int] = {}
-
-    def __call__(self, text: str) -> int:
-        n = self._counts.get(text)
-        if n is None:
-            n = self.tokenizer.count(text)
-            if len(self._counts) >= self.size:
-                self._counts.clear()
-            self._counts[text] = n
-        return n
-
-
-_COUNTERS: dict[str, TokenCounts] = {}
-
-
-def token_counter(tokenizer: Tokenizer) -> TokenCounts:
-    """The process-wide counting cache of one tokenizer."""
-    counter = _COUNTERS.get(tokenizer.name)
-    if counter is None or counter.tokenizer is not tokenizer:
-        counter = _COUNTERS[tokenizer.name] = TokenCounts(tokenizer)
-    return counter
 
 
 def recent_items(
@@ -109,7 +81,7 @@ def memory_item(
         content=memory.content,
         score=min(max(float(score), 0.0), 1.0),
         source_class=cls,  # type: ignore[arg-type]
-        token_count=token_counter(tokenizer)(memory.content),
+        token_count=tokenizer.count(memory.content),
         created_at=memory.created_at,
         occurred_at=memory.valid_from,
         provenance=refs,
@@ -139,15 +111,19 @@ def long_term_items(
     *,
     embedder: Any = None,
     exclude_episodes: set[uuid.UUID],
+    caches: SearchCaches | None = None,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
     """Memories the search ranks for ``query``. A memory made only from episodes already in
-    the recent lane adds nothing and is left out."""
+    the recent lane adds nothing and is left out. ``caches`` are the search's
+    (``SearchCaches``), passed on when given."""
     search = search_function()
     if search is None or not query or limit <= 0:
         return [], {}
     kwargs: dict[str, Any] = {"limit": limit}
     if embedder is not None:
         kwargs["embedder"] = embedder
+    if caches is not None:
+        kwargs["caches"] = caches
     scored = search(store, tenant_id, scope, query, **kwargs)
     items, sources = [], {}
     for s in scored:

@@ -45,7 +45,7 @@ def memory_page(
     request: Request, memory_id: uuid.UUID, viewer: Viewer = Depends(current_viewer)
 ) -> HTMLResponse:
     """The memory, the versions it replaced and the versions that replaced it."""
-    history = memory_history(services_of(request), viewer.tenant, memory_id)
+    history = memory_history(services_of(request).store, viewer.tenant, memory_id)
     current = history.replaced_by[-1] if history.replaced_by else history.memory
     return render(
         request,
@@ -70,7 +70,15 @@ def edit_memory(
 ) -> RedirectResponse:
     """Store the correction as a new version (as ``PATCH /v1/memories/{id}``)."""
     change = MemoryCorrection(content=content, note=note.strip() or None)
-    new = correct_memory(services_of(request), viewer.tenant, memory_id, change, _editor(viewer))
+    services = services_of(request)
+    new = correct_memory(
+        services.store,
+        viewer.tenant,
+        memory_id,
+        change,
+        _editor(viewer),
+        embedder=services.embedder,
+    )
     return see_other(memory_url(new.id) + "?corrected=1")
 
 
@@ -79,7 +87,7 @@ def confirm_forget_page(
     request: Request, memory_id: uuid.UUID, viewer: Viewer = Depends(current_viewer)
 ) -> HTMLResponse:
     """The confirmation before forgetting a memory."""
-    history = memory_history(services_of(request), viewer.tenant, memory_id)
+    history = memory_history(services_of(request).store, viewer.tenant, memory_id)
     return render(
         request,
         "memory_delete.html",
@@ -92,7 +100,11 @@ def forget(
     request: Request, memory_id: uuid.UUID, viewer: Viewer = Depends(current_viewer)
 ) -> RedirectResponse:
     """Forget the memory (as ``DELETE /v1/memories/{id}``) and go back to its subject."""
-    memory = forget_memory(services_of(request), viewer.tenant, memory_id, _editor(viewer))
+    services = services_of(request)
+    vectors = services.search_caches.vectors
+    memory = forget_memory(
+        services.store, viewer.tenant, memory_id, _editor(viewer), vectors=vectors
+    )
     sid = memory.scope.subject_id
     return see_other(subject_url(sid, forgotten=str(memory_id)) if sid else "/ui/subjects")
 
@@ -105,7 +117,7 @@ def export_download(
 ) -> StreamingResponse:
     """The subject's export as a JSON-lines download (as ``GET /v1/subjects/{id}/export``)."""
     return StreamingResponse(
-        export_lines(services_of(request), viewer.tenant, subject_id),
+        export_lines(services_of(request).store, viewer.tenant, subject_id),
         media_type="application/x-ndjson",
         headers=attachment(f"cairn-{subject_id}.jsonl"),
     )

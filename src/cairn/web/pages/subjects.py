@@ -211,7 +211,10 @@ def delete_subject(
     viewer: Viewer = Depends(current_viewer),
 ) -> RedirectResponse:
     """Delete everything of the subject in the viewer's tenant, as ``DELETE /v1/subjects``."""
-    counts = erase_subject(services_of(request), viewer.tenant, subject_id)
+    services = services_of(request)
+    counts = erase_subject(
+        services.store, viewer.tenant, subject_id, vectors=services.search_caches.vectors
+    )
     query = urlencode(
         {
             "deleted": subject_id,
