@@ -151,8 +151,8 @@ def onnx_embedder() -> Any:
 @pytest.fixture
 def semantic_services(db_url: str, tmp_path: Path, onnx_embedder: Any) -> Iterator[Services]:
     """Services with the default embedder on each backend (parametrized by ``backend``)."""
-    s = Services.from_settings(make_settings(tmp_path, database_url=db_url, embedder="onnx"))
-    s.embedder = onnx_embedder
+    settings = make_settings(tmp_path, database_url=db_url, embedder="onnx")
+    s = Services.from_settings(settings, embedder=onnx_embedder)
     yield s
     s.close()
 

@@ -215,11 +215,10 @@ def test_statewave_context_shape_and_token_bound(backend_client: TestClient) -> 
 
 def test_statewave_context_recalls_compiled_facts(client: TestClient) -> None:
     from cairn.core.scope import Scope
-    from cairn.engine.compile import compile_scope
 
     episode(client, "bob", "I work at Globex as a data engineer.", session="old")
     services = client.app.state.services  # type: ignore[attr-defined]
-    compile_scope(services, "default", Scope.for_subject("bob"))
+    services.compile_step("default", Scope.for_subject("bob"))
     r = client.post("/v1/context", json={"subject_id": "bob", "task": "Where does the user work?"})
     body = r.json()
     assert any("Globex" in f["content"] for f in body["facts"])

@@ -18,7 +18,6 @@ from sqlalchemy import inspect, text
 
 from cairn.api.app import create_app
 from cairn.engine.embedders import HashingEmbedder
-from cairn.engine.worker import work_once
 from cairn.services import Services
 from tests.conftest import database_url, make_settings
 from tests.web.conftest import make_ladders_dir
@@ -34,8 +33,7 @@ def world(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Itera
         database_url=database_url(backend, tmp_path, request),
         ladders_dir=make_ladders_dir(tmp_path / "ladders"),
     )
-    services = Services.from_settings(settings)
-    services.embedder = HashingEmbedder()  # type: ignore[attr-defined]
+    services = Services.from_settings(settings, embedder=HashingEmbedder())
     try:
         with TestClient(create_app(services=services)) as client:
             yield client, services
@@ -96,7 +94,7 @@ def write_everything(client: TestClient, services: Services, user: str, marker: 
         "queued",
         "running",
     ):
-        work_once(services)
+        services.job_runner.work_once()
     _ok(
         client.post(
             "/v1/slates/web-notes/Profile/prefs/likes.md",

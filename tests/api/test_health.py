@@ -91,7 +91,6 @@ def test_metrics_count_domain_events(backend_client: TestClient) -> None:
 
 
 def test_metrics_count_compile_jobs(backend_services: Services) -> None:
-    from cairn.engine.worker import work_once
 
     with TestClient(create_app(services=backend_services)) as c:
         episode = {
@@ -105,7 +104,7 @@ def test_metrics_count_compile_jobs(backend_services: Services) -> None:
         assert queued.status_code == 202
         if backend_services.compile_worker is None:  # PostgreSQL: no in-process worker
             assert 'cairn_compile_jobs{status="queued"} 1.0' in c.get("/metrics").text
-            assert work_once(backend_services)
+            assert backend_services.job_runner.work_once()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             status = c.get(f"/v1/memories/compile/{queued.json()['job_id']}").json()["status"]

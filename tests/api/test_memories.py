@@ -115,7 +115,6 @@ def test_async_job_is_run_by_a_worker_on_postgres(
     backend_services: Services,
     backend: str,
 ) -> None:
-    from cairn.engine.worker import work_once
 
     with TestClient(create_app(services=backend_services)) as client:
         ingest(client)
@@ -123,7 +122,7 @@ def test_async_job_is_run_by_a_worker_on_postgres(
         assert r.status_code == 202
         if backend == "postgres":  # no in-process worker by default: run one step by hand
             assert backend_services.compile_worker is None
-            assert work_once(backend_services)
+            assert backend_services.job_runner.work_once()
         deadline = time.monotonic() + 30
         while (
             client.get(f"/v1/memories/compile/{r.json()['job_id']}").json()["status"]

@@ -45,7 +45,7 @@ def test_retention_expires_old_rows_and_is_audited(
     fresh = backend_client.post("/v1/episodes", json=EPISODES[0], headers=a)
     assert fresh.status_code == 201
 
-    result = sweep_retention(services)
+    result = sweep_retention(services.store)
     assert result.episodes_deleted == 3 and result.memories_deleted == 0
     timeline = backend_client.get("/v1/timeline", params={"subject_id": "u1"}, headers=a).json()
     assert [e["id"] for e in timeline["episodes"]] == [fresh.json()["id"]]
@@ -54,7 +54,7 @@ def test_retention_expires_old_rows_and_is_audited(
     assert len(other["episodes"]) == 3  # tenant b has no policy
 
     backend_client.put("/v1/retention", json={"memory_ttl_days": 10}, headers=a)
-    again = sweep_retention(services)
+    again = sweep_retention(services.store)
     assert again.memories_deleted > 0 and again.episodes_deleted == 0
     timeline = backend_client.get("/v1/timeline", params={"subject_id": "u1"}, headers=a).json()
     assert timeline["memories"] == []
@@ -67,7 +67,7 @@ def test_retention_expires_old_rows_and_is_audited(
     assert "cairn_retention_sweeps_total 2" in metrics
     assert 'cairn_retention_deleted_total{kind="episodes"} 3' in metrics
     assert f'cairn_retention_deleted_total{{kind="memories"}} {again.memories_deleted}' in metrics
-    assert sweep_retention(services).episodes_deleted == 0  # idempotent
+    assert sweep_retention(services.store).episodes_deleted == 0  # idempotent
 
 
 def test_retention_refuses_bad_policies(backend_client: TestClient) -> None:

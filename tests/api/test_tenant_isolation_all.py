@@ -31,7 +31,6 @@ from fastapi.testclient import TestClient
 
 from cairn.api.app import create_app
 from cairn.api.routes.unsupported import ROUTES as UNSUPPORTED_ROUTES
-from cairn.engine.worker import work_once
 from cairn.services import Services
 from tests.web.conftest import make_ladders_dir
 
@@ -201,7 +200,7 @@ def seed(w: World, services: Services) -> None:
         "completed",
     ):
         assert time.monotonic() < deadline, "the compile job did not finish"
-        if not work_once(services):
+        if not services.job_runner.work_once():
             time.sleep(0.02)
     turn = a_call(
         w,

@@ -182,8 +182,10 @@ def test_onnx_embedder_matches_the_torch_model(onnx_embedder: Any, local_embedde
 
 
 def test_hybrid_search_through_the_api(tmp_path: Any) -> None:
-    services = Services.from_settings(make_settings(tmp_path, embedder="onnx"))
-    services.embedder = HashingEmbedder()  # the background pass embeds with this one
+    # The background pass embeds with this one.
+    services = Services.from_settings(
+        make_settings(tmp_path, embedder="onnx"), embedder=HashingEmbedder()
+    )
     try:
         with TestClient(create_app(services=services)) as client:
             client.post(

@@ -121,7 +121,7 @@ def test_paraphrases_are_recalled_through_the_app(
 
 
 def test_vectors_follow_a_compile_in_the_background(
-    semantic_services: Services, onnx_embedder: OnnxEmbedder
+    db_url: str, tmp_path: Any, onnx_embedder: OnnxEmbedder
 ) -> None:
     """The compile answers and lexical search works while the embedder is stuck; the vectors
     are written once it is free, and only then does the vector lane see the memories."""
@@ -135,27 +135,33 @@ def test_vectors_follow_a_compile_in_the_background(
                 gate.wait(30)
             return onnx_embedder.embed(texts)
 
-    semantic_services.embedder = Stuck()
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path, database_url=db_url, embedder="onnx")
+    semantic_services = Services.from_settings(settings, embedder=Stuck())
     store = semantic_services.store
     scope = Scope.for_subject("maya")
-    with TestClient(create_app_for(semantic_services)) as client:
-        started = time.monotonic()
-        _turns(client, "maya", FACTS)
-        lexical = _search(client, "maya", "green tea")
-        assert time.monotonic() - started < 20
-        assert lexical and "green tea" in lexical[0]["content"]
-        r = client.post("/v1/context", json={"subject_id": "maya", "task": "green tea?"})
-        assert r.status_code == 200 and "green tea" in r.json()["assembled_context"]
-        assert time.monotonic() - started < 20
-        with store.db.read() as conn:
-            assert len(store.memories.without_embedding(conn, "default", scope)) >= len(FACTS)
-        assert _search(client, "maya", "what does the user drink", semantic="true") == []
-        gate.set()
-        assert semantic_services.embedding_backfill.wait_idle(30)
-        with store.db.read() as conn:
-            assert store.memories.without_embedding(conn, "default", scope) == []
-        found = _search(client, "maya", "what does the user drink", semantic="true")
-        assert found and "green tea" in found[0]["content"]
+    try:
+        with TestClient(create_app_for(semantic_services)) as client:
+            started = time.monotonic()
+            _turns(client, "maya", FACTS)
+            lexical = _search(client, "maya", "green tea")
+            assert time.monotonic() - started < 20
+            assert lexical and "green tea" in lexical[0]["content"]
+            r = client.post("/v1/context", json={"subject_id": "maya", "task": "green tea?"})
+            assert r.status_code == 200 and "green tea" in r.json()["assembled_context"]
+            assert time.monotonic() - started < 20
+            with store.db.read() as conn:
+                assert len(store.memories.without_embedding(conn, "default", scope)) >= len(FACTS)
+            assert _search(client, "maya", "what does the user drink", semantic="true") == []
+            gate.set()
+            assert semantic_services.embedding_backfill.wait_idle(30)
+            with store.db.read() as conn:
+                assert store.memories.without_embedding(conn, "default", scope) == []
+            found = _search(client, "maya", "what does the user drink", semantic="true")
+            assert found and "green tea" in found[0]["content"]
+    finally:
+        semantic_services.close()
 
 
 def test_a_restart_embeds_memories_compiled_without_vectors(

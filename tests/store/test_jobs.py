@@ -84,21 +84,17 @@ def test_a_slow_live_worker_keeps_its_job(
     store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The compile takes three leases; the heartbeat keeps the job, no one else claims it."""
-    from cairn.engine import worker
-
-    services = SimpleNamespace(
-        store=store, settings=SimpleNamespace(job_lease_seconds=0.6), metrics=Metrics()
-    )
+    from cairn.engine.worker import JobRunner
 
     def slow_compile(*_: object) -> SimpleNamespace:
         time.sleep(1.8)
         return SimpleNamespace(memories=[], has_more=False, episodes_compiled=0)
 
-    monkeypatch.setattr(worker, "compile_scope", slow_compile)
+    job_runner = JobRunner(store, slow_compile, Metrics(), lease_s=0.6)  # type: ignore[arg-type]
     job = store.jobs.enqueue("t1", Scope.for_subject("u"))
     claimed = store.jobs.claim(0.6)
     assert claimed is not None
-    runner = threading.Thread(target=worker.run_job, args=(services, claimed))
+    runner = threading.Thread(target=job_runner.run_job, args=(claimed,))
     runner.start()
     stolen = []
     while runner.is_alive():

@@ -8,7 +8,6 @@ import pytest
 from playwright.sync_api import expect
 
 from cairn.core.scope import Scope
-from cairn.engine.compile import compile_scope
 from tests.web.conftest import LiveServer, unique
 
 pytestmark = pytest.mark.browser
@@ -36,7 +35,7 @@ def seeded_subject(server: LiveServer) -> str:
                 },
             )
             assert r.status_code == 201
-    compile_scope(server.services, "tenant-a", Scope.for_subject(subject))
+    server.services.compile_step("tenant-a", Scope.for_subject(subject))
     with server.api() as api:  # a later conversation, not compiled yet: the recent lane
         for text in ("Hello again!", "Can you remind me where I live now?"):
             api.post(

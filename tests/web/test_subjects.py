@@ -10,7 +10,6 @@ import pytest
 from playwright.sync_api import expect
 
 from cairn.core.scope import Scope
-from cairn.engine.compile import compile_scope
 from tests.web.conftest import LiveServer, unique
 
 pytestmark = pytest.mark.browser
@@ -122,7 +121,7 @@ def test_timeline_orders_links_and_filters(
         occurred_at=(t0 + timedelta(hours=1)).isoformat(),
     )
     # The real compiler: a turn per message, and a location fact that Porto supersedes.
-    compile_scope(live_server.services, "tenant-a", Scope.for_subject(subject))
+    live_server.services.compile_step("tenant-a", Scope.for_subject(subject))
     sign_in(page)
     page.goto(f"{live_server.url}/ui/subjects/{subject}")
     entries = page.get_by_test_id("timeline").locator("> li")

@@ -1,0 +1,173 @@
+"""The composition root owns every thread Cairn starts: none survives ``Services.close()`` or
+the end of the app's lifespan, on both backends, with the default embedder, the in-process
+worker, the background compile of turns and the ladder watcher all running. And nothing sets
+or reads parts of ``Services`` by name."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cairn.api.app import create_app
+from cairn.config import Settings
+from cairn.core.scope import Scope
+from cairn.services import Services
+from tests.conftest import make_settings
+from tests.web.conftest import make_ladders_dir
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "cairn"
+
+# The threads the exercise below must have started (the query-embedding pool's threads are
+# ``cairn-query-embed_0``, ...): if one is missing the test proves nothing about it.
+EXPECTED = (
+    "cairn-compile-worker",
+    "cairn-embedding",
+    "cairn-turn-compiler",
+    "cairn-ladder-watcher",
+    "cairn-query-embed",
+)
+
+
+def _settings(db_url: str, tmp_path: Path) -> Settings:
+    return make_settings(
+        tmp_path,
+        database_url=db_url,
+        embedder="onnx",  # the default embedder, loaded by Services itself on first use
+        worker_in_process=True,  # on PostgreSQL too
+        compile_turns=True,
+        ladders_dir=make_ladders_dir(tmp_path / "ladders"),
+        ladders_poll_s=0.05,
+    )
+
+
+def _exercise(client: TestClient, services: Services) -> set[str]:
+    """Start every background part: a queued compile (the worker), committed turns (the turn
+    compiler), their vectors (the embedding pass), a hybrid search once vectors exist (the
+    query-embedding pool). Returns the names of the threads alive meanwhile."""
+    scope = {"runtime_id": "default", "user_id": "maya", "agent_id": ""}
+    for i, text in enumerate(["I prefer green tea over coffee.", "My sister lives in Oslo."]):
+        r = client.post(
+            "/v1/scopes/turns",
+            json={
+                "scope": scope,
+                "conversation_id": "c1",
+                "idempotency_key": f"t{i}",
+                "messages": [{"role": "user", "content": text}],
+            },
+        )
+        assert r.status_code == 201, r.text
+    r = client.post("/v1/memories/compile", json={"subject_id": "maya", "async": True})
+    assert r.status_code in (200, 202), r.text
+    assert services.turn_compiler is not None and services.turn_compiler.wait_idle(30)
+    assert services.embedding_backfill is not None
+    deadline = time.monotonic() + 30
+    while True:  # the vectors of the compiled turns (written in the background)
+        assert services.embedding_backfill.wait_idle(30)
+        with services.store.db.read() as conn:
+            missing = services.store.memories.without_embedding(
+                conn, "default", Scope.for_subject("maya")
+            )
+        if not missing:
+            break
+        assert time.monotonic() < deadline, "the vectors did not arrive"
+        time.sleep(0.05)
+    r = client.get("/v1/memories/search", params={"subject_id": "maya", "q": "green tea"})
+    assert r.status_code == 200 and r.json()["memories"], r.text
+    return {t.name for t in threading.enumerate() if t.is_alive()}
+
+
+def _new_threads(before: set[threading.Thread], grace_s: float = 5.0) -> list[str]:
+    """Threads alive now that were not before (a thread that is ending gets ``grace_s``)."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not left or time.monotonic() > deadline:
+            return sorted(t.name for t in left)
+        time.sleep(0.02)
+
+
+def _check_started(alive: set[str]) -> None:
+    for prefix in EXPECTED:
+        assert any(name.startswith(prefix) for name in alive), (prefix, sorted(alive))
+
+
+def test_no_thread_survives_close(db_url: str, tmp_path: Path) -> None:
+    """Services shared with the app (as tests and the in-process client do): the lifespan
+    stops what it started, and ``close`` stops everything else and is safe to repeat."""
+    before = set(threading.enumerate())
+    services = Services.from_settings(_settings(db_url, tmp_path))
+    try:
+        with TestClient(create_app(services=services)) as client:
+            alive = _exercise(client, services)
+    finally:
+        services.close()
+    _check_started(alive)
+    assert _new_threads(before) == []
+    services.close()  # a second close is a no-op
+
+
+def test_no_thread_survives_the_lifespan(db_url: str, tmp_path: Path) -> None:
+    """An app that built its own Services closes them when its lifespan ends."""
+    before = set(threading.enumerate())
+    app = create_app(_settings(db_url, tmp_path))
+    services: Services = app.state.services
+    with TestClient(app) as client:
+        alive = _exercise(client, services)
+    _check_started(alive)
+    assert _new_threads(before) == []
+
+
+def test_close_without_start_stops_threads_started_by_use(db_url: str, tmp_path: Path) -> None:
+    """Threads a part starts on first use (the turn compiler) end with ``close`` even when no
+    lifespan ever ran."""
+    before = set(threading.enumerate())
+    services = Services.from_settings(_settings(db_url, tmp_path))
+    try:
+        assert services.turn_compiler is not None
+        services.turn_compiler.submit("default", [Scope.for_subject("nobody")])
+        assert any(t.name == "cairn-turn-compiler" for t in threading.enumerate())
+    finally:
+        services.close()
+    assert _new_threads(before) == []
+
+
+# ----------------------------------------------------------------------- no parts by name
+
+# ``getattr(services, ...)``, ``setattr(self.services, ...)``, ``services.x = ...`` outside
+# the composition root, and the like.
+BY_NAME = re.compile(r"\b(?:get|set|has|del)attr\(\s*(?:self\.)?(?:services|svc)\w*\b")
+ASSIGNED = re.compile(r"^\s*(?:self\.)?services\.[A-Za-z_]\w*\s*(?::[^=]+)?=(?!=)", re.M)
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ('x = getattr(services, "embedder", None)', BY_NAME),
+        ("setattr(services, 'ladder_runtime', rt)", BY_NAME),
+        ('getattr( self.services , "slates")', BY_NAME),
+        ("hasattr(svc, 'compiler')", BY_NAME),
+        ('getattr(services_or_store, "compiler", None)', BY_NAME),
+        ("    services.embedder = LazyEmbedder(settings)", ASSIGNED),
+        ("        self.services.compile_worker: Any = None", ASSIGNED),
+    ],
+)
+def test_the_patterns_find_what_they_forbid(text: str, pattern: re.Pattern[str]) -> None:
+    assert pattern.search(text)
+
+
+def test_nothing_sets_or_reads_services_by_name() -> None:
+    files = sorted(SRC.rglob("*.py"))
+    assert len(files) > 100 and SRC / "services.py" in files  # the tree really was read
+    found: list[str] = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for pattern in (BY_NAME, ASSIGNED):
+            for m in pattern.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                found.append(f"{path.relative_to(SRC)}:{line}: {m.group(0).strip()}")
+    assert found == []
