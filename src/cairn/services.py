@@ -18,7 +18,7 @@ from cairn.core.scope import Scope
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.engine.backfill import EmbeddingBackfill
 from cairn.engine.compile import Compiler, CompileResult, compile_scope
-from cairn.engine.embedders import LazyEmbedder
+from cairn.engine.embedders import Embedder, LazyEmbedder
 from cairn.engine.ingest import IngestListener
 from cairn.engine.retention import RetentionClock
 from cairn.engine.search import SearchCaches
@@ -39,7 +39,11 @@ log = logging.getLogger("cairn")
 class Services:
     """What a process needs: settings, the store, and each feature's long-lived parts."""
 
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, *, embedder: Embedder | None = None
+    ) -> None:
+        """``embedder`` replaces the one the settings name (tests, an application's own
+        model); the caller keeps it and closes it."""
         self.settings = settings
         self.store = store
         self._closed = False
@@ -61,7 +65,7 @@ class Services:
         # stops them all in any case.
         self.on_start: list[Callable[[], None]] = []
         self.on_stop: list[Callable[[], None]] = []
-        self._build_search(settings)
+        self._build_search(settings, embedder)
         self._build_compile(settings)
         # Slates (working memory), declared by the ladder files as the registry loads them.
         self.slates = Slates(store, tokenizer=settings.tokenizer)
@@ -78,17 +82,20 @@ class Services:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)
 
-    def _build_search(self, settings: Settings) -> None:
-        """Search caches, the embedder (None: lexical only; loaded on first use) and the
-        background pass that writes memories' vectors after a compile, so no request waits
-        for the model (this process's compiles notify it; a sweep finds the rest)."""
+    def _build_search(self, settings: Settings, embedder: Embedder | None) -> None:
+        """Search caches, the embedder (None: lexical only; the configured one loads on first
+        use) and the background pass that writes memories' vectors after a compile, so no
+        request waits for the model (this process's compiles notify it; a sweep finds the
+        rest)."""
         self.search_caches = SearchCaches()
-        self.embedder: LazyEmbedder | None = None
+        self._own_embedder: LazyEmbedder | None = None
+        if embedder is None and settings.embedder != "none":
+            embedder = self._own_embedder = LazyEmbedder(settings)
+        self.embedder: Embedder | None = embedder
         self.embedding_backfill: EmbeddingBackfill | None = None
-        if settings.embedder != "none":
-            self.embedder = LazyEmbedder(settings)
+        if embedder is not None:
             self.embedding_backfill = EmbeddingBackfill(
-                self.store, self.embedder, batch=settings.embed_batch
+                self.store, embedder, batch=settings.embed_batch
             )
             self.on_start.append(self.embedding_backfill.start)
             self.on_stop.append(self.embedding_backfill.stop)
@@ -123,12 +130,14 @@ class Services:
             self.ingest_listeners.append(self._compile_after_ingest)
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, migrate: bool = True) -> Services:
+    def from_settings(
+        cls, settings: Settings, *, migrate: bool = True, embedder: Embedder | None = None
+    ) -> Services:
         store = open_store(
             settings.resolved_database_url(), pool_size=settings.db_pool_size, migrate=migrate
         )
         try:
-            return cls(settings, store)
+            return cls(settings, store, embedder=embedder)
         except BaseException:  # a bad template or ladder file: nothing may stay open
             store.close()
             raise
@@ -183,6 +192,6 @@ class Services:
         if self.embedding_backfill is not None:
             self.embedding_backfill.stop()
         self.search_caches.close()
-        if self.embedder is not None:
-            self.embedder.close()
+        if self._own_embedder is not None:
+            self._own_embedder.close()
         self.store.close()
