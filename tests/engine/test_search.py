@@ -13,7 +13,7 @@ from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
 from cairn.engine.query import query_terms
-from cairn.engine.search import ScoredMemory, embed_memories, search_memories
+from cairn.engine.search import ScoredMemory, SearchCaches, embed_memories, search_memories
 from cairn.store import Store
 
 TENANT = "t1"
@@ -185,12 +185,26 @@ def test_a_partition_without_vectors_embeds_no_query(store: Store) -> None:
 
 
 def test_only_an_overlapping_embedder_runs_on_the_helper_thread(store: Store) -> None:
+    """With caches (a server's), an overlapping embedder embeds the query on the caches'
+    helper thread, which ends when they close; without caches nothing leaves the caller's
+    thread."""
+    import threading
+
     scope = seed(store)
     embed_memories(store, HashingEmbedder(), TENANT, scope)
-    for overlap in (False, True):
-        emb = _Recording(overlap=overlap)
-        emb.name = HashingEmbedder().name  # the stored vectors' model: the lane runs
-        query = f"pottery clay bowls {uuid.uuid4().hex}"  # not in the query-embedding cache
-        search_memories(store, TENANT, scope, query, embedder=emb)
-        assert len(emb.threads) == 1
-        assert emb.threads[0].startswith("cairn-query-embed") is overlap
+    caches = SearchCaches()
+    try:
+        for overlap in (False, True):
+            emb = _Recording(overlap=overlap)
+            emb.name = HashingEmbedder().name  # the stored vectors' model: the lane runs
+            query = f"pottery clay bowls {uuid.uuid4().hex}"  # not in the query cache
+            search_memories(store, TENANT, scope, query, embedder=emb, caches=caches)
+            assert len(emb.threads) == 1
+            assert emb.threads[0].startswith("cairn-query-embed") is overlap
+        alone = _Recording(overlap=True)
+        alone.name = HashingEmbedder().name
+        search_memories(store, TENANT, scope, "pottery clay bowls", embedder=alone)
+        assert alone.threads == [threading.current_thread().name]
+    finally:
+        caches.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("cairn-query-embed")]
