@@ -137,7 +137,7 @@ def test_a_validation_error_inside_the_server_is_a_500_not_the_callers_fault(
 ) -> None:
     from pydantic import BaseModel
 
-    from cairn.api.app import create_app
+    from cairn.app import create_app
 
     class Internal(BaseModel):
         n: int

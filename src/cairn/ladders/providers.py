@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from cairn.engine.tokens import get_tokenizer
+from cairn.core.tokens import get_tokenizer
 from cairn.errors import CairnError, Unavailable
 
 DEFAULT_PROVIDER = "default"

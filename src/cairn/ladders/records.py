@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cairn.engine.ingest import record_episode
 from cairn.errors import CairnError
 from cairn.ladders.board import Board
 from cairn.ladders.config import TemplateRecordSpec
@@ -47,15 +48,11 @@ def record_template(
         return {**out, "written": False, "reason": "value_missing", "detail": problem}
     try:
         template = services.templates.get(spec.template)
-        episode, created = apply_template(
-            services.store,
-            tenant,
-            template,
-            spec.target(),
-            values,
-            session_id=spec.session_id,
-            idempotency_key=key,
-            listeners=getattr(services, "ingest_listeners", ()),
+        item = apply_template(
+            template, spec.target(), values, session_id=spec.session_id, idempotency_key=key
+        )
+        episode, created = record_episode(
+            services.store, tenant, item, getattr(services, "ingest_listeners", ())
         )
     except CairnError as exc:
         return {**out, "written": False, "reason": exc.code, "detail": exc.message}

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from cairn.engine.tokens import get_tokenizer
+from cairn.core.tokens import get_tokenizer
 from cairn.errors import ConfigError
 
 EvictionPolicy = Literal["FIFO", "LRU", "reject"]

@@ -26,13 +26,14 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
 from cairn.errors import CairnError, InvalidInput, NotFound
+from cairn.http.auth import require_tenant, services_of
+from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.registry import Ladder
-from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest, check_run_id
+from cairn.ladders.runtime import RunOutcome, RunRequest, check_run_id
 from cairn.store.runs import RunRecord
 
 router = APIRouter(tags=["ladders"])
@@ -125,15 +126,6 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
-def _runtime(request: Request) -> LadderRuntime:
-    services = services_of(request)
-    runtime = getattr(services, "ladder_runtime", None)
-    if runtime is None:
-        runtime = LadderRuntime(services)
-        setattr(services, "ladder_runtime", runtime)  # noqa: B010 - built once, on first use
-    return runtime
-
-
 def _sse(data: dict[str, Any] | str) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return f"data: {text}\n\n".encode()
@@ -168,7 +160,7 @@ def chat_completions(
         context_id=conversation_id or str(meta.get("conversation_id") or ""),
         options=options,
     )
-    runtime = _runtime(request)
+    runtime = ladder_runtime(request)
     headers = {"X-Cairn-Run-ID": run_id}
     metrics = request.app.state.metrics
     if not body.stream:
@@ -371,7 +363,7 @@ def list_runs(
     offset: int = Query(0, ge=0, le=1_000_000_000),
 ) -> dict[str, Any]:
     """The tenant's ladder runs, newest first: ``{runs, total}``."""
-    runs, total = _runtime(request).runs.list(
+    runs, total = ladder_runtime(request).runs.list(
         tenant, ladder=ladder, status=status, limit=limit, offset=offset
     )
     return {"runs": [_summary(r) for r in runs], "total": total}
@@ -381,7 +373,7 @@ def list_runs(
 def get_run(run_id: str, request: Request, tenant: str = Depends(require_tenant)) -> dict[str, Any]:
     """One run with its trace (steps, rendered messages, replies, slate reads and writes, hook
     results; secrets redacted) and the response it gave."""
-    record = _runtime(request).runs.get(tenant, run_id)
+    record = ladder_runtime(request).runs.get(tenant, run_id)
     if record is None:
         raise NotFound(f"no run {run_id!r}", code="run_not_found")
     return {

@@ -6,7 +6,6 @@ from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import (
     EpisodePublic,
     MemoryPublic,
@@ -18,6 +17,7 @@ from cairn.api.schemas import (
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import erase_subject
+from cairn.http.auth import require_tenant, services_of
 
 router = APIRouter(tags=["subjects"])
 T = TypeVar("T")

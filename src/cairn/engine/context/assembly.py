@@ -25,11 +25,11 @@ from cairn.core.memory import (
     Turn,
     TurnCommit,
 )
+from cairn.core.tokens import Tokenizer, get_tokenizer
 from cairn.engine.context import lanes
 from cairn.engine.context.packing import apply_min_score, pack_context
 from cairn.engine.documents import ChunkSettings, put_document
 from cairn.engine.ingest import IngestListener
-from cairn.engine.tokens import Tokenizer, get_tokenizer
 from cairn.engine.turns import commit_turn
 from cairn.store import Store
 from cairn.store.documents import ChunkRow

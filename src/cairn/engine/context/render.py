@@ -20,7 +20,7 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from cairn.core.memory import ContextItem, ContextResult
-from cairn.engine.tokens import Tokenizer
+from cairn.core.tokens import Tokenizer
 from cairn.errors import InvalidInput
 
 BLOCK_OPEN = "<recalled-memory>"

@@ -15,13 +15,13 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from cairn.api.auth import services_of
 from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import erase_subject
 from cairn.errors import NotFound
+from cairn.http.auth import services_of
 from cairn.web._render import WebRoute, render, see_other
 from cairn.web._session import Viewer, check_csrf, current_viewer
 
