@@ -19,6 +19,7 @@ key, and runs, slates and memory are the tenant's.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from cairn.ladders.registry import Ladder
 from cairn.ladders.runtime import RunOutcome, RunRequest, check_run_id
 from cairn.store.runs import RunRecord
 
+log = logging.getLogger("cairn.api")
 router = APIRouter(tags=["ladders"])
 
 OPTION_KEYS = (
@@ -242,8 +244,10 @@ def _stream(
         error = openai_error(exc.status, exc.code, exc.message, exc.details)
         yield _sse({"error": {**error, "request_id": None}})
         return
-    except Exception as exc:  # the status line is already sent: report in the stream
-        error = openai_error(500, "internal_error", str(exc))
+    except Exception:  # the status line is already sent: report in the stream
+        # As the error handler does: the details go to the log, never to the client.
+        log.exception("run %s failed while streaming", run_id)
+        error = openai_error(500, "internal_error", "internal server error")
         yield _sse({"error": {**error, "request_id": None}})
         return
     final = chunk({}, "stop", created)
