@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cairn.core.memory import Assembly, get_assembly_impl
+from cairn.core.memory import Assembly
 from cairn.core.yamlfiles import YAMLError, load_yaml, read_yaml_text, yaml_problem
+from cairn.engine.context.impls import get_assembly_impl
 from cairn.errors import ConfigError
 from cairn.ladders.hooks import (
     MAX_CONFIG_FILE_BYTES,
