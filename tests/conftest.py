@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, inspect, text
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.config import Settings
 from cairn.services import Services
 from cairn.store import Store, open_store

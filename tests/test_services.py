@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.config import Settings
 from cairn.core.scope import Scope
 from cairn.services import Services

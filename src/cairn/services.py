@@ -22,7 +22,7 @@ from cairn.engine.embedders import Embedder, LazyEmbedder
 from cairn.engine.ingest import IngestListener
 from cairn.engine.retention import RetentionClock
 from cairn.engine.search import SearchCaches
-from cairn.engine.tokens import CountingTokenizer, get_tokenizer
+from cairn.core.tokens import CountingTokenizer, get_tokenizer
 from cairn.engine.worker import CompileWorker, JobRunner, ScopeCompiler
 from cairn.ladders.registry import LadderRegistry
 from cairn.ladders.runtime import LadderRuntime

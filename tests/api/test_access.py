@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cairn.api.access import host_allowed, host_name, is_loopback_name
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.conftest import make_settings
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.api.test_episodes_api import EPISODE
 from tests.conftest import make_settings
@@ -132,8 +132,8 @@ def test_revoking_every_key_does_not_reopen_the_server(
 
 def test_open_mode_refuses_requests_to_a_public_bind(client: TestClient) -> None:
     """However the app was started, a server bound beyond loopback needs a key."""
-    from cairn.api.auth import tenant_for_key
     from cairn.errors import MissingApiKey
+    from cairn.http.auth import tenant_for_key
 
     services = client.app.state.services  # type: ignore[attr-defined]
     assert tenant_for_key(services, None, "127.0.0.1") == "default"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
-from cairn.engine.tokens import get_tokenizer
+from cairn.app import create_app
+from cairn.core.tokens import get_tokenizer
 from cairn.services import Services
 from tests.conftest import make_settings
 

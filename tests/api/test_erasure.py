@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import inspect, text
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.engine.embedders import HashingEmbedder
 from cairn.services import Services
 from tests.conftest import database_url, make_settings

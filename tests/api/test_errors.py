@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -137,7 +139,7 @@ def test_a_validation_error_inside_the_server_is_a_500_not_the_callers_fault(
 ) -> None:
     from pydantic import BaseModel
 
-    from cairn.api.app import create_app
+    from cairn.app import create_app
 
     class Internal(BaseModel):
         n: int
@@ -154,3 +156,17 @@ def test_a_validation_error_inside_the_server_is_a_500_not_the_callers_fault(
     error = assert_error(r, 500, "internal_error")
     assert "not a number" not in r.text and "Internal" not in r.text
     assert error["details"] is None
+
+
+def test_an_internal_error_in_a_stream_is_reported_without_its_text() -> None:
+    """After the status line, an error can only go in the stream: as the error handler
+    answers, with a generic message (the details go to the log)."""
+    from cairn.api.routes.ladders import _stream
+
+    def events() -> Iterator[str]:
+        yield "more"
+        raise RuntimeError("password=hunter2 at /srv/secret")
+
+    body = b"".join(_stream("first", events(), "run-1", "m", False, lambda writes: None))
+    assert b'"code": "internal_error"' in body and b"internal server error" in body
+    assert b"hunter2" not in body and b"/srv/secret" not in body

@@ -8,7 +8,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from cairn import __version__
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.conftest import make_settings
 

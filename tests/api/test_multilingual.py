@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from cairn.engine.tokens import get_tokenizer
+from cairn.core.tokens import get_tokenizer
 
 
 def ingest(client: TestClient, subject: str, texts: list[str], session: str = "c1") -> None:

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from cairn.store.schema import metadata
 from tests.conftest import database_url, make_settings

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode, checks
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from tests.api.test_no_500 import build_services
 from tests.conftest import database_url
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from cairn.api import auth
-from cairn.api.app import create_app
+from cairn.app import create_app
+from cairn.http import auth
 from cairn.services import Services
 from tests.conftest import make_settings
 

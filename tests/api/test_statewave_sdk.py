@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 from statewave import StatewaveAPIError, StatewaveClient
 
-from cairn.api.app import create_app
 from cairn.api.routes.unsupported import ROUTES, not_supported_code
+from cairn.app import create_app
 from cairn.services import Services
 from tests.conftest import make_settings
 

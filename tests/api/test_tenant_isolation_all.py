@@ -29,8 +29,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
 from cairn.api.routes.unsupported import ROUTES as UNSUPPORTED_ROUTES
+from cairn.app import create_app
 from cairn.services import Services
 from tests.web.conftest import make_ladders_dir
 

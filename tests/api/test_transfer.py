@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.api.test_memories import EPISODES
 from tests.conftest import database_url, make_settings

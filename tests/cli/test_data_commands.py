@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.cli.main import app
 from cairn.services import Services
 from tests.client.conftest import free_port, live_server

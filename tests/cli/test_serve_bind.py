@@ -96,13 +96,13 @@ def test_open_server_answers_only_loopback_host_names(tmp_path: Path) -> None:
 
 
 def test_open_mode_refuses_remote_peers_whatever_the_bind(tmp_path: Path) -> None:
-    """A process manager may bind the ASGI app anywhere (``uvicorn cairn.api.asgi:app``); with
+    """A process manager may bind the ASGI app anywhere (``uvicorn cairn.asgi:app``); with
     no key, a peer reaching it over a non-loopback interface still gets nothing."""
     address = interface_address()
     if address is None:
         pytest.skip("this machine has no non-loopback IPv4 interface to connect from")
     port = free_port()
-    args = ["uvicorn", "cairn.api.asgi:app", "--host", "0.0.0.0", "--port", str(port)]
+    args = ["uvicorn", "cairn.asgi:app", "--host", "0.0.0.0", "--port", str(port)]
     env = env_for(tmp_path)
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
     with running(args, env, port):

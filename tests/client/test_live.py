@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.client import APIConnectionError, AsyncCairn, AuthenticationError, Cairn
 from cairn.config import Settings
 from cairn.services import Services

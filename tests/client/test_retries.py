@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.client import ASGIAppTransport, AsyncCairn, Cairn, RateLimitError, ServerError
 from cairn.services import Services
 

@@ -188,6 +188,6 @@ def test_a_restart_embeds_memories_compiled_without_vectors(
 
 
 def create_app_for(services: Services) -> Any:
-    from cairn.api.app import create_app
+    from cairn.app import create_app
 
     return create_app(services=services)

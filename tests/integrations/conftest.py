@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.client import AsyncCairn, Cairn
 from cairn.config import Settings
 from cairn.services import Services

@@ -22,7 +22,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.conftest import make_settings
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from cairn.core.memory import register_assembly_impl, unregister_assembly_impl
 from cairn.engine.context.assembly import build_assembly
+from cairn.engine.context.impls import register_assembly_impl, unregister_assembly_impl
 from tests.ladders import seed001
 from tests.ladders.conftest import Cairn, running_cairn, write_ladder
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from cairn.core.memory import register_assembly_impl, unregister_assembly_impl
 from cairn.engine.context import CairnAssembly, build_assembly
+from cairn.engine.context.impls import register_assembly_impl, unregister_assembly_impl
 from cairn.errors import ConfigError, InvalidInput
 from cairn.ladders.hooks import (
     MAX_SETTINGS_FILE_BYTES,

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.cli.main import app as cli
 from cairn.services import Services
 from tests.conftest import make_settings

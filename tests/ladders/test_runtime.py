@@ -347,3 +347,24 @@ def test_claims_of_runs_never_retried_expire(services: Services) -> None:
             for r in conn.exec_driver_sql("SELECT tenant_id, run_id FROM slate_applied_writes")
         }
     assert left == {("t", "recent-1"), ("other", "gone-2")}  # other tenants are untouched
+
+
+def test_an_unexpected_error_is_recorded_without_its_text(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's error and trace are shown to API callers: an internal error's text (which
+    may carry a DSN, a path, a query) stays in the server log."""
+    ladder = services.ladders.get("chain")
+    provider, _ = ladder.router.resolve(None)
+
+    def broken(request: object) -> object:
+        raise RuntimeError("password=hunter2 at /srv/secret")
+
+    monkeypatch.setattr(provider, "complete", broken)
+    rt = LadderRuntime(services)
+    with pytest.raises(RuntimeError):
+        rt.run(ladder, request("tell me", run_id="k-internal"))
+    record = rt.runs.get("t", "k-internal")
+    assert record is not None and record.status == "failed"
+    assert "hunter2" not in str(record.error) and "hunter2" not in str(record.trace)
+    assert record.trace["error"]["code"] == "internal_error"

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
-from cairn.engine.tokens import get_tokenizer
+from cairn.app import create_app
+from cairn.core.tokens import get_tokenizer
 from cairn.services import Services
 from cairn.slates.config import parse_slates
 from cairn.slates.service import Slates

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.conftest import make_settings
 from tests.templates.helpers import SIXTH, write_yaml

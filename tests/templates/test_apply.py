@@ -7,9 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.core.scope import Scope
+from cairn.engine.ingest import record_episode
 from cairn.errors import InvalidInput
 from cairn.store import Store
-from cairn.templates import apply_template, build_episode, load_catalogue
+from cairn.templates import apply_template, load_catalogue
 
 HANDOFF = load_catalogue().get("customer-support-handoff")
 SCOPE = Scope.for_subject("customer:globex")
@@ -44,8 +45,8 @@ def expected_handoff(v: dict[str, str]) -> str:
 @settings(max_examples=200)
 @given(handoff_values)
 def test_apply_is_deterministic_single_pass_and_records_provenance(values: dict[str, str]) -> None:
-    first = build_episode(HANDOFF, SCOPE, values)
-    second = build_episode(HANDOFF, SCOPE, dict(reversed(list(values.items()))))
+    first = apply_template(HANDOFF, SCOPE, values)
+    second = apply_template(HANDOFF, SCOPE, dict(reversed(list(values.items()))))
     assert first.payload["content"] == second.payload["content"] == expected_handoff(values)
     assert first.payload["fields"] == values
     assert first.payload["template_id"] == "customer-support-handoff"
@@ -57,7 +58,7 @@ def test_apply_is_deterministic_single_pass_and_records_provenance(values: dict[
 @given(st.text(min_size=1).filter(lambda s: s not in FIELDS), st.text())
 def test_any_undeclared_name_is_an_unknown_field(name: str, value: str) -> None:
     with pytest.raises(InvalidInput) as err:
-        build_episode(HANDOFF, SCOPE, {"customer": "c", "issue": "i", name: value})
+        apply_template(HANDOFF, SCOPE, {"customer": "c", "issue": "i", name: value})
     assert err.value.code == "template_unknown_field"
     assert err.value.details["field"] == name
 
@@ -66,7 +67,7 @@ def test_any_undeclared_name_is_an_unknown_field(name: str, value: str) -> None:
 def test_any_non_string_value_is_invalid(name: str, value: object) -> None:
     values: dict[str, object] = {"customer": "c", "issue": "i", name: value}
     with pytest.raises(InvalidInput) as err:
-        build_episode(HANDOFF, SCOPE, values)
+        apply_template(HANDOFF, SCOPE, values)
     assert err.value.code == "template_invalid_value"
     assert err.value.details["field"] == name
 
@@ -74,26 +75,29 @@ def test_any_non_string_value_is_invalid(name: str, value: object) -> None:
 def test_every_bundled_template_applies_with_only_required_fields() -> None:
     for template in load_catalogue():
         values = {name: f"<{name}>" for name in template.required_fields}
-        ep = build_episode(template, SCOPE, values)
+        ep = apply_template(template, SCOPE, values)
         assert ep.type == template.episode_type
         for name in template.required_fields:
             assert f"<{name}>" in ep.payload["content"]
         with pytest.raises(InvalidInput) as err:
-            build_episode(template, SCOPE, {})
+            apply_template(template, SCOPE, {})
         assert err.value.code == "template_missing_field"
         assert err.value.details["fields"] == template.required_fields
 
 
 def test_apply_through_the_store_on_each_backend(store: Store) -> None:
     values = {"customer": "Globex Corp", "issue": "{next_owner}"}
-    ep, created = apply_template(store, "t1", HANDOFF, SCOPE, values, idempotency_key="k")
-    again, created_again = apply_template(store, "t1", HANDOFF, SCOPE, values, idempotency_key="k")
+    item = apply_template(HANDOFF, SCOPE, values, idempotency_key="k")
+    ep, created = record_episode(store, "t1", item)
+    again, created_again = record_episode(store, "t1", item)
     assert created and not created_again and again.id == ep.id
     (stored,) = store.episodes.list("t1", SCOPE)
     assert stored.payload == ep.payload and stored.metadata == ep.metadata
     assert "Active issue: {next_owner}\n" in stored.payload["content"]
     with pytest.raises(InvalidInput):
-        apply_template(store, "t1", HANDOFF, Scope.for_subject("other"), {"customer": "x"})
+        record_episode(
+            store, "t1", apply_template(HANDOFF, Scope.for_subject("other"), {"customer": "x"})
+        )
     assert store.episodes.list("t1", Scope.for_subject("other")) == []
 
 
@@ -105,7 +109,6 @@ def test_listeners_hear_about_new_episodes_only(store: Store) -> None:
 
     values = {"customer": "c", "issue": "i"}
     for _ in range(2):
-        apply_template(
-            store, "t1", HANDOFF, SCOPE, values, idempotency_key="once", listeners=[listener]
-        )
+        item = apply_template(HANDOFF, SCOPE, values, idempotency_key="once")
+        record_episode(store, "t1", item, [listener])
     assert heard == [("t1", [SCOPE])]

@@ -25,7 +25,7 @@ import httpx
 import pytest
 import uvicorn
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.config import Settings
 from cairn.services import Services
 

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.web.conftest import LiveServer
 

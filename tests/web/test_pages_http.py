@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.services import Services
 from tests.web.conftest import make_ladders_dir, server_settings
 

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from cairn.api.app import create_app
+from cairn.app import create_app
 from cairn.core.ids import utcnow
 from cairn.services import Services
 from cairn.store.keys import hash_key

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cairn.errors import CairnError
+from cairn.http.validation import validation_details
 
 log = logging.getLogger("cairn.api")
 M = TypeVar("M", bound=BaseModel)
@@ -83,34 +84,6 @@ def error_response(
         error = openai_error(status, code, message, details)
     error["request_id"] = request_id_of(request)
     return JSONResponse({"error": error}, status_code=status, headers=headers)
-
-
-def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc]
-    if parts and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:] or parts
-    return ".".join(parts)
-
-
-def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [_detail(e) for e in errors]
-
-
-def _detail(e: dict[str, Any]) -> dict[str, Any]:
-    if e.get("type") == "json_invalid":
-        # FastAPI puts the character offset where a field name goes: name the body instead.
-        loc = list(e.get("loc", ()))
-        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
-        reason = (e.get("ctx") or {}).get("error", "")
-        return {
-            "field": "body",
-            "type": "json_invalid",
-            "message": f"the body is not valid JSON{at}" + (f": {reason}" if reason else ""),
-        }
-    message = str(e.get("msg", ""))
-    if e.get("type") == "value_error":
-        message = message.removeprefix("Value error, ")  # pydantic's prefix says nothing
-    return {"field": _loc(e.get("loc", ())), "message": message, "type": e.get("type", "")}
 
 
 def validate_input(model: type[M], data: Any) -> M:

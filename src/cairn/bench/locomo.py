@@ -29,9 +29,9 @@ from typing import Any
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
+from cairn.core.tokens import get_tokenizer
 from cairn.engine.compile import compile_scope
 from cairn.engine.search import search_memories
-from cairn.engine.tokens import get_tokenizer
 from cairn.store import Store, open_store
 
 BUDGETS = (250, 500, 1000, 2000, 4000)

@@ -30,7 +30,7 @@ from cairn.bench.evidence import contains_turn, normalize_context, normalize_tur
 from cairn.bench.recall_data import Conversation, Dataset
 from cairn.bench.recall_report import BackendReport, Outcome, RecallReport
 from cairn.bench.server import running_server, scratch_postgres
-from cairn.engine.tokens import get_tokenizer
+from cairn.core.tokens import get_tokenizer
 
 BUDGETS = (250, 500, 1000, 2000, 4000)
 BACKENDS = ("sqlite", "postgres")

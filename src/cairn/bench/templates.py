@@ -22,7 +22,7 @@ from rich.table import Table
 from cairn.bench.ingest import PG_DEFAULT, _concurrent, _with_pg_database, percentile
 from cairn.bench.server import running_server
 from cairn.core.scope import Scope
-from cairn.templates import build_episode, load_catalogue
+from cairn.templates import apply_template, load_catalogue
 
 VALUES = {
     "customer": "Globex Corp",
@@ -55,7 +55,7 @@ def _per_second(fn: Any, n: int) -> float:
 
 
 def bench_in_process(operator_files: int) -> dict[str, float]:
-    """Catalogue load (bundled + N operator files) and build_episode throughput."""
+    """Catalogue load (bundled + N operator files) and apply_template throughput."""
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(operator_files):
             data = {
@@ -76,8 +76,8 @@ def bench_in_process(operator_files: int) -> dict[str, float]:
     return {
         "load_ms": load_ms,
         "templates": float(len(catalogue)),
-        "apply_per_s": _per_second(lambda: build_episode(template, scope, VALUES), 20_000),
-        "apply_big_per_s": _per_second(lambda: build_episode(template, scope, big), 2_000),
+        "apply_per_s": _per_second(lambda: apply_template(template, scope, VALUES), 20_000),
+        "apply_big_per_s": _per_second(lambda: apply_template(template, scope, big), 2_000),
     }
 
 
@@ -93,7 +93,7 @@ async def _latencies(base: str, path: str, bodies: list[dict[str, Any]]) -> list
 
 
 def bench_http(url: str, n: int, concurrency: int) -> dict[str, float]:
-    payload = build_episode(
+    payload = apply_template(
         load_catalogue().get("customer-support-handoff"), Scope.for_subject("x"), VALUES
     ).payload
     with tempfile.TemporaryDirectory() as tmp, running_server(url, data_dir=Path(tmp)) as base:
@@ -139,7 +139,7 @@ def run(
     console = Console()
     local = bench_in_process(operator_files)
     table = Table(title="Templates in process")
-    for col in ("catalogue", "load ms", "build_episode/s", "build_episode/s (50 KB value)"):
+    for col in ("catalogue", "load ms", "apply_template/s", "apply_template/s (50 KB value)"):
         table.add_column(col, justify="right")
     table.add_row(
         f"5 bundled + {operator_files} files",

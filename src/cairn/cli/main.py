@@ -121,7 +121,7 @@ def serve(
     """
     import uvicorn
 
-    from cairn.api.app import prepare_server_process
+    from cairn.app import prepare_server_process
     from cairn.services import Services
 
     settings = settings_with(host=host, port=port, database_url=database_url)
@@ -155,7 +155,7 @@ def serve(
     if workers > 1:
         _share_metrics()
         uvicorn.run(
-            "cairn.api.asgi:app",
+            "cairn.asgi:app",
             host=settings.host,
             port=settings.port,
             workers=workers,
@@ -164,7 +164,7 @@ def serve(
             access_log=False,
         )
     else:
-        from cairn.api.app import create_app
+        from cairn.app import create_app
 
         uvicorn.run(
             create_app(settings),

@@ -126,6 +126,7 @@ def apply(
     """
     from cairn.api.routes.templates import TemplateApply
     from cairn.api.schemas import EpisodePublic
+    from cairn.engine.ingest import record_episode
     from cairn.services import Services
     from cairn.templates import apply_template
 
@@ -156,17 +157,15 @@ def apply(
         )
         template = services.templates.get(template_id)
         services.store.keys.ensure_tenant(tenant)
-        episode, _ = apply_template(
-            services.store,
-            tenant,
+        item = apply_template(
             template,
             Scope.for_subject(body.subject_id),
             body.values,
             session_id=body.session_id,
             idempotency_key=body.idempotency_key,
             occurred_at=body.occurred_at,
-            listeners=services.ingest_listeners,
         )
+        episode, _ = record_episode(services.store, tenant, item, services.ingest_listeners)
     except Exception as exc:
         raise fail(exc) from exc
     finally:

@@ -28,7 +28,7 @@ class ASGIAppTransport(httpx.BaseTransport):
 
     Example::
 
-        from cairn.api.app import create_app
+        from cairn.app import create_app
         client = Cairn(transport=ASGIAppTransport(create_app()))
     """
 
@@ -91,7 +91,7 @@ class LocalApp:
     """The Cairn app on the configured database, owned by one in-process client."""
 
     def __init__(self, settings: Settings | None = None, services: Services | None = None) -> None:
-        from cairn.api.app import create_app
+        from cairn.app import create_app
         from cairn.config import Settings
         from cairn.services import Services
 

@@ -6,9 +6,10 @@
     ContextRenderer.render(ContextResult) -> str                   (items to prompt text)
     Assembly = ContextProvider + TurnSink + DocumentSink           (a ``memory.Assembly``)
 
-Implementations register under an ``impl`` name (``register_assembly_impl`` or the
-``cairn.memory_impls`` entry-point group); Cairn's own is the built-in ``cairn``. Every model
-here validates its input and says which field is wrong. No I/O lives in this module.
+Implementations register under an ``impl`` name (``cairn.engine.context.impls``: by call or
+the ``cairn.memory_impls`` entry-point group); Cairn's own is the built-in ``cairn``. Every
+model here validates its input and says which field is wrong. No I/O lives in this module,
+and nothing of the layers above it (engine, ladders) is named here.
 """
 
 from __future__ import annotations
@@ -17,15 +18,12 @@ import math
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from importlib import import_module
-from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cairn.core.ids import UtcDateTime
 from cairn.core.scope import Scope
-from cairn.errors import ConfigError
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_ITEMS = 20
@@ -307,54 +305,3 @@ class AssemblyParts:
 # An impl factory builds an Assembly from the host's services (for Cairn's own: ``Services``
 # plus the tenant), the resource's ``deps`` and its parsed settings mapping.
 AssemblyFactory = Callable[..., Assembly]
-
-ENTRY_POINT_GROUP = "cairn.memory_impls"
-BUILTIN_IMPL = "cairn"
-_BUILTINS = {BUILTIN_IMPL: "cairn.engine.context.assembly:build_assembly"}
-_registry: dict[str, AssemblyFactory] = {}
-
-
-def register_assembly_impl(name: str, factory: AssemblyFactory, *, replace: bool = False) -> None:
-    """Register an Assembly implementation under ``name`` (the ``impl:`` of a resource)."""
-    if not name or not name.strip():
-        raise ConfigError("an Assembly impl name must not be empty")
-    if (name in _registry or name in _BUILTINS) and not replace:
-        raise ConfigError(f"an Assembly impl named {name!r} is already registered")
-    _registry[name] = factory
-
-
-def _load(target: str) -> AssemblyFactory:
-    module, _, attr = target.partition(":")
-    return getattr(import_module(module), attr)
-
-
-def get_assembly_impl(name: str) -> AssemblyFactory:
-    """The factory registered as ``name``: by call, then built in, then by entry point."""
-    if name in _registry:
-        return _registry[name]
-    if name in _BUILTINS:
-        factory = _load(_BUILTINS[name])
-        _registry[name] = factory
-        return factory
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            factory = ep.load()
-            _registry[name] = factory
-            return factory
-    known = sorted(
-        {*_registry, *_BUILTINS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))}
-    )
-    raise ConfigError(
-        f"unknown memory.Assembly impl {name!r} (registered: {', '.join(known)})",
-        code="unknown_impl",
-    )
-
-
-def assembly_impl_names() -> list[str]:
-    return sorted(
-        {*_registry, *_BUILTINS, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))}
-    )
-
-
-def unregister_assembly_impl(name: str) -> None:
-    _registry.pop(name, None)

@@ -12,7 +12,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.core.memory import Document, DocumentCommit
-from cairn.engine.tokens import Tokenizer
+from cairn.core.tokens import Tokenizer
 from cairn.store import Store
 from cairn.store.documents import NewChunk
 

@@ -26,3 +26,12 @@ def record_episodes(
         for listener in listeners:
             listener(tenant_id, scopes)
     return episodes, created
+
+
+def record_episode(
+    store: Store, tenant_id: str, item: NewEpisode, listeners: Sequence[IngestListener] = ()
+) -> tuple[Episode, bool]:
+    """Store one episode; returns it and whether it is new (a repeated ``idempotency_key``
+    returns the original). The one ingest of a template application, for every caller."""
+    episodes, created = record_episodes(store, tenant_id, [item], listeners)
+    return episodes[0], created == 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.core.memory import get_assembly_impl
+from cairn.engine.context.impls import get_assembly_impl
 from cairn.errors import ConfigError
 from cairn.ladders.config import LadderFile, StepSpec
 from cairn.ladders.hooks import RequestContext

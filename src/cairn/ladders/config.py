@@ -17,11 +17,17 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cairn.core.scope import Scope
 from cairn.core.subject_id import subject_id_problem
+from cairn.core.yamlfiles import (
+    MAX_YAML_BYTES,
+    YAMLError,
+    load_yaml,
+    read_yaml_text,
+    yaml_problem,
+)
 from cairn.errors import ConfigError
 from cairn.ladders.memory_stack import (
     AgentSpec,
@@ -36,7 +42,7 @@ from cairn.slates.config import (
     parse_slates,
 )
 
-MAX_LADDER_BYTES = 1_048_576
+MAX_LADDER_BYTES = MAX_YAML_BYTES
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 STEP_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 TEXT_SOURCE_RE = re.compile(
@@ -351,39 +357,26 @@ def format_validation_error(path: Path | str, exc: ValidationError) -> str:
     return f"{path}: " + "; ".join(lines)
 
 
-class LadderYamlLoader(yaml.SafeLoader):
-    """YAML 1.2 booleans: only true/false. YAML 1.1 would read the seed's ``on: append`` as
-    ``True: append`` (``on``/``off``/``yes``/``no`` are booleans there)."""
-
-
-LadderYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-LadderYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
-)
-
-
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file (size-limited); errors name the file and the line."""
+    """Parse a YAML file with the one configuration reader (YAML 1.2, size-limited); errors
+    name the file and the line."""
     try:
-        raw = path.read_bytes()
+        text = read_yaml_text(path, MAX_LADDER_BYTES)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the ladder file: {exc.strerror}") from exc
-    if len(raw) > MAX_LADDER_BYTES:
-        raise ConfigError(f"{path}: the ladder file is larger than {MAX_LADDER_BYTES} bytes")
-    try:
-        return yaml.load(raw.decode("utf-8"), Loader=LadderYamlLoader) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    try:
+        return load_yaml(text) or {}
+    except YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {yaml_problem(exc)}") from exc
 
 
-def parse_ladder_file(path: Path) -> LadderFile:
-    """Load and validate one ladder file (structure and cross-references)."""
-    data = read_yaml(path)
+def parse_ladder_file(path: Path, data: Any = None) -> LadderFile:
+    """Validate one ladder file (structure and cross-references): its parsed ``data`` when
+    the caller has read it already (``read_yaml``), else the file is read here."""
+    if data is None:
+        data = read_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a ladder file must be a mapping at the top level")
     # The slates package validates its block first, so its messages are the same everywhere.

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cairn.core.memory import Assembly, get_assembly_impl
+from cairn.core.memory import Assembly
+from cairn.core.yamlfiles import YAMLError, load_yaml, read_yaml_text, yaml_problem
+from cairn.engine.context.impls import get_assembly_impl
 from cairn.errors import ConfigError
 from cairn.ladders.hooks import (
     MAX_CONFIG_FILE_BYTES,
@@ -116,17 +117,17 @@ def parse_memory_config(data: Any, source: str = "<config>") -> MemoryStackConfi
 
 def _read_yaml(path: Path, max_bytes: int) -> Any:
     try:
-        size = path.stat().st_size
+        text = read_yaml_text(path, max_bytes)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})", code="invalid_config") from exc
-    if size > max_bytes:
-        raise ConfigError(
-            f"{path}: {size} bytes, over the limit of {max_bytes}", code="config_too_large"
-        )
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}", code="invalid_config") from exc
+    try:
+        return load_yaml(text)
+    except YAMLError as exc:
+        raise ConfigError(
+            f"{path}: invalid YAML: {yaml_problem(exc)}", code="invalid_config"
+        ) from exc
 
 
 def load_memory_config(path: Path | str) -> MemoryStackConfig:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from cairn.engine.tokens import get_tokenizer
+from cairn.core.tokens import get_tokenizer
 from cairn.errors import CairnError, Unavailable
 
 DEFAULT_PROVIDER = "default"
@@ -199,7 +199,9 @@ class OpenAIChatProvider:
                     if choice.get("finish_reason"):
                         finish = choice["finish_reason"]
         except httpx.HTTPError as exc:
-            raise ProviderError(f"model server {self.name!r} broke the stream: {exc}") from exc
+            raise ProviderError(
+                f"model server {self.name!r} broke the stream ({type(exc).__name__})"
+            ) from exc
         finally:
             resp.close()
         content = "".join(parts)

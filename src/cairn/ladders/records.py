@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cairn.engine.ingest import IngestListener
+from cairn.engine.ingest import IngestListener, record_episode
 from cairn.errors import CairnError
 from cairn.ladders.board import Board
 from cairn.ladders.config import TemplateRecordSpec
@@ -57,16 +57,10 @@ def record_template(
         return {**out, "written": False, "reason": "value_missing", "detail": problem}
     try:
         template = templates.get(spec.template)
-        episode, created = apply_template(
-            store,
-            tenant,
-            template,
-            spec.target(),
-            values,
-            session_id=spec.session_id,
-            idempotency_key=key,
-            listeners=listeners,
+        item = apply_template(
+            template, spec.target(), values, session_id=spec.session_id, idempotency_key=key
         )
+        episode, created = record_episode(store, tenant, item, listeners)
     except CairnError as exc:
         return {**out, "written": False, "reason": exc.code, "detail": exc.message}
     return {

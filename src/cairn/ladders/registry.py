@@ -131,9 +131,13 @@ def load_script(ladder_path: Path, ref: str, where: str) -> ScriptedFile:
         raise ConfigError(format_validation_error(target, exc)) from exc
 
 
-def compile_ladder(path: Path, settings: Settings, *, transport: Any = None) -> list[Ladder]:
-    """Validate a ladder file and build its runnable model ids (first the bare name)."""
-    spec = parse_ladder_file(path)
+def compile_ladder(
+    path: Path, settings: Settings, *, transport: Any = None, data: Any = None
+) -> list[Ladder]:
+    """Validate a ladder file and build its runnable model ids (first the bare name). ``data``
+    is the file's parsed YAML when the caller has read it already (the registry reads each
+    file once per reload)."""
+    spec = parse_ladder_file(path, data)
     name = ladder_name(path, spec)
     providers, secrets = build_providers(path, spec, settings, transport=transport)
     routes = {k: ModelRoute(v.provider, v.model) for k, v in spec.routes().items()}
@@ -180,15 +184,23 @@ def check_templates(path: Path, ladder: Ladder, catalogue: TemplateCatalogue) ->
             )
 
 
-def referenced_files(paths: list[Path]) -> set[Path]:
+def read_documents(paths: list[Path]) -> dict[Path, Any]:
+    """Each file's parsed YAML, or the ``ConfigError`` reading it raised (reported when the
+    file is compiled): one read per file per reload."""
+    out: dict[Path, Any] = {}
+    for path in paths:
+        try:
+            out[path] = read_yaml(path)
+        except ConfigError as exc:
+            out[path] = exc
+    return out
+
+
+def referenced_files(documents: dict[Path, Any]) -> set[Path]:
     """Files the ladder files name as a resource's ``settings.file`` or a scripted provider's
     ``file``: they may sit beside the ladders (the seed's ``./memory.yaml``) but are not ladders."""
     out: set[Path] = set()
-    for path in paths:
-        try:
-            data = read_yaml(path)
-        except ConfigError:
-            continue  # reported when the file itself is compiled
+    for path, data in documents.items():
         if not isinstance(data, dict):
             continue
         blocks = [*(data.get("resources") or {}).values(), *(data.get("providers") or {}).values()]
@@ -239,12 +251,8 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value else None
 
 
-def _guess_name(path: Path) -> str:
+def _guess_name(path: Path, data: Any) -> str:
     """The name a ladder file claims (its ``name:``, else its stem), even when it is invalid."""
-    try:
-        data = read_yaml(path)
-    except ConfigError:
-        return path.stem
     name = data.get("name") if isinstance(data, dict) else None
     return name if isinstance(name, str) and name else path.stem
 
@@ -306,9 +314,11 @@ class LadderRegistry:
         registry.reload()
         return registry
 
-    def _compile(self, path: Path) -> list[Ladder]:
+    def _compile(self, path: Path, data: Any) -> list[Ladder]:
         assert self.settings is not None
-        ladders = compile_ladder(path, self.settings, **self.compile_options)
+        if isinstance(data, ConfigError):
+            raise data
+        ladders = compile_ladder(path, self.settings, data=data, **self.compile_options)
         if self.services is not None:
             for ladder in ladders:
                 if ladder.binding is not None:
@@ -341,7 +351,8 @@ class LadderRegistry:
             except OSError as exc:
                 log.error("cannot list the ladders directory %s: %s", self.directory, exc)
                 return list(self._files.values())
-            referenced = referenced_files(paths)
+            documents = read_documents(paths)
+            referenced = referenced_files(documents)
             # Files that serve keep their names against newcomers: they are compiled first.
             ordered = sorted(
                 (p for p in paths if p.resolve() not in referenced),
@@ -350,7 +361,7 @@ class LadderRegistry:
             files: dict[Path, LadderFileState] = {}
             by_name: dict[str, Ladder] = {}
             for path in ordered:
-                files[path] = state = self._reload_file(path, now)
+                files[path] = state = self._reload_file(path, documents[path], now)
                 clash = next((by_name[x.name] for x in state.ladders if x.name in by_name), None)
                 if clash is not None:
                     state.error = (
@@ -365,10 +376,10 @@ class LadderRegistry:
             self._by_name = by_name
             return list(self._files.values())
 
-    def _reload_file(self, path: Path, now: datetime) -> LadderFileState:
+    def _reload_file(self, path: Path, data: Any, now: datetime) -> LadderFileState:
         old = self._files.get(path)
         try:
-            ladders = self._compile(path)
+            ladders = self._compile(path, data)
         except ConfigError as exc:
             message = self._message(exc)
             if old is None or old.error != message:
@@ -377,7 +388,7 @@ class LadderRegistry:
                 return LadderFileState(
                     path, old.name, old.ladders, message, old.loaded_at, checked_at=now
                 )
-            return LadderFileState(path, _guess_name(path), [], message, None, checked_at=now)
+            return LadderFileState(path, _guess_name(path, data), [], message, None, checked_at=now)
         if old is not None and old.error is not None:
             log.info("ladder file %s is valid again", path.name)
         return LadderFileState(path, ladders[0].ladder, ladders, None, now, checked_at=now)

@@ -20,22 +20,23 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow, uuid7
 from cairn.errors import CairnError, Conflict, InvalidInput
+from cairn.ladders.attempt import INTERNAL_ERROR, Attempt, step_options, streamed
 from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEPS, Board
 from cairn.ladders.hook_trace import run_hook
 from cairn.ladders.hooks import RequestContext
 from cairn.ladders.outcomes import refusal, summarize
-from cairn.ladders.providers import ChatReply, ChatRequest
+from cairn.ladders.providers import ChatRequest
 from cairn.ladders.records import record_template
 from cairn.ladders.redact import redact
 from cairn.ladders.registry import Ladder
-from cairn.ladders.reply import shown_reply, stream_shown
+from cairn.ladders.reply import shown_reply
 from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
 from cairn.slates.errors import WriteAlreadyApplied
@@ -220,162 +221,144 @@ class LadderRuntime:
         stream: bool,
         attempt: datetime | None = None,
     ) -> Iterator[str | RunOutcome]:
-        t0 = time.perf_counter()
-        created = int(time.time())
-        board = Board.for_request(
-            run_id=run_id,
-            ladder=ladder.ladder,
-            messages=request.messages,
-            context_id=request.context_id or "default",
-            user_id=request.user,
-        )
-        effects: list[str] = [e for e in done]
-        trace: dict[str, Any] = {
-            "run_id": run_id,
-            "ladder": ladder.name,
-            "agent": ladder.agent,
-            "requested_model": request.model,
-            "user": request.user,
-            "context_id": board.context_id,
-            "resumed_effects": sorted(done),
-            "prepare": [],
-            "steps": [],
-            "commit": [],
-        }
-        slates = SlateAccess(
-            self.services.slates, request.tenant, ladder.ladder, request.user, run_id
-        )
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        writes: list[dict[str, Any]] = []
-        shown = ""
-        # The response names the model the caller asked for, else the ladder.
-        model_name = request.model or ladder.name
+        """One attempt of a run: its body (``_body``), then its outcome recorded
+        (``_complete``); a failure is recorded on the run (``_fail``) before it propagates.
+        An unexpected error is logged here and recorded without its text, which could carry
+        internals (the run's trace and error are shown to API callers)."""
+        run = Attempt.begin(ladder, request, run_id, done, attempt, self.services)
         try:
-            hooks = (
-                ladder.binding.hooks_for(self.services, request.tenant)
-                if ladder.binding is not None
-                else None
-            )
-            ctx = RequestContext(
-                context_id=board.context_id, message=board.current_message, run_id=run_id
-            )
-            for hook in hooks.prepare if hooks else []:
-                trace["prepare"].append(run_hook(hook, board, ctx))
-            reply: ChatReply | None = None
-            for i, step in enumerate(ladder.steps):
-                last = i == len(ladder.steps) - 1
-                ts = time.perf_counter()
-                rendered = render_step(step, board, slates.read)
-                provider, model = ladder.router.resolve(step.model or request.model)
-                options = dict(request.options)
-                if step.temperature is not None:
-                    options["temperature"] = step.temperature
-                if step.maxTokens is not None:
-                    options["max_tokens"] = step.maxTokens
-                chat = ChatRequest(model=model, messages=rendered.messages, options=options)
-                tm = time.perf_counter()
-                step_trace: dict[str, Any] = {
-                    "id": step.id,
-                    "provider": provider.name,
-                    "model": model,
-                    "fields": [f.trace() for f in rendered.fields],
-                    "slate_reads": rendered.slate_reads(),
-                    "messages": rendered.messages,
-                }
-                trace["steps"].append(step_trace)
-                if last and stream:
-                    for item in stream_shown(step, provider.stream(chat)):
-                        if isinstance(item, ChatReply):
-                            reply = item
-                        else:
-                            yield item
-                else:
-                    reply = provider.complete(chat)
-                assert reply is not None
-                # What later steps and the caller see (stripMatch); the writes see it all.
-                shown = shown_reply(step, reply.content)
-                board.values[STEPS][step.id] = shown
-                step_trace["reply"] = reply.content
-                step_trace["usage"] = {
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                }
-                usage["prompt_tokens"] += reply.prompt_tokens
-                usage["completion_tokens"] += reply.completion_tokens
-                tw = time.perf_counter()
-                step_trace["writes"] = self._writes(
-                    step,
-                    reply.content,
-                    slates,
-                    done,
-                    effects,
-                    request.tenant,
-                    run_id,
-                    board,
-                    record_now=not last,
-                    attempt=attempt,
-                )
-                end = time.perf_counter()
-                # Where the step's time went: fields (slate reads), the model, the writes.
-                step_trace["timings_ms"] = {
-                    "render": round((tm - ts) * 1000, 3),
-                    "model": round((tw - tm) * 1000, 3),
-                    "writes": round((end - tw) * 1000, 3),
-                }
-                step_trace["duration_ms"] = round((end - ts) * 1000, 3)
-                step_writes = [summarize(step.id, w) for w in step_trace["writes"]]
-                writes.extend(step_writes)
-                failed = refusal(run_id, step.id, writes) if step.onRejected == "fail" else None
-                if failed is not None:
-                    raise failed
-            content = shown if reply is not None else ""
-            board.set_engine(REPLY, content)
-            board.set_engine(
-                MAIN_CHANNEL,
-                [
-                    {"role": "user", "content": board.current_message},
-                    {"role": "assistant", "content": content},
-                ],
-            )
-            for hook in hooks.commit if hooks else []:
-                trace["commit"].append(run_hook(hook, board, ctx))
+            content = yield from self._body(run, stream)
         except GeneratorExit:
             # The streaming client went away before the end: the run did not finish (its
             # remaining writes and commit hooks did not run), so a retry may run it again.
-            trace["error"] = {
-                "code": "client_disconnected",
-                "message": "the client closed the stream before the run ended",
-            }
-            self._fail(
-                request.tenant, run_id, t0, trace, ladder, effects, "client disconnected", attempt
-            )
+            message = "the client closed the stream before the run ended"
+            self._fail_attempt(run, "client_disconnected", message, "client disconnected")
             raise
         except CairnError as exc:
-            trace["error"] = {"code": exc.code, "message": exc.message}
-            self._fail(request.tenant, run_id, t0, trace, ladder, effects, exc.message, attempt)
+            self._fail_attempt(run, exc.code, exc.message, exc.message)
             raise
-        except Exception as exc:
-            trace["error"] = {"code": "internal_error", "message": str(exc)}
-            self._fail(request.tenant, run_id, t0, trace, ladder, effects, str(exc), attempt)
+        except Exception:
+            log.exception("run %s failed", run_id)
+            self._fail_attempt(run, "internal_error", INTERNAL_ERROR, INTERNAL_ERROR)
             raise
+        yield self._complete(run, content)
+
+    def _body(self, run: Attempt, stream: bool) -> Generator[str, None, str]:
+        """Prepare hooks, the steps in order, commit hooks; yields the last step's deltas
+        when streaming and returns the reply the caller sees."""
+        hooks = (
+            run.ladder.binding.hooks_for(self.services, run.request.tenant)
+            if run.ladder.binding is not None
+            else None
+        )
+        board = run.board
+        ctx = RequestContext(
+            context_id=board.context_id, message=board.current_message, run_id=run.run_id
+        )
+        for hook in hooks.prepare if hooks else []:
+            run.trace["prepare"].append(run_hook(hook, board, ctx))
+        content = ""
+        steps = run.ladder.steps
+        for i, step in enumerate(steps):
+            content = yield from self._step(run, step, last=i == len(steps) - 1, stream=stream)
+        board.set_engine(REPLY, content)
+        board.set_engine(
+            MAIN_CHANNEL,
+            [
+                {"role": "user", "content": board.current_message},
+                {"role": "assistant", "content": content},
+            ],
+        )
+        for hook in hooks.commit if hooks else []:
+            run.trace["commit"].append(run_hook(hook, board, ctx))
+        return content
+
+    def _step(
+        self, run: Attempt, step: Any, *, last: bool, stream: bool
+    ) -> Generator[str, None, str]:
+        """One step: render its fields, call the model (streaming the last step's reply when
+        asked), apply its writes; returns what later steps and the caller see (stripMatch:
+        the writes see the whole reply)."""
+        ts = time.perf_counter()
+        rendered = render_step(step, run.board, run.slates.read)
+        provider, model = run.ladder.router.resolve(step.model or run.request.model)
+        chat = ChatRequest(
+            model=model, messages=rendered.messages, options=step_options(step, run.request)
+        )
+        tm = time.perf_counter()
+        step_trace: dict[str, Any] = {
+            "id": step.id,
+            "provider": provider.name,
+            "model": model,
+            "fields": [f.trace() for f in rendered.fields],
+            "slate_reads": rendered.slate_reads(),
+            "messages": rendered.messages,
+        }
+        run.trace["steps"].append(step_trace)
+        if last and stream:
+            reply = yield from streamed(step, provider.stream(chat))
+        else:
+            reply = provider.complete(chat)
+        shown = shown_reply(step, reply.content)
+        run.board.values[STEPS][step.id] = shown
+        step_trace["reply"] = reply.content
+        step_trace["usage"] = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+        }
+        run.usage["prompt_tokens"] += reply.prompt_tokens
+        run.usage["completion_tokens"] += reply.completion_tokens
+        tw = time.perf_counter()
+        step_trace["writes"] = self._writes(
+            step,
+            reply.content,
+            run.slates,
+            run.done,
+            run.effects,
+            run.request.tenant,
+            run.run_id,
+            run.board,
+            record_now=not last,
+            attempt=run.attempt,
+        )
+        end = time.perf_counter()
+        # Where the step's time went: fields (slate reads), the model, the writes.
+        step_trace["timings_ms"] = {
+            "render": round((tm - ts) * 1000, 3),
+            "model": round((tw - tm) * 1000, 3),
+            "writes": round((end - tw) * 1000, 3),
+        }
+        step_trace["duration_ms"] = round((end - ts) * 1000, 3)
+        run.writes.extend(summarize(step.id, w) for w in step_trace["writes"])
+        failed = refusal(run.run_id, step.id, run.writes) if step.onRejected == "fail" else None
+        if failed is not None:
+            raise failed
+        return shown
+
+    def _complete(self, run: Attempt, content: str) -> RunOutcome:
+        """Record the finished run (trace, stored response, effects) and build its outcome;
+        the write claims go once the stored response answers every retry."""
+        tenant, run_id, trace, usage = run.request.tenant, run.run_id, run.trace, run.usage
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        trace["board"] = {k: v for k, v in board.user_variables().items()}
+        trace["board"] = {k: v for k, v in run.board.user_variables().items()}
         trace["reply"] = content
         trace["usage"] = usage
-        outcome = RunOutcome(run_id, ladder.name, content, model_name, created, usage)
-        outcome.writes = writes
-        duration = (time.perf_counter() - t0) * 1000
+        # The response names the model the caller asked for, else the ladder.
+        model_name = run.request.model or run.ladder.name
+        outcome = RunOutcome(run_id, run.ladder.name, content, model_name, run.created, usage)
+        outcome.writes = run.writes
+        duration = (time.perf_counter() - run.t0) * 1000
         trace["duration_ms"] = round(duration, 3)
-        clean = redact(trace, ladder.secrets)
+        clean = redact(trace, run.ladder.secrets)
         owned = self.runs.finish(
-            request.tenant,
+            tenant,
             run_id,
             status=COMPLETED,
             duration_ms=duration,
             trace=clean,
             response=outcome.completion(),
-            effects=effects,
-            attempt=attempt,
+            effects=run.effects,
+            attempt=run.attempt,
         )
         if not owned:
             # A later attempt took the run over (this one looked dead): its record and its
@@ -384,13 +367,26 @@ class LadderRuntime:
                 "run %s was taken over by another attempt; this attempt's end is not recorded",
                 run_id,
             )
-        elif any("/slateWrite/" in e or e.endswith("/if") for e in effects):
+        elif any("/slateWrite/" in e or e.endswith("/if") for e in run.effects):
             try:  # the stored response answers every retry now; the claims are not needed
-                self.services.slates.forget_applied_writes(request.tenant, run_id)
+                self.services.slates.forget_applied_writes(tenant, run_id)
             except Exception:
                 log.exception("could not drop the write claims of run %s", run_id)
         outcome.trace = clean
-        yield outcome
+        return outcome
+
+    def _fail_attempt(self, run: Attempt, code: str, message: str, error: str) -> None:
+        run.trace["error"] = {"code": code, "message": message}
+        self._fail(
+            run.request.tenant,
+            run.run_id,
+            run.t0,
+            run.trace,
+            run.ladder,
+            run.effects,
+            error,
+            run.attempt,
+        )
 
     def _writes(
         self,

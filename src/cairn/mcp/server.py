@@ -46,6 +46,9 @@ ladder: read_slate / write_slate. To fix a wrong memory use correct_memory; forg
 delete_subject remove data for good — only when the user asks.
 """
 
+# A tool and what it tells the client about itself (read-only, destructive, ...).
+Tool = tuple[Callable[..., Any], ToolAnnotations]
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -115,11 +118,8 @@ def _episode(e: Any) -> dict[str, Any]:
     )
 
 
-def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
-    """An MCP server whose tools act through ``client`` (and so as its tenant)."""
-    server: MCPServer[Any] = CairnMCPServer(
-        name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
+def _episode_tools(client: AsyncCairn) -> list[Tool]:
+    """The tool that records an episode."""
 
     @_tool_errors
     async def record_episode(
@@ -167,24 +167,11 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         )
         return _episode(ep)
 
-    @_tool_errors
-    async def list_templates() -> dict[str, Any]:
-        """List the memory templates (id, title, episode type, fields with which are
-        required) that apply_template accepts."""
-        templates = await client.templates.list()
-        return {
-            "templates": [
-                {
-                    "id": t.id,
-                    "version": t.version,
-                    "title": t.title,
-                    "description": t.description,
-                    "episode_type": t.episode_type,
-                    "fields": [f.model_dump(mode="json") for f in t.fields],
-                }
-                for t in templates
-            ]
-        }
+    return [(record_episode, WRITE)]
+
+
+def _template_tools(client: AsyncCairn) -> list[Tool]:
+    """The memory-template tools: apply one, list them."""
 
     @_tool_errors
     async def apply_template(
@@ -214,6 +201,31 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
             template_id, subject_id, values, session_id=session_id, idempotency_key=idempotency_key
         )
         return _episode(ep)
+
+    @_tool_errors
+    async def list_templates() -> dict[str, Any]:
+        """List the memory templates (id, title, episode type, fields with which are
+        required) that apply_template accepts."""
+        templates = await client.templates.list()
+        return {
+            "templates": [
+                {
+                    "id": t.id,
+                    "version": t.version,
+                    "title": t.title,
+                    "description": t.description,
+                    "episode_type": t.episode_type,
+                    "fields": [f.model_dump(mode="json") for f in t.fields],
+                }
+                for t in templates
+            ]
+        }
+
+    return [(apply_template, WRITE), (list_templates, READ_ONLY)]
+
+
+def _recall_tools(client: AsyncCairn) -> list[Tool]:
+    """Compiling memories and recalling them: search, context."""
 
     @_tool_errors
     async def compile_memories(subject_id: SubjectId) -> dict[str, Any]:
@@ -272,6 +284,12 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
             ],
         }
 
+    return [(compile_memories, WRITE), (search_memories, READ_ONLY), (get_context, READ_ONLY)]
+
+
+def _browse_tools(client: AsyncCairn) -> list[Tool]:
+    """A subject's timeline and the list of subjects."""
+
     @_tool_errors
     async def get_timeline(
         subject_id: SubjectId,
@@ -297,6 +315,12 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         """List the subjects that have memory, with their episode and memory counts."""
         result = await client.subjects.list(limit=limit, offset=offset, prefix=prefix)
         return result.model_dump(mode="json")
+
+    return [(get_timeline, READ_ONLY), (list_subjects, READ_ONLY)]
+
+
+def _slate_tools(client: AsyncCairn) -> list[Tool]:
+    """Working memory: list, read and write slates."""
 
     @_tool_errors
     async def list_slates(
@@ -350,18 +374,20 @@ def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
         )
         return result.model_dump(mode="json", exclude_none=True)
 
-    tools: list[tuple[Callable[..., Any], ToolAnnotations]] = [
-        (record_episode, WRITE),
-        (apply_template, WRITE),
-        (list_templates, READ_ONLY),
-        (compile_memories, WRITE),
-        (search_memories, READ_ONLY),
-        (get_context, READ_ONLY),
-        (get_timeline, READ_ONLY),
-        (list_subjects, READ_ONLY),
-        (list_slates, READ_ONLY),
-        (read_slate, READ_ONLY),
-        (write_slate, WRITE),
+    return [(list_slates, READ_ONLY), (read_slate, READ_ONLY), (write_slate, WRITE)]
+
+
+def build_server(client: AsyncCairn, *, name: str = "cairn") -> MCPServer[Any]:
+    """An MCP server whose tools act through ``client`` (and so as its tenant)."""
+    server: MCPServer[Any] = CairnMCPServer(
+        name, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    tools: list[Tool] = [
+        *_episode_tools(client),
+        *_template_tools(client),
+        *_recall_tools(client),
+        *_browse_tools(client),
+        *_slate_tools(client),
         *lifecycle_tools(client, _tool_errors),
     ]
     for fn, hints in tools:

@@ -14,12 +14,12 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from cairn.engine.tokens import get_tokenizer
+from cairn.core.tokens import get_tokenizer
+from cairn.core.yamlfiles import YAMLError, load_yaml, read_yaml_text, yaml_problem
 from cairn.errors import ConfigError
 
 EvictionPolicy = Literal["FIFO", "LRU", "reject"]
@@ -346,9 +346,11 @@ def load_slate_declarations(
     origin: dict[str, Path] = {}
     for path in sorted([*root.glob("*.yaml"), *root.glob("*.yml")]):
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            document = load_yaml(read_yaml_text(path))
+        except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read YAML: {exc}") from None
+        except YAMLError as exc:
+            raise ConfigError(f"{path}: cannot read YAML: {yaml_problem(exc)}") from None
         if not isinstance(document, dict) or "slates" not in document:
             # Declares no slates. It may not even be a ladder (a hook's settings file can sit
             # beside the ladders); the ladder loader reports what is wrong with real ladders.

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.core.ids import utcnow
-from cairn.engine.tokens import get_tokenizer
+from cairn.core.tokens import get_tokenizer
 from cairn.errors import CairnError, InvalidInput
 from cairn.slates.config import (
     FolderSpec,

@@ -2,11 +2,12 @@
 
 The public surface: ``MemoryTemplate``/``TemplateField`` (the file format),
 ``load_catalogue``/``TemplateCatalogue`` (the bundled set plus operator directories, checked
-at start), and ``apply_template``/``build_episode`` (strict validation, single-pass rendering,
-an ordinary episode through ingest). See ``docs/templates.md``.
+at start), and ``apply_template`` (strict validation, single-pass rendering, one
+``NewEpisode`` that the caller ingests with ``cairn.engine.ingest.record_episode``).
+See ``docs/templates.md``.
 """
 
-from cairn.templates.apply import TEMPLATE_SOURCE, apply_template, build_episode, validate_values
+from cairn.templates.apply import TEMPLATE_SOURCE, apply_template, validate_values
 from cairn.templates.errors import (
     INVALID_VALUE,
     MISSING_FIELD,
@@ -35,7 +36,6 @@ __all__ = [
     "TemplateField",
     "TemplateNotFound",
     "apply_template",
-    "build_episode",
     "escape_literal",
     "load_catalogue",
     "load_template_file",

@@ -1,7 +1,9 @@
 """Applying a template: strict validation of the caller's values, then one ordinary episode.
 
-The episode goes through ``cairn.engine.ingest.record_episodes`` like any other, so it is
-idempotent per key, appears in the timeline and is compiled and recalled with everything else.
+``apply_template`` is pure: it returns the ``NewEpisode``, and the caller (the API, the CLI, the
+inspector, a ladder's ``recordTemplate``) ingests it with ``cairn.engine.ingest.record_episode``
+like any other, so it is idempotent per key, appears in the timeline and is compiled and
+recalled with everything else.
 """
 
 from __future__ import annotations
@@ -10,11 +12,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from cairn.core.episodes import Episode, NewEpisode
+from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
-from cairn.engine.ingest import IngestListener, record_episodes
 from cairn.errors import InvalidInput
-from cairn.store import Store
 from cairn.templates.errors import INVALID_VALUE, MISSING_FIELD, UNKNOWN_FIELD
 from cairn.templates.model import MemoryTemplate
 
@@ -92,7 +92,7 @@ def validate_values(template: MemoryTemplate, values: Mapping[str, Any]) -> dict
     return dict(values)
 
 
-def build_episode(
+def apply_template(
     template: MemoryTemplate,
     scope: Scope,
     values: Mapping[str, Any],
@@ -101,7 +101,8 @@ def build_episode(
     idempotency_key: str | None = None,
     occurred_at: datetime | None = None,
 ) -> NewEpisode:
-    """The episode a template application produces (validates ``values`` first)."""
+    """The episode a template application produces (validates ``values`` first; nothing is
+    produced when validation fails). Ingest it with ``cairn.engine.ingest.record_episode``."""
     fields = validate_values(template, values)
     provenance = {"id": template.id, "version": template.version}
     return NewEpisode(
@@ -119,29 +120,3 @@ def build_episode(
         idempotency_key=idempotency_key,
         occurred_at=occurred_at,
     )
-
-
-def apply_template(
-    store: Store,
-    tenant_id: str,
-    template: MemoryTemplate,
-    scope: Scope,
-    values: Mapping[str, Any],
-    *,
-    session_id: str | None = None,
-    idempotency_key: str | None = None,
-    occurred_at: datetime | None = None,
-    listeners: Sequence[IngestListener] = (),
-) -> tuple[Episode, bool]:
-    """Validate, render and ingest; returns the episode and whether it is new (a repeated
-    ``idempotency_key`` returns the original). Nothing is written when validation fails."""
-    item = build_episode(
-        template,
-        scope,
-        values,
-        session_id=session_id,
-        idempotency_key=idempotency_key,
-        occurred_at=occurred_at,
-    )
-    episodes, created = record_episodes(store, tenant_id, [item], listeners)
-    return episodes[0], created == 1

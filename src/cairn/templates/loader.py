@@ -11,44 +11,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
+from cairn.core.yamlfiles import YAMLError, load_yaml, yaml_problem
 from cairn.errors import ConfigError
 from cairn.templates.errors import TemplateNotFound
 from cairn.templates.model import MemoryTemplate
 
 BUNDLED_DIR = Path(__file__).parent / "bundled"
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML that refuses a key repeated in one mapping (PyYAML keeps the last one)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str | int | float | bool | None):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"unsupported mapping key {key!r}", key_node.start_mark
-            )
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=True)
-    return mapping
-
-
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_mapping,
-)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -61,13 +33,6 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        return f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}"
-    return " ".join(str(exc).split())
-
-
 def load_template_file(path: Path) -> MemoryTemplate:
     """Read and validate one template file."""
     try:
@@ -75,10 +40,9 @@ def load_template_file(path: Path) -> MemoryTemplate:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"template file {path}: cannot be read: {exc}") from exc
     try:
-        # _StrictLoader is a SafeLoader subclass: no arbitrary objects are constructed.
-        data = yaml.load(text, Loader=_StrictLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"template file {path}: invalid YAML: {_yaml_problem(exc)}") from exc
+        data = load_yaml(text)  # safe: no arbitrary objects are constructed
+    except YAMLError as exc:
+        raise ConfigError(f"template file {path}: invalid YAML: {yaml_problem(exc)}") from exc
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise ConfigError(f"template file {path}: must be a YAML mapping, found {kind}")

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from fastapi import Request, Response
 
-from cairn.api.auth import services_of, tenant_for_key
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.errors import CairnError, InvalidApiKey
+from cairn.http.auth import services_of, tenant_for_key
 from cairn.services import Services
 
 SESSION_COOKIE = "cairn_session"

@@ -8,18 +8,20 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from cairn.core import memory as contracts
 from cairn.core.memory import (
     Assembly,
     Budget,
     ContextRequest,
     Document,
     Turn,
+)
+from cairn.core.scope import Scope
+from cairn.engine.context import impls
+from cairn.engine.context.impls import (
     get_assembly_impl,
     register_assembly_impl,
     unregister_assembly_impl,
 )
-from cairn.core.scope import Scope
 from cairn.errors import ConfigError
 
 SCOPE = {"runtime_id": "memories", "user_id": "user-1", "agent_id": "assistant"}
@@ -205,11 +207,11 @@ def test_register_by_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
         def load(self) -> Any:
             return lambda *a: _Null()
 
-    monkeypatch.setattr(contracts, "entry_points", lambda group: [FakeEntryPoint()])
+    monkeypatch.setattr(impls, "entry_points", lambda group: [FakeEntryPoint()])
     try:
         factory = get_assembly_impl("from-ep")
         assert isinstance(factory(None, "t", {}, {}), Assembly)
-        assert "from-ep" in contracts.assembly_impl_names()
+        assert "from-ep" in impls.assembly_impl_names()
     finally:
         unregister_assembly_impl("from-ep")
 

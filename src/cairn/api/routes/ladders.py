@@ -19,6 +19,7 @@ key, and runs, slates and memory are the tenant's.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -26,15 +27,17 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
 from cairn.errors import CairnError, InvalidInput, NotFound
+from cairn.http.auth import require_tenant, services_of
+from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.registry import Ladder
-from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest, check_run_id
+from cairn.ladders.runtime import RunOutcome, RunRequest, check_run_id
 from cairn.store.runs import RunRecord
 
+log = logging.getLogger("cairn.api")
 router = APIRouter(tags=["ladders"])
 
 OPTION_KEYS = (
@@ -125,10 +128,6 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
-def _runtime(request: Request) -> LadderRuntime:
-    return services_of(request).ladder_runtime
-
-
 def _sse(data: dict[str, Any] | str) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return f"data: {text}\n\n".encode()
@@ -163,7 +162,7 @@ def chat_completions(
         context_id=conversation_id or str(meta.get("conversation_id") or ""),
         options=options,
     )
-    runtime = _runtime(request)
+    runtime = ladder_runtime(request)
     headers = {"X-Cairn-Run-ID": run_id}
     metrics = request.app.state.metrics
     if not body.stream:
@@ -245,8 +244,10 @@ def _stream(
         error = openai_error(exc.status, exc.code, exc.message, exc.details)
         yield _sse({"error": {**error, "request_id": None}})
         return
-    except Exception as exc:  # the status line is already sent: report in the stream
-        error = openai_error(500, "internal_error", str(exc))
+    except Exception:  # the status line is already sent: report in the stream
+        # As the error handler does: the details go to the log, never to the client.
+        log.exception("run %s failed while streaming", run_id)
+        error = openai_error(500, "internal_error", "internal server error")
         yield _sse({"error": {**error, "request_id": None}})
         return
     final = chunk({}, "stop", created)
@@ -366,7 +367,7 @@ def list_runs(
     offset: int = Query(0, ge=0, le=1_000_000_000),
 ) -> dict[str, Any]:
     """The tenant's ladder runs, newest first: ``{runs, total}``."""
-    runs, total = _runtime(request).runs.list(
+    runs, total = ladder_runtime(request).runs.list(
         tenant, ladder=ladder, status=status, limit=limit, offset=offset
     )
     return {"runs": [_summary(r) for r in runs], "total": total}
@@ -376,7 +377,7 @@ def list_runs(
 def get_run(run_id: str, request: Request, tenant: str = Depends(require_tenant)) -> dict[str, Any]:
     """One run with its trace (steps, rendered messages, replies, slate reads and writes, hook
     results; secrets redacted) and the response it gave."""
-    record = _runtime(request).runs.get(tenant, run_id)
+    record = ladder_runtime(request).runs.get(tenant, run_id)
     if record is None:
         raise NotFound(f"no run {run_id!r}", code="run_not_found")
     return {

@@ -13,7 +13,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from cairn.api.auth import api_key_of, require_tenant, services_of
 from cairn.api.schemas import EpisodePublic, MemoryPublic
 from cairn.core.scope import MAX_ID_LENGTH, Scope
 from cairn.engine.lifecycle import (
@@ -26,6 +25,7 @@ from cairn.engine.lifecycle import (
     memory_history,
 )
 from cairn.engine.retention import set_policy
+from cairn.http.auth import api_key_of, require_tenant, services_of
 
 router = APIRouter(tags=["lifecycle"])
 

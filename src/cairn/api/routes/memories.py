@@ -19,7 +19,6 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import MemoryPublic
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
@@ -27,6 +26,7 @@ from cairn.engine.compile import KINDS, compile_request
 from cairn.engine.search import search_memories
 from cairn.errors import InvalidInput, NotFound
 from cairn.services import Services
+from cairn.http.auth import require_tenant, services_of
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 scopes_router = APIRouter(tags=["memories"])

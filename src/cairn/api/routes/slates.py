@@ -10,8 +10,8 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.errors import InvalidInput
+from cairn.http.auth import require_tenant, services_of
 from cairn.slates.config import SlateWriteSpec, format_validation_error
 from cairn.slates.service import Slates
 from cairn.slates.steps import apply_slate_write

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import (
     EpisodePublic,
     MemoryPublic,
@@ -18,9 +17,10 @@ from cairn.api.schemas import (
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import erase_subject
+from cairn.http.auth import require_tenant, services_of
+from cairn.store.timeline import read_timeline
 
 router = APIRouter(tags=["subjects"])
-T = TypeVar("T")
 
 
 @router.get("/v1/timeline", response_model=TimelinePublic)
@@ -37,27 +37,21 @@ def timeline(
     With ``newest_first`` the window is taken from the newest end (``offset`` counts back);
     rows inside a page are always oldest first.
     """
-    store = services_of(request).store
-    scope = Scope.for_subject(subject_id)
-    page = {"limit": limit + 1, "offset": offset, "newest_first": newest_first}
-    with store.db.read() as conn:
-        episodes = store.episodes.list(tenant, scope, **page, conn=conn)  # type: ignore[arg-type]
-        memories = store.memories.list(tenant, scope, **page, conn=conn)  # type: ignore[arg-type]
-    episodes, episodes_more = _window(episodes, limit, newest_first)
-    memories, memories_more = _window(memories, limit, newest_first)
+    page = read_timeline(
+        services_of(request).store,
+        tenant,
+        Scope.for_subject(subject_id),
+        limit=limit,
+        offset=offset,
+        newest_first=newest_first,
+    )
     return TimelinePublic.model_construct(
         subject_id=subject_id,
-        episodes=[EpisodePublic.of(e) for e in episodes],
-        memories=[MemoryPublic.of(m) for m in memories],
-        episodes_has_more=episodes_more,
-        memories_has_more=memories_more,
+        episodes=[EpisodePublic.of(e) for e in page.episodes],
+        memories=[MemoryPublic.of(m) for m in page.memories],
+        episodes_has_more=page.episodes_has_more,
+        memories_has_more=page.memories_has_more,
     )
-
-
-def _window(rows: list[T], limit: int, newest_first: bool) -> tuple[list[T], bool]:
-    """Cut the one extra row fetched to tell whether more exist (the oldest one when paging
-    from the newest end)."""
-    return (rows[-limit:] if newest_first else rows[:limit]), len(rows) > limit
 
 
 @router.get("/v1/subjects", response_model=SubjectListPublic)

@@ -11,11 +11,12 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cairn.api.auth import require_tenant, services_of
 from cairn.api.schemas import EpisodePublic
 from cairn.core.ids import UtcDateTime
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
+from cairn.engine.ingest import record_episode
+from cairn.http.auth import require_tenant, services_of
 from cairn.templates import MemoryTemplate, apply_template
 
 router = APIRouter(prefix="/v1/memory-templates", tags=["memory-templates"])
@@ -103,15 +104,13 @@ def apply(
     """
     services = services_of(request)
     template = services.templates.get(template_id)
-    episode, _ = apply_template(
-        services.store,
-        tenant,
+    item = apply_template(
         template,
         Scope.for_subject(body.subject_id),
         body.values,
         session_id=body.session_id,
         idempotency_key=body.idempotency_key,
         occurred_at=body.occurred_at,
-        listeners=services.ingest_listeners,
     )
+    episode, _ = record_episode(services.store, tenant, item, services.ingest_listeners)
     return EpisodePublic.of(episode)

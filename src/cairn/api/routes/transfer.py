@@ -9,11 +9,11 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from cairn.api.auth import require_tenant, services_of
-from cairn.api.headers import attachment
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import export_lines
+from cairn.http.auth import require_tenant, services_of
+from cairn.http.headers import attachment
 
 router = APIRouter(tags=["subjects"])
 

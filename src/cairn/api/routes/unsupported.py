@@ -15,8 +15,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from cairn.api.auth import require_tenant
 from cairn.errors import NotFound
+from cairn.http.auth import require_tenant
 
 router = APIRouter(tags=["not supported"])
 

@@ -25,12 +25,12 @@ from cairn.core.memory import (
     Turn,
     TurnCommit,
 )
+from cairn.core.tokens import CountingTokenizer, Tokenizer, get_tokenizer
 from cairn.engine.context import lanes
 from cairn.engine.context.packing import apply_min_score, pack_context
 from cairn.engine.documents import ChunkSettings, put_document
 from cairn.engine.embedders import Embedder
 from cairn.engine.ingest import IngestListener
-from cairn.engine.tokens import CountingTokenizer, Tokenizer, get_tokenizer
 from cairn.engine.turns import commit_turn
 from cairn.store import Store
 from cairn.store.documents import ChunkRow

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from cairn.core.memory import ContextItem, ContextRenderer, ContextResult
-from cairn.engine.tokens import Tokenizer
+from cairn.core.tokens import Tokenizer
 
 T = TypeVar("T")
 

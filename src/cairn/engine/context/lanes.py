@@ -20,7 +20,7 @@ from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.memory import ContextItem, SourceRef
 from cairn.core.scope import Scope
-from cairn.engine.tokens import Tokenizer
+from cairn.core.tokens import Tokenizer
 from cairn.engine.turns import TURN_EPISODE_TYPE, episode_text
 from cairn.store import Store
 from cairn.store.documents import ChunkRow, conversation_memories, latest_episodes

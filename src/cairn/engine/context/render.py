@@ -17,10 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from cairn.core.memory import ContextItem, ContextResult
-from cairn.engine.tokens import Tokenizer
+from cairn.core.tokens import Tokenizer
 from cairn.errors import InvalidInput
 
 BLOCK_OPEN = "<recalled-memory>"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from cairn.api.auth import services_of
 from cairn.errors import AuthError
+from cairn.http.auth import services_of
 from cairn.web._render import WebRoute, render, see_other
 from cairn.web._session import (
     check_csrf,

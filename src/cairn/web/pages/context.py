@@ -15,14 +15,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from cairn.api.auth import services_of
-from cairn.api.routes.context import assembly_for
 from cairn.core.memory import Budget, ContextItem, ContextRequest, ContextResult
 from cairn.core.scope import Scope
 from cairn.core.subject_id import is_subject_id
 from cairn.engine.context import apply_min_score, pack_context, priority_order
 from cairn.engine.context.fit import fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, default_costs
+from cairn.http.auth import services_of
+from cairn.http.runtimes import assembly_for
 from cairn.web._render import WebRoute, render
 from cairn.web._session import Viewer, current_viewer
 

@@ -16,10 +16,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse
 
-from cairn.api.auth import services_of
-from cairn.api.routes.ladders import _runtime as ladder_runtime  # the API's runtime instance
 from cairn.core.ids import uuid7
 from cairn.errors import CairnError, ConfigError, InvalidInput, NotFound
+from cairn.http.auth import services_of
+from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.config import ladder_name, parse_ladder_file
 from cairn.ladders.registry import Ladder, compile_ladder
 from cairn.ladders.runtime import RunRequest

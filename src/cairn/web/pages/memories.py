@@ -12,8 +12,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
 
-from cairn.api.auth import services_of
-from cairn.api.headers import attachment
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import (
     MemoryCorrection,
@@ -22,6 +20,8 @@ from cairn.engine.lifecycle import (
     forget_memory,
     memory_history,
 )
+from cairn.http.auth import services_of
+from cairn.http.headers import attachment
 from cairn.web._render import WebRoute, render, see_other
 from cairn.web._session import Viewer, check_csrf, current_viewer
 from cairn.web.pages.subjects import subject_url

@@ -13,8 +13,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from cairn.api.auth import services_of
 from cairn.errors import CairnError
+from cairn.http.auth import services_of
 from cairn.slates.service import Slates
 from cairn.web._render import WebRoute, render, see_other
 from cairn.web._session import Viewer, check_csrf, current_viewer

@@ -15,13 +15,14 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from cairn.api.auth import services_of
 from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import erase_subject
 from cairn.errors import NotFound
+from cairn.http.auth import services_of
+from cairn.store.timeline import read_timeline
 from cairn.web._render import WebRoute, render, see_other
 from cairn.web._session import Viewer, check_csrf, current_viewer
 
@@ -93,29 +94,20 @@ def timeline_page(
     store = services_of(request).store
     scope = Scope.for_subject(subject_id)
     offset = (page - 1) * TIMELINE_PAGE
-    with store.db.read() as conn:
-        episodes = store.episodes.list(
-            viewer.tenant,
-            scope,
-            limit=TIMELINE_PAGE + 1,
-            offset=offset,
-            session_id=session or None,
-            conn=conn,
-        )
-        memories = store.memories.list(
-            viewer.tenant,
-            scope,
-            limit=TIMELINE_PAGE + 1,
-            offset=offset,
-            kind=kind or None,
-            session_id=session or None,
-            conn=conn,
-        )
-        kinds, sessions = store.memories.facets(viewer.tenant, scope, conn)
-        total_episodes = store.episodes.count(viewer.tenant, scope, conn=conn)
-        total_memories = store.memories.count(viewer.tenant, scope, conn=conn)
-    has_more = len(episodes) > TIMELINE_PAGE or len(memories) > TIMELINE_PAGE
-    episodes, memories = episodes[:TIMELINE_PAGE], memories[:TIMELINE_PAGE]
+    timeline = read_timeline(
+        store,
+        viewer.tenant,
+        scope,
+        limit=TIMELINE_PAGE,
+        offset=offset,
+        kind=kind or None,
+        session_id=session or None,
+        facets=True,
+    )
+    has_more = timeline.episodes_has_more or timeline.memories_has_more
+    episodes, memories = timeline.episodes, timeline.memories
+    kinds, sessions = timeline.kinds, timeline.sessions
+    total_episodes, total_memories = timeline.total_episodes, timeline.total_memories
     if kind:
         episodes = []
     if show == "episodes":

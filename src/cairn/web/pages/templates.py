@@ -12,10 +12,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse
 
-from cairn.api.auth import services_of
 from cairn.core.scope import Scope
 from cairn.core.subject_id import is_subject_id
+from cairn.engine.ingest import record_episode
 from cairn.errors import InvalidInput
+from cairn.http.auth import services_of
 from cairn.templates import MemoryTemplate, apply_template
 from cairn.web._render import WebRoute, render
 from cairn.web._session import Viewer, check_csrf, current_viewer
@@ -99,14 +100,11 @@ async def apply_page(
     }
     try:
         _check_form(subject_id, session_id)
-        episode, created = apply_template(
-            services.store,
-            viewer.tenant,
-            template,
-            Scope.for_subject(subject_id),
-            values,
-            session_id=session_id or None,
-            listeners=services.ingest_listeners,
+        item = apply_template(
+            template, Scope.for_subject(subject_id), values, session_id=session_id or None
+        )
+        episode, created = record_episode(
+            services.store, viewer.tenant, item, services.ingest_listeners
         )
     except InvalidInput as exc:
         return _form_page(request, template, form, error=exc, status=exc.status)

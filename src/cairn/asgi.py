@@ -1,10 +1,10 @@
-"""ASGI entry point for process managers: ``uvicorn cairn.api.asgi:app`` (settings from env).
+"""ASGI entry point for process managers: ``uvicorn cairn.asgi:app`` (settings from env).
 
 ``cairn serve --workers N`` starts its processes through this module too, so each one sets up
 logging from the same settings as the parent.
 """
 
-from cairn.api.app import create_app, prepare_server_process
+from cairn.app import create_app, prepare_server_process
 from cairn.config import Settings
 from cairn.logs import configure_logging
 

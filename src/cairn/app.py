@@ -1,4 +1,10 @@
-"""The FastAPI application: routers, error handlers, middleware. Built by ``create_app``."""
+"""The server application, assembled above its two faces: the HTTP API (``cairn.api``) and the
+web inspector (``cairn.web``), on one ``Services``. ``create_app`` builds it; ``cairn serve``,
+``cairn.asgi`` and the SDK's in-process transport all start from here.
+
+Nothing below this module imports it (the layers contract in pyproject.toml checks that), so
+the API and the inspector never import each other: what they share lives in ``cairn.http``.
+"""
 
 from __future__ import annotations
 

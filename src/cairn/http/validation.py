@@ -1,0 +1,35 @@
+"""Pydantic validation errors as the ``details`` of a 422: one ``{field, message, type}`` per
+problem, for the API's JSON answers and the inspector's forms alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:] or parts
+    return ".".join(parts)
+
+
+def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `details` list of a 422 from pydantic's error dicts."""
+    return [_detail(e) for e in errors]
+
+
+def _detail(e: dict[str, Any]) -> dict[str, Any]:
+    if e.get("type") == "json_invalid":
+        # FastAPI puts the character offset where a field name goes: name the body instead.
+        loc = list(e.get("loc", ()))
+        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
+        reason = (e.get("ctx") or {}).get("error", "")
+        return {
+            "field": "body",
+            "type": "json_invalid",
+            "message": f"the body is not valid JSON{at}" + (f": {reason}" if reason else ""),
+        }
+    message = str(e.get("msg", ""))
+    if e.get("type") == "value_error":
+        message = message.removeprefix("Value error, ")  # pydantic's prefix says nothing
+    return {"field": _loc(e.get("loc", ())), "message": message, "type": e.get("type", "")}
