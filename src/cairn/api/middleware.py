@@ -17,7 +17,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.api.errors import is_openai_path, openai_error
-from cairn.core.text import nul_path
+from cairn.core.text import NUL, nul_path
 from cairn.metrics import Metrics
 
 log = logging.getLogger("cairn.access")
@@ -167,7 +167,7 @@ class RejectNulMiddleware:
         if scope["type"] == "http":
             raw = scope.get("raw_path") or scope.get("path", "").encode()
             query = scope.get("query_string", b"")
-            if b"%00" in raw or b"\x00" in raw or b"%00" in query or b"\x00" in query:
+            if any(nul in part for part in (raw, query) for nul in (b"%00", NUL.encode())):
                 await _send_error(
                     scope,
                     send,

@@ -89,107 +89,105 @@ def _measure(url: str, ops: int, threads: int) -> list[dict[str, Any]]:
     store = open_store(url)
     slates = Slates(store)
     slates.declare(LADDER, parse_slates(SLATES, "bench"))
-    rows: list[dict[str, Any]] = []
-
-    def add(name: str, n: int, fn: Callable[[int], Any]) -> None:
-        cpu = time.process_time()
-        lat, wall, ev = _timed(n, fn)
-        rows.append(
-            {
-                "op": name,
-                "n": n,
-                "per_s": n / wall,
-                "p50": percentile(lat, 50),
-                "p95": percentile(lat, 95),
-                "evictions": ev,
-                "cpu": (time.process_time() - cpu) * 1000 / n,
-            }
-        )
-
-    w = slates.write
     try:
+        w = slates.write
         for i in range(60):  # fill the folders so that eviction is active from the start
             w(T, LADDER, "Memory", "facts", "core.md", _entry(i))
             w(T, LADDER, "Memory", "lessons", ("wins.md", "failures.md")[i % 2], _entry(i))
         for i in range(900):
             w(T, LADDER, "Memory", "large", ("a.md", "b.md")[i % 2], _entry(i))
-        add(
-            "append, FIFO 500 (full)",
-            ops,
-            lambda i: w(T, LADDER, "Memory", "facts", "core.md", _entry(i)),
-        )
-        add(
-            "append, LRU 300 (full)",
-            ops,
-            lambda i: w(
-                T, LADDER, "Memory", "lessons", ("wins.md", "failures.md")[i % 2], _entry(i)
-            ),
-        )
-        add(
-            "mergeByKey (50 keys)",
-            ops,
-            lambda i: w(
-                T,
-                LADDER,
-                "Memory",
-                "people",
-                "people.json",
-                {"id": i % 50, "note": _entry(i)},
-                on="mergeByKey",
-                key="id",
-            ),
-        )
-        add(
-            "append, FIFO 8000 (full)",
-            max(ops // 4, 1),
-            lambda i: w(T, LADDER, "Memory", "large", ("a.md", "b.md")[i % 2], _entry(i)),
-        )
-        add(
-            "read (LRU, counted)",
-            ops,
-            lambda i: slates.read(T, LADDER, "Memory", "lessons", "wins.md"),
-        )
-        add(
-            "read (peek)",
-            ops,
-            lambda i: slates.read(T, LADDER, "Memory", "facts", "core.md", peek=True),
-        )
-        add(
-            "read index metatag",
-            ops,
-            lambda i: slates.read(T, LADDER, "Memory", "lessons", metatag="index"),
-        )
-
-        per_thread = max(ops // threads, 1)
-        latencies: list[float] = []
-
-        def worker(t: int) -> tuple[list[float], int]:
-            lat, _, ev = _timed(
-                per_thread,
-                lambda i: w(T, LADDER, "Memory", "shared", "log.md", _entry(t * 100_000 + i)),
-            )
-            return lat, ev
-
-        start, cpu = time.perf_counter(), time.process_time()
-        with ThreadPoolExecutor(threads) as pool:
-            results = list(pool.map(worker, range(threads)))
-        wall = time.perf_counter() - start
-        for lat, _ in results:
-            latencies.extend(lat)
-        rows.append(
-            {
-                "op": f"append, {threads} threads, 1 folder",
-                "n": per_thread * threads,
-                "per_s": per_thread * threads / wall,
-                "p50": percentile(latencies, 50),
-                "p95": percentile(latencies, 95),
-                "evictions": sum(ev for _, ev in results),
-                "cpu": (time.process_time() - cpu) * 1000 / (per_thread * threads),
-            }
-        )
+        rows = [_op_row(name, n, fn) for name, n, fn in _single_thread_ops(slates, ops)]
+        rows.append(_threaded_row(slates, ops, threads))
     finally:
         store.close()
     return rows
+
+
+def _op_row(name: str, n: int, fn: Callable[[int], Any]) -> dict[str, Any]:
+    cpu = time.process_time()
+    lat, wall, ev = _timed(n, fn)
+    return {
+        "op": name,
+        "n": n,
+        "per_s": n / wall,
+        "p50": percentile(lat, 50),
+        "p95": percentile(lat, 95),
+        "evictions": ev,
+        "cpu": (time.process_time() - cpu) * 1000 / n,
+    }
+
+
+def _single_thread_ops(slates: Any, ops: int) -> list[tuple[str, int, Callable[[int], Any]]]:
+    """The measured operations: name, how many, and one call."""
+    w = slates.write
+    lessons = ("wins.md", "failures.md")
+
+    def merge(i: int) -> Any:
+        note = {"id": i % 50, "note": _entry(i)}
+        return w(T, LADDER, "Memory", "people", "people.json", note, on="mergeByKey", key="id")
+
+    return [
+        (
+            "append, FIFO 500 (full)",
+            ops,
+            lambda i: w(T, LADDER, "Memory", "facts", "core.md", _entry(i)),
+        ),
+        (
+            "append, LRU 300 (full)",
+            ops,
+            lambda i: w(T, LADDER, "Memory", "lessons", lessons[i % 2], _entry(i)),
+        ),
+        ("mergeByKey (50 keys)", ops, merge),
+        (
+            "append, FIFO 8000 (full)",
+            max(ops // 4, 1),
+            lambda i: w(T, LADDER, "Memory", "large", ("a.md", "b.md")[i % 2], _entry(i)),
+        ),
+        (
+            "read (LRU, counted)",
+            ops,
+            lambda i: slates.read(T, LADDER, "Memory", "lessons", "wins.md"),
+        ),
+        (
+            "read (peek)",
+            ops,
+            lambda i: slates.read(T, LADDER, "Memory", "facts", "core.md", peek=True),
+        ),
+        (
+            "read index metatag",
+            ops,
+            lambda i: slates.read(T, LADDER, "Memory", "lessons", metatag="index"),
+        ),
+    ]
+
+
+def _threaded_row(slates: Any, ops: int, threads: int) -> dict[str, Any]:
+    """Appends to one shared folder from ``threads`` threads at once."""
+    per_thread = max(ops // threads, 1)
+
+    def worker(t: int) -> tuple[list[float], int]:
+        lat, _, ev = _timed(
+            per_thread,
+            lambda i: slates.write(
+                T, LADDER, "Memory", "shared", "log.md", _entry(t * 100_000 + i)
+            ),
+        )
+        return lat, ev
+
+    start, cpu = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(threads) as pool:
+        results = list(pool.map(worker, range(threads)))
+    wall = time.perf_counter() - start
+    latencies = [x for lat, _ in results for x in lat]
+    return {
+        "op": f"append, {threads} threads, 1 folder",
+        "n": per_thread * threads,
+        "per_s": per_thread * threads / wall,
+        "p50": percentile(latencies, 50),
+        "p95": percentile(latencies, 95),
+        "evictions": sum(ev for _, ev in results),
+        "cpu": (time.process_time() - cpu) * 1000 / (per_thread * threads),
+    }
 
 
 def _measure_postgres(pg_url: str, ops: int, threads: int) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from cairn.core.ids import UtcDateTime
 from cairn.core.scope import Scope
+from cairn.core.text import check_no_nul
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_ITEMS = 20
@@ -37,12 +38,6 @@ TURN_KEY_MAX_LENGTH = KEY_MAX_LENGTH - len(TURN_KEY_PREFIX)
 
 SourceClass = Literal["recent", "long_term", "summary"]
 SourceType = Literal["episode", "turn", "chunk"]
-
-
-def _no_nul(value: str, field: str) -> str:
-    if "\x00" in value:
-        raise ValueError(f"{field} must not contain a NUL character")
-    return value
 
 
 class Budget(BaseModel):
@@ -97,7 +92,7 @@ class ContextRequest(BaseModel):
     @field_validator("conversation_id", "query")
     @classmethod
     def _text(cls, value: str, info: Any) -> str:
-        return _no_nul(value, info.field_name).strip()
+        return check_no_nul(value, info.field_name).strip()
 
     @field_validator("dataset_ids")
     @classmethod
@@ -106,7 +101,7 @@ class ContextRequest(BaseModel):
         for i, item in enumerate(value):
             if not item.strip():
                 raise ValueError(f"dataset_ids[{i}] must not be empty")
-            _no_nul(item, f"dataset_ids[{i}]")
+            check_no_nul(item, f"dataset_ids[{i}]")
             if item in seen:
                 raise ValueError(f"dataset_ids[{i}] repeats {item!r}; ids must be unique")
             seen.add(item)
@@ -175,7 +170,7 @@ class Message(BaseModel):
     @field_validator("role", "content")
     @classmethod
     def _text(cls, value: str, info: Any) -> str:
-        return _no_nul(value, info.field_name)
+        return check_no_nul(value, info.field_name)
 
 
 class Turn(BaseModel):
@@ -195,7 +190,7 @@ class Turn(BaseModel):
     @field_validator("conversation_id", "idempotency_key")
     @classmethod
     def _key(cls, value: str, info: Any) -> str:
-        value = _no_nul(value, info.field_name).strip()
+        value = check_no_nul(value, info.field_name).strip()
         if not value:
             raise ValueError(f"{info.field_name} must not be empty")
         return value
@@ -227,7 +222,7 @@ class Document(BaseModel):
     @field_validator("dataset_id", "document_id", "idempotency_key", "title", "content")
     @classmethod
     def _text(cls, value: str, info: Any) -> str:
-        value = _no_nul(value, info.field_name)
+        value = check_no_nul(value, info.field_name)
         if info.field_name in ("dataset_id", "document_id", "idempotency_key"):
             # Keys are trimmed, as a turn's are: " a" and "a" are one document.
             stripped = value.strip()

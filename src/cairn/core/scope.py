@@ -6,6 +6,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from cairn.core.text import check_no_nul
+
 DEFAULT_RUNTIME = "default"
 # The scope columns' width on both backends.
 MAX_ID_LENGTH = 256
@@ -27,9 +29,7 @@ class Scope(BaseModel):
         if value is None:
             return ""
         if isinstance(value, str):
-            if "\x00" in value:
-                raise ValueError("must not contain a NUL character")
-            value = value.strip()
+            value = check_no_nul(value).strip()
             if len(value) > MAX_ID_LENGTH:
                 raise ValueError(f"at most {MAX_ID_LENGTH} characters")
             return value

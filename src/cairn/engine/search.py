@@ -352,16 +352,7 @@ def search_memories(
     """
     if limit <= 0:
         return []
-    lanes = (
-        list(lanes)
-        if lanes is not None
-        else (["lexical", "vector"] if embedder is not None else ["lexical"])
-    )
-    if "vector" in lanes and embedder is None:
-        raise InvalidInput(
-            "semantic search needs an embedder: CAIRN_EMBEDDER is none (use onnx, the default)",
-            code="embedder_not_configured",
-        )
+    lanes = _pick_lanes(lanes, embedder)
     weights = weights or DEFAULT_WEIGHTS
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
@@ -402,15 +393,8 @@ def search_memories(
                 caches=caches,
             )
         fused = fuse(scores, lanes, weights, FUSION)
-        # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
-        # extracted fact or summary; status and kind filters apply to the vector lane here.
         facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
-        final: dict[int, float] = {}
-        for seq, value in fused.items():
-            got = facts.get(seq)
-            if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
-                continue
-            final[seq] = max(0.0, min(1.0, value * got[0]))
+        final = _final_scores(fused, facts, allowed, kinds)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
         found = store.memories.by_seqs(tenant_id, scope, order, conn)
         out = [
@@ -423,3 +407,36 @@ def search_memories(
             if seq in found
         ]
     return out
+
+
+def _pick_lanes(lanes: Sequence[str] | None, embedder: Any) -> list[str]:
+    """The lanes asked for; by default lexical, plus vector when there is an embedder."""
+    picked = (
+        list(lanes)
+        if lanes is not None
+        else (["lexical", "vector"] if embedder is not None else ["lexical"])
+    )
+    if "vector" in picked and embedder is None:
+        raise InvalidInput(
+            "semantic search needs an embedder: CAIRN_EMBEDDER is none (use onnx, the default)",
+            code="embedder_not_configured",
+        )
+    return picked
+
+
+def _final_scores(
+    fused: dict[int, float],
+    facts: dict[int, tuple[float, str, str]],
+    allowed: set[str],
+    kinds: list[str] | None,
+) -> dict[int, float]:
+    """Relevance times confidence, in [0, 1]: a verbatim turn (1.0) outranks an equally
+    relevant extracted fact or summary. Status and kind filters apply to the vector lane
+    here (the lexical lane filtered in its query)."""
+    final: dict[int, float] = {}
+    for seq, value in fused.items():
+        got = facts.get(seq)
+        if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
+            continue
+        final[seq] = max(0.0, min(1.0, value * got[0]))
+    return final

@@ -16,6 +16,7 @@ from typing import Any
 
 from cairn.client import Episode, EpisodeCreate, Scope, Timeline
 from cairn.core.scope import Scope as CoreScope
+from cairn.core.text import NUL
 
 KEY_LIMIT = 256  # the longest conversation id / user id Cairn accepts
 
@@ -35,7 +36,7 @@ def log_subject(prefix: str, session_id: str) -> str:
 def conversation_key(session_id: str) -> str:
     """The session id as a turn's ``conversation_id`` (and default user id): kept when Cairn
     accepts it as it is, hashed when it is too long, blank-edged or holds a NUL."""
-    usable = 0 < len(session_id) <= KEY_LIMIT and "\x00" not in session_id
+    usable = 0 < len(session_id) <= KEY_LIMIT and NUL not in session_id
     if usable and session_id.strip() == session_id:
         return session_id
     return "sha256:" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()

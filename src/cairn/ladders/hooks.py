@@ -35,6 +35,7 @@ from cairn.core.memory import (
     TurnCommit,
 )
 from cairn.core.scope import Scope
+from cairn.core.text import check_no_nul
 from cairn.engine.context.fit import fit_rendering
 from cairn.engine.context.gotmpl import GoTemplateRenderer
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer
@@ -89,8 +90,7 @@ def _conversation_id(value: str | None) -> str | None:
     context id); NUL is refused here, not at the first call."""
     if value is None:
         return None
-    if "\x00" in value:
-        raise ValueError("conversation_id must not contain a NUL character")
+    check_no_nul(value, "conversation_id")
     value = value.strip()
     if not value:
         raise ValueError(
@@ -128,8 +128,7 @@ class QuerySource(_Strict):
         if self.literal is not None and not self.literal.strip():
             raise ValueError("query.literal must not be empty")
         for name in ("literal", "board"):
-            if "\x00" in (getattr(self, name) or ""):
-                raise ValueError(f"query.{name} must not contain a NUL character")
+            check_no_nul(getattr(self, name) or "", f"query.{name}")
         if self.board is not None and not self.board.strip():
             raise ValueError("query.board must name a board variable (it is empty)")
         return self
@@ -235,8 +234,7 @@ class ContextHookSettings(_Strict):
         for i, item in enumerate(value):
             if not item.strip():
                 raise ValueError(f"dataset_ids[{i}] must not be empty")
-            if "\x00" in item:
-                raise ValueError(f"dataset_ids[{i}] must not contain a NUL character")
+            check_no_nul(item, f"dataset_ids[{i}]")
             if item in value[:i]:
                 raise ValueError(f"dataset_ids[{i}] repeats {item!r}; ids must be unique")
         return value

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cairn.core.memory import Assembly
+from cairn.core.text import NUL
 from cairn.core.yamlfiles import YAMLError, load_yaml, read_yaml_text, yaml_problem
 from cairn.engine.context.impls import get_assembly_impl
 from cairn.errors import ConfigError
@@ -141,7 +142,7 @@ def read_settings_file(
 ) -> dict[str, Any]:
     """The YAML mapping in ``file``, which must resolve (symlinks followed) to a path inside
     ``config_dir`` and be at most ``max_bytes`` long. An empty file is an empty mapping."""
-    if "\x00" in file:
+    if NUL in file:
         raise ConfigError(
             f"settings file {file!r} must not contain a NUL character", code="invalid_config"
         )

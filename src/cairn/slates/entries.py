@@ -74,6 +74,29 @@ def _json_items(file: FileState) -> list[Any]:
     return value
 
 
+@dataclass(slots=True)
+class _NewEntries:
+    """Makes a write's new entries, numbered after the folder's ``clock``."""
+
+    file: str
+    clock: int
+    now: datetime
+    run_id: str | None
+    count: Any
+
+    def new(self, text: str, position: int | None = None) -> Entry:
+        self.clock += 1
+        return Entry(
+            file=self.file,
+            seq=self.clock,
+            position=self.clock if position is None else position,
+            content=text,
+            tokens=self.count(text),
+            written_at=self.now,
+            run_id=self.run_id,
+        )
+
+
 def apply_mode(
     file: FileState,
     mode: str,
@@ -86,93 +109,77 @@ def apply_mode(
     count: Any,
 ) -> FileChange:
     """Apply one write mode to ``file``; new entries take seq numbers after ``clock``."""
-
-    def new_entry(text: str, position: int | None = None) -> Entry:
-        nonlocal clock
-        clock += 1
-        return Entry(
-            file=file.name,
-            seq=clock,
-            position=clock if position is None else position,
-            content=text,
-            tokens=count(text),
-            written_at=now,
-            run_id=run_id,
-        )
-
-    entries = list(file.entries)
+    make = _NewEntries(file.name, clock, now, run_id, count)
     if mode == "overwrite":
         text = content if isinstance(content, str) else canonical_json(content)
-        entry = new_entry(text)
-        return FileChange("text", [entry], [entry], [entry], entries, clock)
+        entry = make.new(text)
+        return FileChange("text", [entry], [entry], [entry], list(file.entries), make.clock)
     if mode == "append":
-        if file.kind == "json" and entries:
-            # Keep the array valid: the content becomes one more item.
-            if isinstance(content, str):
-                with contextlib.suppress(json.JSONDecodeError):
-                    content = json.loads(content)
-            text = canonical_json(content)
-        else:
-            text = content if isinstance(content, str) else canonical_json(content)
-        entry = new_entry(text)
-        return FileChange(
-            "json" if file.kind == "json" and entries else "text",
-            [*entries, entry],
-            [entry],
-            [entry],
-            [],
-            clock,
-        )
+        return _append(file, content, make)
     if mode == "mergeByKey":
         if not key:
             raise InvalidSlateWrite("mergeByKey needs 'key'", code="slate_merge_key_missing")
-        incoming = merge_items(content, key)
-        replaced: list[Entry] = []
-        if file.kind != "json" and entries:
-            # Text that parses as a JSON array becomes one entry per item, kept in place.
-            items = _json_items(file)
-            replaced = entries
-            base_seq = min(e.seq for e in entries)
-            entries = []
-            for item in items:
-                clock += 1
-                entries.append(
-                    Entry(
-                        file.name,
-                        base_seq,
-                        clock,
-                        canonical_json(item),
-                        count(canonical_json(item)),
-                        now,
-                        run_id,
-                    )
-                )
-        written: list[Entry] = []
-        for item in incoming:
-            text = canonical_json(item)
-            wanted = canonical_json(item[key])
-            match = next(
-                (i for i, e in enumerate(entries) if _key_of(e.content, key) == wanted), None
-            )
-            if match is None:
-                entry = new_entry(text)
-                entries.append(entry)
-            else:
-                old = entries[match]
-                entry = new_entry(text, position=old.position)
-                entries[match] = entry
-                if any(w is old for w in written):
-                    written = [w for w in written if w is not old]
-                elif old.id is not None:
-                    replaced.append(old)
-            written.append(entry)
-        # Entries converted from text (no id yet) are stored too, but stay evictable.
-        inserted = [e for e in entries if e.id is None]
-        return FileChange("json", entries, inserted, written, replaced, clock)
+        return _merge(file, merge_items(content, key), key, make)
     raise InvalidSlateWrite(
         f"unknown write mode {mode!r}: use append, overwrite or mergeByKey",
         code="slate_invalid_write",
     )
+
+
+def _append(file: FileState, content: Any, make: _NewEntries) -> FileChange:
+    entries = list(file.entries)
+    if file.kind == "json" and entries:
+        # Keep the array valid: the content becomes one more item.
+        if isinstance(content, str):
+            with contextlib.suppress(json.JSONDecodeError):
+                content = json.loads(content)
+        text = canonical_json(content)
+    else:
+        text = content if isinstance(content, str) else canonical_json(content)
+    entry = make.new(text)
+    kind: FileKind = "json" if file.kind == "json" and entries else "text"
+    return FileChange(kind, [*entries, entry], [entry], [entry], [], make.clock)
+
+
+def _merge(
+    file: FileState, incoming: list[dict[str, Any]], key: str, make: _NewEntries
+) -> FileChange:
+    entries = list(file.entries)
+    replaced: list[Entry] = []
+    if file.kind != "json" and entries:
+        # Text that parses as a JSON array becomes one entry per item, kept in place.
+        items = _json_items(file)
+        replaced = entries
+        base_seq = min(e.seq for e in entries)
+        entries = []
+        for item in items:
+            make.clock += 1
+            text = canonical_json(item)
+            entries.append(
+                Entry(
+                    file.name, base_seq, make.clock, text, make.count(text), make.now, make.run_id
+                )
+            )
+    written: list[Entry] = []
+    for item in incoming:
+        text = canonical_json(item)
+        wanted = canonical_json(item[key])
+        match = next((i for i, e in enumerate(entries) if _key_of(e.content, key) == wanted), None)
+        if match is None:
+            entry = make.new(text)
+            entries.append(entry)
+        else:
+            old = entries[match]
+            entry = make.new(text, position=old.position)
+            entries[match] = entry
+            if any(w is old for w in written):
+                written = [w for w in written if w is not old]
+            elif old.id is not None:
+                replaced.append(old)
+        written.append(entry)
+    # Entries converted from text (no id yet) are stored too, but stay evictable.
+    inserted = [e for e in entries if e.id is None]
+    return FileChange("json", entries, inserted, written, replaced, make.clock)
 
 
 def _key_of(content: str, key: str) -> str | None:

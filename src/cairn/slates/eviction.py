@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cairn.slates.entries import apply_mode
+from cairn.slates.entries import FileChange, apply_mode
 from cairn.slates.errors import SlateEntryTooLarge, SlateLimitExceeded
 from cairn.slates.model import Entry, FileKind, FileState, FolderState, render
 
@@ -85,16 +85,7 @@ def plan_write(
         target, mode, content, key=key, clock=state.clock, now=now, run_id=run_id, count=count
     )
     clock = change.clock
-    if change.kind == "text" and len(change.written) == 1:
-        minimal = change.written[0].tokens  # a one-entry text file is just the entry
-    else:
-        minimal = count(render(change.kind, change.written))
-    if minimal > state.token_limit:
-        raise SlateEntryTooLarge(
-            f"the write needs {minimal} tokens on its own; folder {state.name!r} holds at most "
-            f"{state.token_limit}",
-            details={"tokens": minimal, "tokenLimit": state.token_limit},
-        )
+    _check_write_fits(state, change, count)
     work = {name: list(f.entries) for name, f in state.files.items()}
     work[file] = change.entries
     kinds = {name: f.kind for name, f in state.files.items()}
@@ -106,31 +97,7 @@ def plan_write(
     last_used[file] = clock
     evicted: list[Entry] = []
     if usage > state.token_limit:
-        if state.policy == "reject":
-            raise SlateLimitExceeded(
-                f"folder {state.name!r} would hold {usage} tokens, over its limit of "
-                f"{state.token_limit} (evictionPolicy: reject)",
-                details={"tokens": usage, "tokenLimit": state.token_limit},
-            )
-        # LRU ranks the written file as the most recently used one.
-        ranked = FolderState(
-            state.slate,
-            state.name,
-            state.token_limit,
-            state.policy,
-            clock,
-            {n: _with_last_used(f, last_used[n]) for n, f in state.files.items()},
-        )
-        protected = {id(e) for e in change.written}
-        for victim in victims(ranked, state.policy, work, protected):
-            if usage <= state.token_limit:
-                break
-            name = victim.file
-            work[name] = [e for e in work[name] if e is not victim]
-            new_tokens = count(render(kinds[name], work[name]))
-            usage += new_tokens - tokens[name]
-            tokens[name] = new_tokens
-            evicted.append(victim)
+        evicted, usage = _evict(state, clock, change, work, kinds, tokens, last_used, count)
     assert usage <= state.token_limit, "eviction left the folder over its limit"
     plan = WritePlan(clock=clock, usage=usage, written=len(change.written))
     evicted_ids = {id(e) for e in evicted}
@@ -155,6 +122,63 @@ def plan_write(
                 merged_tags if name == file else list(f.tags),
             )
     return plan
+
+
+def _check_write_fits(state: FolderState, change: FileChange, count: Counter) -> None:
+    """What the write wrote must fit the folder on its own: nothing else can be evicted
+    to make room for it."""
+    if change.kind == "text" and len(change.written) == 1:
+        minimal = change.written[0].tokens  # a one-entry text file is just the entry
+    else:
+        minimal = count(render(change.kind, change.written))
+    if minimal > state.token_limit:
+        raise SlateEntryTooLarge(
+            f"the write needs {minimal} tokens on its own; folder {state.name!r} holds at most "
+            f"{state.token_limit}",
+            details={"tokens": minimal, "tokenLimit": state.token_limit},
+        )
+
+
+def _evict(
+    state: FolderState,
+    clock: int,
+    change: FileChange,
+    work: dict[str, list[Entry]],
+    kinds: dict[str, FileKind],
+    tokens: dict[str, int],
+    last_used: dict[str, int],
+    count: Counter,
+) -> tuple[list[Entry], int]:
+    """Evict entries by the folder's policy (never what this write wrote) until the folder
+    fits; ``work`` and ``tokens`` are updated. Returns the evicted entries and the usage."""
+    usage = sum(tokens.values())
+    evicted: list[Entry] = []
+    if state.policy == "reject":
+        raise SlateLimitExceeded(
+            f"folder {state.name!r} would hold {usage} tokens, over its limit of "
+            f"{state.token_limit} (evictionPolicy: reject)",
+            details={"tokens": usage, "tokenLimit": state.token_limit},
+        )
+    # LRU ranks the written file as the most recently used one.
+    ranked = FolderState(
+        state.slate,
+        state.name,
+        state.token_limit,
+        state.policy,
+        clock,
+        {n: _with_last_used(f, last_used[n]) for n, f in state.files.items()},
+    )
+    protected = {id(e) for e in change.written}
+    for victim in victims(ranked, state.policy, work, protected):
+        if usage <= state.token_limit:
+            break
+        name = victim.file
+        work[name] = [e for e in work[name] if e is not victim]
+        new_tokens = count(render(kinds[name], work[name]))
+        usage += new_tokens - tokens[name]
+        tokens[name] = new_tokens
+        evicted.append(victim)
+    return evicted, usage
 
 
 def plan_eviction(state: FolderState, until_tokens: int, count: Counter) -> WritePlan:

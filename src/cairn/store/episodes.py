@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, and_, func, select, tuple_
@@ -25,8 +25,10 @@ def scope_filter(table: Any, tenant_id: str, scope: Scope) -> Any:
     )
 
 
-def row_to_episode(row: Row[Any]) -> Episode:
-    m = row._mapping
+def row_to_episode(row: Row[Any] | Mapping[str, Any]) -> Episode:
+    """The one mapper of the episodes table: a stored row, or the values of a row just
+    inserted (with its ``seq``)."""
+    m = row._mapping if isinstance(row, Row) else row
     return Episode.model_construct(
         id=m["id"],
         tenant_id=m["tenant_id"],
@@ -141,7 +143,7 @@ class EpisodeRepository:
                         (r["runtime_id"], r["user_id"], r["agent_id"], r["idempotency_key"])
                     )
                 else:
-                    result[i] = _episode_from_row(r, items[i].scope, seq)
+                    result[i] = row_to_episode({**r, "seq": seq})
             if lost:
                 found = {_episode_key(ep): ep for ep in self._by_keys(conn, tenant_id, lost)}
                 for r, i in rows_left:
@@ -211,24 +213,6 @@ class EpisodeRepository:
             return int(conn.execute(stmt).scalar_one())
         with self.db.read() as own:
             return int(own.execute(stmt).scalar_one())
-
-
-def _episode_from_row(r: dict[str, Any], scope: Scope, seq: int) -> Episode:
-    return Episode.model_construct(
-        id=r["id"],
-        tenant_id=r["tenant_id"],
-        scope=scope,
-        source=r["source"],
-        type=r["type"],
-        payload=r["payload"],
-        metadata=r["metadata"],
-        provenance=r["provenance"],
-        session_id=r["session_id"],
-        idempotency_key=r["idempotency_key"],
-        occurred_at=r["occurred_at"],
-        created_at=r["created_at"],
-        seq=seq,
-    )
 
 
 def _scope_key(scope: Scope) -> tuple[str, str, str]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
+from cairn.core.text import NUL
 from cairn.errors import InvalidInput
 from cairn.templates.errors import INVALID_VALUE, MISSING_FIELD, UNKNOWN_FIELD
 from cairn.templates.model import MemoryTemplate
@@ -35,7 +36,7 @@ def _value_problem(value: object) -> str:
     character (which PostgreSQL cannot store, so no backend accepts it)."""
     if not isinstance(value, str):
         return _json_type(value)
-    if "\x00" in value:
+    if NUL in value:
         return "a string containing a NUL character"
     return ""
 

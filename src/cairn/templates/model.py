@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from cairn.core.text import check_no_nul
 from cairn.templates.scaffold import (
     FIELD_NAME_PATTERN,
     Piece,
@@ -51,9 +52,7 @@ class MemoryTemplate(BaseModel):
     @model_validator(mode="after")
     def _check_fields_and_scaffold(self) -> MemoryTemplate:
         for key in ("id", "episode_type", "content_template"):
-            if "\x00" in getattr(self, key):
-                # Written into episodes; PostgreSQL cannot store NUL in text.
-                raise ValueError(f"{key} must not contain a NUL character")
+            check_no_nul(getattr(self, key), key)  # written into episodes
         seen: set[str] = set()
         for f in self.fields:
             if f.name in seen:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
+from cairn.core.text import has_nul
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.http.auth import require_tenant, services_of
 from cairn.http.runtimes import ladder_runtime
@@ -96,7 +97,7 @@ class ChatCompletionCreate(BaseModel):
     @model_validator(mode="after")
     def _no_nul(self) -> ChatCompletionCreate:
         # NUL means nothing in a prompt, and PostgreSQL cannot store it in text or JSON.
-        if _has_nul(self.model_dump()):
+        if has_nul(self.model_dump()):
             raise ValueError("the request must not contain a NUL character")
         return self
 
@@ -116,16 +117,6 @@ def refuse_unsupported(body: ChatCompletionCreate) -> None:
             status=400,
             details={"param": key},
         )
-
-
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
 
 
 def _sse(data: dict[str, Any] | str) -> bytes:

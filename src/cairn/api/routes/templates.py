@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.schemas import EpisodePublic
 from cairn.core.ids import UtcDateTime
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
+from cairn.core.text import NoNul
 from cairn.engine.ingest import record_episode
 from cairn.http.auth import require_tenant, services_of
 from cairn.templates import MemoryTemplate, apply_template
@@ -56,18 +57,10 @@ class TemplateApply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     subject_id: SubjectIdStr
-    session_id: str | None = Field(None, min_length=1, max_length=256)
+    session_id: NoNul | None = Field(None, min_length=1, max_length=256)
     values: dict[str, Any]
-    idempotency_key: str | None = Field(None, min_length=1, max_length=256)
+    idempotency_key: NoNul | None = Field(None, min_length=1, max_length=256)
     occurred_at: UtcDateTime | None = None
-
-    @field_validator("session_id", "idempotency_key")
-    @classmethod
-    def _no_nul(cls, value: str | None) -> str | None:
-        # PostgreSQL text cannot hold NUL; refusing it here keeps both backends alike.
-        if value is not None and "\x00" in value:
-            raise ValueError("must not contain a NUL character")
-        return value
 
 
 @router.get("", response_model=MemoryTemplateListPublic)

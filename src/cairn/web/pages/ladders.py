@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse
 
 from cairn.core.ids import uuid7
+from cairn.core.text import has_nul
 from cairn.errors import CairnError, ConfigError, InvalidInput, NotFound
 from cairn.http.auth import services_of
 from cairn.http.runtimes import ladder_runtime
@@ -147,7 +148,7 @@ def chat_page(
     if not message.strip():
         ctx["chat_error"] = {"code": "validation_error", "message": "Type a message first."}
         return _detail(request, viewer, name, ctx, status=422)
-    if "\x00" in message + conversation_id + user + json.dumps(turns, ensure_ascii=False):
+    if has_nul([message, conversation_id, user, turns]):
         # As on the API: NUL means nothing in a prompt and PostgreSQL cannot store it.
         ctx["chat_error"] = {
             "code": "validation_error",

@@ -1,0 +1,33 @@
+"""The one NUL check every edge uses: a field type, a value check, a search of nested data."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from cairn.core.text import NoNul, check_no_nul, has_nul, nul_path
+
+
+class _Form(BaseModel):
+    name: NoNul
+    note: NoNul | None = None
+
+
+def test_no_nul_field_names_the_field() -> None:
+    assert _Form(name="Мария 李").name == "Мария 李"
+    with pytest.raises(ValidationError) as exc:
+        _Form(name="ok", note="a\x00b")
+    (error,) = exc.value.errors()
+    assert error["loc"] == ("note",) and "must not contain a NUL character" in error["msg"]
+
+
+def test_check_no_nul_says_what() -> None:
+    assert check_no_nul("ضوء") == "ضوء"
+    with pytest.raises(ValueError, match=r"^query\.board must not contain a NUL character$"):
+        check_no_nul("x\x00", "query.board")
+
+
+def test_nested_data() -> None:
+    data = {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "\x00"}]}
+    assert nul_path(data) == "messages.1.content" and has_nul(data)
+    assert has_nul({"k\x00": 1}) and not has_nul({"k": ["v", 1, None]})
