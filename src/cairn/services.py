@@ -16,13 +16,13 @@ from collections.abc import Callable
 from cairn.config import Settings
 from cairn.core.scope import Scope
 from cairn.core.tenants import DEFAULT_TENANT
+from cairn.core.tokens import CountingTokenizer, get_tokenizer
 from cairn.engine.backfill import EmbeddingBackfill
 from cairn.engine.compile import Compiler, CompileResult, compile_scope
 from cairn.engine.embedders import Embedder, LazyEmbedder
 from cairn.engine.ingest import IngestListener
 from cairn.engine.retention import RetentionClock
 from cairn.engine.search import SearchCaches
-from cairn.core.tokens import CountingTokenizer, get_tokenizer
 from cairn.engine.worker import CompileWorker, JobRunner, ScopeCompiler
 from cairn.ladders.registry import LadderRegistry
 from cairn.ladders.runtime import LadderRuntime

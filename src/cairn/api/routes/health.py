@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request, Response
 
 from cairn import __version__
 from cairn.errors import Unavailable
-from cairn.store import Store
 from cairn.http.auth import services_of
+from cairn.store import Store
 
 router = APIRouter(tags=["health"])
 

@@ -25,8 +25,8 @@ from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.compile import KINDS, compile_request
 from cairn.engine.search import search_memories
 from cairn.errors import InvalidInput, NotFound
-from cairn.services import Services
 from cairn.http.auth import require_tenant, services_of
+from cairn.services import Services
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 scopes_router = APIRouter(tags=["memories"])
