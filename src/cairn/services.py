@@ -16,7 +16,6 @@ from cairn.core.tenants import DEFAULT_TENANT
 from cairn.engine.ingest import IngestListener
 from cairn.metrics import Metrics
 from cairn.store import Store, open_store
-from cairn.store.stats import queue_stats
 from cairn.templates import TemplateCatalogue, load_catalogue
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ class Services:
         self.settings = settings
         self.store = store
         # Prometheus metrics of this process; the compile queue is read from the database.
-        self.metrics = Metrics(queue=lambda: queue_stats(store.db))
+        self.metrics = Metrics(queue=store.queue_stats)
         self._auth_required = False
         self._auth_checked_at = float("-inf")
         self._auth_generation = -1

@@ -329,7 +329,7 @@ def test_claims_of_runs_never_retried_expire(services: Services) -> None:
     from datetime import timedelta
 
     from cairn.core.ids import utcnow
-    from cairn.store.slates import CLAIM_RETENTION
+    from cairn.store.slate_tables import CLAIM_RETENTION
 
     repo = services.slates.repo
     with services.store.db.write() as conn:

@@ -102,8 +102,8 @@ class EmbeddingBackfill:
 
     def _sweep(self) -> None:
         store = self.services.store
-        with store.db.read() as conn:
-            found = store.memories.partitions_without_embedding(conn)
+        with store.snapshot() as tx:
+            found = tx.memories.partitions_without_embedding()
         for tenant_id, scope in found:
             self.notify(tenant_id, scope)
 

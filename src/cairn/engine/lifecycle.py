@@ -69,14 +69,14 @@ def get_episode(services: Any, tenant_id: str, episode_id: uuid.UUID) -> Episode
 def memory_history(services: Any, tenant_id: str, memory_id_: uuid.UUID) -> MemoryHistory:
     """The memory with the versions it replaced and the versions that replaced it."""
     store = _store(services)
-    with store.db.read() as conn:
-        memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
+    with store.snapshot() as tx:
+        memory = tx.lifecycle.memory(tenant_id, memory_id_)
         if memory is None or memory.status == "deleted":
             raise _missing(memory_id_)
         return MemoryHistory(
             memory,
-            store.lifecycle.replaced(conn, tenant_id, memory),
-            store.lifecycle.replaced_by(conn, tenant_id, memory),
+            tx.lifecycle.replaced(tenant_id, memory),
+            tx.lifecycle.replaced_by(tenant_id, memory),
         )
 
 
@@ -91,13 +91,13 @@ def correct_memory(
     store = _store(services)
     _check(change)
     now = utcnow()
-    with store.db.write() as conn:
-        old = store.lifecycle.memory(conn, tenant_id, memory_id_)
+    with store.transaction() as tx:
+        old = tx.lifecycle.memory(tenant_id, memory_id_)
         if old is None or old.status == "deleted":
             raise _missing(memory_id_)
-        store.jobs.compiling.lock_scope(conn, tenant_id, old.scope)
+        tx.compiling.lock_scope(tenant_id, old.scope)
         if old.status != "active":
-            chain = store.lifecycle.replaced_by(conn, tenant_id, old)
+            chain = tx.lifecycle.replaced_by(tenant_id, old)
             current = chain[-1].id if chain else old.superseded_by
             raise Conflict(
                 f"memory {memory_id_} was superseded; correct the current version {current}",
@@ -106,21 +106,21 @@ def correct_memory(
             )
         row = _corrected_row(old, change, editor, now)
         _check_validity(row["valid_from"], row["valid_to"])
-        created = store.memories.insert_new(conn, [row])
+        created = tx.memories.insert_new([row])
         if not created:
             raise Conflict(
                 f"memory {memory_id_} was already corrected to this content",
                 code="memory_superseded",
                 details={"current_id": str(row["id"])},
             )
-        store.memories.supersede(conn, old.id, row["id"], now, now)
+        tx.memories.supersede(old.id, row["id"], now, now)
     embedder = getattr(services, "embedder", None)
     if embedder is not None:
         from cairn.engine.search import embed_memories
 
         embed_memories(store, embedder, tenant_id, old.scope)
-    with store.db.read() as conn:
-        stored = store.lifecycle.memory(conn, tenant_id, row["id"])
+    with store.snapshot() as tx:
+        stored = tx.lifecycle.memory(tenant_id, row["id"])
     assert stored is not None
     return stored
 
@@ -188,12 +188,12 @@ def forget_memory(services: Any, tenant_id: str, memory_id_: uuid.UUID, by: str)
     """Forget one memory (any version); the next compile will not re-create it."""
     store = _store(services)
     now = utcnow()
-    with store.db.write() as conn:
-        memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
+    with store.transaction() as tx:
+        memory = tx.lifecycle.memory(tenant_id, memory_id_)
         if memory is None or memory.status == "deleted":
             raise _missing(memory_id_)
-        store.jobs.compiling.lock_scope(conn, tenant_id, memory.scope)
-        store.lifecycle.forget(conn, memory, by, now)
+        tx.compiling.lock_scope(tenant_id, memory.scope)
+        tx.lifecycle.forget(memory, by, now)
     _after_erase(services, tenant_id, [memory.scope])
     return memory
 
@@ -202,9 +202,9 @@ def delete_episode(services: Any, tenant_id: str, episode_id: uuid.UUID) -> int:
     """Delete one episode and the memories derived from it alone; how many memories went."""
     store = _store(services)
     episode = get_episode(services, tenant_id, episode_id)
-    with store.db.write() as conn:
-        store.jobs.compiling.lock_scope(conn, tenant_id, episode.scope)
-        removed = store.lifecycle.delete_episode(conn, tenant_id, episode_id)
+    with store.transaction() as tx:
+        tx.compiling.lock_scope(tenant_id, episode.scope)
+        removed = tx.lifecycle.delete_episode(tenant_id, episode_id)
     _after_erase(services, tenant_id, [episode.scope])
     return removed
 
@@ -234,8 +234,8 @@ def erase_partitions(
         raise InvalidInput("user_id must not be empty", code="validation_error")
     selector = PartitionSelector(tenant_id, user_id, runtime_id, agent_id)
     store = _store(services)
-    with store.db.write() as conn:
-        scopes, counts = store.lifecycle.erase(conn, selector)
+    with store.transaction() as tx:
+        scopes, counts = tx.lifecycle.erase(selector)
     _after_erase(services, selector.tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
 
@@ -265,7 +265,7 @@ def _after_erase(services: Any, tenant_id: str, scopes: list[Scope]) -> None:
     from cairn.engine.search import VECTOR_INDEX
 
     store = _store(services)
-    with store.db.read() as conn:
+    with store.snapshot() as tx:
         for scope in scopes:
-            VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+            VECTOR_INDEX.matrix(store, tx, tenant_id, scope)
     store.lifecycle.checkpoint()

@@ -1,8 +1,9 @@
 """Search memories of one partition: lexical and vector lanes, calibrated to [0, 1], fused.
 
 - **lexical**: the backend's full-text index (SQLite FTS5 BM25 / PostgreSQL ``ts_rank``) over
-  the query's terms, OR-ed (see ``cairn.engine.query``). The raw score ``s`` is calibrated as
-  ``s / (s + k)``: monotone, 0 for no match, approaching 1 for strong matches.
+  the query's terms, OR-ed (see ``cairn.engine.query``). The raw score is calibrated by
+  ``cairn.engine.ranking`` (``s / (s + 6)`` on BM25's scale): monotone, 0 for no match,
+  approaching 1 for strong matches.
 - **vector**: cosine similarity between the query's embedding and each memory's, exact (all
   vectors of the partition, held in a per-partition matrix refreshed when vectors change);
   calibrated as ``max(0, cos)``.
@@ -19,17 +20,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
-from cairn.engine.query import query_terms
+from cairn.engine.query import ranking_terms
+from cairn.engine.ranking import MEMORY_HALF, calibrate
 from cairn.errors import InvalidInput
 
-LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.7}
-DEGENERATE = 1e-3
+if TYPE_CHECKING:
+    from cairn.store import UnitOfWork
+
 DEFAULT_WEIGHTS = {"lexical": 0.7, "vector": 0.3}
 
 
@@ -47,20 +50,8 @@ def _store_of(store_or_services: Any) -> Any:
     return getattr(store_or_services, "store", store_or_services)
 
 
-# Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
-# so as a query term it matches everything and says nothing.
-ROLE_WORDS = frozenset({"user", "assistant", "system"})
-
-
-def ranking_terms(query: str) -> list[str]:
-    """The query's terms without role words, unless nothing else is left."""
-    terms = query_terms(query)
-    kept = [t for t in terms if t not in ROLE_WORDS]
-    return kept or terms
-
-
 def lexical_lane(
-    store: Any,
+    repos: Any,
     tenant_id: str,
     scope: Scope,
     query: str,
@@ -68,28 +59,18 @@ def lexical_lane(
     pool: int,
     kinds: Sequence[str] | None,
     include_superseded: bool,
-    conn: Any = None,
 ) -> dict[int, float]:
-    """``seq → calibrated lexical score`` for the best ``pool`` matches."""
-    terms = ranking_terms(query)
-    raw = store.memories.lexical(
+    """``seq → calibrated lexical score`` for the best ``pool`` matches; ``repos`` is a
+    ``Store`` or a unit of work."""
+    raw = repos.memories.lexical(
         tenant_id,
         scope,
-        terms,
+        ranking_terms(query),
         limit=pool,
         kinds=kinds,
         include_superseded=include_superseded,
-        conn=conn,
     )
-    if not raw:
-        return {}
-    top = max(s for _, s in raw)
-    if 0 < top < DEGENERATE:
-        # Terms in most rows of a tiny index get a near-zero IDF: keep the relative order
-        # with a modest absolute score instead of reporting every match as 0.
-        return {seq: 0.5 * s / top for seq, s in raw}
-    k = LEXICAL_K.get(store.db.dialect, 1.0)
-    return {seq: (s / (s + k) if s > 0 else 0.0) for seq, s in raw}
+    return calibrate(raw, MEMORY_HALF)
 
 
 # --------------------------------------------------------------------------- vectors
@@ -111,15 +92,16 @@ class VectorIndex:
         self._cache: OrderedDict[tuple[Any, ...], _Matrix] = OrderedDict()
         self._max = max_partitions
 
-    def matrix(self, store: Any, conn: Any, tenant_id: str, scope: Scope) -> _Matrix:
-        key = (store.db.url, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
-        stamp = store.memories.vector_stamp(conn, tenant_id, scope)
+    def matrix(self, store: Any, tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
+        """The partition's vectors, read in ``tx`` (a unit of work of ``store``)."""
+        key = (store.location, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+        stamp = tx.memories.vector_stamp(tenant_id, scope)
         with self._lock:
             got = self._cache.get(key)
             if got is not None and got.stamp == stamp:
                 self._cache.move_to_end(key)
                 return got
-        rows = store.memories.vectors(conn, tenant_id, scope)
+        rows = tx.memories.vectors(tenant_id, scope)
         if rows.seqs:
             vectors = np.vstack([np.frombuffer(b, dtype="<f4") for b in rows.blobs])
         else:
@@ -186,14 +168,14 @@ def vector_lane(
     embedder: Any,
     *,
     pool: int,
-    conn: Any,
+    tx: UnitOfWork,
     matrix: _Matrix | None = None,
     query_vector: Callable[[], np.ndarray] | None = None,
 ) -> dict[int, float]:
     """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
     caller filters). ``matrix`` is the partition's, if already loaded; ``query_vector`` waits
     for an embedding already under way. A partition without vectors embeds nothing."""
-    m = matrix if matrix is not None else VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+    m = matrix if matrix is not None else VECTOR_INDEX.matrix(store, tx, tenant_id, scope)
     if not len(m.seqs):
         return {}
     q = query_vector() if query_vector is not None else _QUERIES.get(embedder, query)
@@ -230,15 +212,14 @@ def embed_memories(
     store = _store_of(store_or_services)
     done = 0
     for _ in range(max_batches) if max_batches is not None else itertools.count():
-        with store.db.read() as conn:
-            todo = store.memories.without_embedding(conn, tenant_id, scope, limit=batch)
+        with store.snapshot() as tx:
+            todo = tx.memories.without_embedding(tenant_id, scope, limit=batch)
         if not todo:
             return done
         vectors = embedder.embed([embedding_text(content, meta) for _, content, meta in todo])
         blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
-        with store.db.write() as conn:
-            store.memories.set_embeddings(
-                conn,
+        with store.transaction() as tx:
+            tx.memories.set_embeddings(
                 tenant_id,
                 scope,
                 [(row[0], blob) for row, blob in zip(todo, blobs, strict=True)],
@@ -317,10 +298,10 @@ def search_memories(
     weights = weights or DEFAULT_WEIGHTS
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
-    with store.db.read() as conn:
+    with store.snapshot() as tx:
         matrix = query_vector = None
         if "vector" in lanes:
-            matrix = VECTOR_INDEX.matrix(store, conn, tenant_id, scope)
+            matrix = VECTOR_INDEX.matrix(store, tx, tenant_id, scope)
             if len(matrix.seqs) and getattr(embedder, "overlap", False):
                 # A CPU model (the slow part of hybrid search) embeds the query while the
                 # lexical lane runs.
@@ -328,14 +309,13 @@ def search_memories(
         scores: dict[str, dict[int, float]] = {}
         if "lexical" in lanes:
             scores["lexical"] = lexical_lane(
-                store,
+                tx,
                 tenant_id,
                 scope,
                 query,
                 pool=pool,
                 kinds=kinds,
                 include_superseded=include_superseded,
-                conn=conn,
             )
         if "vector" in lanes:
             scores["vector"] = vector_lane(
@@ -345,14 +325,14 @@ def search_memories(
                 query,
                 embedder,
                 pool=pool * 2,
-                conn=conn,
+                tx=tx,
                 matrix=matrix,
                 query_vector=query_vector,
             )
         fused = fuse(scores, lanes, weights, FUSION)
         # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
         # extracted fact or summary; status and kind filters apply to the vector lane here.
-        facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
+        facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
         final: dict[int, float] = {}
         for seq, value in fused.items():
             got = facts.get(seq)
@@ -360,7 +340,7 @@ def search_memories(
                 continue
             final[seq] = max(0.0, min(1.0, value * got[0]))
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
-        found = store.memories.by_seqs(tenant_id, scope, order, conn)
+        found = tx.memories.by_seqs(tenant_id, scope, order)
         out = [
             ScoredMemory(
                 memory=found[seq],

@@ -263,7 +263,7 @@ def attach_compile(services: Any) -> None:
         services.compiler = None  # the heuristic default
     in_process = settings.worker_in_process
     if in_process is None:
-        in_process = services.store.db.is_sqlite
+        in_process = services.store.single_writer
     services.compile_worker = CompileWorker(services) if in_process else None
     if services.compile_worker is not None:
         services.on_start.append(services.compile_worker.start)

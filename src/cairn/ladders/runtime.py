@@ -39,7 +39,7 @@ from cairn.ladders.reply import shown_reply, stream_shown
 from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
 from cairn.slates.errors import WriteAlreadyApplied
-from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
+from cairn.store.runs import COMPLETED, FAILED, RunRecord
 
 log = logging.getLogger("cairn.ladders")
 # Run ids appear in URL paths (GET /v1/runs/{run_id}), so they keep to path-safe characters.
@@ -148,7 +148,7 @@ class LadderRuntime:
 
     def __init__(self, services: Any) -> None:
         self.services = services
-        self.runs = RunRepository(services.store.db)
+        self.runs = services.store.runs
 
     # ------------------------------------------------------------------ public
 

@@ -40,9 +40,9 @@ def timeline(
     store = services_of(request).store
     scope = Scope.for_subject(subject_id)
     page = {"limit": limit + 1, "offset": offset, "newest_first": newest_first}
-    with store.db.read() as conn:
-        episodes = store.episodes.list(tenant, scope, **page, conn=conn)  # type: ignore[arg-type]
-        memories = store.memories.list(tenant, scope, **page, conn=conn)  # type: ignore[arg-type]
+    with store.snapshot() as tx:
+        episodes = tx.episodes.list(tenant, scope, **page)  # type: ignore[arg-type]
+        memories = tx.memories.list(tenant, scope, **page)  # type: ignore[arg-type]
     episodes, episodes_more = _window(episodes, limit, newest_first)
     memories, memories_more = _window(memories, limit, newest_first)
     return TimelinePublic.model_construct(

@@ -93,27 +93,25 @@ def timeline_page(
     store = services_of(request).store
     scope = Scope.for_subject(subject_id)
     offset = (page - 1) * TIMELINE_PAGE
-    with store.db.read() as conn:
-        episodes = store.episodes.list(
+    with store.snapshot() as tx:
+        episodes = tx.episodes.list(
             viewer.tenant,
             scope,
             limit=TIMELINE_PAGE + 1,
             offset=offset,
             session_id=session or None,
-            conn=conn,
         )
-        memories = store.memories.list(
+        memories = tx.memories.list(
             viewer.tenant,
             scope,
             limit=TIMELINE_PAGE + 1,
             offset=offset,
             kind=kind or None,
             session_id=session or None,
-            conn=conn,
         )
-        kinds, sessions = store.memories.facets(viewer.tenant, scope, conn)
-        total_episodes = store.episodes.count(viewer.tenant, scope, conn=conn)
-        total_memories = store.memories.count(viewer.tenant, scope, conn=conn)
+        kinds, sessions = tx.memories.facets(viewer.tenant, scope)
+        total_episodes = tx.episodes.count(viewer.tenant, scope)
+        total_memories = tx.memories.count(viewer.tenant, scope)
     has_more = len(episodes) > TIMELINE_PAGE or len(memories) > TIMELINE_PAGE
     episodes, memories = episodes[:TIMELINE_PAGE], memories[:TIMELINE_PAGE]
     if kind:
@@ -175,10 +173,10 @@ def episode_page(
 def _counts(request: Request, tenant: str, subject_id: str) -> tuple[int, int]:
     store = services_of(request).store
     scope = Scope.for_subject(subject_id)
-    with store.db.read() as conn:
+    with store.snapshot() as tx:
         return (
-            store.episodes.count(tenant, scope, conn=conn),
-            store.memories.count(tenant, scope, conn=conn),
+            tx.episodes.count(tenant, scope),
+            tx.memories.count(tenant, scope),
         )
 
 
