@@ -330,15 +330,7 @@ def search_memories(
                 query_vector=query_vector,
             )
         fused = fuse(scores, lanes, weights, FUSION)
-        # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
-        # extracted fact or summary; status and kind filters apply to the vector lane here.
-        facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
-        final: dict[int, float] = {}
-        for seq, value in fused.items():
-            got = facts.get(seq)
-            if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
-                continue
-            final[seq] = max(0.0, min(1.0, value * got[0]))
+        final = _weighed(tx, tenant_id, scope, fused, allowed, kinds)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
         found = tx.memories.by_seqs(tenant_id, scope, order)
         out = [
@@ -351,3 +343,23 @@ def search_memories(
             if seq in found
         ]
     return out
+
+
+def _weighed(
+    tx: UnitOfWork,
+    tenant_id: str,
+    scope: Scope,
+    fused: dict[int, float],
+    allowed: set[str],
+    kinds: list[str] | None,
+) -> dict[int, float]:
+    """Relevance times confidence, so a verbatim turn (1.0) outranks an equally relevant
+    extracted fact or summary; status and kind filters apply to the vector lane here."""
+    facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
+    final: dict[int, float] = {}
+    for seq, value in fused.items():
+        got = facts.get(seq)
+        if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
+            continue
+        final[seq] = max(0.0, min(1.0, value * got[0]))
+    return final
