@@ -30,7 +30,6 @@ from cairn.ladders.watcher import LadderWatcher
 from cairn.metrics import Metrics
 from cairn.slates.service import Slates
 from cairn.store import Store, open_store
-from cairn.store.stats import queue_stats
 from cairn.templates import TemplateCatalogue, load_catalogue
 
 log = logging.getLogger("cairn")
@@ -48,7 +47,7 @@ class Services:
         self.store = store
         self._closed = False
         # Prometheus metrics of this process; the compile queue is read from the database.
-        self.metrics = Metrics(queue=lambda: queue_stats(store.db))
+        self.metrics = Metrics(queue=store.queue_stats)
         self._auth_required = False
         self._auth_checked_at = float("-inf")
         self._auth_generation = -1
@@ -114,7 +113,7 @@ class Services:
         )
         in_process = settings.worker_in_process
         if in_process is None:
-            in_process = self.store.db.is_sqlite
+            in_process = self.store.single_writer
         self.compile_worker: CompileWorker | None = None
         if in_process:
             retention = RetentionClock(settings.retention_interval_s)

@@ -36,9 +36,9 @@ def test_worker_once_runs_queued_jobs(db_url: str, embedder: str) -> None:
     done = store.jobs.get("default", job.id)
     assert done is not None and done.status == "succeeded" and done.memories_created == 1
     assert store.memories.list("default", scope)[0].content == "Water the plants on Sunday."
-    with store.db.read() as conn:
-        vectors = store.memories.vectors(conn, "default", scope)
-        left = store.memories.without_embedding(conn, "default", scope)
+    with store.snapshot() as tx:
+        vectors = tx.memories.vectors("default", scope)
+        left = tx.memories.without_embedding("default", scope)
     if embedder == "onnx":
         assert "1 memories embedded" in result.output
         assert len(vectors.seqs) == 1 and left == []

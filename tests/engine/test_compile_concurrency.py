@@ -59,8 +59,8 @@ def _assert_no_duplicates(store: Store, scope: Scope, expected: list[tuple[str, 
     # Batches may leave superseded history (e.g. a summary of half a session), but what is
     # current is the same as one compile of everything.
     assert _active(store, scope) == expected
-    with store.db.read() as conn:
-        assert store.jobs.compiling.count_uncompiled(conn, TENANT, scope) == 0
+    with store.snapshot() as tx:
+        assert tx.compiling.count_uncompiled(TENANT, scope) == 0
     active_slots = Counter(
         m.metadata.get("slot") for m in memories if m.status == "active" and m.metadata.get("slot")
     )

@@ -128,5 +128,5 @@ def test_bad_model_answers_fail_clearly_and_compile_nothing(
     with pytest.raises(LLMCompileError):
         compile_scope(store, "t1", scope, compiler=compiler)
     assert store.memories.count("t1", scope) == 0
-    with store.db.read() as conn:
-        assert store.jobs.compiling.count_uncompiled(conn, "t1", scope) == 2
+    with store.snapshot() as tx:
+        assert tx.compiling.count_uncompiled("t1", scope) == 2

@@ -151,13 +151,13 @@ def test_vectors_follow_a_compile_in_the_background(
             r = client.post("/v1/context", json={"subject_id": "maya", "task": "green tea?"})
             assert r.status_code == 200 and "green tea" in r.json()["assembled_context"]
             assert time.monotonic() - started < 20
-            with store.db.read() as conn:
-                assert len(store.memories.without_embedding(conn, "default", scope)) >= len(FACTS)
+            with store.snapshot() as tx:
+                assert len(tx.memories.without_embedding("default", scope)) >= len(FACTS)
             assert _search(client, "maya", "what does the user drink", semantic="true") == []
             gate.set()
             assert semantic_services.embedding_backfill.wait_idle(30)
-            with store.db.read() as conn:
-                assert store.memories.without_embedding(conn, "default", scope) == []
+            with store.snapshot() as tx:
+                assert tx.memories.without_embedding("default", scope) == []
             found = _search(client, "maya", "what does the user drink", semantic="true")
             assert found and "green tea" in found[0]["content"]
     finally:
@@ -176,13 +176,13 @@ def test_a_restart_embeds_memories_compiled_without_vectors(
         _turns(client, "ann", ["I drink oolong tea every evening."])
         store = semantic_services.store
         scope = Scope.for_subject("ann")
-        with store.db.read() as conn:
-            assert store.memories.without_embedding(conn, "default", scope)
+        with store.snapshot() as tx:
+            assert tx.memories.without_embedding("default", scope)
         semantic_services.embedding_backfill = backfill
         backfill.start()  # the startup sweep finds the partition
         assert backfill.wait_idle(30)
-        with store.db.read() as conn:
-            assert store.memories.without_embedding(conn, "default", scope) == []
+        with store.snapshot() as tx:
+            assert tx.memories.without_embedding("default", scope) == []
         found = _search(client, "ann", "what beverage does she like", semantic="true")
         assert found and "oolong" in found[0]["content"]
 

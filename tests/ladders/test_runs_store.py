@@ -9,7 +9,7 @@ from alembic.runtime.migration import MigrationContext
 
 from cairn.core.ids import utcnow
 from cairn.store import Store
-from cairn.store.runs import COMPLETED, FAILED, RunRepository
+from cairn.store.runs import COMPLETED, FAILED
 from cairn.store.schema import metadata
 
 
@@ -20,7 +20,7 @@ def test_migration_matches_schema(store: Store) -> None:
 
 
 def test_begin_take_over_finish_and_list(store: Store) -> None:
-    runs = RunRepository(store.db)
+    runs = store.runs
     rec, created = runs.begin("t1", "r1", ladder="l", request_hash="h", model="m")
     assert created and rec.status == "running" and rec.effects == []
     again, created = runs.begin("t1", "r1", ladder="l", request_hash="other", model="m")
@@ -54,7 +54,7 @@ def test_begin_take_over_finish_and_list(store: Store) -> None:
 def test_an_attempt_that_was_taken_over_cannot_record_its_end(store: Store) -> None:
     """An attempt that only looked dead (slow, not gone) and finishes after another attempt
     took the run over must not overwrite that attempt's record, nor its effects."""
-    runs = RunRepository(store.db)
+    runs = store.runs
     first, _ = runs.begin("t1", "r9", ladder="l", request_hash="h", model="m")
     second = runs.take_over("t1", "r9", stale_before=utcnow() + timedelta(seconds=1))
     assert second is not None and second != first.started_at

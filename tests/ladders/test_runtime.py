@@ -329,16 +329,15 @@ def test_claims_of_runs_never_retried_expire(services: Services) -> None:
     from datetime import timedelta
 
     from cairn.core.ids import utcnow
-    from cairn.store.slates import CLAIM_RETENTION
+    from cairn.store.slate_tables import CLAIM_RETENTION
 
-    repo = services.slates.repo
-    with services.store.db.write() as conn:
-        assert repo.claim_write(
-            conn, "t", "gone-1", "final/if", utcnow() - CLAIM_RETENTION - timedelta(hours=1)
+    with services.store.transaction() as tx:
+        assert tx.slates.claim_write(
+            "t", "gone-1", "final/if", utcnow() - CLAIM_RETENTION - timedelta(hours=1)
         )
-        assert repo.claim_write(conn, "t", "recent-1", "final/if", utcnow())
-        assert repo.claim_write(
-            conn, "other", "gone-2", "final/if", utcnow() - CLAIM_RETENTION - timedelta(hours=1)
+        assert tx.slates.claim_write("t", "recent-1", "final/if", utcnow())
+        assert tx.slates.claim_write(
+            "other", "gone-2", "final/if", utcnow() - CLAIM_RETENTION - timedelta(hours=1)
         )
     LadderRuntime(services).run(services.ladders.get("chain"), request("tell me"))
     with services.store.db.read() as conn:

@@ -7,7 +7,7 @@ from alembic.runtime.migration import MigrationContext
 
 from cairn.store import Store
 from cairn.store.schema import metadata
-from cairn.store.slates import slate_entries  # noqa: F401  (registers the slate tables)
+from cairn.store.slate_tables import slate_entries  # noqa: F401  (registers the slate tables)
 
 
 def test_migration_matches_schema(store: Store) -> None:

@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
+from cairn.engine.query import ranking_terms
 from cairn.engine.search import search_memories
 from cairn.store import Store, fts, open_store
 from cairn.store.documents import NewChunk
@@ -62,7 +63,9 @@ def _results(store: Store) -> dict[tuple[str, str], object]:
     for tenant in ("acme", "umbrella", "nobody"):
         for scope in (SCOPE, OTHER):
             found = search_memories(store, tenant, scope, "Globex Oslo train", limit=20)
-            chunks = store.documents.search_chunks(tenant, scope, ["kb"], "Globex office")
+            chunks = store.documents.search_chunks(
+                tenant, scope, ["kb"], ranking_terms("Globex office")
+            )
             out[(tenant, _key(scope))] = (
                 [(m.memory.id, m.memory.content, m.score) for m in found],
                 [(c.id, c.score) for c in chunks],

@@ -17,6 +17,7 @@ from cairn.core.analysis import content_digest
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
+from cairn.engine.query import ranking_terms
 from cairn.engine.search import search_memories
 from cairn.store import fts, open_store
 from cairn.store.database import normalize_url
@@ -106,7 +107,7 @@ def test_0009_rehashes_and_reindexes_stored_rows(db_url: str) -> None:
         assert found and found[0].memory.content == "Li: 我住在北京"
         found = search_memories(store, TENANT, SCOPE, "Geneve")
         assert found and found[0].memory.content == "Li: J'habite à Genève"
-        chunks = store.documents.search_chunks(TENANT, SCOPE, ["d"], "东京")
+        chunks = store.documents.search_chunks(TENANT, SCOPE, ["d"], ranking_terms("东京"))
         assert [c.content for c in chunks] == ["东京是日本的首都"]
 
         # The same turn compiled again (new hash scheme, new id) is the stored memory.

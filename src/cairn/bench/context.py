@@ -32,7 +32,6 @@ from cairn.core.scope import Scope
 from cairn.engine.context import CairnAssembly
 from cairn.store import open_store
 from cairn.store.memory_search import search_text
-from cairn.store.schema import memories
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 SUBJECT = "bench-subject"
@@ -92,9 +91,8 @@ def populate(url: str, n: int, seed: int = 7) -> None:
 
         def flush() -> None:
             if batch:
-                with store.db.write() as conn:
-                    store.memories.prepare_tenant(conn, TENANT)
-                    conn.execute(memories.insert(), batch)
+                with store.transaction() as tx:
+                    tx.memories.load_rows(TENANT, batch)
                 batch.clear()
 
         for i in range(n):
@@ -248,20 +246,10 @@ def bench_size(url: str, n: int, requests: int) -> dict[str, float]:
 
 
 def _with_pg_database(admin_url: str, fn: Callable[[str], dict[str, float]]) -> dict[str, float]:
-    from sqlalchemy import create_engine, text
+    from cairn.store.scratch import scratch_database
 
-    from cairn.store.database import normalize_url
-
-    name = f"cairn_bench_ctx_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        return fn(admin_url.rsplit("/", 1)[0] + f"/{name}")
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(admin_url, "cairn_bench_ctx") as url:
+        return fn(url)
 
 
 def run(

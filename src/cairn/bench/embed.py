@@ -99,20 +99,20 @@ def vectors_after_compile(n: int, threads: int, data: Path | None = None) -> dic
             while services.compile_step(TENANT, scope).has_more:
                 pass
             compiled = time.perf_counter() - t0
-            with store.db.read() as conn:
-                memories = len(store.memories.without_embedding(conn, TENANT, scope, limit=10**6))
+            with store.snapshot() as tx:
+                memories = len(tx.memories.without_embedding(TENANT, scope, limit=10**6))
             t1 = time.perf_counter()
             backfill.wait_idle(3600)
             lag = time.perf_counter() - t1
-            with store.db.read() as conn:
+            with store.snapshot() as tx:
                 texts = [
                     embedding_text(content, meta)
-                    for _, content, meta in store.memories.without_embedding(
-                        conn, TENANT, scope, limit=10**6
+                    for _, content, meta in tx.memories.without_embedding(
+                        TENANT, scope, limit=10**6
                     )
                 ]
                 left = len(texts)
-                rows = store.memories.vectors(conn, TENANT, scope)
+                rows = tx.memories.vectors(TENANT, scope)
             backfill.stop()
         finally:
             services.close()
@@ -166,8 +166,8 @@ def memory_texts(n: int, data: Path | None = None) -> list[str]:
             _ingest(store, episodes_for(n, data, "texts"))
             while compile_scope(store, TENANT, scope).has_more:
                 pass
-            with store.db.read() as conn:
-                rows = store.memories.without_embedding(conn, TENANT, scope, limit=10**6)
+            with store.snapshot() as tx:
+                rows = tx.memories.without_embedding(TENANT, scope, limit=10**6)
         finally:
             store.close()
     return [embedding_text(content, meta) for _, content, meta in rows]

@@ -129,17 +129,8 @@ def run(
 
 def _with_pg_database(admin_url: str, fn: Any) -> dict[str, float]:
     """Run ``fn(url)`` on a scratch PostgreSQL database, dropped afterwards."""
-    from sqlalchemy import create_engine, text
+    from cairn.store.scratch import scratch_database
 
-    from cairn.store.database import normalize_url
-
-    name = f"cairn_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        return fn(admin_url.rsplit("/", 1)[0] + f"/{name}")
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(admin_url) as url:
+        result: dict[str, float] = fn(url)
+        return result

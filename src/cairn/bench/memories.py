@@ -26,7 +26,6 @@ from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder, LocalEmbedder
 from cairn.engine.search import embed_memories, search_memories
 from cairn.store import Store, open_store
-from cairn.store.database import normalize_url
 
 TENANT = "bench"
 _NOUNS = [
@@ -365,30 +364,24 @@ def run(
     pg_url: str,
     tenants: int = 1,
 ) -> list[dict[str, Any]]:
-    from sqlalchemy import create_engine, text
+    from contextlib import ExitStack
+
+    from cairn.store.scratch import scratch_database
 
     console = Console(width=160)
     rows = []
     for backend in backends:
         with tempfile.TemporaryDirectory() as tmp:
-            if backend == "sqlite":
-                url = f"sqlite:///{Path(tmp) / 'bench.db'}"
-                admin = None
-            else:
-                name = f"cairn_bench_{uuid.uuid4().hex[:8]}"
-                admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
-                with admin.connect() as conn:
-                    conn.execute(text(f'CREATE DATABASE "{name}"'))
-                url = pg_url.rsplit("/", 1)[0] + f"/{name}"
-            store = open_store(url)
-            try:
-                row = measure(store, memories, queries, embedder, tenants)
-            finally:
-                store.close()
-                if admin is not None:
-                    with admin.connect() as conn:
-                        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                    admin.dispose()
+            with ExitStack() as stack:
+                if backend == "sqlite":
+                    url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+                else:
+                    url = stack.enter_context(scratch_database(pg_url))
+                store = open_store(url)
+                try:
+                    row = measure(store, memories, queries, embedder, tenants)
+                finally:
+                    store.close()
             row["backend"] = backend
             rows.append(row)
     table = Table(

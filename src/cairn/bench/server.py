@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -88,19 +87,7 @@ def running_server(
 @contextmanager
 def scratch_postgres(admin_url: str, prefix: str = "cairn_bench") -> Iterator[str]:
     """Create an empty PostgreSQL database on ``admin_url``'s server; drop it afterwards."""
-    from sqlalchemy import create_engine, text
+    from cairn.store.scratch import scratch_database
 
-    from cairn.store.database import normalize_url
-
-    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(normalize_url(admin_url), isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            yield admin_url.rsplit("/", 1)[0] + f"/{name}"
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    with scratch_database(admin_url, prefix) as url:
+        yield url

@@ -184,13 +184,15 @@ def migrate(
 
     Example: cairn migrate --database-url postgresql://localhost/cairn
     """
-    from cairn.store.database import Database
+    from cairn.store import open_store
 
     settings = settings_with(database_url=database_url)
     try:
-        db = Database(settings.resolved_database_url())
-        applied = db.migrate()
-        db.dispose()
+        store = open_store(settings.resolved_database_url(), migrate=False)
+        try:
+            applied = store.migrate()
+        finally:
+            store.close()
     except Exception as exc:
         raise fail(exc) from exc
     console.print(f"applied: {', '.join(applied)}" if applied else "up to date")

@@ -106,8 +106,8 @@ class EmbeddingBackfill:
 
     def _sweep(self) -> None:
         store = self.store
-        with store.db.read() as conn:
-            found = store.memories.partitions_without_embedding(conn)
+        with store.snapshot() as tx:
+            found = tx.memories.partitions_without_embedding()
         for tenant_id, scope in found:
             self.notify(tenant_id, scope)
 

@@ -68,14 +68,14 @@ def get_episode(store: Store, tenant_id: str, episode_id: uuid.UUID) -> Episode:
 
 def memory_history(store: Store, tenant_id: str, memory_id_: uuid.UUID) -> MemoryHistory:
     """The memory with the versions it replaced and the versions that replaced it."""
-    with store.db.read() as conn:
-        memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
+    with store.snapshot() as tx:
+        memory = tx.lifecycle.memory(tenant_id, memory_id_)
         if memory is None or memory.status == "deleted":
             raise _missing(memory_id_)
         return MemoryHistory(
             memory,
-            store.lifecycle.replaced(conn, tenant_id, memory),
-            store.lifecycle.replaced_by(conn, tenant_id, memory),
+            tx.lifecycle.replaced(tenant_id, memory),
+            tx.lifecycle.replaced_by(tenant_id, memory),
         )
 
 
@@ -92,13 +92,13 @@ def correct_memory(
     With an ``embedder`` the new version has its vector before this returns."""
     _check(change)
     now = utcnow()
-    with store.db.write() as conn:
-        old = store.lifecycle.memory(conn, tenant_id, memory_id_)
+    with store.transaction() as tx:
+        old = tx.lifecycle.memory(tenant_id, memory_id_)
         if old is None or old.status == "deleted":
             raise _missing(memory_id_)
-        store.jobs.compiling.lock_scope(conn, tenant_id, old.scope)
+        tx.compiling.lock_scope(tenant_id, old.scope)
         if old.status != "active":
-            chain = store.lifecycle.replaced_by(conn, tenant_id, old)
+            chain = tx.lifecycle.replaced_by(tenant_id, old)
             current = chain[-1].id if chain else old.superseded_by
             raise Conflict(
                 f"memory {memory_id_} was superseded; correct the current version {current}",
@@ -107,20 +107,20 @@ def correct_memory(
             )
         row = _corrected_row(old, change, editor, now)
         _check_validity(row["valid_from"], row["valid_to"])
-        created = store.memories.insert_new(conn, [row])
+        created = tx.memories.insert_new([row])
         if not created:
             raise Conflict(
                 f"memory {memory_id_} was already corrected to this content",
                 code="memory_superseded",
                 details={"current_id": str(row["id"])},
             )
-        store.memories.supersede(conn, old.id, row["id"], now, now)
+        tx.memories.supersede(old.id, row["id"], now, now)
     if embedder is not None:
         from cairn.engine.search import embed_memories
 
         embed_memories(store, embedder, tenant_id, old.scope)
-    with store.db.read() as conn:
-        stored = store.lifecycle.memory(conn, tenant_id, row["id"])
+    with store.snapshot() as tx:
+        stored = tx.lifecycle.memory(tenant_id, row["id"])
     assert stored is not None
     return stored
 
@@ -195,12 +195,12 @@ def forget_memory(
     """Forget one memory (any version); the next compile will not re-create it. ``vectors``
     (the process's cached partition matrices) drop the partition's."""
     now = utcnow()
-    with store.db.write() as conn:
-        memory = store.lifecycle.memory(conn, tenant_id, memory_id_)
+    with store.transaction() as tx:
+        memory = tx.lifecycle.memory(tenant_id, memory_id_)
         if memory is None or memory.status == "deleted":
             raise _missing(memory_id_)
-        store.jobs.compiling.lock_scope(conn, tenant_id, memory.scope)
-        store.lifecycle.forget(conn, memory, by, now)
+        tx.compiling.lock_scope(tenant_id, memory.scope)
+        tx.lifecycle.forget(memory, by, now)
     _after_erase(store, vectors, tenant_id, [memory.scope])
     return memory
 
@@ -210,9 +210,9 @@ def delete_episode(
 ) -> int:
     """Delete one episode and the memories derived from it alone; how many memories went."""
     episode = get_episode(store, tenant_id, episode_id)
-    with store.db.write() as conn:
-        store.jobs.compiling.lock_scope(conn, tenant_id, episode.scope)
-        removed = store.lifecycle.delete_episode(conn, tenant_id, episode_id)
+    with store.transaction() as tx:
+        tx.compiling.lock_scope(tenant_id, episode.scope)
+        removed = tx.lifecycle.delete_episode(tenant_id, episode_id)
     _after_erase(store, vectors, tenant_id, [episode.scope])
     return removed
 
@@ -244,8 +244,8 @@ def erase_partitions(
     if not user_id:
         raise InvalidInput("user_id must not be empty", code="validation_error")
     selector = PartitionSelector(tenant_id, user_id, runtime_id, agent_id)
-    with store.db.write() as conn:
-        scopes, counts = store.lifecycle.erase(conn, selector)
+    with store.transaction() as tx:
+        scopes, counts = tx.lifecycle.erase(selector)
     _after_erase(store, vectors, selector.tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
 

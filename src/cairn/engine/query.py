@@ -1,4 +1,4 @@
-"""Query processing for the memories' lexical lane: terms, plus the dates a query names.
+"""Query processing for lexical search: terms, plus the dates a query names.
 
 The terms are those of ``cairn.core.analysis`` (the analysis the index was built with), so
 "When did Melanie paint a sunrise?" becomes the OR-ed terms ``melanie paint sunrise`` and
@@ -23,6 +23,19 @@ def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
         if term not in out:
             out.append(term)
     return out[:max_terms]
+
+
+# Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
+# so as a query term it matches everything and says nothing.
+ROLE_WORDS = frozenset({"user", "assistant", "system"})
+
+
+def ranking_terms(query: str) -> list[str]:
+    """The terms lexical search ranks by (memories and document chunks alike): the query's
+    terms without role words, unless nothing else is left."""
+    terms = query_terms(query)
+    kept = [t for t in terms if t not in ROLE_WORDS]
+    return kept or terms
 
 
 def date_terms(query: str) -> list[str]:

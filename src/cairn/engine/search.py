@@ -1,8 +1,9 @@
 """Search memories of one partition: lexical and vector lanes, calibrated to [0, 1], fused.
 
 - **lexical**: the backend's full-text index (SQLite FTS5 BM25 / PostgreSQL ``ts_rank``) over
-  the query's terms, OR-ed (see ``cairn.engine.query``). The raw score ``s`` is calibrated as
-  ``s / (s + k)``: monotone, 0 for no match, approaching 1 for strong matches.
+  the query's terms, OR-ed (see ``cairn.engine.query``). The raw score is calibrated by
+  ``cairn.engine.ranking`` (``s / (s + 6)`` on BM25's scale): monotone, 0 for no match,
+  approaching 1 for strong matches.
 - **vector**: cosine similarity between the query's embedding and each memory's, exact (all
   vectors of the partition, held in a per-partition matrix refreshed when vectors change);
   calibrated as ``max(0, cos)``.
@@ -23,19 +24,21 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
-from cairn.engine.query import query_terms
+from cairn.engine.query import ranking_terms
+from cairn.engine.ranking import MEMORY_HALF, calibrate
 from cairn.errors import InvalidInput
 from cairn.store import Store
 
-LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.7}
-DEGENERATE = 1e-3
+if TYPE_CHECKING:
+    from cairn.store import UnitOfWork
+
 DEFAULT_WEIGHTS = {"lexical": 0.7, "vector": 0.3}
 
 
@@ -49,20 +52,8 @@ class ScoredMemory:
     lanes: dict[str, float] = field(default_factory=dict)
 
 
-# Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
-# so as a query term it matches everything and says nothing.
-ROLE_WORDS = frozenset({"user", "assistant", "system"})
-
-
-def ranking_terms(query: str) -> list[str]:
-    """The query's terms without role words, unless nothing else is left."""
-    terms = query_terms(query)
-    kept = [t for t in terms if t not in ROLE_WORDS]
-    return kept or terms
-
-
 def lexical_lane(
-    store: Store,
+    repos: Any,
     tenant_id: str,
     scope: Scope,
     query: str,
@@ -70,28 +61,18 @@ def lexical_lane(
     pool: int,
     kinds: Sequence[str] | None,
     include_superseded: bool,
-    conn: Any = None,
 ) -> dict[int, float]:
-    """``seq → calibrated lexical score`` for the best ``pool`` matches."""
-    terms = ranking_terms(query)
-    raw = store.memories.lexical(
+    """``seq → calibrated lexical score`` for the best ``pool`` matches; ``repos`` is a
+    ``Store`` or a unit of work."""
+    raw = repos.memories.lexical(
         tenant_id,
         scope,
-        terms,
+        ranking_terms(query),
         limit=pool,
         kinds=kinds,
         include_superseded=include_superseded,
-        conn=conn,
     )
-    if not raw:
-        return {}
-    top = max(s for _, s in raw)
-    if 0 < top < DEGENERATE:
-        # Terms in most rows of a tiny index get a near-zero IDF: keep the relative order
-        # with a modest absolute score instead of reporting every match as 0.
-        return {seq: 0.5 * s / top for seq, s in raw}
-    k = LEXICAL_K.get(store.db.dialect, 1.0)
-    return {seq: (s / (s + k) if s > 0 else 0.0) for seq, s in raw}
+    return calibrate(raw, MEMORY_HALF)
 
 
 # --------------------------------------------------------------------------- vectors
@@ -115,22 +96,23 @@ class VectorIndex:
 
     @staticmethod
     def _key(store: Store, tenant_id: str, scope: Scope) -> tuple[Any, ...]:
-        return (store.db.url, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+        return (store.location, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
 
     def drop(self, store: Store, tenant_id: str, scope: Scope) -> None:
         """Forget the partition's matrix (its data was erased)."""
         with self._lock:
             self._cache.pop(self._key(store, tenant_id, scope), None)
 
-    def matrix(self, store: Store, conn: Any, tenant_id: str, scope: Scope) -> _Matrix:
+    def matrix(self, store: Store, tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
+        """The partition's vectors, read in ``tx`` (a unit of work of ``store``)."""
         key = self._key(store, tenant_id, scope)
-        stamp = store.memories.vector_stamp(conn, tenant_id, scope)
+        stamp = tx.memories.vector_stamp(tenant_id, scope)
         with self._lock:
             got = self._cache.get(key)
             if got is not None and got.stamp == stamp:
                 self._cache.move_to_end(key)
                 return got
-        rows = store.memories.vectors(conn, tenant_id, scope)
+        rows = tx.memories.vectors(tenant_id, scope)
         if rows.seqs:
             vectors = np.vstack([np.frombuffer(b, dtype="<f4") for b in rows.blobs])
         else:
@@ -224,7 +206,7 @@ def vector_lane(
     embedder: Embedder,
     *,
     pool: int,
-    conn: Any,
+    tx: UnitOfWork,
     matrix: _Matrix | None = None,
     query_vector: Callable[[], np.ndarray] | None = None,
     caches: SearchCaches | None = None,
@@ -234,7 +216,7 @@ def vector_lane(
     for an embedding already under way. A partition without vectors embeds nothing."""
     if matrix is None:
         matrix = (caches.vectors if caches else VectorIndex(1)).matrix(
-            store, conn, tenant_id, scope
+            store, tx, tenant_id, scope
         )
     m = matrix
     if not len(m.seqs):
@@ -277,15 +259,14 @@ def embed_memories(
     batches of ``batch``); returns how many."""
     done = 0
     for _ in range(max_batches) if max_batches is not None else itertools.count():
-        with store.db.read() as conn:
-            todo = store.memories.without_embedding(conn, tenant_id, scope, limit=batch)
+        with store.snapshot() as tx:
+            todo = tx.memories.without_embedding(tenant_id, scope, limit=batch)
         if not todo:
             return done
         vectors = embedder.embed([embedding_text(content, meta) for _, content, meta in todo])
         blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
-        with store.db.write() as conn:
-            store.memories.set_embeddings(
-                conn,
+        with store.transaction() as tx:
+            tx.memories.set_embeddings(
                 tenant_id,
                 scope,
                 [(row[0], blob) for row, blob in zip(todo, blobs, strict=True)],
@@ -356,11 +337,11 @@ def search_memories(
     weights = weights or DEFAULT_WEIGHTS
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
-    with store.db.read() as conn:
+    with store.snapshot() as tx:
         matrix = query_vector = None
         if "vector" in lanes:
             vectors = caches.vectors if caches is not None else VectorIndex(1)
-            matrix = vectors.matrix(store, conn, tenant_id, scope)
+            matrix = vectors.matrix(store, tx, tenant_id, scope)
             if caches is not None and len(matrix.seqs) and getattr(embedder, "overlap", False):
                 # A CPU model (the slow part of hybrid search) embeds the query while the
                 # lexical lane runs.
@@ -369,14 +350,13 @@ def search_memories(
         scores: dict[str, dict[int, float]] = {}
         if "lexical" in lanes:
             scores["lexical"] = lexical_lane(
-                store,
+                tx,
                 tenant_id,
                 scope,
                 query,
                 pool=pool,
                 kinds=kinds,
                 include_superseded=include_superseded,
-                conn=conn,
             )
         if "vector" in lanes:
             assert embedder is not None
@@ -387,16 +367,16 @@ def search_memories(
                 query,
                 embedder,
                 pool=pool * 2,
-                conn=conn,
+                tx=tx,
                 matrix=matrix,
                 query_vector=query_vector,
                 caches=caches,
             )
         fused = fuse(scores, lanes, weights, FUSION)
-        facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
+        facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
         final = _final_scores(fused, facts, allowed, kinds)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
-        found = store.memories.by_seqs(tenant_id, scope, order, conn)
+        found = tx.memories.by_seqs(tenant_id, scope, order)
         out = [
             ScoredMemory(
                 memory=found[seq],

@@ -40,7 +40,7 @@ from cairn.ladders.reply import shown_reply
 from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
 from cairn.slates.errors import WriteAlreadyApplied
-from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
+from cairn.store.runs import COMPLETED, FAILED, RunRecord
 
 if TYPE_CHECKING:
     from cairn.ladders.host import LadderHost
@@ -152,7 +152,7 @@ class LadderRuntime:
 
     def __init__(self, services: LadderHost) -> None:
         self.services = services
-        self.runs = RunRepository(services.store.db)
+        self.runs = services.store.runs
 
     # ------------------------------------------------------------------ public
 

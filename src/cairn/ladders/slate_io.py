@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cairn.core.slates import WriteOutcome
 from cairn.errors import CairnError
 from cairn.slates.config import GateSpec, SlateReadSource, SlateWriteSpec
-from cairn.slates.model import WriteOutcome
 from cairn.slates.service import Slates
 from cairn.slates.steps import apply_gated_write, apply_slate_write
 

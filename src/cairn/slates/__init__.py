@@ -2,7 +2,8 @@
 
 The public surface: ``Slates`` (the service), the config models (``SlateSpec`` …,
 ``load_slate_declarations``), and the step helpers ``apply_slate_write`` / ``apply_gated_write``.
-Imported lazily so that ``cairn.store`` can use the plain models without a cycle.
+The plain state models live in ``cairn.core.slates`` (the store reads and writes them).
+Imported lazily: importing the package loads nothing else.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ _EXPORTS = {
     "Condition": "cairn.slates.config",
     "parse_slates": "cairn.slates.config",
     "load_slate_declarations": "cairn.slates.config",
-    "WriteResult": "cairn.slates.model",
-    "WriteOutcome": "cairn.slates.model",
-    "Eviction": "cairn.slates.model",
+    "WriteResult": "cairn.core.slates",
+    "WriteOutcome": "cairn.core.slates",
+    "Eviction": "cairn.core.slates",
     "apply_slate_write": "cairn.slates.steps",
     "apply_gated_write": "cairn.slates.steps",
     "extract_json": "cairn.slates.extract",

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from cairn.core.slates import Entry, FileKind, FileState, canonical_json
 from cairn.slates.errors import InvalidSlateWrite
-from cairn.slates.model import Entry, FileKind, FileState, canonical_json
 
 
 @dataclass(slots=True)

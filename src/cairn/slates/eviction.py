@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from cairn.core.slates import Entry, FileKind, FileState, FolderState, render
 from cairn.slates.entries import FileChange, apply_mode
 from cairn.slates.errors import SlateEntryTooLarge, SlateLimitExceeded
-from cairn.slates.model import Entry, FileKind, FileState, FolderState, render
 
 Counter = Callable[[str], int]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from cairn.slates.model import canonical_json
+from cairn.core.slates import canonical_json
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 _JSON_FENCES = ("", "json", "jsonc", "json5")

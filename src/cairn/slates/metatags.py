@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cairn.core.slates import FileState, FolderState
 from cairn.slates.config import SlateSpec
-from cairn.slates.model import FileState, FolderState
 
 
 def file_index(state: FolderState) -> list[dict[str, Any]]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cairn.core.slates import WriteOutcome
 from cairn.slates.config import GateSpec, SlateWriteSpec
 from cairn.slates.extract import as_content, extract_value
 from cairn.slates.gates import evaluate_condition
-from cairn.slates.model import WriteOutcome
 from cairn.slates.service import Slates
 
 

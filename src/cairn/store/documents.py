@@ -4,8 +4,8 @@ Chunks are indexed for full-text search by each backend's own engine: on SQLite 
 own FTS5 table kept in step by triggers (``cairn.store.fts``, migration ``0007_fts_per_tenant``),
 on PostgreSQL a generated ``tsvector`` column with a GIN index (migrations ``0004_context``,
 ``0009_text_analysis``). Both index ``search_text``, the content as ``cairn.core.analysis``
-cuts it, and queries are cut the same way.
-Scores are calibrated to [0, 1].
+cuts it, and queries are cut the same way (the engine's terms, ``cairn.engine.query``).
+Scores are raw, on BM25's scale on both backends; the engine calibrates them to [0, 1].
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ from sqlalchemy import (
     text,
 )
 
-from cairn.core.analysis import index_text, query_terms
-from cairn.core.episodes import Episode
+from cairn.core.analysis import index_text
 from cairn.core.ids import utcnow, uuid7
-from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
-from cairn.store.database import Database
-from cairn.store.episodes import row_to_episode, scope_filter
-from cairn.store.memories import row_to_memory
+from cairn.store.episodes import scope_filter
+from cairn.store.repository import Repository
 from cairn.store.schema import (
     JsonType,
     SeqType,
@@ -46,8 +43,6 @@ from cairn.store.schema import (
     metadata,
     scope_columns,
 )
-from cairn.store.schema import episodes as episodes_t
-from cairn.store.schema import memories as memories_t
 
 documents = Table(
     "documents",
@@ -132,10 +127,7 @@ class StoredDocument:
     created: bool
 
 
-class DocumentRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class DocumentRepository(Repository):
     def put(
         self,
         tenant_id: str,
@@ -152,7 +144,7 @@ class DocumentRepository:
         original and writes nothing."""
         now = utcnow()
         doc_uid = uuid7()
-        with self.db.write() as conn:
+        with self._writing() as conn:
             existing = self._by_key(conn, tenant_id, scope, dataset_id, idempotency_key)
             if existing is not None:
                 return existing
@@ -232,7 +224,7 @@ class DocumentRepository:
 
     def chunks(self, tenant_id: str, scope: Scope, document_uid: uuid.UUID) -> list[ChunkRow]:
         t = document_chunks
-        with self.db.read() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 select(*[c for c in t.c if c.name != "search_text"])
                 .where(scope_filter(t, tenant_id, scope), t.c.document_uid == document_uid)
@@ -245,20 +237,18 @@ class DocumentRepository:
         tenant_id: str,
         scope: Scope,
         dataset_ids: Sequence[str],
-        query: str,
+        terms: Sequence[str],
         *,
         limit: int = 20,
-        conn: Connection | None = None,
     ) -> list[ChunkRow]:
-        """Chunks of the named datasets matching ``query`` (any term), best first, scored in
-        [0, 1]; ties break by chunk order."""
-        terms = query_terms(query)
+        """Chunks of the named datasets matching any of ``terms`` (the engine's query terms,
+        ``cairn.engine.query``), best first; ties break by chunk order. ``score`` is the raw
+        full-text score on BM25's scale (``PG_CD_TO_BM25``): the engine calibrates it, as it
+        does the memories'."""
         if not terms or not dataset_ids or limit <= 0:
             return []
-        if conn is None:
-            with self.db.read() as own:
-                return self._search(own, tenant_id, scope, list(dataset_ids), terms, limit)
-        return self._search(conn, tenant_id, scope, list(dataset_ids), terms, limit)
+        with self._reading() as conn:
+            return self._search(conn, tenant_id, scope, list(dataset_ids), list(terms), limit)
 
     def _search(
         self,
@@ -302,7 +292,7 @@ class DocumentRepository:
                 f"WHERE {table} MATCH :match AND {where} "
                 "ORDER BY raw DESC, c.seq LIMIT :limit"
             )
-            scale = 4.0
+            unit = 1.0
         else:
             params["tsq"] = " | ".join("'" + w.replace("'", "''") + "'" for w in terms)
             sql = (
@@ -310,23 +300,14 @@ class DocumentRepository:
                 "to_tsquery('english'::regconfig, :tsq) AS q "
                 f"WHERE c.tsv @@ q AND {where} ORDER BY raw DESC, c.seq LIMIT :limit"
             )
-            scale = 0.2
+            unit = PG_CD_TO_BM25
         rows = [dict(r._mapping) for r in conn.execute(text(sql), params)]
-        raws = [max(float(m.pop("raw") or 0.0), 0.0) for m in rows]
-        top = max(raws, default=0.0)
-        # A saturating map keeps one meaning for a score: more matching text, nearer 1. But
-        # terms in (nearly) every chunk of a small index get a near-zero BM25 IDF: then keep
-        # the order with a modest score instead of calling every match 0, as the memories'
-        # lexical lane does.
-        degenerate = 0 < top < DEGENERATE_BM25
-        return [
-            _chunk(_coerce(m), 0.5 * raw / top if degenerate else raw / (raw + scale))
-            for m, raw in zip(rows, raws, strict=True)
-        ]
+        return [_chunk(_coerce(m), max(float(m.pop("raw") or 0.0), 0.0) * unit) for m in rows]
 
 
-# Below this, a best BM25 score means the index is too small to tell terms apart.
-DEGENERATE_BM25 = 1e-3
+# ``ts_rank_cd`` to BM25's scale: a chunk PostgreSQL scores 0.2 is worth what SQLite's BM25
+# scores 4 (measured when the two calibrations were set apart: 0.2 and 4).
+PG_CD_TO_BM25 = 20.0
 
 
 def _coerce(m: dict[str, Any]) -> dict[str, Any]:
@@ -355,60 +336,8 @@ def _chunk(m: Any, score: float) -> ChunkRow:
         content=m["content"],
         token_count=int(m["token_count"]),
         created_at=m["created_at"],
-        score=min(max(score, 0.0), 1.0),
+        score=score,
     )
-
-
-def latest_episodes(
-    db: Database,
-    tenant_id: str,
-    scope: Scope,
-    session_id: str,
-    limit: int,
-    conn: Connection | None = None,
-) -> list[Episode]:
-    """The newest ``limit`` episodes of one conversation in a partition, newest first."""
-    if limit <= 0:
-        return []
-    t = episodes_t
-    stmt = (
-        select(t)
-        .where(scope_filter(t, tenant_id, scope), t.c.session_id == session_id)
-        .order_by(t.c.occurred_at.desc(), t.c.seq.desc())
-        .limit(limit)
-    )
-    if conn is not None:
-        return [row_to_episode(r) for r in conn.execute(stmt)]
-    with db.read() as own:
-        return [row_to_episode(r) for r in own.execute(stmt)]
-
-
-def conversation_memories(
-    db: Database,
-    tenant_id: str,
-    scope: Scope,
-    session_id: str,
-    kinds: Sequence[str],
-    limit: int,
-    conn: Connection | None = None,
-) -> list[Memory]:
-    """The newest active memories of the given kinds made from one conversation."""
-    t = memories_t
-    stmt = (
-        select(t)
-        .where(
-            scope_filter(t, tenant_id, scope),
-            t.c.session_id == session_id,
-            t.c.status == "active",
-            t.c.kind.in_(list(kinds)),
-        )
-        .order_by(t.c.created_at.desc(), t.c.seq.desc())
-        .limit(limit)
-    )
-    if conn is not None:
-        return [row_to_memory(r) for r in conn.execute(stmt)]
-    with db.read() as own:
-        return [row_to_memory(r) for r in own.execute(stmt)]
 
 
 __all__ = [
@@ -416,8 +345,6 @@ __all__ = [
     "DocumentRepository",
     "NewChunk",
     "StoredDocument",
-    "conversation_memories",
     "document_chunks",
     "documents",
-    "latest_episodes",
 ]

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Row, and_, func, select, tuple_
 from cairn.core.episodes import Episode, NewEpisode
 from cairn.core.ids import as_utc, utcnow, uuid7
 from cairn.core.scope import Scope
-from cairn.store.database import Database
+from cairn.store.repository import Repository
 from cairn.store.schema import episodes as t
 
 
@@ -48,10 +48,10 @@ def row_to_episode(row: Row[Any] | Mapping[str, Any]) -> Episode:
     )
 
 
-class EpisodeRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
+_list = list  # ``EpisodeRepository.list`` shadows the builtin in its body
 
+
+class EpisodeRepository(Repository):
     def _row(self, tenant_id: str, item: NewEpisode, now: Any) -> dict[str, Any]:
         return {
             "id": uuid7(),
@@ -76,19 +76,15 @@ class EpisodeRepository:
         episodes, created = self.append_many(tenant_id, [item])
         return episodes[0], created == 1
 
-    def append_many(
-        self, tenant_id: str, items: Sequence[NewEpisode], conn: Connection | None = None
-    ) -> tuple[list[Episode], int]:
+    def append_many(self, tenant_id: str, items: Sequence[NewEpisode]) -> tuple[list[Episode], int]:
         """Store episodes in one transaction, all or nothing.
 
         A repeated idempotency key (already stored, or earlier in ``items``) yields the
         original episode instead of a new one. Returns the episodes in input order and how
         many were newly written.
         """
-        if conn is None:
-            with self.db.write() as own:
-                return self._append_many(own, tenant_id, items)
-        return self._append_many(conn, tenant_id, items)
+        with self._writing() as conn:
+            return self._append_many(conn, tenant_id, items)
 
     def _append_many(
         self, conn: Connection, tenant_id: str, items: Sequence[NewEpisode]
@@ -167,7 +163,7 @@ class EpisodeRepository:
         return [row_to_episode(r) for r in conn.execute(stmt)]
 
     def get(self, tenant_id: str, episode_id: uuid.UUID) -> Episode | None:
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 select(t).where(t.c.tenant_id == tenant_id, t.c.id == episode_id)
             ).first()
@@ -183,7 +179,6 @@ class EpisodeRepository:
         session_id: str | None = None,
         uncompiled_only: bool = False,
         newest_first: bool = False,
-        conn: Connection | None = None,
     ) -> list[Episode]:
         """Episodes of one partition in time order (``occurred_at``, then insertion).
 
@@ -200,19 +195,29 @@ class EpisodeRepository:
         else:
             stmt = stmt.order_by(t.c.occurred_at, t.c.seq)
         stmt = stmt.limit(limit).offset(offset)
-        if conn is not None:
+        with self._reading() as conn:
             rows = [row_to_episode(r) for r in conn.execute(stmt)]
-        else:
-            with self.db.read() as own:
-                rows = [row_to_episode(r) for r in own.execute(stmt)]
         return rows[::-1] if newest_first else rows
 
-    def count(self, tenant_id: str, scope: Scope, conn: Connection | None = None) -> int:
+    def count(self, tenant_id: str, scope: Scope) -> int:
         stmt = select(func.count()).select_from(t).where(scope_filter(t, tenant_id, scope))
-        if conn is not None:
+        with self._reading() as conn:
             return int(conn.execute(stmt).scalar_one())
-        with self.db.read() as own:
-            return int(own.execute(stmt).scalar_one())
+
+    def latest_of_session(
+        self, tenant_id: str, scope: Scope, session_id: str, limit: int
+    ) -> _list[Episode]:
+        """The newest ``limit`` episodes of one conversation in a partition, newest first."""
+        if limit <= 0:
+            return []
+        stmt = (
+            select(t)
+            .where(scope_filter(t, tenant_id, scope), t.c.session_id == session_id)
+            .order_by(t.c.occurred_at.desc(), t.c.seq.desc())
+            .limit(limit)
+        )
+        with self._reading() as conn:
+            return [row_to_episode(r) for r in conn.execute(stmt)]
 
 
 def _scope_key(scope: Scope) -> tuple[str, str, str]:

@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
-    Connection,
     Integer,
     Row,
     String,
@@ -32,6 +31,7 @@ from cairn.core.ids import utcnow, uuid7
 from cairn.core.scope import Scope
 from cairn.store.database import Database
 from cairn.store.episodes import row_to_episode, scope_filter
+from cairn.store.repository import Repository
 from cairn.store.schema import JsonType, UTCDateTime, episodes, metadata
 
 compile_jobs = Table(
@@ -94,9 +94,9 @@ def _job(row: Row[Any]) -> CompileJob:
     )
 
 
-class JobRepository:
+class JobRepository(Repository):
     def __init__(self, db: Database) -> None:
-        self.db = db
+        super().__init__(db)
         self.compiling = CompileQueries(db)
 
     def enqueue(self, tenant_id: str, scope: Scope) -> CompileJob:
@@ -113,13 +113,13 @@ class JobRepository:
             "attempts": 0,
             "created_at": utcnow(),
         }
-        with self.db.write() as conn:
+        with self._writing() as conn:
             got = conn.execute(compile_jobs.insert().values(row).returning(compile_jobs)).one()
         return _job(got)
 
     def get(self, tenant_id: str, job_id: uuid.UUID) -> CompileJob | None:
         """The job, only if it belongs to ``tenant_id``."""
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 select(compile_jobs).where(
                     compile_jobs.c.id == job_id, compile_jobs.c.tenant_id == tenant_id
@@ -147,12 +147,12 @@ class JobRepository:
         )
         # An idle poll only reads: no write transaction (and, on SQLite, no writer lock)
         # unless there is something to claim.
-        with self.db.read() as conn:
+        with self._reading() as conn:
             if conn.execute(stmt).scalar() is None:
                 return None
         if not self.db.is_sqlite:
             stmt = stmt.with_for_update(skip_locked=True)
-        with self.db.write() as conn:
+        with self._writing() as conn:
             job_id = conn.execute(stmt).scalar()
             if job_id is None:
                 return None
@@ -172,7 +172,7 @@ class JobRepository:
     def renew(self, job_id: uuid.UUID, attempt: int, lease_seconds: float) -> bool:
         """Extend the lease of the claim ``attempt``; False when the job is no longer this
         claim's (finished, or taken again after the lease ran out)."""
-        with self.db.write() as conn:
+        with self._writing() as conn:
             result = conn.execute(
                 update(compile_jobs)
                 .where(
@@ -205,28 +205,25 @@ class JobRepository:
             stmt = stmt.where(
                 compile_jobs.c.status == "running", compile_jobs.c.attempts == attempt
             )
-        with self.db.write() as conn:
+        with self._writing() as conn:
             result = conn.execute(stmt.values(values))
         return bool(result.rowcount)
 
 
-class CompileQueries:
+class CompileQueries(Repository):
     """The episode-side queries of compiling one partition."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    def lock_scope(self, conn: Connection, tenant_id: str, scope: Scope) -> None:
+    def lock_scope(self, tenant_id: str, scope: Scope) -> None:
         """Serialize compiles of one partition (SQLite's writer lock already does)."""
+        conn = self._tx_write
         if not self.db.is_sqlite:
             key = "\x1f".join(
                 ("compile", tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
             )
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": key})
 
-    def uncompiled(
-        self, conn: Connection, tenant_id: str, scope: Scope, limit: int
-    ) -> list[Episode]:
+    def uncompiled(self, tenant_id: str, scope: Scope, limit: int) -> list[Episode]:
+        conn = self._tx_read
         stmt = (
             select(episodes)
             .where(scope_filter(episodes, tenant_id, scope), episodes.c.compiled.is_(False))
@@ -235,13 +232,15 @@ class CompileQueries:
         )
         return [row_to_episode(r) for r in conn.execute(stmt)]
 
-    def still_uncompiled(self, conn: Connection, ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    def still_uncompiled(self, ids: list[uuid.UUID]) -> set[uuid.UUID]:
+        conn = self._tx_read
         if not ids:
             return set()
         stmt = select(episodes.c.id).where(episodes.c.id.in_(ids), episodes.c.compiled.is_(False))
         return {r[0] for r in conn.execute(stmt)}
 
-    def count_uncompiled(self, conn: Connection, tenant_id: str, scope: Scope) -> int:
+    def count_uncompiled(self, tenant_id: str, scope: Scope) -> int:
+        conn = self._tx_read
         stmt = (
             select(func.count())
             .select_from(episodes)
@@ -250,10 +249,11 @@ class CompileQueries:
         return int(conn.execute(stmt).scalar_one())
 
     def sessions(
-        self, conn: Connection, tenant_id: str, scope: Scope, batch: list[Episode]
+        self, tenant_id: str, scope: Scope, batch: list[Episode]
     ) -> dict[str, list[Episode]]:
         """Every episode of the sessions ``batch`` touches, in time order: the batch's own
         plus those compiled before (only those are read)."""
+        conn = self._tx_read
         out: dict[str, list[Episode]] = {}
         for ep in batch:
             if ep.session_id:
@@ -272,7 +272,8 @@ class CompileQueries:
             eps.sort(key=lambda e: (e.occurred_at, e.seq))
         return out
 
-    def mark_compiled(self, conn: Connection, ids: list[uuid.UUID]) -> None:
+    def mark_compiled(self, ids: list[uuid.UUID]) -> None:
+        conn = self._tx_write
         for start in range(0, len(ids), 500):
             conn.execute(
                 update(episodes)

@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 from cairn.core.ids import utcnow, uuid7
 from cairn.core.tenants import ApiKeyInfo
 from cairn.store.database import Database
+from cairn.store.repository import Repository
 from cairn.store.schema import api_keys, tenants
 
 KEY_PREFIX = "cairn_"
@@ -24,15 +25,15 @@ def new_key() -> str:
     return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
-class KeyRepository:
+class KeyRepository(Repository):
     def __init__(self, db: Database) -> None:
-        self.db = db
+        super().__init__(db)
         # Bumped whenever this process stores a key, so cached "no key exists" answers
         # are dropped at once (see Services.auth_required).
         self.generation = 0
 
     def ensure_tenant(self, tenant_id: str) -> None:
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 self.db.insert(tenants)
                 .values(id=tenant_id, created_at=utcnow())
@@ -53,7 +54,7 @@ class KeyRepository:
             revoked_at=None,
         )
         self.ensure_tenant(tenant_id)
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 api_keys.insert().values(
                     id=info.id,
@@ -70,7 +71,7 @@ class KeyRepository:
     def ensure_key(self, tenant_id: str, key: str, name: str = "settings") -> None:
         """Register a configured key (``CAIRN_API_KEY``) if it is not stored yet."""
         self.ensure_tenant(tenant_id)
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 self.db.insert(api_keys)
                 .values(
@@ -88,7 +89,7 @@ class KeyRepository:
     def tenant_for(self, key: str) -> str | None:
         """The tenant of an active key, or None. The digest is compared in constant time."""
         digest = hash_key(key)
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 select(api_keys.c.key_hash, api_keys.c.tenant_id).where(
                     api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None)
@@ -102,7 +103,7 @@ class KeyRepository:
         stmt = select(api_keys).order_by(api_keys.c.created_at)
         if tenant_id is not None:
             stmt = stmt.where(api_keys.c.tenant_id == tenant_id)
-        with self.db.read() as conn:
+        with self._reading() as conn:
             return [
                 ApiKeyInfo(
                     id=r.id,
@@ -117,7 +118,7 @@ class KeyRepository:
 
     def revoke(self, key_id_or_prefix: str) -> int:
         """Revoke by id or by the printed prefix; returns how many keys were revoked."""
-        with self.db.write() as conn:
+        with self._writing() as conn:
             res = conn.execute(
                 update(api_keys)
                 .where(
@@ -131,5 +132,5 @@ class KeyRepository:
     def any_key_exists(self) -> bool:
         """Whether a key was ever created (revoked ones count: revoking the last key must
         not turn authentication off)."""
-        with self.db.read() as conn:
+        with self._reading() as conn:
             return conn.execute(select(func.count()).select_from(api_keys)).scalar_one() > 0

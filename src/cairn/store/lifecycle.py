@@ -19,9 +19,9 @@ from sqlalchemy import Connection, delete, select, text, update
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
-from cairn.store.database import Database
 from cairn.store.memories import row_to_memory, vector_versions
 from cairn.store.partitions import PartitionSelector, erase, partitions
+from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 
@@ -30,21 +30,20 @@ _COLUMNS = [c for c in t.c if c.name != "embedding"]
 MAX_CHAIN = 1000
 
 
-class LifecycleRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class LifecycleRepository(Repository):
     # -- reads -------------------------------------------------------------------------------
 
-    def memory(self, conn: Connection, tenant_id: str, memory_id: uuid.UUID) -> Memory | None:
+    def memory(self, tenant_id: str, memory_id: uuid.UUID) -> Memory | None:
         """The tenant's memory ``memory_id`` in any status (tombstones included)."""
+        conn = self._tx_read
         row = conn.execute(
             select(*_COLUMNS).where(t.c.tenant_id == tenant_id, t.c.id == memory_id)
         ).first()
         return row_to_memory(row) if row else None
 
-    def replaced(self, conn: Connection, tenant_id: str, memory: Memory) -> list[Memory]:
+    def replaced(self, tenant_id: str, memory: Memory) -> list[Memory]:
         """The versions ``memory`` replaced, newest first (each superseded by the next)."""
+        conn = self._tx_read
         out: list[Memory] = []
         seen = {memory.id}
         current = memory
@@ -68,13 +67,13 @@ class LifecycleRepository:
             out.append(current)
         return out
 
-    def replaced_by(self, conn: Connection, tenant_id: str, memory: Memory) -> list[Memory]:
+    def replaced_by(self, tenant_id: str, memory: Memory) -> list[Memory]:
         """The versions that replaced ``memory``, oldest first; the last is the current one."""
         out: list[Memory] = []
         seen = {memory.id}
         current = memory
         while current.superseded_by is not None and len(out) < MAX_CHAIN:
-            nxt = self.memory(conn, tenant_id, current.superseded_by)
+            nxt = self.memory(tenant_id, current.superseded_by)
             if nxt is None or nxt.id in seen:
                 break
             seen.add(nxt.id)
@@ -84,10 +83,11 @@ class LifecycleRepository:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def forget(self, conn: Connection, memory: Memory, deleted_by: str, now: datetime) -> None:
+    def forget(self, memory: Memory, deleted_by: str, now: datetime) -> None:
         """Turn ``memory`` into a tombstone: text, metadata and vector wiped, id and hash kept.
 
         The full-text triggers re-index the row on the content update (to nothing)."""
+        conn = self._tx_write
         conn.execute(
             update(t)
             .where(t.c.id == memory.id)
@@ -100,12 +100,13 @@ class LifecycleRepository:
                 updated_at=now,
             )
         )
-        self.bump_vectors(conn, memory.tenant_id, memory.scope)
-        self.purge_index(conn, memory.tenant_id)
+        self.bump_vectors(memory.tenant_id, memory.scope)
+        self.purge_index(memory.tenant_id)
 
-    def delete_episode(self, conn: Connection, tenant_id: str, episode_id: uuid.UUID) -> int:
+    def delete_episode(self, tenant_id: str, episode_id: uuid.UUID) -> int:
         """Delete the episode and the memories derived from it alone (the episode is dropped
         from the sources of the others); returns how many memories were deleted."""
+        conn = self._tx_write
         row = conn.execute(
             select(episodes_t.c.runtime_id, episodes_t.c.user_id, episodes_t.c.agent_id).where(
                 episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id
@@ -127,13 +128,13 @@ class LifecycleRepository:
             conn.execute(update(t).where(t.c.id == mem_id).values(source_episode_ids=rest))
         if only:
             conn.execute(delete(t).where(t.c.id.in_([m for m, _ in only])))
-            self.bump_vectors(conn, tenant_id, scope)
+            self.bump_vectors(tenant_id, scope)
         conn.execute(
             delete(episodes_t).where(
                 episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id
             )
         )
-        self.purge_index(conn, tenant_id)
+        self.purge_index(tenant_id)
         return len(only)
 
     def _derived_from(
@@ -157,19 +158,19 @@ class LifecycleRepository:
         stmt = select(t.c.id, t.c.source_episode_ids).where(*where, cites)
         return [(r[0], list(r[1] or [])) for r in conn.execute(stmt)]
 
-    def erase(
-        self, conn: Connection, selector: PartitionSelector
-    ) -> tuple[list[Scope], dict[str, int]]:
+    def erase(self, selector: PartitionSelector) -> tuple[list[Scope], dict[str, int]]:
         """Delete everything of the selected partitions (``cairn.store.partitions``); the
         partitions that held data, and row counts per table."""
+        conn = self._tx_write
         scopes = partitions(conn, selector)
         counts = erase(conn, selector)
-        self.purge_index(conn, selector.tenant_id)
+        self.purge_index(selector.tenant_id)
         return scopes, counts
 
-    def bump_vectors(self, conn: Connection, tenant_id: str, scope: Scope) -> None:
+    def bump_vectors(self, tenant_id: str, scope: Scope) -> None:
         """Move the partition's vector version on, so no cached matrix outlives a removed
         vector (a clock value, as ``MemoryRepository.set_embeddings`` uses)."""
+        conn = self._tx_write
         key = {
             "tenant_id": tenant_id,
             "runtime_id": scope.runtime_id,
@@ -182,9 +183,10 @@ class LifecycleRepository:
             stmt.on_conflict_do_update(index_elements=list(key), set_={"version": version})
         )
 
-    def purge_index(self, conn: Connection, tenant_id: str) -> None:
+    def purge_index(self, tenant_id: str) -> None:
         """SQLite: merge the tenant's FTS5 segments so deleted terms leave the index files
         (a contentless FTS5 delete only records a tombstone until segments merge)."""
+        conn = self._tx_write
         if not self.db.is_sqlite:
             return
         for index in (fts.MEMORIES, fts.CHUNKS):

@@ -32,9 +32,9 @@ from sqlalchemy import (
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
-from cairn.store.database import Database
 from cairn.store.episodes import scope_filter
 from cairn.store.memory_search import lexical, search_text
+from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 from cairn.store.schema import metadata
@@ -115,10 +115,7 @@ class VectorRows:
     blobs: list[bytes]
 
 
-class MemoryRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class MemoryRepository(Repository):
     # -- reads -------------------------------------------------------------------------------
 
     def list(
@@ -132,7 +129,6 @@ class MemoryRepository:
         kind: str | None = None,
         session_id: str | None = None,
         newest_first: bool = False,
-        conn: Connection | None = None,
     ) -> _list[Memory]:
         """Memories of one partition in time order (``valid_from``, then creation), of one
         ``kind`` and from one session (``session_id``) when given.
@@ -152,29 +148,41 @@ class MemoryRepository:
         else:
             stmt = stmt.order_by(t.c.valid_from, t.c.seq)
         stmt = stmt.limit(limit).offset(offset)
-        if conn is not None:
+        with self._reading() as conn:
             rows = [row_to_memory(r) for r in conn.execute(stmt)]
-        else:
-            with self.db.read() as own:
-                rows = [row_to_memory(r) for r in own.execute(stmt)]
         return rows[::-1] if newest_first else rows
 
-    def count(self, tenant_id: str, scope: Scope, conn: Connection | None = None) -> int:
+    def count(self, tenant_id: str, scope: Scope) -> int:
         stmt = (
             select(func.count())
             .select_from(t)
             .where(scope_filter(t, tenant_id, scope), t.c.status != "deleted")
         )
-        if conn is not None:
+        with self._reading() as conn:
             return int(conn.execute(stmt).scalar_one())
-        with self.db.read() as own:
-            return int(own.execute(stmt).scalar_one())
 
-    def facets(
-        self, tenant_id: str, scope: Scope, conn: Connection
-    ) -> tuple[_list[str], _list[str]]:
+    def active_of_session(
+        self, tenant_id: str, scope: Scope, session_id: str, kinds: Sequence[str], limit: int
+    ) -> _list[Memory]:
+        """The newest active memories of the given kinds made from one conversation."""
+        stmt = (
+            select(*_COLUMNS)
+            .where(
+                scope_filter(t, tenant_id, scope),
+                t.c.session_id == session_id,
+                t.c.status == "active",
+                t.c.kind.in_(list(kinds)),
+            )
+            .order_by(t.c.created_at.desc(), t.c.seq.desc())
+            .limit(limit)
+        )
+        with self._reading() as conn:
+            return [row_to_memory(r) for r in conn.execute(stmt)]
+
+    def facets(self, tenant_id: str, scope: Scope) -> tuple[_list[str], _list[str]]:
         """The partition's memory kinds and the sessions of its memories and episodes, sorted
         (the inspector's filter choices)."""
+        conn = self._tx_read
         live = (scope_filter(t, tenant_id, scope), t.c.status != "deleted")
         kinds = conn.execute(select(t.c.kind).where(*live).distinct()).scalars().all()
         sessions = set(
@@ -194,16 +202,15 @@ class MemoryRepository:
         return sorted(kinds), sorted(sessions)
 
     def get(self, tenant_id: str, memory_id: uuid.UUID) -> Memory | None:
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 select(*_COLUMNS).where(t.c.tenant_id == tenant_id, t.c.id == memory_id)
             ).first()
         return row_to_memory(row) if row else None
 
-    def by_seqs(
-        self, tenant_id: str, scope: Scope, seqs: Sequence[int], conn: Connection
-    ) -> dict[int, Memory]:
+    def by_seqs(self, tenant_id: str, scope: Scope, seqs: Sequence[int]) -> dict[int, Memory]:
         """Memories of one partition by ``seq`` (others' rows are never returned)."""
+        conn = self._tx_read
         if not seqs:
             return {}
         # By primary key only (a scope predicate tempts SQLite into scanning the partition's
@@ -222,9 +229,10 @@ class MemoryRepository:
         return out
 
     def rank_facts(
-        self, tenant_id: str, scope: Scope, seqs: Sequence[int], conn: Connection
+        self, tenant_id: str, scope: Scope, seqs: Sequence[int]
     ) -> dict[int, tuple[float, str, str]]:
         """``seq → (confidence, status, kind)`` of the partition's rows among ``seqs``."""
+        conn = self._tx_read
         out: dict[int, tuple[float, str, str]] = {}
         for start in range(0, len(seqs), 500):
             stmt = select(
@@ -247,16 +255,16 @@ class MemoryRepository:
                     out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]))
         return out
 
-    def by_ids(self, conn: Connection, tenant_id: str, ids: Sequence[uuid.UUID]) -> _list[Memory]:
+    def by_ids(self, tenant_id: str, ids: Sequence[uuid.UUID]) -> _list[Memory]:
+        conn = self._tx_read
         if not ids:
             return []
         stmt = select(*_COLUMNS).where(t.c.tenant_id == tenant_id, t.c.id.in_(list(ids)))
         found = {m.id: m for m in (row_to_memory(r) for r in conn.execute(stmt))}
         return [found[i] for i in ids if i in found]
 
-    def active_of_kind(
-        self, conn: Connection, tenant_id: str, scope: Scope, kind: str
-    ) -> _list[Memory]:
+    def active_of_kind(self, tenant_id: str, scope: Scope, kind: str) -> _list[Memory]:
+        conn = self._tx_read
         stmt = (
             select(*_COLUMNS)
             .where(scope_filter(t, tenant_id, scope), t.c.kind == kind, t.c.status == "active")
@@ -266,14 +274,23 @@ class MemoryRepository:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def prepare_tenant(self, conn: Connection, tenant_id: str) -> None:
+    def prepare_tenant(self, tenant_id: str) -> None:
         """Make the tenant's memories searchable before its first insert (its own FTS5 index
         on SQLite: ``cairn.store.fts``; nothing on PostgreSQL). ``insert_new`` does this; a
         writer inserting rows itself must call it in the same transaction."""
+        conn = self._tx_write
         if self.db.is_sqlite:
             self.db.fts.ensure(conn, fts.MEMORIES, tenant_id)
 
-    def insert_new(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> _list[Memory]:
+    def load_rows(self, tenant_id: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert prepared rows of one tenant as they are: no merging, no check for stored
+        content (bulk loading of generated data, e.g. benchmarks)."""
+        conn = self._tx_write
+        self.prepare_tenant(tenant_id)
+        if rows:
+            conn.execute(t.insert(), list(rows))
+
+    def insert_new(self, rows: Sequence[dict[str, Any]]) -> _list[Memory]:
         """Insert rows whose content is not stored yet; returns the memories actually new.
 
         A row whose ``(tenant, scope, kind, content_hash)`` is already stored is recognised by
@@ -283,6 +300,7 @@ class MemoryRepository:
         store one memory. (The compiler holds the partition's lock, so what this returns as
         new is exact.)
         """
+        conn = self._tx_write
         if not rows:
             return []
         merged: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -301,7 +319,7 @@ class MemoryRepository:
                 if "search_text" not in row:
                     row["search_text"] = search_text(row["content"], row["metadata"])
             for tenant in {row["tenant_id"] for row in new_rows}:
-                self.prepare_tenant(conn, tenant)
+                self.prepare_tenant(tenant)
             insert = self.db.insert(t).on_conflict_do_nothing()
             conn.execute(insert, new_rows)
         for key, (memory_id, stored) in existing.items():
@@ -338,8 +356,9 @@ class MemoryRepository:
                     found[key] = (r[2], [str(x) for x in r[3]])
         return found
 
-    def refresh_metadata(self, conn: Connection, row: dict[str, Any]) -> None:
+    def refresh_metadata(self, row: dict[str, Any]) -> None:
         """Replace the metadata of the stored memory ``row`` restates (same content)."""
+        conn = self._tx_write
         conn.execute(
             update(t)
             .where(
@@ -358,22 +377,19 @@ class MemoryRepository:
             )
         )
 
-    def set_metadata(
-        self, conn: Connection, memory_id: uuid.UUID, metadata: dict[str, Any], now: datetime
-    ) -> None:
+    def set_metadata(self, memory_id: uuid.UUID, metadata: dict[str, Any], now: datetime) -> None:
+        conn = self._tx_write
         conn.execute(update(t).where(t.c.id == memory_id).values(metadata=metadata, updated_at=now))
 
-    def set_sources(
-        self, conn: Connection, memory_id: uuid.UUID, sources: _list[str], now: datetime
-    ) -> None:
+    def set_sources(self, memory_id: uuid.UUID, sources: _list[str], now: datetime) -> None:
+        conn = self._tx_write
         conn.execute(
             update(t).where(t.c.id == memory_id).values(source_episode_ids=sources, updated_at=now)
         )
 
-    def supersede(
-        self, conn: Connection, old_id: uuid.UUID, new_id: uuid.UUID, at: datetime, now: datetime
-    ) -> None:
+    def supersede(self, old_id: uuid.UUID, new_id: uuid.UUID, at: datetime, now: datetime) -> None:
         """Mark ``old_id`` superseded by ``new_id`` from ``at`` on (history stays stored)."""
+        conn = self._tx_write
         conn.execute(
             update(t)
             .where(t.c.id == old_id, t.c.status == "active")
@@ -381,9 +397,10 @@ class MemoryRepository:
         )
 
     def set_embeddings(
-        self, conn: Connection, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
+        self, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
     ) -> None:
         """Store vectors of the partition's rows and bump its vector version."""
+        conn = self._tx_write
         params = [{"s": seq, "e": blob} for seq, blob in items]
         if not params:
             return
@@ -415,23 +432,22 @@ class MemoryRepository:
         limit: int,
         kinds: Sequence[str] | None = None,
         include_superseded: bool = False,
-        conn: Connection | None = None,
     ) -> _list[tuple[int, float]]:
         """``(seq, raw score)`` of the best full-text matches, any term matching (OR): see
         ``cairn.store.memory_search.lexical``."""
-        if conn is not None:
+        with self._reading() as conn:
             return lexical(conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded)
-        with self.db.read() as own:
-            return lexical(own, self.db, tenant_id, scope, terms, limit, kinds, include_superseded)
 
-    def vector_stamp(self, conn: Connection, tenant_id: str, scope: Scope) -> tuple[int, int]:
+    def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet): changes when its vectors do."""
+        conn = self._tx_read
         version = conn.execute(
             select(vector_versions.c.version).where(scope_filter(vector_versions, tenant_id, scope))
         ).scalar()
         return int(version or 0), 0
 
-    def vectors(self, conn: Connection, tenant_id: str, scope: Scope) -> VectorRows:
+    def vectors(self, tenant_id: str, scope: Scope) -> VectorRows:
+        conn = self._tx_read
         rows = conn.execute(
             select(t.c.seq, t.c.embedding)
             .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None))
@@ -439,11 +455,10 @@ class MemoryRepository:
         ).all()
         return VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
 
-    def partitions_without_embedding(
-        self, conn: Connection, limit: int = 1_000
-    ) -> _list[tuple[str, Scope]]:
+    def partitions_without_embedding(self, limit: int = 1_000) -> _list[tuple[str, Scope]]:
         """``(tenant, scope)`` of partitions that hold a memory with no vector yet (the
         background embedding pass starts from these after a restart)."""
+        conn = self._tx_read
         rows = conn.execute(
             select(t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
             .where(t.c.embedding.is_(None), t.c.status != "deleted")
@@ -456,9 +471,10 @@ class MemoryRepository:
         ]
 
     def without_embedding(
-        self, conn: Connection, tenant_id: str, scope: Scope, limit: int = 10_000
+        self, tenant_id: str, scope: Scope, limit: int = 10_000
     ) -> _list[tuple[int, str, dict[str, Any]]]:
         """``(seq, content, metadata)`` of memories that have no vector yet."""
+        conn = self._tx_read
         rows = conn.execute(
             select(t.c.seq, t.c.content, t.c.metadata)
             .where(

@@ -2,7 +2,9 @@
 
 SQLite ranks with FTS5's BM25 inside the partition, in the tenant's own index; PostgreSQL sums
 each term's ``ts_rank`` weighted by the term's BM25 IDF in the partition, so both backends
-rank alike. Terms come from ``cairn.core.analysis`` (the same analysis that built the index).
+rank alike; its scores are brought to BM25's scale (``PG_TO_BM25``), so the engine calibrates
+both backends' scores one way. Terms come from the engine (``cairn.engine.query``: the same
+analysis that built the index, ``cairn.core.analysis``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ PG_CONTEXT_WEIGHT = 0.5
 # ``_without_common_terms``); 0 keeps every term.
 COMMON_TERM_SHARE = 0.2
 COMMON_TERM_MIN_ROWS = 2000
+# PostgreSQL's IDF-weighted ``ts_rank`` sum to BM25's scale: a memory PostgreSQL scores 0.7 is
+# worth what SQLite's BM25 scores 6 (the half-saturation points the engine's calibration had
+# per backend before it had one).
+PG_TO_BM25 = 6.0 / 0.7
 
 
 def search_text(content: str, metadata: dict[str, Any]) -> str:
@@ -48,7 +54,7 @@ def lexical(
 
     ``terms`` are terms of ``cairn.core.analysis`` (letters, marks and digits; CJK bigrams);
     the backend stems English words. SQLite scores are BM25 (larger is better), PostgreSQL's
-    the IDF-weighted ``ts_rank`` sum.
+    the IDF-weighted ``ts_rank`` sum times ``PG_TO_BM25``.
     """
     if not terms:
         return []
@@ -152,7 +158,7 @@ def _pg_ranked(
         f"WHERE m.fts @@ q AND {' AND '.join(where)} "
         "ORDER BY s DESC, m.seq LIMIT :limit"
     )
-    return [(int(r[0]), float(r[1])) for r in conn.execute(text(sql), params)]
+    return [(int(r[0]), float(r[1]) * PG_TO_BM25) for r in conn.execute(text(sql), params)]
 
 
 def _without_common_terms(

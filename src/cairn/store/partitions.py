@@ -23,7 +23,12 @@ from cairn.store.jobs import compile_jobs
 from cairn.store.memories import vector_versions
 from cairn.store.runs import ladder_runs
 from cairn.store.schema import episodes, memories
-from cairn.store.slates import slate_applied_writes, slate_evictions, slate_folders, slate_skips
+from cairn.store.slate_tables import (
+    slate_applied_writes,
+    slate_evictions,
+    slate_folders,
+    slate_skips,
+)
 
 # Tables with all four partition columns; a partition's rows are those matching its key.
 SCOPED_TABLES: tuple[Table, ...] = (

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from sqlalchemy import delete
 
-from cairn.store.database import Database
+from cairn.store.repository import Repository
 from cairn.store.schema import rate_counters
 
 
-class RateRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class RateRepository(Repository):
     def hit(self, bucket: str, minute: int) -> int:
         """Count one request of ``bucket`` in ``minute`` (Unix time // 60); returns that
         minute's count so far."""
@@ -24,7 +21,7 @@ class RateRepository:
             index_elements=["bucket", "minute"],
             set_={"count": rate_counters.c.count + 1},
         ).returning(rate_counters.c.count)
-        with self.db.write() as conn:
+        with self._writing() as conn:
             count = int(conn.execute(upsert).scalar_one())
             if count == 1:
                 # The key's first request of a new window: its older windows are done with.

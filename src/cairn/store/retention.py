@@ -13,8 +13,8 @@ from datetime import datetime
 from sqlalchemy import Column, Integer, String, Table, delete, func, select
 
 from cairn.core.scope import Scope
-from cairn.store.database import Database
 from cairn.store.lifecycle import LifecycleRepository
+from cairn.store.repository import Repository
 from cairn.store.schema import SeqType, UTCDateTime, episodes, memories, metadata
 
 tenant_retention = Table(
@@ -46,12 +46,9 @@ class RetentionPolicy:
     memory_ttl_days: int | None = None
 
 
-class RetentionRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class RetentionRepository(Repository):
     def get(self, tenant_id: str) -> RetentionPolicy:
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 select(tenant_retention).where(tenant_retention.c.tenant_id == tenant_id)
             ).first()
@@ -68,13 +65,13 @@ class RetentionRepository:
         }
         stmt = self.db.insert(tenant_retention).values(**values)
         stmt = stmt.on_conflict_do_update(index_elements=["tenant_id"], set_=values)
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute(stmt)
 
     def policies(self) -> list[RetentionPolicy]:
         """Every tenant with a time-to-live set."""
         t = tenant_retention
-        with self.db.read() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 select(t).where(
                     t.c.episode_ttl_days.is_not(None) | t.c.memory_ttl_days.is_not(None)
@@ -91,7 +88,7 @@ class RetentionRepository:
         lifecycle = LifecycleRepository(self.db)
         total = 0
         while True:
-            with self.db.write() as conn:
+            with self._writing() as conn:
                 rows = conn.execute(
                     select(table.c.seq, table.c.runtime_id, table.c.user_id, table.c.agent_id)
                     .where(table.c.tenant_id == tenant_id, when < before)
@@ -103,12 +100,12 @@ class RetentionRepository:
                 if table is memories:
                     for r, u, a in {(r[1], r[2], r[3]) for r in rows}:
                         scope = Scope.model_construct(runtime_id=r, user_id=u, agent_id=a)
-                        lifecycle.bump_vectors(conn, tenant_id, scope)
+                        lifecycle.bound(conn, writable=True).bump_vectors(tenant_id, scope)
             total += len(rows)
         return total
 
     def record(self, tenant_id: str, now: datetime, episodes_: int, memories_: int) -> None:
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 retention_sweeps.insert().values(
                     tenant_id=tenant_id,
@@ -121,7 +118,7 @@ class RetentionRepository:
     def totals(self) -> tuple[int, int, int]:
         """Sweeps that deleted anything, and the episodes and memories they deleted."""
         s = retention_sweeps
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 select(func.count(), func.sum(s.c.episodes_deleted), func.sum(s.c.memories_deleted))
             ).one()

@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 
 from cairn.core.ids import utcnow
-from cairn.store.database import Database
+from cairn.store.repository import Repository
 from cairn.store.schema import JsonType, SeqType, UTCDateTime, metadata
 
 ladder_runs = Table(
@@ -80,10 +80,7 @@ def _record(row: Any) -> RunRecord:
     return RunRecord(**{k: m[k] for k in RunRecord.__dataclass_fields__})
 
 
-class RunRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class RunRepository(Repository):
     def begin(
         self,
         tenant_id: str,
@@ -109,7 +106,7 @@ class RunRepository:
             "started_at": now,
             "effects": [],
         }
-        with self.db.write() as conn:
+        with self._writing() as conn:
             seq = conn.execute(
                 self.db.insert(ladder_runs)
                 .values(**values)
@@ -133,7 +130,7 @@ class RunRepository:
         (its process died). The new attempt's start (its ownership token: see ``finish``)
         when this caller now owns the run, else None."""
         started = utcnow()
-        with self.db.write() as conn:
+        with self._writing() as conn:
             owned = (
                 conn.execute(
                     update(ladder_runs)
@@ -162,7 +159,7 @@ class RunRepository:
         self, tenant_id: str, run_id: str, effects: list[str], *, attempt: datetime | None = None
     ) -> None:
         """Record the writes applied so far (the whole list, in order)."""
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 update(ladder_runs)
                 .where(*self._owned(tenant_id, run_id, attempt))
@@ -195,7 +192,7 @@ class RunRepository:
         }
         if effects is not None:
             values["effects"] = list(effects)
-        with self.db.write() as conn:
+        with self._writing() as conn:
             return (
                 conn.execute(
                     update(ladder_runs)
@@ -206,7 +203,7 @@ class RunRepository:
             )
 
     def get(self, tenant_id: str, run_id: str) -> RunRecord | None:
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(
                 select(ladder_runs).where(
                     ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
@@ -229,7 +226,7 @@ class RunRepository:
             where.append(ladder_runs.c.ladder == ladder)
         if status is not None:
             where.append(ladder_runs.c.status == status)
-        with self.db.read() as conn:
+        with self._reading() as conn:
             total = conn.execute(
                 select(func.count()).select_from(ladder_runs).where(*where)
             ).scalar_one()

@@ -58,9 +58,10 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        when: datetime = value
+        if when.tzinfo is None:
+            return when.replace(tzinfo=UTC)
+        return when.astimezone(UTC)
 
 
 def scope_columns() -> list[Column[Any]]:

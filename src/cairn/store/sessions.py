@@ -15,8 +15,8 @@ from datetime import timedelta
 from sqlalchemy import delete, select, update
 
 from cairn.core.ids import utcnow
-from cairn.store.database import Database
 from cairn.store.keys import hash_key
+from cairn.store.repository import Repository
 from cairn.store.schema import api_keys, ui_sessions
 
 # Expired sessions are deleted once a day past their end, when a new sign-in happens.
@@ -29,16 +29,13 @@ class Session:
     key_prefix: str
 
 
-class SessionRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class SessionRepository(Repository):
     def create(self, key: str, ttl_seconds: int) -> tuple[str, Session] | None:
         """A new session for an active ``key``: (cookie token, session), or None."""
         digest = hash_key(key)
         now = utcnow()
         token = secrets.token_urlsafe(32)
-        with self.db.write() as conn:
+        with self._writing() as conn:
             row = conn.execute(
                 select(
                     api_keys.c.id, api_keys.c.key_hash, api_keys.c.tenant_id, api_keys.c.prefix
@@ -71,7 +68,7 @@ class SessionRepository:
                 api_keys.c.revoked_at.is_(None),
             )
         )
-        with self.db.read() as conn:
+        with self._reading() as conn:
             row = conn.execute(stmt).first()
         if row is None or not hmac.compare_digest(row.id, digest):
             return None
@@ -79,7 +76,7 @@ class SessionRepository:
 
     def revoke(self, token: str) -> bool:
         """Sign a session out; True when a live one was ended."""
-        with self.db.write() as conn:
+        with self._writing() as conn:
             result = conn.execute(
                 update(ui_sessions)
                 .where(ui_sessions.c.id == hash_key(token), ui_sessions.c.revoked_at.is_(None))

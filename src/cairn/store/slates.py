@@ -1,4 +1,4 @@
-"""Slate state: folders, files, entries, evictions and skipped writes.
+"""Slate state: folders, their files and entries, and the write claims of ladder runs.
 
 Writes to one folder are serialized: on PostgreSQL by a row lock on the folder row
 (``SELECT … FOR UPDATE``), on SQLite by the database's single writer (an in-process lock and
@@ -10,149 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
-from sqlalchemy import (
-    BigInteger,
-    Column,
-    Connection,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    bindparam,
-    delete,
-    func,
-    or_,
-    select,
-    update,
-)
+from sqlalchemy import bindparam, delete, func, or_, select, update
 
-from cairn.core.scope import DEFAULT_RUNTIME
-from cairn.slates.model import Entry, Eviction, FileState, FolderKey, FolderState
-from cairn.store.database import Database
-from cairn.store.schema import JsonType, SeqType, UTCDateTime, metadata
-
-
-def _subject_columns() -> list[Column[Any]]:
-    # Constant today: they make per-user slate state part of the subject ``("default", user,
-    # "")``, so ``DELETE /v1/subjects/{user}`` removes it with the rest of the user's data.
-    return [
-        Column("runtime_id", String(256), nullable=False, server_default=DEFAULT_RUNTIME),
-        Column("agent_id", String(256), nullable=False, server_default=""),
-    ]
-
-
-slate_folders = Table(
-    "slate_folders",
-    metadata,
-    Column("id", SeqType, primary_key=True, autoincrement=True),
-    Column("tenant_id", String(128), nullable=False),
-    Column("ladder", String(256), nullable=False),
-    Column("user_id", String(256), nullable=False, server_default=""),
-    *_subject_columns(),
-    Column("slate", String(128), nullable=False),
-    Column("folder", String(128), nullable=False),
-    Column("clock", BigInteger(), nullable=False, server_default="0"),
-    Column("usage", Integer(), nullable=False, server_default="0"),
-    Column("created_at", UTCDateTime(), nullable=False),
-    Column("updated_at", UTCDateTime(), nullable=False),
-    UniqueConstraint("tenant_id", "ladder", "user_id", "slate", "folder", name="uq_slate_folders"),
-)
-
-slate_files = Table(
-    "slate_files",
-    metadata,
-    Column("id", SeqType, primary_key=True, autoincrement=True),
-    Column(
-        "folder_id",
-        BigInteger().with_variant(Integer(), "sqlite"),
-        ForeignKey("slate_folders.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
-    Column("name", String(128), nullable=False),
-    Column("kind", String(8), nullable=False, server_default="text"),
-    Column("tags", JsonType, nullable=False),
-    Column("last_used", BigInteger(), nullable=False, server_default="0"),
-    Column("ordinal", Integer(), nullable=False, server_default="0"),
-    Column("tokens", Integer(), nullable=False, server_default="0"),
-    Column("bytes", Integer(), nullable=False, server_default="0"),
-    Column("updated_at", UTCDateTime(), nullable=False),
-    UniqueConstraint("folder_id", "name", name="uq_slate_files"),
-)
-
-slate_entries = Table(
-    "slate_entries",
-    metadata,
-    Column("id", SeqType, primary_key=True, autoincrement=True),
-    Column(
-        "folder_id",
-        BigInteger().with_variant(Integer(), "sqlite"),
-        ForeignKey("slate_folders.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
-    Column("file", String(128), nullable=False),
-    Column("seq", BigInteger(), nullable=False),
-    Column("position", BigInteger(), nullable=False),
-    Column("content", Text(), nullable=False),
-    Column("tokens", Integer(), nullable=False),
-    Column("run_id", String(256), nullable=True),
-    Column("written_at", UTCDateTime(), nullable=False),
-    Index("ix_slate_entries_folder", "folder_id", "file", "position"),
-)
-
-slate_evictions = Table(
-    "slate_evictions",
-    metadata,
-    Column("id", SeqType, primary_key=True, autoincrement=True),
-    Column("tenant_id", String(128), nullable=False),
-    Column("ladder", String(256), nullable=False),
-    Column("user_id", String(256), nullable=False, server_default=""),
-    *_subject_columns(),
-    Column("slate", String(128), nullable=False),
-    Column("folder", String(128), nullable=False),
-    Column("file", String(128), nullable=False),
-    Column("preview", Text(), nullable=False),
-    Column("tokens", Integer(), nullable=False),
-    Column("policy", String(16), nullable=False),
-    Column("run_id", String(256), nullable=True),
-    Column("evicted_at", UTCDateTime(), nullable=False),
-    Index("ix_slate_evictions_slate", "tenant_id", "ladder", "slate", "user_id", "id"),
-)
-
-# One row per write a ladder run applied (its effect key, e.g. ``final/if``), inserted in the
-# write's own transaction: a retried run can never apply it twice, whenever its process died.
-# Rows of a run are dropped when it completes (its stored response answers every retry).
-CLAIM_RETENTION = timedelta(days=7)
-slate_applied_writes = Table(
-    "slate_applied_writes",
-    metadata,
-    Column("tenant_id", String(128), primary_key=True),
-    Column("run_id", String(256), primary_key=True),
-    Column("effect", String(512), primary_key=True),
-    Column("applied_at", UTCDateTime(), nullable=False),
-)
-
-slate_skips = Table(
-    "slate_skips",
-    metadata,
-    Column("id", SeqType, primary_key=True, autoincrement=True),
-    Column("tenant_id", String(128), nullable=False),
-    Column("ladder", String(256), nullable=False),
-    Column("user_id", String(256), nullable=False, server_default=""),
-    *_subject_columns(),
-    Column("slate", String(128), nullable=False),
-    Column("folder", String(128), nullable=False),
-    Column("file", String(128), nullable=False),
-    Column("reason", String(64), nullable=False),
-    Column("detail", Text(), nullable=False, server_default=""),
-    Column("run_id", String(256), nullable=True),
-    Column("created_at", UTCDateTime(), nullable=False),
-    Index("ix_slate_skips_slate", "tenant_id", "ladder", "slate", "user_id", "id"),
+from cairn.core.slates import Entry, FileState, FolderKey
+from cairn.store.repository import Repository
+from cairn.store.schema import JsonType, UTCDateTime
+from cairn.store.slate_tables import (
+    CLAIM_RETENTION,
+    slate_applied_writes,
+    slate_entries,
+    slate_files,
+    slate_folders,
 )
 
 
@@ -224,16 +94,14 @@ def _key_params(key: FolderKey) -> dict[str, str]:
     }
 
 
-class SlateRepository:
+class SlateRepository(Repository):
     """Persistence of slate state; every method takes the open transaction's connection."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
 
     # --- folders --------------------------------------------------------------------------
 
-    def lock_folder(self, conn: Connection, key: FolderKey, now: datetime) -> tuple[int, int, bool]:
+    def lock_folder(self, key: FolderKey, now: datetime) -> tuple[int, int, bool]:
         """Lock the folder row, creating it first if needed: ``(id, clock, created)``."""
+        conn = self._tx_write
         params = _key_params(key)
         row = conn.execute(_LOCK_FOLDER, params).first()
         if row is not None:
@@ -256,12 +124,14 @@ class SlateRepository:
         row = conn.execute(_LOCK_FOLDER, params).one()
         return int(row[0]), int(row[1]), True
 
-    def find_folder(self, conn: Connection, key: FolderKey) -> tuple[int, int] | None:
+    def find_folder(self, key: FolderKey) -> tuple[int, int] | None:
+        conn = self._tx_read
         row = conn.execute(_SELECT_FOLDER, _key_params(key)).first()
         return None if row is None else (int(row[0]), int(row[1]))
 
-    def load_files(self, conn: Connection, folder_id: int) -> dict[str, FileState]:
+    def load_files(self, folder_id: int) -> dict[str, FileState]:
         """Every stored file of a folder with its entries, in ``ordinal`` order."""
+        conn = self._tx_read
         files: dict[str, FileState] = {}
         rows = conn.execute(_SELECT_FILES, {"folder_id": folder_id})
         for r in rows:
@@ -284,7 +154,8 @@ class SlateRepository:
                 )
         return files
 
-    def add_file(self, conn: Connection, folder_id: int, f: FileState, now: datetime) -> int:
+    def add_file(self, folder_id: int, f: FileState, now: datetime) -> int:
+        conn = self._tx_write
         res = conn.execute(
             slate_files.insert().values(
                 folder_id=folder_id,
@@ -302,7 +173,6 @@ class SlateRepository:
 
     def save_file(
         self,
-        conn: Connection,
         file_id: int,
         *,
         kind: str,
@@ -312,6 +182,7 @@ class SlateRepository:
         tags: list[str],
         now: datetime,
     ) -> None:
+        conn = self._tx_write
         conn.execute(
             _SAVE_FILE,
             {
@@ -325,10 +196,12 @@ class SlateRepository:
             },
         )
 
-    def touch_file(self, conn: Connection, file_id: int, last_used: int) -> None:
+    def touch_file(self, file_id: int, last_used: int) -> None:
+        conn = self._tx_write
         conn.execute(_TOUCH_FILE, {"file_id": file_id, "last_used": last_used})
 
-    def drop_file(self, conn: Connection, folder_id: int, file_id: int, name: str) -> None:
+    def drop_file(self, folder_id: int, file_id: int, name: str) -> None:
+        conn = self._tx_write
         conn.execute(
             delete(slate_entries).where(
                 (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)
@@ -336,16 +209,16 @@ class SlateRepository:
         )
         conn.execute(delete(slate_files).where(slate_files.c.id == file_id))
 
-    def save_folder(
-        self, conn: Connection, folder_id: int, *, clock: int, usage: int, now: datetime
-    ) -> None:
+    def save_folder(self, folder_id: int, *, clock: int, usage: int, now: datetime) -> None:
+        conn = self._tx_write
         conn.execute(
             _SAVE_FOLDER, {"folder_id": folder_id, "clock": clock, "usage": usage, "now": now}
         )
 
     # --- entries ----------------------------------------------------------------------------
 
-    def insert_entries(self, conn: Connection, folder_id: int, entries: Iterable[Entry]) -> None:
+    def insert_entries(self, folder_id: int, entries: Iterable[Entry]) -> None:
+        conn = self._tx_write
         rows = [
             {
                 "folder_id": folder_id,
@@ -362,10 +235,9 @@ class SlateRepository:
         if rows:
             conn.execute(slate_entries.insert(), rows)
 
-    def claim_write(
-        self, conn: Connection, tenant: str, run_id: str, effect: str, now: datetime
-    ) -> bool:
+    def claim_write(self, tenant: str, run_id: str, effect: str, now: datetime) -> bool:
         """Record that run ``run_id`` applies ``effect``; False if it already had."""
+        conn = self._tx_write
         stmt = (
             self.db.insert(slate_applied_writes)
             .values(
@@ -382,7 +254,7 @@ class SlateRepository:
         """Drop a completed run's claims, and the tenant's claims older than
         ``CLAIM_RETENTION`` (runs that failed and were never retried)."""
         c = slate_applied_writes.c
-        with self.db.write() as conn:
+        with self._writing() as conn:
             conn.execute(
                 delete(slate_applied_writes).where(
                     c.tenant_id == tenant,
@@ -390,120 +262,21 @@ class SlateRepository:
                 )
             )
 
-    def delete_entries(self, conn: Connection, ids: list[int]) -> None:
+    def delete_entries(self, ids: list[int]) -> None:
+        conn = self._tx_write
         if not ids:
             return
         for start in range(0, len(ids), 500):
             conn.execute(_DELETE_ENTRIES, {"ids": ids[start : start + 500]})
 
-    def delete_file_entries(self, conn: Connection, folder_id: int, name: str) -> int:
+    def delete_file_entries(self, folder_id: int, name: str) -> int:
+        conn = self._tx_write
         res = conn.execute(
             delete(slate_entries).where(
                 (slate_entries.c.folder_id == folder_id) & (slate_entries.c.file == name)
             )
         )
         return int(res.rowcount or 0)
-
-    # --- evictions and skipped writes ---------------------------------------------------------
-
-    def record_evictions(self, conn: Connection, key: FolderKey, evictions: list[Eviction]) -> None:
-        if evictions:
-            conn.execute(
-                slate_evictions.insert(),
-                [
-                    {
-                        "tenant_id": key.tenant,
-                        "ladder": key.ladder,
-                        "user_id": key.user_id,
-                        "slate": ev.slate,
-                        "folder": ev.folder,
-                        "file": ev.file,
-                        "preview": ev.preview,
-                        "tokens": ev.tokens,
-                        "policy": ev.policy,
-                        "run_id": ev.run_id,
-                        "evicted_at": ev.evicted_at,
-                    }
-                    for ev in evictions
-                ],
-            )
-
-    def list_evictions(
-        self,
-        tenant: str,
-        ladder: str,
-        slate: str,
-        user_id: str | None,
-        *,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Eviction]:
-        c = slate_evictions.c
-        stmt = select(slate_evictions).where(
-            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate)
-        )
-        if user_id is not None:
-            stmt = stmt.where(c.user_id == user_id)
-        stmt = stmt.order_by(c.id.desc()).limit(limit).offset(offset)
-        with self.db.read() as conn:
-            return [
-                Eviction(
-                    slate=m["slate"],
-                    folder=m["folder"],
-                    file=m["file"],
-                    preview=m["preview"],
-                    tokens=int(m["tokens"]),
-                    policy=m["policy"],
-                    evicted_at=m["evicted_at"],
-                    run_id=m["run_id"],
-                    ladder=m["ladder"],
-                    user_id=m["user_id"],
-                    id=int(m["id"]),
-                )
-                for m in (r._mapping for r in conn.execute(stmt))
-            ]
-
-    def record_skip(
-        self, key: FolderKey, file: str, reason: str, detail: str, run_id: str | None, now: datetime
-    ) -> None:
-        with self.db.write() as conn:
-            conn.execute(
-                slate_skips.insert().values(
-                    tenant_id=key.tenant,
-                    ladder=key.ladder,
-                    user_id=key.user_id,
-                    slate=key.slate,
-                    folder=key.folder,
-                    file=file,
-                    reason=reason,
-                    detail=detail[:2000].replace("\x00", "\\0"),
-                    run_id=run_id,
-                    created_at=now,
-                )
-            )
-
-    def list_skips(
-        self, tenant: str, ladder: str, slate: str, user_id: str | None, *, limit: int = 100
-    ) -> list[dict[str, Any]]:
-        c = slate_skips.c
-        stmt = select(slate_skips).where(
-            (c.tenant_id == tenant) & (c.ladder == ladder) & (c.slate == slate)
-        )
-        if user_id is not None:
-            stmt = stmt.where(c.user_id == user_id)
-        with self.db.read() as conn:
-            return [
-                {
-                    "folder": m["folder"],
-                    "file": m["file"],
-                    "reason": m["reason"],
-                    "detail": m["detail"],
-                    "run_id": m["run_id"],
-                    "user_id": m["user_id"] or None,
-                    "created_at": m["created_at"].isoformat().replace("+00:00", "Z"),
-                }
-                for m in (r._mapping for r in conn.execute(stmt.order_by(c.id.desc()).limit(limit)))
-            ]
 
     # --- instances ----------------------------------------------------------------------------
 
@@ -512,13 +285,14 @@ class SlateRepository:
         stmt = select(c.ladder, c.user_id, c.slate, c.folder, c.usage).where(c.tenant_id == tenant)
         if ladder is not None:
             stmt = stmt.where(c.ladder == ladder)
-        with self.db.read() as conn:
+        with self._reading() as conn:
             return [
                 FolderRow(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
                 for r in conn.execute(stmt.order_by(c.ladder, c.slate, c.user_id, c.folder))
             ]
 
-    def count_entries(self, conn: Connection, folder_id: int) -> int:
+    def count_entries(self, folder_id: int) -> int:
+        conn = self._tx_read
         return int(
             conn.execute(
                 select(func.count())
@@ -528,12 +302,4 @@ class SlateRepository:
         )
 
 
-def folder_state(
-    key: FolderKey,
-    token_limit: int,
-    policy: str,
-    folder_id: int | None,
-    clock: int,
-    files: dict[str, FileState],
-) -> FolderState:
-    return FolderState(key.slate, key.folder, token_limit, policy, clock, files, folder_id)
+__all__ = ["FolderRow", "SlateRepository"]

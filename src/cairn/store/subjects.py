@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, literal, select, union_all
 
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
-from cairn.store.database import Database
 from cairn.store.partitions import PartitionSelector, erase
+from cairn.store.repository import Repository
 from cairn.store.schema import episodes, memories
 
 
@@ -19,10 +19,7 @@ class SubjectSummary:
     memory_count: int
 
 
-class SubjectRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class SubjectRepository(Repository):
     def list(
         self, tenant_id: str, *, limit: int = 100, offset: int = 0, prefix: str | None = None
     ) -> tuple[list[SubjectSummary], int]:
@@ -53,7 +50,7 @@ class SubjectRepository:
             .offset(offset)
         )
         total = select(func.count(func.distinct(rows.c.subject_id)))
-        with self.db.read() as conn:
+        with self._reading() as conn:
             items = [
                 SubjectSummary(str(r[0]), int(r[1] or 0), int(r[2] or 0))
                 for r in conn.execute(grouped)
@@ -65,5 +62,5 @@ class SubjectRepository:
         """Remove every row of one partition from every registered table (see
         ``cairn.store.partitions``); counts per table. ``cairn.engine.lifecycle.erase`` also
         purges indexes and caches: the API and the inspector call that."""
-        with self.db.write() as conn:
+        with self._writing() as conn:
             return erase(conn, PartitionSelector.of_scope(tenant_id, scope))

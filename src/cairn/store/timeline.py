@@ -50,18 +50,17 @@ def read_timeline(
     kinds: list[str] = []
     sessions: list[str] = []
     total_episodes = total_memories = 0
-    with store.db.read() as conn:
+    with store.snapshot() as tx:
         # One row past the page tells whether more exist.
-        episodes = store.episodes.list(
+        episodes = tx.episodes.list(
             tenant_id,
             scope,
             limit=limit + 1,
             offset=offset,
             newest_first=newest_first,
             session_id=session_id,
-            conn=conn,
         )
-        memories = store.memories.list(
+        memories = tx.memories.list(
             tenant_id,
             scope,
             limit=limit + 1,
@@ -69,12 +68,11 @@ def read_timeline(
             newest_first=newest_first,
             kind=kind,
             session_id=session_id,
-            conn=conn,
         )
         if facets:
-            kinds, sessions = store.memories.facets(tenant_id, scope, conn)
-            total_episodes = store.episodes.count(tenant_id, scope, conn=conn)
-            total_memories = store.memories.count(tenant_id, scope, conn=conn)
+            kinds, sessions = tx.memories.facets(tenant_id, scope)
+            total_episodes = tx.episodes.count(tenant_id, scope)
+            total_memories = tx.memories.count(tenant_id, scope)
     episodes, episodes_more = _window(episodes, limit, newest_first)
     memories, memories_more = _window(memories, limit, newest_first)
     return TimelinePage(

@@ -20,9 +20,9 @@ from sqlalchemy.exc import DBAPIError, StatementError
 from cairn.core.scope import Scope
 from cairn.errors import Conflict, InvalidInput
 from cairn.store import fts
-from cairn.store.database import Database
 from cairn.store.documents import document_chunks, documents
 from cairn.store.episodes import scope_filter
+from cairn.store.repository import Repository
 from cairn.store.runs import ladder_runs
 from cairn.store.schema import UTCDateTime, episodes, memories
 
@@ -50,10 +50,7 @@ def _key(table: Table) -> Any:
     return table.c.seq
 
 
-class TransferRepository:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
+class TransferRepository(Repository):
     def export(self, tenant_id: str, scope: Scope) -> Iterator[dict[str, Any]]:
         """Every exported row of the subject, one page (own read transaction) at a time."""
         for kind, table in TABLES.items():
@@ -62,7 +59,7 @@ class TransferRepository:
                 stmt = select(_key(table), *_exported_columns(table)).where(
                     self._owner(table, tenant_id, scope), _key(table) > after
                 )
-                with self.db.read() as conn:
+                with self._reading() as conn:
                     rows = conn.execute(stmt.order_by(_key(table)).limit(PAGE)).all()
                 for r in rows:
                     m = dict(r._mapping)
@@ -94,7 +91,7 @@ class TransferRepository:
             rows[kind].append(_decode(TABLES[kind], record["row"], i, tenant_id, scope))
         counts = dict.fromkeys(TABLES, 0)
         try:
-            with self.db.write() as conn:
+            with self._writing() as conn:
                 if self.db.is_sqlite:
                     self.db.fts.ensure(conn, fts.MEMORIES, tenant_id)
                     self.db.fts.ensure(conn, fts.CHUNKS, tenant_id)

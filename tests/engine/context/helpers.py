@@ -61,7 +61,7 @@ def add_memory(
     mid = uuid7()
     at = T0 + timedelta(minutes=minute)
     with store.db.write() as conn:
-        store.memories.prepare_tenant(conn, tenant)
+        store.memories.bound(conn, writable=True).prepare_tenant(tenant)
         conn.execute(
             memories.insert().values(
                 id=mid,

@@ -28,14 +28,14 @@ def healthz(request: Request) -> dict[str, Any]:
 def readyz(request: Request) -> dict[str, str]:
     """The database answers; 503 ``unavailable`` when it does not."""
     services = services_of(request)
-    if not services.store.db.ping():
+    if not services.store.ping():
         raise Unavailable("the database is not reachable", details={"database": "down"})
-    return {"status": "ready", "database": services.store.dialect}
+    return {"status": "ready", "database": services.store.backend}
 
 
 @router.get("/v1/version")
 def version(request: Request) -> dict[str, str]:
-    return {"version": __version__, "database": services_of(request).store.dialect}
+    return {"version": __version__, "database": services_of(request).store.backend}
 
 
 @router.get("/metrics", include_in_schema=False)

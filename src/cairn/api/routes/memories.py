@@ -160,8 +160,8 @@ def get_compile_job(
     job = store.jobs.get(tenant, job_id)
     if job is None:
         raise NotFound(f"no compile job {job_id}", code="job_not_found")
-    with store.db.read() as conn:
-        memories = store.memories.by_ids(conn, tenant, job.memory_ids)
+    with store.snapshot() as tx:
+        memories = tx.memories.by_ids(tenant, job.memory_ids)
     return CompileJobPublic.model_construct(
         job_id=job.id,
         status=public_status(job.status),
@@ -241,12 +241,8 @@ def _list_by_kind(
         "include_superseded": include_superseded,
     }
     wanted: list[str | None] = list(kinds) or [None]
-    with store.db.read() as conn:
-        found = [
-            m
-            for kind in wanted
-            for m in store.memories.list(tenant, scope, kind=kind, conn=conn, **page)
-        ]
+    with store.snapshot() as tx:
+        found = [m for kind in wanted for m in tx.memories.list(tenant, scope, kind=kind, **page)]
     # The store's own order (valid_from, then insertion), newest first across the kinds.
     found.sort(key=lambda m: (m.valid_from or m.created_at, m.seq), reverse=True)
     return found[:limit]

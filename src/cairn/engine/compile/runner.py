@@ -24,7 +24,7 @@ from cairn.engine.compile.drafts import CompileInput, Compiler, MemoryDraft, mem
 from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.engine.embedders import Embedder
-from cairn.store import Store
+from cairn.store import Store, UnitOfWork
 
 if TYPE_CHECKING:
     from cairn.engine.backfill import EmbeddingBackfill
@@ -82,11 +82,11 @@ def _row(
     }
 
 
-def stated_names(store: Store, conn: Any, tenant_id: str, scope: Scope) -> dict[str, str]:
+def stated_names(tx: UnitOfWork, tenant_id: str, scope: Scope) -> dict[str, str]:
     """``speaker label → name`` from the partition's current name facts (slot ``x:name``), so
     facts of a later compile name the person ("Maya works at Initech", not "User …")."""
     out: dict[str, str] = {}
-    for m in store.memories.active_of_kind(conn, tenant_id, scope, "profile_fact"):
+    for m in tx.memories.active_of_kind(tenant_id, scope, "profile_fact"):
         slot = str(m.metadata.get("slot") or "")
         value = m.metadata.get("value")
         if slot.endswith(":name") and isinstance(value, str) and value:
@@ -111,20 +111,19 @@ def compile_scope(
     pass) is told about them.
     """
     compiler = compiler or HeuristicCompiler()
-    q = store.jobs.compiling
 
-    with store.db.read() as conn:
-        batch = q.uncompiled(conn, tenant_id, scope, max_episodes)
-        sessions = q.sessions(conn, tenant_id, scope, batch)
-        names = stated_names(store, conn, tenant_id, scope) if batch else {}
+    with store.snapshot() as tx:
+        batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
+        sessions = tx.compiling.sessions(tenant_id, scope, batch)
+        names = stated_names(tx, tenant_id, scope) if batch else {}
     if not batch:
         return CompileResult(memories_created=0)
     drafts = compiler.compile(CompileInput(batch, sessions, names))
 
     now = utcnow()
-    with store.db.write() as conn:
-        q.lock_scope(conn, tenant_id, scope)
-        fresh = q.still_uncompiled(conn, [ep.id for ep in batch])
+    with store.transaction() as tx:
+        tx.compiling.lock_scope(tenant_id, scope)
+        fresh = tx.compiling.still_uncompiled([ep.id for ep in batch])
         fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
         drafts = [
             d
@@ -132,9 +131,9 @@ def compile_scope(
             if any(i in fresh for i in d.source_episode_ids)
             or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
         ]
-        created = _apply(store, conn, tenant_id, scope, drafts, compiler, now)
-        q.mark_compiled(conn, [ep.id for ep in batch if ep.id in fresh])
-        remaining = q.count_uncompiled(conn, tenant_id, scope)
+        created = _apply(tx, tenant_id, scope, drafts, compiler, now)
+        tx.compiling.mark_compiled([ep.id for ep in batch if ep.id in fresh])
+        remaining = tx.compiling.count_uncompiled(tenant_id, scope)
     if created and embedder is not None:
         # An embedder passed by the caller (benches, scripts) embeds now; a server's or
         # worker's vectors follow in the background, off the request.
@@ -184,8 +183,7 @@ def compile_request(
 
 
 def _apply(
-    store: Store,
-    conn: Any,
+    tx: UnitOfWork,
     tenant_id: str,
     scope: Scope,
     drafts: list[MemoryDraft],
@@ -195,17 +193,15 @@ def _apply(
     """Insert drafts in order; slot facts first supersede a different current value."""
     for d in drafts:
         if d.refresh:
-            store.memories.refresh_metadata(conn, _row(tenant_id, scope, d, compiler, now))
+            tx.memories.refresh_metadata(_row(tenant_id, scope, d, compiler, now))
     plain = [d for d in drafts if not d.slot and not d.refresh]
-    created = store.memories.insert_new(
-        conn, [_row(tenant_id, scope, d, compiler, now) for d in plain]
-    )
+    created = tx.memories.insert_new([_row(tenant_id, scope, d, compiler, now) for d in plain])
     slotted = sorted((d for d in drafts if d.slot), key=lambda d: d.valid_from)
     if not slotted:
         return created
     current: dict[str, Memory] = {}
     for kind in sorted({d.kind for d in slotted}):
-        for m in store.memories.active_of_kind(conn, tenant_id, scope, kind):
+        for m in tx.memories.active_of_kind(tenant_id, scope, kind):
             slot = m.metadata.get("slot")
             if slot:
                 current[slot] = m
@@ -214,21 +210,21 @@ def _apply(
         old = current.get(draft.slot)
         row = _row(tenant_id, scope, draft, compiler, now)
         if old is not None and normalize_for_hash(old.content) == normalize_for_hash(draft.content):
-            _add_sources(store, conn, old, draft.source_episode_ids, now)
+            _add_sources(tx, old, draft.source_episode_ids, now)
             if draft.kind == "episode_summary" and old.metadata != row["metadata"]:
-                store.memories.set_metadata(conn, old.id, row["metadata"], now)
+                tx.memories.set_metadata(old.id, row["metadata"], now)
             continue
         if old is not None and old.valid_from and old.valid_from > draft.valid_from:
             # An older statement that arrives late never replaces the newer value; it is
             # stored as history, already superseded by it.
             row.update(status="superseded", valid_to=old.valid_from, superseded_by=old.id)
-            created.extend(store.memories.insert_new(conn, [row]))
+            created.extend(tx.memories.insert_new([row]))
             continue
-        inserted = store.memories.insert_new(conn, [row])
+        inserted = tx.memories.insert_new([row])
         if not inserted:
             continue
         if old is not None:
-            store.memories.supersede(conn, old.id, inserted[0].id, draft.valid_from, now)
+            tx.memories.supersede(old.id, inserted[0].id, draft.valid_from, now)
             # The response shows what is stored: ``old`` may be new in this very compile.
             created = [
                 m.model_copy(
@@ -248,11 +244,9 @@ def _apply(
     return created
 
 
-def _add_sources(
-    store: Store, conn: Any, memory: Memory, sources: tuple[uuid.UUID, ...], now: Any
-) -> None:
+def _add_sources(tx: UnitOfWork, memory: Memory, sources: tuple[uuid.UUID, ...], now: Any) -> None:
     have = [str(i) for i in memory.source_episode_ids]
     extra = [str(i) for i in sources if str(i) not in have]
     if extra:
-        store.memories.set_sources(conn, memory.id, have + extra, now)
+        tx.memories.set_sources(memory.id, have + extra, now)
         memory.source_episode_ids.extend(uuid.UUID(i) for i in extra)

@@ -134,7 +134,7 @@ class CairnAssembly:
         out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
         items: list[ContextItem] = []
         # The search opens its own read; the other lanes share one (a round trip each less).
-        with self.store.db.read() as conn:
+        with self.store.snapshot() as tx:
             recent, episodes = lanes.recent_items(
                 self.store,
                 self.tenant_id,
@@ -142,7 +142,6 @@ class CairnAssembly:
                 request.conversation_id,
                 request.recent_turns,
                 tok,
-                conn,
             )
             items += recent
             out.episodes = {str(e.id): e for e in episodes}
@@ -152,19 +151,18 @@ class CairnAssembly:
             # Without a query, the conversation's latest turn is what to recall for.
             query = request.query or (recent[0].content if recent else "")
             sm, smems = lanes.summary_items(
-                self.store,
+                tx,
                 self.tenant_id,
                 scope,
                 request.conversation_id,
                 s.summary_score,
                 s.summaries,
                 tok,
-                conn,
             )
             # Each long-term lane is asked for one more than it may give: the extra one
             # tells whether the limit cut anything off.
             ch, chunks = lanes.chunk_items(
-                self.store, self.tenant_id, scope, request.dataset_ids, query, limit + 1, conn
+                tx, self.tenant_id, scope, request.dataset_ids, query, limit + 1
             )
         lt, mems = lanes.long_term_items(
             self.store,

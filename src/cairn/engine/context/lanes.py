@@ -14,16 +14,20 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-
 from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.memory import ContextItem, SourceRef
 from cairn.core.scope import Scope
 from cairn.core.tokens import Tokenizer
+from cairn.engine.query import ranking_terms
+from cairn.engine.ranking import CHUNK_HALF, calibrate
 from cairn.engine.turns import TURN_EPISODE_TYPE, episode_text
-from cairn.store import Store
-from cairn.store.documents import ChunkRow, conversation_memories, latest_episodes
+from cairn.store import Store, UnitOfWork
+from cairn.store.documents import ChunkRow
+
+# What a lane reads through: the store (each read its own snapshot) or a unit of work (the
+# lanes of one request share one snapshot).
+Repos = Store | UnitOfWork
 
 if TYPE_CHECKING:
     from cairn.engine.search import SearchCaches
@@ -32,18 +36,17 @@ SUMMARY_KINDS = frozenset({"episode_summary", "session_summary", "conversation_s
 
 
 def recent_items(
-    store: Store,
+    repos: Repos,
     tenant_id: str,
     scope: Scope,
     conversation_id: str,
     limit: int,
     tokenizer: Tokenizer,
-    conn: Connection | None = None,
 ) -> tuple[list[ContextItem], list[Episode]]:
     """The conversation's latest ``limit`` episodes as items, newest first."""
     if not conversation_id or limit <= 0:
         return [], []
-    episodes = latest_episodes(store.db, tenant_id, scope, conversation_id, limit, conn)
+    episodes = repos.episodes.latest_of_session(tenant_id, scope, conversation_id, limit)
     items = []
     for ep in episodes:
         content = episode_text(ep)
@@ -141,25 +144,26 @@ def long_term_items(
 
 
 def chunk_items(
-    store: Store,
+    repos: Repos,
     tenant_id: str,
     scope: Scope,
     dataset_ids: Sequence[str],
     query: str,
     limit: int,
-    conn: Connection | None = None,
 ) -> tuple[list[ContextItem], dict[str, ChunkRow]]:
-    """Chunks of the named datasets that match ``query``."""
-    rows = store.documents.search_chunks(
-        tenant_id, scope, dataset_ids, query, limit=limit, conn=conn
+    """Chunks of the named datasets that match ``query``, ranked as memories are (the same
+    terms, ``cairn.engine.query``, and calibration, ``cairn.engine.ranking``)."""
+    rows = repos.documents.search_chunks(
+        tenant_id, scope, dataset_ids, ranking_terms(query), limit=limit
     )
+    scores = calibrate(((r.id, r.score) for r in rows), CHUNK_HALF)
     items, sources = [], {}
     for r in rows:
         item = ContextItem(
             id=str(r.id),
             kind="document_chunk",
             content=r.content,
-            score=r.score,
+            score=scores[r.id],
             source_class="long_term",
             token_count=r.token_count,
             created_at=r.created_at,
@@ -180,20 +184,19 @@ def chunk_items(
 
 
 def summary_items(
-    store: Store,
+    repos: Repos,
     tenant_id: str,
     scope: Scope,
     conversation_id: str,
     score: float,
     limit: int,
     tokenizer: Tokenizer,
-    conn: Connection | None = None,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
     """The newest active summary memories of the conversation, at a fixed lane score."""
     if not conversation_id or limit <= 0:
         return [], {}
-    found = conversation_memories(
-        store.db, tenant_id, scope, conversation_id, sorted(SUMMARY_KINDS), limit, conn
+    found = repos.memories.active_of_session(
+        tenant_id, scope, conversation_id, sorted(SUMMARY_KINDS), limit
     )
     items = [memory_item(m, score, tokenizer, "summary") for m in found]
     return items, {i.id: m for i, m in zip(items, found, strict=True)}

@@ -167,10 +167,10 @@ def episode_page(
 def _counts(request: Request, tenant: str, subject_id: str) -> tuple[int, int]:
     store = services_of(request).store
     scope = Scope.for_subject(subject_id)
-    with store.db.read() as conn:
+    with store.snapshot() as tx:
         return (
-            store.episodes.count(tenant, scope, conn=conn),
-            store.memories.count(tenant, scope, conn=conn),
+            tx.episodes.count(tenant, scope),
+            tx.memories.count(tenant, scope),
         )
 
 

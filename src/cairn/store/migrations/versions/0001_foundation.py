@@ -3,6 +3,8 @@
 Revision ID: 0001_foundation
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -14,7 +16,7 @@ branch_labels = ("foundation",)
 depends_on = None
 
 
-def _scope() -> list[sa.Column]:
+def _scope() -> list[sa.Column[Any]]:
     return [
         sa.Column("tenant_id", sa.String(128), nullable=False),
         sa.Column("runtime_id", sa.String(256), nullable=False),

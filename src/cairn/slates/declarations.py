@@ -1,0 +1,90 @@
+"""Which slates each ladder declares, and the folder key a request's path resolves to.
+
+Declarations come from ladder files (``load_slate_declarations``) or ``Slates.declare``; every
+lookup of an undeclared slate, folder or file raises the matching 404 error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cairn.core.slates import FolderKey
+from cairn.errors import InvalidInput
+from cairn.slates.config import FolderSpec, SlateSpec, check_init_sizes, load_slate_declarations
+from cairn.slates.errors import FileNotFound, FolderNotFound, SlateNotFound
+
+
+class Declarations:
+    """The declared slates of every ladder, by ladder and title."""
+
+    def __init__(self, tokenizer: str, ladders_dir: Path | str | None = None) -> None:
+        self.tokenizer = tokenizer
+        self._declared: dict[str, dict[str, SlateSpec]] = {}
+        for ladder, specs in load_slate_declarations(ladders_dir, tokenizer=tokenizer).items():
+            self.declare(ladder, specs)
+
+    def declare(self, ladder: str, specs: list[SlateSpec]) -> None:
+        """Declare (or re-declare) the slates of ``ladder``; replaces its earlier declaration."""
+        check_init_sizes(specs, f"ladder {ladder!r}", tokenizer=self.tokenizer)
+        self._declared[ladder] = {s.title: s for s in specs}
+
+    def undeclare(self, ladder: str) -> None:
+        """Withdraw the slates of ``ladder`` (its file was removed); stored state stays."""
+        self._declared.pop(ladder, None)
+
+    def ladders(self) -> list[str]:
+        return sorted(self._declared)
+
+    def specs(self, ladder: str) -> list[SlateSpec]:
+        return list(self._declared.get(ladder, {}).values())
+
+    def spec(self, ladder: str, slate: str) -> SlateSpec:
+        found = self._declared.get(ladder, {}).get(slate)
+        if found is None:
+            raise SlateNotFound(
+                f"ladder {ladder!r} declares no slate {slate!r}",
+                details={"ladder": ladder, "slate": slate},
+            )
+        return found
+
+    def folder_spec(self, ladder: str, slate: str, folder: str) -> tuple[SlateSpec, FolderSpec]:
+        sspec = self.spec(ladder, slate)
+        fspec = sspec.folder(folder)
+        if fspec is None:
+            raise FolderNotFound(
+                f"slate {slate!r} has no folder {folder!r}",
+                details={"slate": slate, "folder": folder},
+            )
+        return sspec, fspec
+
+    def ensure_known(
+        self, ladder: str, slate: str, folder: str | None = None, file: str | None = None
+    ) -> None:
+        """Raise the matching 404 error if the path is not declared."""
+        if folder is None:
+            self.spec(ladder, slate)
+            return
+        _, fspec = self.folder_spec(ladder, slate, folder)
+        if file is not None and fspec.file(file) is None and not fspec.open:
+            raise FileNotFound(f"folder {folder!r} has no file {file!r}")
+
+
+def folder_key(
+    tenant: str, ladder: str, sspec: SlateSpec, folder: str, user_id: str | None
+) -> FolderKey:
+    """Where a folder's state is kept: per ladder, or per user for ``partition: user``."""
+    if sspec.partition == "user":
+        if not user_id:
+            raise InvalidInput(
+                f"slate {sspec.title!r} is kept per user (partition: user): give a user id",
+                code="slate_user_required",
+            )
+        if len(user_id) > 256 or "\x00" in user_id:
+            raise InvalidInput(
+                "a user id has at most 256 characters and no NUL", code="slate_user_required"
+            )
+        return FolderKey(tenant, ladder, user_id, sspec.title, folder)
+    return FolderKey(tenant, ladder, "", sspec.title, folder)
+
+
+__all__ = ["Declarations", "folder_key"]
