@@ -21,10 +21,8 @@ from cairn.slates.errors import FileNotFound, InvalidSlateWrite, WriteAlreadyApp
 from cairn.slates.eviction import plan_eviction, plan_write
 from cairn.slates.folders import Folders, file_of
 from cairn.slates.metatags import file_index, slate_tree
-from cairn.slates.write_checks import WRITE_MODES, check_write
+from cairn.slates.write_checks import check_write
 from cairn.store import Store
-
-__all__ = ["WRITE_MODES", "Slates"]
 
 
 class Slates:
@@ -446,3 +444,6 @@ class Slates:
                         }
                     )
         return out
+
+
+__all__ = ["Slates"]

@@ -76,8 +76,10 @@ class RunRecord:
 
 
 def _record(row: Any) -> RunRecord:
-    m = row._mapping
-    return RunRecord(**{k: m[k] for k in RunRecord.__dataclass_fields__})
+    """The one mapper of the runs table: a stored row, or the values of a row just inserted
+    (columns it does not name are empty)."""
+    m = row._mapping if hasattr(row, "_mapping") else row
+    return RunRecord(**{k: m.get(k) for k in RunRecord.__dataclass_fields__})
 
 
 class RunRepository(Repository):
@@ -114,10 +116,7 @@ class RunRepository(Repository):
                 .returning(ladder_runs.c.seq)
             ).scalar()
             if seq is not None:  # new: no second statement needed
-                fields: dict[str, Any] = {
-                    k: values.get(k) for k in RunRecord.__dataclass_fields__ if k != "seq"
-                }
-                return RunRecord(**fields), True
+                return _record(values), True
             row = conn.execute(
                 select(ladder_runs).where(
                     ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
