@@ -18,6 +18,7 @@ from cairn.metrics import Metrics
 from cairn.store import Store, open_store
 from cairn.store.stats import queue_stats
 from cairn.templates import TemplateCatalogue, load_catalogue
+from cairn.tracing import Tracing
 
 if TYPE_CHECKING:
     from cairn.engine.backfill import EmbeddingBackfill
@@ -38,7 +39,10 @@ class Services:
         self.settings = settings
         self.store = store
         # Prometheus metrics of this process; the compile queue is read from the database.
-        self.metrics = Metrics(queue=lambda: queue_stats(store.db))
+        # Spans too, when CAIRN_OTEL is set (OpenTelemetry is not imported otherwise).
+        self.metrics = Metrics(
+            queue=lambda: queue_stats(store.db), tracing=Tracing.from_environment(settings.otel)
+        )
         self._auth_required = False
         self._auth_checked_at = float("-inf")
         self._auth_generation = -1
@@ -60,7 +64,7 @@ class Services:
         # Slates (working memory), declared by the ladder files as the registry loads them.
         from cairn.slates.service import Slates
 
-        self.slates = Slates(store, tokenizer=settings.tokenizer)
+        self.slates = Slates(store, tokenizer=settings.tokenizer, metrics=self.metrics)
         # Ladders (steps, hooks, model providers) from ladders_dir: valid files serve, invalid
         # ones are reported; the watcher reloads a changed directory while the server runs.
         from cairn.ladders.registry import LadderRegistry
@@ -107,3 +111,4 @@ class Services:
         if self.turn_compiler is not None:  # its thread must not outlive the store
             self.turn_compiler.stop()
         self.store.close()
+        self.metrics.tracing.shutdown()

@@ -186,7 +186,7 @@ def run(
             user=user,
             context_id=conversation,
         )
-        runtime = LadderRuntime(services)
+        runtime = LadderRuntime(services, metrics=services.metrics)
         outcome: RunOutcome | None = None
         for item in runtime.run_stream(target, request, stream=stream and not as_json):
             if isinstance(item, RunOutcome):

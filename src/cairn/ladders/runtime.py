@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow, uuid7
 from cairn.errors import CairnError, Conflict, InvalidInput
@@ -40,6 +40,9 @@ from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
 from cairn.slates.errors import WriteAlreadyApplied
 from cairn.store.runs import COMPLETED, FAILED, RunRecord, RunRepository
+
+if TYPE_CHECKING:
+    from cairn.metrics import Metrics
 
 log = logging.getLogger("cairn.ladders")
 # Run ids appear in URL paths (GET /v1/runs/{run_id}), so they keep to path-safe characters.
@@ -146,9 +149,11 @@ def check_run_id(value: str) -> str:
 class LadderRuntime:
     """Runs ladders against one set of services (store, slates, memory)."""
 
-    def __init__(self, services: Any) -> None:
+    def __init__(self, services: Any, metrics: Metrics | None = None) -> None:
         self.services = services
         self.runs = RunRepository(services.store.db)
+        # Counts runs by outcome (cairn_ladder_runs_total: completed, failed, replayed).
+        self.metrics = metrics
 
     # ------------------------------------------------------------------ public
 
@@ -168,6 +173,7 @@ class LadderRuntime:
         answer with an error status."""
         run_id, skip, attempt = self._claim(ladder, request)
         if isinstance(skip, RunOutcome):
+            self._count("replayed")
             if stream:
                 yield skip.content
             yield skip
@@ -385,7 +391,13 @@ class LadderRuntime:
             except Exception:
                 log.exception("could not drop the write claims of run %s", run_id)
         outcome.trace = clean
+        if owned:  # a run taken over is the other attempt's to count
+            self._count("completed")
         yield outcome
+
+    def _count(self, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.ladder_runs.labels(outcome).inc()
 
     def _writes(
         self,
@@ -457,6 +469,7 @@ class LadderRuntime:
     ) -> None:
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
+        self._count("failed")
         try:
             self.runs.finish(
                 tenant,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow
 from cairn.engine.tokens import get_tokenizer
@@ -42,6 +42,9 @@ from cairn.slates.model import (
 from cairn.store import Store
 from cairn.store.slates import SlateRepository
 
+if TYPE_CHECKING:
+    from cairn.metrics import Metrics
+
 WRITE_MODES = ("append", "overwrite", "mergeByKey")
 
 
@@ -49,9 +52,16 @@ class Slates:
     """Slate engine over the store. Declarations come from ladder files or ``declare``."""
 
     def __init__(
-        self, store: Store, *, tokenizer: str = "cl100k_base", ladders_dir: Path | str | None = None
+        self,
+        store: Store,
+        *,
+        tokenizer: str = "cl100k_base",
+        ladders_dir: Path | str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        # Counts evictions (cairn_slate_evictions_total) when given.
+        self.metrics = metrics
         self.repo = SlateRepository(store.db)
         self.tokenizer = tokenizer
         self._count = get_tokenizer(tokenizer).count
@@ -408,6 +418,8 @@ class Slates:
                 count=self._count,
             )
             evictions = self._commit(conn, fkey, state, plan, run_id)
+        if self.metrics is not None:
+            self.metrics.count_evictions(state.policy, len(evictions))
         return WriteResult(
             slate=slate,
             folder=folder,
@@ -483,7 +495,10 @@ class Slates:
         with self.store.db.write() as conn:
             state = self._locked_state(conn, fkey, fspec)
             plan = plan_eviction(state, until_tokens, self._count)
-            return self._commit(conn, fkey, state, plan, run_id)
+            evictions = self._commit(conn, fkey, state, plan, run_id)
+        if self.metrics is not None:
+            self.metrics.count_evictions(state.policy, len(evictions))
+        return evictions
 
     def delete_file(
         self,

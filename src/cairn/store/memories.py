@@ -339,7 +339,11 @@ class MemoryRepository:
         return found
 
     def refresh_metadata(self, conn: Connection, row: dict[str, Any]) -> None:
-        """Replace the metadata of the stored memory ``row`` restates (same content)."""
+        """Replace the metadata of the stored memory ``row`` restates (same content); the
+        row's ``search_text`` is used when it has one."""
+        analysed = row.get("search_text")
+        if analysed is None:
+            analysed = search_text(row["content"], row["metadata"])
         conn.execute(
             update(t)
             .where(
@@ -353,7 +357,7 @@ class MemoryRepository:
             )
             .values(
                 metadata=row["metadata"],
-                search_text=search_text(row["content"], row["metadata"]),
+                search_text=analysed,
                 updated_at=row["updated_at"],
             )
         )

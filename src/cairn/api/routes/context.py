@@ -41,6 +41,7 @@ def assembly_for(services: Services, tenant: str) -> CairnAssembly:
         listeners=services.ingest_listeners,
         embedder=getattr(services, "embedder", None),
         turn_listeners=services.turn_listeners,
+        metrics=services.metrics,
     )
 
 

@@ -129,7 +129,7 @@ def _runtime(request: Request) -> LadderRuntime:
     services = services_of(request)
     runtime = getattr(services, "ladder_runtime", None)
     if runtime is None:
-        runtime = LadderRuntime(services)
+        runtime = LadderRuntime(services, metrics=services.metrics)
         setattr(services, "ladder_runtime", runtime)  # noqa: B010 - built once, on first use
     return runtime
 

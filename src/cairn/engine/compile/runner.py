@@ -24,6 +24,8 @@ from cairn.engine.compile.drafts import CompileInput, Compiler, MemoryDraft, mem
 from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.store import Store
+from cairn.store.memory_search import search_text
+from cairn.tracing import Tracing
 
 # Episodes per compile step. Each step's write transaction holds SQLite's single writer lock,
 # so a small step keeps other writers (a single ingest) waiting tens of milliseconds, not
@@ -57,6 +59,7 @@ def default_compiler(services_or_store: Any) -> Compiler:
 def _row(
     tenant_id: str, scope: Scope, draft: MemoryDraft, compiler: Compiler, now: Any
 ) -> dict[str, Any]:
+    """The memory row of a draft, with the text its full-text index reads."""
     content_hash = draft.content_hash()
     metadata = dict(draft.metadata)
     metadata.setdefault("compiler", compiler.name)
@@ -84,6 +87,7 @@ def _row(
         "embedding": None,
         "created_at": now,
         "updated_at": now,
+        "search_text": search_text(draft.content, metadata),
     }
 
 
@@ -117,30 +121,39 @@ def compile_scope(
     store = _store_of(services_or_store)
     compiler = compiler or default_compiler(services_or_store)
     backfill = getattr(services_or_store, "embedding_backfill", None)
+    metrics = getattr(services_or_store, "metrics", None)
+    tracing = metrics.tracing if metrics is not None else Tracing()
     q = store.jobs.compiling
 
-    with store.db.read() as conn:
-        batch = q.uncompiled(conn, tenant_id, scope, max_episodes)
-        sessions = q.sessions(conn, tenant_id, scope, batch)
-        names = stated_names(store, conn, tenant_id, scope) if batch else {}
-    if not batch:
-        return CompileResult(memories_created=0)
-    drafts = compiler.compile(CompileInput(batch, sessions, names))
-
-    now = utcnow()
-    with store.db.write() as conn:
-        q.lock_scope(conn, tenant_id, scope)
-        fresh = q.still_uncompiled(conn, [ep.id for ep in batch])
-        fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
-        drafts = [
-            d
-            for d in drafts
-            if any(i in fresh for i in d.source_episode_ids)
-            or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
-        ]
-        created = _apply(store, conn, tenant_id, scope, drafts, compiler, now)
-        q.mark_compiled(conn, [ep.id for ep in batch if ep.id in fresh])
-        remaining = q.count_uncompiled(conn, tenant_id, scope)
+    with tracing.span("cairn.compile.step", {"cairn.tenant": tenant_id}) as span:
+        with tracing.span("cairn.compile.read"), store.db.read() as conn:
+            batch = q.uncompiled(conn, tenant_id, scope, max_episodes)
+            sessions = q.sessions(conn, tenant_id, scope, batch)
+            names = stated_names(store, conn, tenant_id, scope) if batch else {}
+        if not batch:
+            return CompileResult(memories_created=0)
+        now = utcnow()
+        with tracing.span("cairn.compile.plan"):
+            drafts = compiler.compile(CompileInput(batch, sessions, names))
+            # Rows (with their analysed search text) are built before the write transaction:
+            # it holds SQLite's one writer lock, which a single ingest waits on meanwhile.
+            rows = {id(d): _row(tenant_id, scope, d, compiler, now) for d in drafts}
+        with tracing.span("cairn.compile.write"), store.db.write() as conn:
+            q.lock_scope(conn, tenant_id, scope)
+            fresh = q.still_uncompiled(conn, [ep.id for ep in batch])
+            fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
+            drafts = [
+                d
+                for d in drafts
+                if any(i in fresh for i in d.source_episode_ids)
+                or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
+            ]
+            created = _apply(store, conn, tenant_id, scope, drafts, rows, now)
+            q.mark_compiled(conn, [ep.id for ep in batch if ep.id in fresh])
+            remaining = q.count_uncompiled(conn, tenant_id, scope)
+        if span is not None:
+            span.set_attribute("cairn.episodes_compiled", len(fresh))
+            span.set_attribute("cairn.memories_created", len(created))
     if created and embedder is not None:
         # An embedder passed by the caller (benches, scripts) embeds now; a server's or
         # worker's vectors follow in the background, off the request.
@@ -187,17 +200,16 @@ def _apply(
     tenant_id: str,
     scope: Scope,
     drafts: list[MemoryDraft],
-    compiler: Compiler,
+    rows: dict[int, dict[str, Any]],
     now: Any,
 ) -> list[Memory]:
-    """Insert drafts in order; slot facts first supersede a different current value."""
+    """Insert drafts in order (``rows``: each draft's row, by ``id(draft)``); slot facts first
+    supersede a different current value."""
     for d in drafts:
         if d.refresh:
-            store.memories.refresh_metadata(conn, _row(tenant_id, scope, d, compiler, now))
+            store.memories.refresh_metadata(conn, rows[id(d)])
     plain = [d for d in drafts if not d.slot and not d.refresh]
-    created = store.memories.insert_new(
-        conn, [_row(tenant_id, scope, d, compiler, now) for d in plain]
-    )
+    created = store.memories.insert_new(conn, [rows[id(d)] for d in plain])
     slotted = sorted((d for d in drafts if d.slot), key=lambda d: d.valid_from)
     if not slotted:
         return created
@@ -210,7 +222,7 @@ def _apply(
     for draft in slotted:
         assert draft.slot is not None
         old = current.get(draft.slot)
-        row = _row(tenant_id, scope, draft, compiler, now)
+        row = dict(rows[id(draft)])
         if old is not None and normalize_for_hash(old.content) == normalize_for_hash(draft.content):
             _add_sources(store, conn, old, draft.source_episode_ids, now)
             if draft.kind == "episode_summary" and old.metadata != row["metadata"]:

@@ -8,8 +8,9 @@ store, for one tenant.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,9 @@ from cairn.engine.tokens import Tokenizer, get_tokenizer
 from cairn.engine.turns import commit_turn
 from cairn.store import Store
 from cairn.store.documents import ChunkRow
+
+if TYPE_CHECKING:
+    from cairn.metrics import Metrics
 
 
 def candidate_limit(budget: Budget) -> int:
@@ -95,8 +99,11 @@ class CairnAssembly:
         listeners: Sequence[IngestListener] = (),
         embedder: Any = None,
         turn_listeners: Sequence[IngestListener] = (),
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        # Times each lane (cairn_context_lane_duration_seconds, and spans when tracing).
+        self.metrics = metrics
         self.tenant_id = tenant_id
         self.settings = settings or AssemblySettings()
         self.tokenizer = tokenizer or get_tokenizer(self.settings.tokenizer or "cl100k_base")
@@ -105,6 +112,9 @@ class CairnAssembly:
         self.turn_listeners = list(turn_listeners)
         self.embedder = embedder
         self._chunking = self.settings.chunking()
+
+    def _lane(self, name: str) -> AbstractContextManager[None]:
+        return self.metrics.lane(name) if self.metrics is not None else nullcontext()
 
     def context(self, request: ContextRequest) -> ContextResult:
         return self.assemble(request).result
@@ -125,15 +135,16 @@ class CairnAssembly:
         items: list[ContextItem] = []
         # The search opens its own read; the other lanes share one (a round trip each less).
         with self.store.db.read() as conn:
-            recent, episodes = lanes.recent_items(
-                self.store,
-                self.tenant_id,
-                scope,
-                request.conversation_id,
-                request.recent_turns,
-                tok,
-                conn,
-            )
+            with self._lane("recent"):
+                recent, episodes = lanes.recent_items(
+                    self.store,
+                    self.tenant_id,
+                    scope,
+                    request.conversation_id,
+                    request.recent_turns,
+                    tok,
+                    conn,
+                )
             items += recent
             out.episodes = {str(e.id): e for e in episodes}
             if request.recent_only:
@@ -141,31 +152,34 @@ class CairnAssembly:
                 return out
             # Without a query, the conversation's latest turn is what to recall for.
             query = request.query or (recent[0].content if recent else "")
-            sm, smems = lanes.summary_items(
+            with self._lane("summary"):
+                sm, smems = lanes.summary_items(
+                    self.store,
+                    self.tenant_id,
+                    scope,
+                    request.conversation_id,
+                    s.summary_score,
+                    s.summaries,
+                    tok,
+                    conn,
+                )
+            # Each long-term lane is asked for one more than it may give: the extra one
+            # tells whether the limit cut anything off.
+            with self._lane("documents"):
+                ch, chunks = lanes.chunk_items(
+                    self.store, self.tenant_id, scope, request.dataset_ids, query, limit + 1, conn
+                )
+        with self._lane("long_term"):
+            lt, mems = lanes.long_term_items(
                 self.store,
                 self.tenant_id,
                 scope,
-                request.conversation_id,
-                s.summary_score,
-                s.summaries,
+                query,
+                limit + 1,
                 tok,
-                conn,
+                embedder=self.embedder,
+                exclude_episodes={e.id for e in episodes},
             )
-            # Each long-term lane is asked for one more than it may give: the extra one
-            # tells whether the limit cut anything off.
-            ch, chunks = lanes.chunk_items(
-                self.store, self.tenant_id, scope, request.dataset_ids, query, limit + 1, conn
-            )
-        lt, mems = lanes.long_term_items(
-            self.store,
-            self.tenant_id,
-            scope,
-            query,
-            limit + 1,
-            tok,
-            embedder=self.embedder,
-            exclude_episodes={e.id for e in episodes},
-        )
         out.overflow = [*lt[limit : limit + 1], *ch[limit : limit + 1]]
         lt, ch = lt[:limit], ch[:limit]
         mems = {i.id: mems[i.id] for i in lt}
@@ -187,8 +201,9 @@ class CairnAssembly:
         """Candidates → ``min_score`` → packing, with the stored objects behind the items.
         ``reserved`` and ``overhead`` charge a rendering's tokens (see ``pack_context``)."""
         found = self.candidates(request)
-        kept = apply_min_score(found.result.items, request.min_score)
-        found.result = pack_context(kept, request.budget, reserved=reserved, overhead=overhead)
+        with self._lane("pack"):
+            kept = apply_min_score(found.result.items, request.min_score)
+            found.result = pack_context(kept, request.budget, reserved=reserved, overhead=overhead)
         if not found.result.truncated and apply_min_score(found.overflow, request.min_score):
             found.result = found.result.model_copy(update={"truncated": True})
         return found
@@ -213,4 +228,5 @@ def build_assembly(
         listeners=getattr(services, "ingest_listeners", ()),
         embedder=getattr(services, "embedder", None),
         turn_listeners=getattr(services, "turn_listeners", ()),
+        metrics=getattr(services, "metrics", None),
     )
