@@ -8,6 +8,7 @@ the API and the inspector never import each other: what they share lives in ``ca
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -51,6 +52,18 @@ def prepare_server_process() -> None:
     """Process-wide settings of a server process (called by ``cairn serve`` and the ASGI
     entry point, never by the library)."""
     sys.setswitchinterval(SERVER_SWITCH_INTERVAL_S)
+
+
+def settle_server_heap() -> None:
+    """Move everything a server process built at start-up (modules, services, the app: some
+    150,000 objects) out of the garbage collector's sight, once the app is built.
+
+    A full collection walks every tracked object while holding the GIL, so with the start-up
+    heap in view each one stopped every request for 80-280 ms on a busy machine (the tail of
+    single ingests during a big compile). Those objects live as long as the process anyway;
+    after ``gc.freeze`` a full collection walks only what requests and compiles made."""
+    gc.collect()
+    gc.freeze()
 
 
 ROUTERS = [

@@ -4,7 +4,7 @@
 logging from the same settings as the parent.
 """
 
-from cairn.app import create_app, prepare_server_process
+from cairn.app import create_app, prepare_server_process, settle_server_heap
 from cairn.config import Settings
 from cairn.logs import configure_logging
 
@@ -12,3 +12,4 @@ settings = Settings()
 prepare_server_process()
 configure_logging(settings.log_level, json_lines=settings.log_json)
 app = create_app(settings)
+settle_server_heap()

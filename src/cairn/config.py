@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted.")
     log_json: bool = Field(False, description="Write request logs as JSON lines.")
     log_level: str = Field("INFO", description="Logging level.")
+    otel: bool = Field(
+        False, description="OpenTelemetry traces (the otel extra; exporter from OTEL_* vars)."
+    )
     db_pool_size: int = Field(8, gt=0, description="Connections kept by the database pool.")
 
     template_dirs: Annotated[list[Path], NoDecode] = Field(

@@ -8,12 +8,17 @@ Several server processes (``cairn serve --workers N``, or any process manager) s
 counts through prometheus-client's multiprocess mode: when ``PROMETHEUS_MULTIPROC_DIR`` names a
 directory, every process writes its values there and a scrape of any process sums them all.
 ``cairn serve --workers N`` sets that up by itself.
+
+``Metrics`` also carries the process's ``Tracing`` (OpenTelemetry spans, off unless configured),
+so the parts that time an event (``lane``, ``step``) record both with one object handed to them.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import (
@@ -28,6 +33,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from cairn.store.stats import QueueStats
+from cairn.tracing import Tracing
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -66,8 +72,11 @@ class Metrics:
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, queue: Callable[[], QueueStats] | None = None) -> None:
+    def __init__(
+        self, queue: Callable[[], QueueStats] | None = None, tracing: Tracing | None = None
+    ) -> None:
         self.registry = CollectorRegistry()
+        self.tracing = tracing or Tracing()
         self._queue = QueueCollector(queue) if queue is not None else None
         r = self.registry
         self.requests = Counter(
@@ -121,6 +130,21 @@ class Metrics:
         self.ladder_runs = Counter(
             "cairn_ladder_runs_total", "Ladder runs, by outcome.", ["outcome"], registry=r
         )
+
+    @contextmanager
+    def lane(self, name: str) -> Iterator[None]:
+        """Time one lane of context assembly (histogram by lane, and a span when tracing)."""
+        started = time.perf_counter()
+        try:
+            with self.tracing.span(f"cairn.context.{name}"):
+                yield
+        finally:
+            self.context_lane.labels(name).observe(time.perf_counter() - started)
+
+    def count_evictions(self, policy: str, evicted: int) -> None:
+        """Count slate entries evicted (after their transaction committed)."""
+        if evicted:
+            self.slate_evictions.labels(policy).inc(evicted)
 
     def count_writes(self, ladder: str, writes: list[dict[str, Any]]) -> None:
         """Count a ladder run's slate-write outcomes (as returned with the response)."""

@@ -31,6 +31,7 @@ from cairn.metrics import Metrics
 from cairn.slates.service import Slates
 from cairn.store import Store, open_store
 from cairn.templates import TemplateCatalogue, load_catalogue
+from cairn.tracing import Tracing
 
 log = logging.getLogger("cairn")
 
@@ -47,7 +48,10 @@ class Services:
         self.store = store
         self._closed = False
         # Prometheus metrics of this process; the compile queue is read from the database.
-        self.metrics = Metrics(queue=store.queue_stats)
+        # Spans too, when CAIRN_OTEL is set (OpenTelemetry is not imported otherwise).
+        self.metrics = Metrics(
+            queue=store.queue_stats, tracing=Tracing.from_environment(settings.otel)
+        )
         self._auth_required = False
         self._auth_checked_at = float("-inf")
         self._auth_generation = -1
@@ -67,7 +71,7 @@ class Services:
         self._build_search(settings, embedder)
         self._build_compile(settings)
         # Slates (working memory), declared by the ladder files as the registry loads them.
-        self.slates = Slates(store, tokenizer=settings.tokenizer)
+        self.slates = Slates(store, tokenizer=settings.tokenizer, metrics=self.metrics)
         # Ladders (steps, hooks, model providers) from ladders_dir: valid files serve, invalid
         # ones are reported; the watcher reloads a changed directory while the server runs.
         self.ladders = LadderRegistry.load(settings, services=self)
@@ -76,7 +80,7 @@ class Services:
             self.ladder_watcher = LadderWatcher(self.ladders, settings.ladders_poll_s)
             self.on_start.append(self.ladder_watcher.start)
             self.on_stop.append(self.ladder_watcher.stop)
-        self.ladder_runtime = LadderRuntime(self)
+        self.ladder_runtime = LadderRuntime(self, metrics=self.metrics)
         if settings.api_key:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)
@@ -194,3 +198,4 @@ class Services:
         if self._own_embedder is not None:
             self._own_embedder.close()
         self.store.close()
+        self.metrics.tracing.shutdown()

@@ -1,4 +1,5 @@
-"""/metrics counts every server process's requests, whichever process answers the scrape."""
+"""/metrics counts every server process's requests and domain events (context lanes, ladder runs,
+slate evictions), whichever process answers the scrape."""
 
 from __future__ import annotations
 
@@ -31,13 +32,45 @@ def _count(text: str, route: str) -> float:
     return total
 
 
+def _sample(text: str, name: str, label: str) -> float:
+    """The sum of ``name``'s samples with ``label`` (one per process, or the pooled one)."""
+    pattern = re.compile(
+        r"^" + re.escape(name) + r"\{[^}]*" + re.escape(label) + r"[^}]*\} (\S+)$", re.MULTILINE
+    )
+    return sum(float(v) for v in pattern.findall(text))
+
+
+# A FIFO folder that holds one note at a time, written by the ladder's every run.
+NOTES = """
+slates:
+  - title: Notes
+    folders:
+      - name: log
+        tokenLimit: 12
+        evictionPolicy: FIFO
+        files:
+          - { name: a.md, init: blank }
+providers:
+  s: { kind: scripted, default: "Noted: the meeting moved to Friday." }
+models: {"*": s}
+steps:
+  - id: note
+    if: { then: { write: { to: { slate: Notes, folder: log, file: a.md } } } }
+"""
+
+
 @pytest.mark.slow
 def test_metrics_sum_over_server_processes(tmp_path: Path) -> None:
     port = _free_port()
+    ladders = tmp_path / "ladders"
+    ladders.mkdir()
+    (ladders / "notes.yaml").write_text(NOTES)
     env = {
         **os.environ,
         "CAIRN_DATA_DIR": str(tmp_path / "data"),
         "CAIRN_LOG_LEVEL": "WARNING",
+        "CAIRN_LADDERS_DIR": str(ladders),
+        "CAIRN_EMBEDDER": "none",
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     proc = subprocess.Popen(
@@ -59,15 +92,27 @@ def test_metrics_sum_over_server_processes(tmp_path: Path) -> None:
         else:
             raise AssertionError("server did not start")
         # New connections each time, so the kernel spreads them over both processes.
+        run = {"model": "m", "messages": [{"role": "user", "content": "Когда встреча?"}]}
+        context = {"subject_id": "ana", "task": "Where is the meeting?"}
         for _ in range(20):
             with httpx.Client() as c:
                 assert c.get(f"{base}/v1/subjects").status_code == 200
+        for _ in range(6):  # domain events, spread over both processes the same way
+            with httpx.Client(timeout=30) as c:
+                assert c.post(f"{base}/v1/context", json=context).status_code == 200
+                r = c.post(f"{base}/v1/local/notes/chat/completions", json=run)
+                assert r.status_code == 200, r.text
         scrapes = []
         for _ in range(6):
             with httpx.Client() as c:
                 scrapes.append(c.get(f"{base}/metrics").text)
+        lane = "cairn_context_lane_duration_seconds_count"
         for text in scrapes:
             assert _count(text, "/v1/subjects") == 20
+            assert _sample(text, lane, 'lane="long_term"') == 6
+            assert _sample(text, "cairn_ladder_runs_total", 'outcome="completed"') == 6
+            # Every run after the first evicts the note before it.
+            assert _sample(text, "cairn_slate_evictions_total", 'policy="FIFO"') == 5
         assert "cairn_compile_jobs{" in scrapes[0]
     finally:
         proc.terminate()

@@ -1,4 +1,5 @@
-"""ASGI middleware: request ids, the body-size limit, request logs and Prometheus metrics.
+"""ASGI middleware: request ids, the body-size limit, request logs, Prometheus metrics and
+(when configured) trace spans.
 
 Written as plain ASGI callables (not ``BaseHTTPMiddleware``) to keep the per-request cost low.
 """
@@ -51,20 +52,21 @@ class RequestContextMiddleware:
                 message["headers"] = headers
             await send(message)
 
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            elapsed = time.perf_counter() - started
-            route = scope.get("route")
-            route_path = getattr(route, "path", None) or "<unmatched>"
-            method = scope.get("method", "")
-            status = status_holder[0]
-            self.metrics.requests.labels(method, route_path, str(status)).inc()
-            self.metrics.latency.labels(method, route_path).observe(elapsed)
-            tenant = scope.get("state", {}).get("tenant", "-")
-            self._log(
-                request_id, tenant, method, scope.get("path", ""), route_path, status, elapsed
-            )
+        method = scope.get("method", "")
+        with self.metrics.tracing.request_span(method) as span:
+            try:
+                await self.app(scope, receive, send_wrapper)
+            finally:
+                elapsed = time.perf_counter() - started
+                route = scope.get("route")
+                route_path = getattr(route, "path", None) or "<unmatched>"
+                status = status_holder[0]
+                self.metrics.requests.labels(method, route_path, str(status)).inc()
+                self.metrics.latency.labels(method, route_path).observe(elapsed)
+                tenant = scope.get("state", {}).get("tenant", "-")
+                path = scope.get("path", "")
+                self.metrics.tracing.finish_request(span, method, route_path, path, status, tenant)
+                self._log(request_id, tenant, method, path, route_path, status, elapsed)
 
     def _log(
         self,

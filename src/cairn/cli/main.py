@@ -164,10 +164,12 @@ def serve(
             access_log=False,
         )
     else:
-        from cairn.app import create_app
+        from cairn.app import create_app, settle_server_heap
 
+        server_app = create_app(settings)
+        settle_server_heap()
         uvicorn.run(
-            create_app(settings),
+            server_app,
             host=settings.host,
             port=settings.port,
             log_level="warning",

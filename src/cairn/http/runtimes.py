@@ -24,6 +24,7 @@ def assembly_for(services: Services, tenant: str) -> CairnAssembly:
         embedder=services.embedder,
         turn_listeners=services.turn_listeners,
         search_caches=services.search_caches,
+        metrics=services.metrics,
     )
 
 

@@ -44,6 +44,7 @@ from cairn.store.runs import COMPLETED, FAILED, RunRecord
 
 if TYPE_CHECKING:
     from cairn.ladders.host import LadderHost
+    from cairn.metrics import Metrics
 
 log = logging.getLogger("cairn.ladders")
 # Run ids appear in URL paths (GET /v1/runs/{run_id}), so they keep to path-safe characters.
@@ -150,9 +151,11 @@ def check_run_id(value: str) -> str:
 class LadderRuntime:
     """Runs ladders against one set of services (store, slates, memory)."""
 
-    def __init__(self, services: LadderHost) -> None:
+    def __init__(self, services: LadderHost, metrics: Metrics | None = None) -> None:
         self.services = services
         self.runs = services.store.runs
+        # Counts runs by outcome (cairn_ladder_runs_total: completed, failed, replayed).
+        self.metrics = metrics
 
     # ------------------------------------------------------------------ public
 
@@ -172,6 +175,7 @@ class LadderRuntime:
         answer with an error status."""
         run_id, skip, attempt = self._claim(ladder, request)
         if isinstance(skip, RunOutcome):
+            self._count("replayed")
             if stream:
                 yield skip.content
             yield skip
@@ -373,6 +377,8 @@ class LadderRuntime:
             except Exception:
                 log.exception("could not drop the write claims of run %s", run_id)
         outcome.trace = clean
+        if owned:  # a run taken over is the other attempt's to count
+            self._count("completed")
         return outcome
 
     def _fail_attempt(self, run: Attempt, code: str, message: str, error: str) -> None:
@@ -387,6 +393,10 @@ class LadderRuntime:
             error,
             run.attempt,
         )
+
+    def _count(self, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.ladder_runs.labels(outcome).inc()
 
     def _writes(
         self,
@@ -467,6 +477,7 @@ class LadderRuntime:
     ) -> None:
         duration = (time.perf_counter() - t0) * 1000
         trace["duration_ms"] = round(duration, 3)
+        self._count("failed")
         try:
             self.runs.finish(
                 tenant,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow
 from cairn.core.slates import Eviction, FolderKey, FolderState, WriteResult
@@ -24,14 +24,24 @@ from cairn.slates.metatags import file_index, slate_tree
 from cairn.slates.write_checks import check_write
 from cairn.store import Store
 
+if TYPE_CHECKING:
+    from cairn.metrics import Metrics
+
 
 class Slates:
     """Slate engine over the store. Declarations come from ladder files or ``declare``."""
 
     def __init__(
-        self, store: Store, *, tokenizer: str = "cl100k_base", ladders_dir: Path | str | None = None
+        self,
+        store: Store,
+        *,
+        tokenizer: str = "cl100k_base",
+        ladders_dir: Path | str | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        # Counts evictions (cairn_slate_evictions_total) when given.
+        self.metrics = metrics
         self.tokenizer = tokenizer
         self._count = get_tokenizer(tokenizer).count
         self.declarations = Declarations(tokenizer, ladders_dir)
@@ -266,6 +276,8 @@ class Slates:
                 count=self._count,
             )
             evictions = self._folders.commit(tx, fkey, state, plan, run_id)
+        if self.metrics is not None:
+            self.metrics.count_evictions(state.policy, len(evictions))
         return WriteResult(
             slate=slate,
             folder=folder,
@@ -301,7 +313,10 @@ class Slates:
         with self.store.transaction() as tx:
             state = self._folders.locked(tx, fkey, fspec)
             plan = plan_eviction(state, until_tokens, self._count)
-            return self._folders.commit(tx, fkey, state, plan, run_id)
+            evictions = self._folders.commit(tx, fkey, state, plan, run_id)
+        if self.metrics is not None:
+            self.metrics.count_evictions(state.policy, len(evictions))
+        return evictions
 
     def delete_file(
         self,

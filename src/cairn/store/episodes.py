@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, and_, func, select, tuple_
 
+from cairn.core.construct import construct
 from cairn.core.episodes import Episode, NewEpisode
 from cairn.core.ids import as_utc, utcnow, uuid7
 from cairn.core.scope import Scope
@@ -27,24 +28,26 @@ def scope_filter(table: Any, tenant_id: str, scope: Scope) -> Any:
 
 def row_to_episode(row: Row[Any] | Mapping[str, Any]) -> Episode:
     """The one mapper of the episodes table: a stored row, or the values of a row just
-    inserted (with its ``seq``)."""
+    inserted (with its ``seq``). Built with ``construct`` (no per-field walk): rows are valid."""
     m = row._mapping if isinstance(row, Row) else row
-    return Episode.model_construct(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        scope=Scope.model_construct(
-            runtime_id=m["runtime_id"], user_id=m["user_id"], agent_id=m["agent_id"]
-        ),
-        source=m["source"],
-        type=m["type"],
-        payload=m["payload"],
-        metadata=m["metadata"],
-        provenance=m["provenance"],
-        session_id=m["session_id"],
-        idempotency_key=m["idempotency_key"],
-        occurred_at=m["occurred_at"],
-        created_at=m["created_at"],
-        seq=m["seq"],
+    scope = {"runtime_id": m["runtime_id"], "user_id": m["user_id"], "agent_id": m["agent_id"]}
+    return construct(
+        Episode,
+        {
+            "id": m["id"],
+            "tenant_id": m["tenant_id"],
+            "scope": construct(Scope, scope),
+            "source": m["source"],
+            "type": m["type"],
+            "payload": m["payload"],
+            "metadata": m["metadata"],
+            "provenance": m["provenance"],
+            "session_id": m["session_id"],
+            "idempotency_key": m["idempotency_key"],
+            "occurred_at": m["occurred_at"],
+            "created_at": m["created_at"],
+            "seq": m["seq"],
+        },
     )
 
 

@@ -25,6 +25,7 @@ from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.engine.embedders import Embedder
 from cairn.store import Store, UnitOfWork
+from cairn.tracing import Tracing
 
 if TYPE_CHECKING:
     from cairn.engine.backfill import EmbeddingBackfill
@@ -52,6 +53,7 @@ class CompileResult:
 def _row(
     tenant_id: str, scope: Scope, draft: MemoryDraft, compiler: Compiler, now: Any
 ) -> dict[str, Any]:
+    """The memory row of a draft, with the text its full-text index reads."""
     content_hash = draft.content_hash()
     metadata = dict(draft.metadata)
     metadata.setdefault("compiler", compiler.name)
@@ -79,6 +81,7 @@ def _row(
         "embedding": None,
         "created_at": now,
         "updated_at": now,
+        "search_text": search_text(draft.content, metadata),
     }
 
 
@@ -103,6 +106,7 @@ def compile_scope(
     embedder: Embedder | None = None,
     backfill: EmbeddingBackfill | None = None,
     max_episodes: int = DEFAULT_BATCH,
+    tracing: Tracing | None = None,
 ) -> CompileResult:
     """Compile up to ``max_episodes`` uncompiled episodes of one partition into memories.
 
@@ -111,29 +115,37 @@ def compile_scope(
     pass) is told about them.
     """
     compiler = compiler or HeuristicCompiler()
+    tracing = tracing or Tracing()
 
-    with store.snapshot() as tx:
-        batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
-        sessions = tx.compiling.sessions(tenant_id, scope, batch)
-        names = stated_names(tx, tenant_id, scope) if batch else {}
-    if not batch:
-        return CompileResult(memories_created=0)
-    drafts = compiler.compile(CompileInput(batch, sessions, names))
-
-    now = utcnow()
-    with store.transaction() as tx:
-        tx.compiling.lock_scope(tenant_id, scope)
-        fresh = tx.compiling.still_uncompiled([ep.id for ep in batch])
-        fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
-        drafts = [
-            d
-            for d in drafts
-            if any(i in fresh for i in d.source_episode_ids)
-            or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
-        ]
-        created = _apply(tx, tenant_id, scope, drafts, compiler, now)
-        tx.compiling.mark_compiled([ep.id for ep in batch if ep.id in fresh])
-        remaining = tx.compiling.count_uncompiled(tenant_id, scope)
+    with tracing.span("cairn.compile.step", {"cairn.tenant": tenant_id}) as span:
+        with tracing.span("cairn.compile.read"), store.snapshot() as tx:
+            batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
+            sessions = tx.compiling.sessions(tenant_id, scope, batch)
+            names = stated_names(tx, tenant_id, scope) if batch else {}
+        if not batch:
+            return CompileResult(memories_created=0)
+        now = utcnow()
+        with tracing.span("cairn.compile.plan"):
+            drafts = compiler.compile(CompileInput(batch, sessions, names))
+            # Rows (with their analysed search text) are built before the write transaction:
+            # it holds SQLite's one writer lock, which a single ingest waits on meanwhile.
+            rows = {id(d): _row(tenant_id, scope, d, compiler, now) for d in drafts}
+        with tracing.span("cairn.compile.write"), store.transaction() as tx:
+            tx.compiling.lock_scope(tenant_id, scope)
+            fresh = tx.compiling.still_uncompiled([ep.id for ep in batch])
+            fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
+            drafts = [
+                d
+                for d in drafts
+                if any(i in fresh for i in d.source_episode_ids)
+                or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
+            ]
+            created = _apply(tx, tenant_id, scope, drafts, rows, now)
+            tx.compiling.mark_compiled([ep.id for ep in batch if ep.id in fresh])
+            remaining = tx.compiling.count_uncompiled(tenant_id, scope)
+        if span is not None:
+            span.set_attribute("cairn.episodes_compiled", len(fresh))
+            span.set_attribute("cairn.memories_created", len(created))
     if created and embedder is not None:
         # An embedder passed by the caller (benches, scripts) embeds now; a server's or
         # worker's vectors follow in the background, off the request.
@@ -187,15 +199,16 @@ def _apply(
     tenant_id: str,
     scope: Scope,
     drafts: list[MemoryDraft],
-    compiler: Compiler,
+    rows: dict[int, dict[str, Any]],
     now: Any,
 ) -> list[Memory]:
-    """Insert drafts in order; slot facts first supersede a different current value."""
+    """Insert drafts in order (``rows``: each draft's row, by ``id(draft)``); slot facts first
+    supersede a different current value."""
     for d in drafts:
         if d.refresh:
-            tx.memories.refresh_metadata(_row(tenant_id, scope, d, compiler, now))
+            tx.memories.refresh_metadata(rows[id(d)])
     plain = [d for d in drafts if not d.slot and not d.refresh]
-    created = tx.memories.insert_new([_row(tenant_id, scope, d, compiler, now) for d in plain])
+    created = tx.memories.insert_new([rows[id(d)] for d in plain])
     slotted = sorted((d for d in drafts if d.slot), key=lambda d: d.valid_from)
     if not slotted:
         return created
@@ -208,7 +221,7 @@ def _apply(
     for draft in slotted:
         assert draft.slot is not None
         old = current.get(draft.slot)
-        row = _row(tenant_id, scope, draft, compiler, now)
+        row = dict(rows[id(draft)])
         if old is not None and normalize_for_hash(old.content) == normalize_for_hash(draft.content):
             _add_sources(tx, old, draft.source_episode_ids, now)
             if draft.kind == "episode_summary" and old.metadata != row["metadata"]:

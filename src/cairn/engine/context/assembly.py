@@ -8,6 +8,7 @@ store, for one tenant.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +39,7 @@ from cairn.store.documents import ChunkRow
 if TYPE_CHECKING:
     from cairn.config import Settings
     from cairn.engine.search import SearchCaches
+    from cairn.metrics import Metrics
 
 
 def candidate_limit(budget: Budget) -> int:
@@ -101,8 +103,11 @@ class CairnAssembly:
         embedder: Embedder | None = None,
         turn_listeners: Sequence[IngestListener] = (),
         search_caches: SearchCaches | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        # Times each lane (cairn_context_lane_duration_seconds, and spans when tracing).
+        self.metrics = metrics
         self.tenant_id = tenant_id
         self.settings = settings or AssemblySettings()
         # Counts are remembered per assembly unless the host shares its counting tokenizer.
@@ -115,6 +120,9 @@ class CairnAssembly:
         self.turn_listeners = list(turn_listeners)
         self.embedder = embedder
         self._chunking = self.settings.chunking()
+
+    def _lane(self, name: str) -> AbstractContextManager[None]:
+        return self.metrics.lane(name) if self.metrics is not None else nullcontext()
 
     def context(self, request: ContextRequest) -> ContextResult:
         return self.assemble(request).result
@@ -135,14 +143,15 @@ class CairnAssembly:
         items: list[ContextItem] = []
         # The search opens its own read; the other lanes share one (a round trip each less).
         with self.store.snapshot() as tx:
-            recent, episodes = lanes.recent_items(
-                self.store,
-                self.tenant_id,
-                scope,
-                request.conversation_id,
-                request.recent_turns,
-                tok,
-            )
+            with self._lane("recent"):
+                recent, episodes = lanes.recent_items(
+                    self.store,
+                    self.tenant_id,
+                    scope,
+                    request.conversation_id,
+                    request.recent_turns,
+                    tok,
+                )
             items += recent
             out.episodes = {str(e.id): e for e in episodes}
             if request.recent_only:
@@ -150,31 +159,34 @@ class CairnAssembly:
                 return out
             # Without a query, the conversation's latest turn is what to recall for.
             query = request.query or (recent[0].content if recent else "")
-            sm, smems = lanes.summary_items(
-                tx,
-                self.tenant_id,
-                scope,
-                request.conversation_id,
-                s.summary_score,
-                s.summaries,
-                tok,
-            )
+            with self._lane("summary"):
+                sm, smems = lanes.summary_items(
+                    tx,
+                    self.tenant_id,
+                    scope,
+                    request.conversation_id,
+                    s.summary_score,
+                    s.summaries,
+                    tok,
+                )
             # Each long-term lane is asked for one more than it may give: the extra one
             # tells whether the limit cut anything off.
-            ch, chunks = lanes.chunk_items(
-                tx, self.tenant_id, scope, request.dataset_ids, query, limit + 1
+            with self._lane("documents"):
+                ch, chunks = lanes.chunk_items(
+                    tx, self.tenant_id, scope, request.dataset_ids, query, limit + 1
+                )
+        with self._lane("long_term"):
+            lt, mems = lanes.long_term_items(
+                self.store,
+                self.tenant_id,
+                scope,
+                query,
+                limit + 1,
+                tok,
+                embedder=self.embedder,
+                exclude_episodes={e.id for e in episodes},
+                caches=self.search_caches,
             )
-        lt, mems = lanes.long_term_items(
-            self.store,
-            self.tenant_id,
-            scope,
-            query,
-            limit + 1,
-            tok,
-            embedder=self.embedder,
-            exclude_episodes={e.id for e in episodes},
-            caches=self.search_caches,
-        )
         out.overflow = [*lt[limit : limit + 1], *ch[limit : limit + 1]]
         lt, ch = lt[:limit], ch[:limit]
         mems = {i.id: mems[i.id] for i in lt}
@@ -196,8 +208,9 @@ class CairnAssembly:
         """Candidates → ``min_score`` → packing, with the stored objects behind the items.
         ``reserved`` and ``overhead`` charge a rendering's tokens (see ``pack_context``)."""
         found = self.candidates(request)
-        kept = apply_min_score(found.result.items, request.min_score)
-        found.result = pack_context(kept, request.budget, reserved=reserved, overhead=overhead)
+        with self._lane("pack"):
+            kept = apply_min_score(found.result.items, request.min_score)
+            found.result = pack_context(kept, request.budget, reserved=reserved, overhead=overhead)
         if not found.result.truncated and apply_min_score(found.overflow, request.min_score):
             found.result = found.result.model_copy(update={"truncated": True})
         return found
@@ -227,6 +240,9 @@ class AssemblyHost(Protocol):
     @property
     def search_caches(self) -> SearchCaches: ...
 
+    @property
+    def metrics(self) -> Metrics: ...
+
 
 def build_assembly(
     host: AssemblyHost,
@@ -250,4 +266,5 @@ def build_assembly(
         embedder=host.embedder,
         turn_listeners=host.turn_listeners,
         search_caches=host.search_caches,
+        metrics=host.metrics,
     )
