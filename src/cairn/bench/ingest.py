@@ -54,7 +54,7 @@ async def _sequential(base: str, n: int) -> list[float]:
     return latencies
 
 
-async def _concurrent(base: str, bodies: list[tuple[str, Any]], concurrency: int) -> float:
+async def post_concurrently(base: str, bodies: list[tuple[str, Any]], concurrency: int) -> float:
     queue = list(reversed(bodies))
 
     async def worker(client: httpx.AsyncClient) -> None:
@@ -77,7 +77,7 @@ def bench_backend(name: str, url: str, episodes: int, concurrency: int) -> dict[
         latencies = asyncio.run(_sequential(base, min(episodes, 2000)))
         subject = f"bench-{uuid.uuid4().hex[:8]}"
         singles = [("/v1/episodes", _episode(i, subject)) for i in range(episodes)]
-        single_s = asyncio.run(_concurrent(base, singles, concurrency))
+        single_s = asyncio.run(post_concurrently(base, singles, concurrency))
         subject = f"bench-{uuid.uuid4().hex[:8]}"
         batches = [
             (
@@ -86,7 +86,7 @@ def bench_backend(name: str, url: str, episodes: int, concurrency: int) -> dict[
             )
             for b in range(episodes // 100)
         ]
-        batch_s = asyncio.run(_concurrent(base, batches, max(2, concurrency // 2)))
+        batch_s = asyncio.run(post_concurrently(base, batches, max(2, concurrency // 2)))
     return {
         "p50_ms": statistics.median(latencies),
         "p95_ms": percentile(latencies, 95),
