@@ -15,6 +15,9 @@ Two things, both on stock PostgreSQL (no extension):
   GIN intersects the two posting lists, so the rows a query term matches in one partition are
   found without reading the term's rows in the tenant's other subjects. The hash only narrows
   the candidates: the query re-checks the partition's columns on every row it returns.
+  ``fastupdate`` is off: with it on, a compile's new rows wait in GIN's pending list (up to
+  4 MB, until a VACUUM) and every query scans that list whole — 17 ms of a query at 10,000
+  memories right after a compile, 0.2 ms with the list merged.
 
 Revision ID: 0013_memory_term_stats
 """
@@ -126,7 +129,10 @@ def upgrade() -> None:
     )
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(f"CREATE INDEX ix_memories_part_fts ON memories USING gin (({PART_KEY}), fts)")
+    op.execute(
+        f"CREATE INDEX ix_memories_part_fts ON memories USING gin (({PART_KEY}), fts) "
+        "WITH (fastupdate = off)"
+    )
     # The partition index finds a term's rows in one partition; the tenant-wide one is unused.
     op.execute("DROP INDEX IF EXISTS ix_memories_fts")
     op.execute(FUNCTIONS)
