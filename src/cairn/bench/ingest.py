@@ -58,7 +58,7 @@ async def _sequential(base: str, n: int) -> list[float]:
     return latencies
 
 
-async def _concurrent(base: str, bodies: list[tuple[str, Any]], concurrency: int) -> float:
+async def post_concurrently(base: str, bodies: list[tuple[str, Any]], concurrency: int) -> float:
     queue = list(reversed(bodies))
 
     async def worker(client: httpx.AsyncClient) -> None:
@@ -123,7 +123,7 @@ def bench_backend(
         latencies = asyncio.run(_sequential(base, min(episodes, 2000)))
         subject = f"bench-{uuid.uuid4().hex[:8]}"
         singles = [("/v1/episodes", _episode(i, subject)) for i in range(episodes)]
-        single_s = asyncio.run(_concurrent(base, singles, concurrency))
+        single_s = asyncio.run(post_concurrently(base, singles, concurrency))
         per_server = max(2, concurrency // 2)
         asyncio.run(_spread(bases, _batches(100 * 4 * len(bases)), per_server))  # warm-up
         batches = _batches(episodes)

@@ -34,6 +34,36 @@ def running_server(
     ``env`` and the database/data dir given here), so it runs as a fresh install would; an
     empty ``database_url`` then means the default SQLite file in ``data_dir``.
     """
+    with server_process(
+        database_url, env=env, data_dir=data_dir, default_settings=default_settings
+    ) as (base, _pid):
+        yield base
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """Resident memory of a process (Linux ``/proc``): now (``rss``) and its peak (``hwm``),
+    in MB (10^6 bytes); empty where ``/proc`` is not there."""
+    out: dict[str, float] = {}
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out["rss" if key == "VmRSS" else "hwm"] = int(value.split()[0]) * 1024 / 1e6
+    return out
+
+
+@contextmanager
+def server_process(
+    database_url: str,
+    *,
+    env: dict[str, str] | None = None,
+    data_dir: Path | None = None,
+    default_settings: bool = False,
+) -> Iterator[tuple[str, int]]:
+    """``running_server``, yielding the base URL and the server's process id (for its RSS)."""
     port = free_port()
     inherited = {
         k: v for k, v in os.environ.items() if not (default_settings and k.startswith("CAIRN_"))
@@ -74,7 +104,7 @@ def running_server(
             if time.monotonic() > deadline:
                 raise RuntimeError("the server did not start within 30 s")
             time.sleep(0.1)
-        yield base
+        yield base, proc.pid
     finally:
         proc.terminate()
         try:

@@ -164,3 +164,55 @@ def embed(
     result = run(queries=queries, memories=memories, batch=batch, data=data)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
+
+
+@app.command("scale")
+def scale(
+    backend: str = typer.Option("both", "--backend", help="sqlite, postgres or both."),
+    mode: str = typer.Option(
+        "lexical", "--mode", help="lexical (CAIRN_EMBEDDER=none), hybrid (default embedder), both."
+    ),
+    sizes: list[int] = typer.Option(
+        [1_000, 10_000], "--size", help="Episodes of a measured subject (repeat the option)."
+    ),
+    fill: int = typer.Option(
+        0, "--fill", min=0, help="Episodes in other subjects of the tenant, loaded first."
+    ),
+    fill_subjects: int = typer.Option(100, "--fill-subjects", min=1, help="Subjects of --fill."),
+    contexts: int = typer.Option(250, help="POST /v1/context calls per subject."),
+    searches: int = typer.Option(200, help="Keyword searches on the largest subject."),
+    pg_url: str = typer.Option(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL server (a scratch database is made on it and dropped).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Also print the results as JSON."),
+) -> None:
+    """The issue's HTTP table (context at 1k/10k, keyword search, batch ingest, server RSS)
+    through a real server on loopback, measured right after the compile.
+
+    Example: cairn bench scale --backend both --mode both
+    Larger: cairn bench scale --backend postgres --size 50000 --fill 500000
+    """
+    from cairn.bench.scale import MODES, run
+    from cairn.cli._common import err_console
+
+    backends = {"sqlite": ("sqlite",), "postgres": ("postgres",), "both": ("sqlite", "postgres")}
+    if backend not in backends:
+        raise typer.BadParameter("--backend must be sqlite, postgres or both")
+    modes = tuple(MODES) if mode == "both" else (mode,)
+    if any(m not in MODES for m in modes):
+        raise typer.BadParameter("--mode must be lexical, hybrid or both")
+    if not sizes or min(sizes) < 1:
+        raise typer.BadParameter("--size takes positive episode counts")
+    run(
+        backends[backend],
+        modes,
+        sizes=tuple(sorted(set(sizes))),
+        fill=fill,
+        fill_subjects=fill_subjects,
+        contexts=contexts,
+        searches=searches,
+        pg_url=pg_url,
+        as_json=as_json,
+        progress=lambda line: err_console.print(line, style="dim", markup=False),
+    )

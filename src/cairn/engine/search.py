@@ -215,9 +215,7 @@ def vector_lane(
     caller filters). ``matrix`` is the partition's, if already loaded; ``query_vector`` waits
     for an embedding already under way. A partition without vectors embeds nothing."""
     if matrix is None:
-        matrix = (caches.vectors if caches else VectorIndex(1)).matrix(
-            store, tx, tenant_id, scope
-        )
+        matrix = (caches.vectors if caches else VectorIndex(1)).matrix(store, tx, tenant_id, scope)
     m = matrix
     if not len(m.seqs):
         return {}

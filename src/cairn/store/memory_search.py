@@ -5,6 +5,11 @@ each term's ``ts_rank`` weighted by the term's BM25 IDF in the partition, so bot
 rank alike; its scores are brought to BM25's scale (``PG_TO_BM25``), so the engine calibrates
 both backends' scores one way. Terms come from the engine (``cairn.engine.query``: the same
 analysis that built the index, ``cairn.core.analysis``).
+
+On PostgreSQL the IDF counts are read from ``memory_term_stats`` (kept exact by triggers,
+migration ``0013_memory_term_stats``) and the matching rows are found through the
+partition's own GIN posting lists (``ix_memories_part_fts``), so a query's cost follows the
+rows its terms match in the partition, not the partition's or the tenant's size.
 """
 
 from __future__ import annotations
@@ -13,12 +18,22 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    text,
+)
 
 from cairn.core.analysis import index_text
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.database import Database
+from cairn.store.schema import metadata
 
 # Weight of the words of neighbouring messages (indexed with a turn, not part of it)
 # relative to the memory's own words (SQLite's is the FTS5 rank ``cairn.store.fts`` sets).
@@ -31,6 +46,38 @@ COMMON_TERM_MIN_ROWS = 2000
 # worth what SQLite's BM25 scores 6 (the half-saturation points the engine's calibration had
 # per backend before it had one).
 PG_TO_BM25 = 6.0 / 0.7
+
+# PostgreSQL: per partition, term, kind and status, how many memories hold the term (its
+# lexeme in ``fts``; ``term`` '' counts the memories). Kept by triggers (migration 0013); empty
+# on SQLite, where FTS5 keeps its own statistics.
+term_stats = Table(
+    "memory_term_stats",
+    metadata,
+    Column("tenant_id", String(128), nullable=False),
+    Column("runtime_id", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False, server_default=""),
+    Column("agent_id", String(256), nullable=False, server_default=""),
+    Column("term", Text(), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("n", BigInteger(), nullable=False),
+    PrimaryKeyConstraint(
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "term",
+        "kind",
+        "status",
+        name="pk_memory_term_stats",
+    ),
+)
+# The partition-and-status key of ``ix_memories_part_fts`` (written as the index has it: the
+# planner matches the expression as text).
+PART_KEY = (
+    "ARRAY[md5(m.tenant_id || chr(31) || m.runtime_id || chr(31) || m.user_id || chr(31) || "
+    "m.agent_id || chr(31) || m.status)]"
+)
 
 
 def search_text(content: str, metadata: dict[str, Any]) -> str:
@@ -79,7 +126,8 @@ def lexical(
             names.append(f":k{i}")
         where.append(f"m.kind IN ({', '.join(names)})")
     if not db.is_sqlite:
-        return _pg_ranked(conn, terms, where, params)
+        statuses = ("active", "superseded") if include_superseded else ("active",)
+        return _pg_ranked(conn, terms, where, params, statuses, list(kinds or []))
     table = db.fts.table_if_exists(conn, fts.MEMORIES, tenant_id)
     if table is None:
         return []  # the tenant has never stored a memory
@@ -126,39 +174,123 @@ def _fts5_ranked(
 
 
 def _pg_ranked(
-    conn: Connection, terms: Sequence[str], where: list[str], params: dict[str, Any]
+    conn: Connection,
+    terms: Sequence[str],
+    where: list[str],
+    params: dict[str, Any],
+    statuses: Sequence[str],
+    kinds: list[str],
 ) -> list[tuple[int, float]]:
     """PostgreSQL: each term's ``ts_rank`` weighted by its rarity in the partition (BM25's
     IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed. ``ts_rank`` alone reads no corpus
     statistics, so a word in most rows (a speaker's name, in every one of their turns) would
     weigh as much as the rare word a question is about, and PostgreSQL would rank unlike
-    SQLite's BM25. The counts are one pass over the partition's rows (the stored ``fts``)."""
+    SQLite's BM25. ``N`` and ``n`` come from ``memory_term_stats`` (``_pg_counts``); as on
+    SQLite, a big partition's common terms are left out (``COMMON_TERM_SHARE``).
+
+    The candidates are the partition's rows that match a term, read through
+    ``ix_memories_part_fts`` (a materialised CTE, so the plan does not depend on the table's
+    statistics being current); the outer query re-checks partition, status and kind."""
     # Each term quoted as a tsquery lexeme: analysed terms are words, but quoting keeps any
     # character of any script from being read as tsquery syntax.
     quoted = ["'" + term.replace("'", "''") + "'" for term in terms]
-    params = dict(params, q=" | ".join(quoted))
-    queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in range(len(terms)))
+    params = dict(params)
     for i, term in enumerate(quoted):
         params[f"t{i}"] = term
-    counts = ", ".join(f"count(*) FILTER (WHERE m.fts @@ q{i})" for i in range(len(terms)))
-    row = conn.execute(
-        text(f"SELECT count(*), {counts} FROM memories m, {queries} WHERE {' AND '.join(where)}"),
-        params,
-    ).one()
-    total = int(row[0])
-    for i in range(len(terms)):
-        n = int(row[i + 1])
+    total, counts = _pg_counts(conn, len(terms), params, statuses, kinds)
+    keep = list(range(len(terms)))
+    if COMMON_TERM_SHARE and len(terms) > 1 and total >= COMMON_TERM_MIN_ROWS:
+        keep = [i for i in keep if counts[i] <= COMMON_TERM_SHARE * total] or keep
+    for i in keep:
+        n = counts[i]
         params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+    params["q"] = " | ".join(quoted[i] for i in keep)
+    queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in keep)
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
-    score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in range(len(terms)))
+    score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in keep)
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
     sql = (
-        f"SELECT m.seq, {score} AS s "
+        f"WITH m AS MATERIALIZED (SELECT {_CANDIDATE_COLUMNS}, {score} AS s "
         f"FROM memories m, to_tsquery('english'::regconfig, :q) q, {queries} "
-        f"WHERE m.fts @@ q AND {' AND '.join(where)} "
-        "ORDER BY s DESC, m.seq LIMIT :limit"
+        f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q) "
+        f"SELECT m.seq, m.s FROM m WHERE {' AND '.join(where)} ORDER BY m.s DESC, m.seq "
+        "LIMIT :limit"
     )
     return [(int(r[0]), float(r[1]) * PG_TO_BM25) for r in conn.execute(text(sql), params)]
+
+
+_CANDIDATE_COLUMNS = ", ".join(
+    f"m.{c}" for c in ("seq", "tenant_id", "runtime_id", "user_id", "agent_id", "kind", "status")
+)
+
+
+def _part_keys(statuses: Sequence[str]) -> str:
+    """SQL of the ``PART_KEY`` values of the partition (bound as ``:tenant`` …) in each
+    status."""
+    sep = " || chr(31) || "
+    scope = sep.join(f"CAST(:{p} AS text)" for p in ("tenant", "runtime", "user", "agent"))
+    return "ARRAY[" + ", ".join(f"md5({scope}{sep}'{s}')" for s in statuses) + "]"
+
+
+def _pg_counts(
+    conn: Connection,
+    n_terms: int,
+    params: dict[str, Any],
+    statuses: Sequence[str],
+    kinds: list[str],
+) -> tuple[int, list[int]]:
+    """``N`` (the partition's rows in ``statuses`` and kinds) and each term's ``n`` (those
+    rows whose ``fts`` matches it), as a pass over the rows would count them. A term whose
+    query is one lexeme (every word) is read from ``memory_term_stats``; a term that parses
+    to several (a phrase) is counted through the partition index; a stop word matches
+    nothing."""
+    lexes = ", ".join(
+        f"numnode(to_tsquery('english'::regconfig, :t{i})), "
+        f"tsvector_to_array(to_tsvector('english'::regconfig, :t{i}))"
+        for i in range(n_terms)
+    )
+    row = conn.execute(text(f"SELECT {lexes}"), params).one()
+    lexeme: dict[int, str] = {}
+    phrases: list[int] = []
+    for i in range(n_terms):
+        nodes, array = int(row[2 * i]), list(row[2 * i + 1] or [])
+        if nodes == 1 and len(array) == 1:
+            lexeme[i] = str(array[0])
+        elif nodes > 0:
+            phrases.append(i)
+    stats = dict(params, terms=["", *sorted(set(lexeme.values()))], statuses=list(statuses))
+    kind_sql = " AND s.kind = ANY(:kinds)" if kinds else ""
+    stats["kinds"] = kinds
+    found = {
+        str(r[0]): int(r[1] or 0)
+        for r in conn.execute(
+            text(
+                # One primary-key read per term (a lateral subquery, not ``term = ANY``: the
+                # planner may otherwise scan the partition's whole key range).
+                "SELECT t.term, (SELECT sum(s.n) FROM memory_term_stats s "
+                "WHERE s.tenant_id = :tenant AND s.runtime_id = :runtime "
+                "AND s.user_id = :user AND s.agent_id = :agent AND s.term = t.term "
+                f"AND s.status = ANY(:statuses){kind_sql}) "
+                "FROM unnest(CAST(:terms AS text[])) t(term)"
+            ),
+            stats,
+        )
+    }
+    counts = [found.get(lexeme[i], 0) if i in lexeme else 0 for i in range(n_terms)]
+    kind_where = " AND m.kind = ANY(:kinds)" if kinds else ""
+    for i in phrases:
+        counts[i] = int(
+            conn.execute(
+                text(
+                    f"SELECT count(*) FROM memories m WHERE {PART_KEY} && "
+                    f"({_part_keys(statuses)}) AND m.fts @@ to_tsquery('english'::regconfig, "
+                    f":t{i}) AND m.tenant_id = :tenant AND m.runtime_id = :runtime "
+                    f"AND m.user_id = :user AND m.agent_id = :agent{kind_where}"
+                ),
+                stats,
+            ).scalar_one()
+        )
+    return found.get("", 0), counts
 
 
 def _without_common_terms(

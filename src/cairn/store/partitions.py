@@ -21,6 +21,7 @@ from cairn.core.scope import DEFAULT_RUNTIME, Scope
 from cairn.store.documents import document_chunks, documents
 from cairn.store.jobs import compile_jobs
 from cairn.store.memories import vector_versions
+from cairn.store.memory_search import term_stats
 from cairn.store.runs import ladder_runs
 from cairn.store.schema import episodes, memories
 from cairn.store.slate_tables import (
@@ -35,6 +36,7 @@ SCOPED_TABLES: tuple[Table, ...] = (
     episodes,
     memories,
     vector_versions,
+    term_stats,
     compile_jobs,
     documents,
     document_chunks,

@@ -25,6 +25,7 @@ from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.engine.embedders import Embedder
 from cairn.store import Store, UnitOfWork
+from cairn.store.memory_search import search_text
 from cairn.tracing import Tracing
 
 if TYPE_CHECKING:

@@ -1,0 +1,181 @@
+"""PostgreSQL's lexical search reads its BM25 counts from ``memory_term_stats`` (migration
+0013): the triggers keep the counts equal to a pass over the rows through inserts, status and
+kind changes, deletes and a partition's erasure, and the ranking equals the one computed from
+such a pass."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, delete, text, update
+
+from cairn.core.scope import Scope
+from cairn.store import Store
+from cairn.store.memory_search import PG_CONTEXT_WEIGHT, lexical, search_text
+from cairn.store.partitions import PartitionSelector, erase
+from cairn.store.schema import memories
+
+A = Scope.for_subject("alice")
+B = Scope.for_subject("bob")
+NOW = datetime(2024, 5, 1, tzinfo=UTC)
+WORDS = "ferry oslo bergen train coffee ferry tea harbour mountain bike Ferry кофе 咖啡馆 don't"
+
+
+def _row(tenant: str, scope: Scope, i: int, kind: str = "turn") -> dict[str, Any]:
+    words = WORDS.split()
+    content = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 5))
+    metadata = {"context_terms": words[i % len(words)]} if i % 3 == 0 else {}
+    return {
+        "id": uuid.uuid4(),
+        "tenant_id": tenant,
+        "runtime_id": scope.runtime_id,
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+        "session_id": "s",
+        "kind": kind,
+        "content": content,
+        "search_text": search_text(content, metadata),
+        "summary": content,
+        "confidence": 1.0,
+        "valid_from": NOW,
+        "valid_to": None,
+        "status": "active",
+        "source_episode_ids": [],
+        "metadata": metadata,
+        "content_hash": hashlib.sha256(f"{i}{kind}{content}".encode()).hexdigest(),
+        "superseded_by": None,
+        "embedding": None,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+
+
+def _counts_by_pass(conn: Connection) -> set[tuple[Any, ...]]:
+    rows = conn.execute(
+        text(
+            "SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, count(*) "
+            "FROM (SELECT m.*, u.lexeme AS term FROM memories m, unnest(m.fts) u "
+            "UNION ALL SELECT m.*, '' FROM memories m) t "
+            "WHERE status IN ('active', 'superseded') GROUP BY 1, 2, 3, 4, 5, 6, 7"
+        )
+    )
+    return {tuple(r) for r in rows}
+
+
+def _counts_kept(conn: Connection) -> set[tuple[Any, ...]]:
+    rows = conn.execute(
+        text(
+            "SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, n "
+            "FROM memory_term_stats"
+        )
+    )
+    return {tuple(r) for r in rows}
+
+
+def _ranked_by_pass(
+    conn: Connection, tenant: str, scope: Scope, terms: Sequence[str], kinds: list[str] | None
+) -> list[tuple[int, float]]:
+    """The ranking as computed before migration 0013: counts from one pass over the rows."""
+    params: dict[str, Any] = {
+        "tenant": tenant,
+        "runtime": scope.runtime_id,
+        "user": scope.user_id,
+        "agent": scope.agent_id,
+        "kinds": kinds or [],
+    }
+    where = (
+        "m.tenant_id = :tenant AND m.runtime_id = :runtime AND m.user_id = :user "
+        "AND m.agent_id = :agent AND m.status = 'active'"
+        + (" AND m.kind = ANY(:kinds)" if kinds else "")
+    )
+    quoted = ["'" + t.replace("'", "''") + "'" for t in terms]
+    queries = ", ".join(f"to_tsquery('english', :t{i}) q{i}" for i in range(len(terms)))
+    for i, q in enumerate(quoted):
+        params[f"t{i}"] = q
+    counts = ", ".join(f"count(*) FILTER (WHERE m.fts @@ q{i})" for i in range(len(terms)))
+    row = conn.execute(
+        text(f"SELECT count(*), {counts} FROM memories m, {queries} WHERE {where}"), params
+    ).one()
+    for i in range(len(terms)):
+        n = int(row[i + 1])
+        params[f"w{i}"] = math.log(1.0 + (int(row[0]) - n + 0.5) / (n + 0.5))
+    params["q"] = " | ".join(quoted)
+    weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
+    score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in range(len(terms)))
+    sql = (
+        f"SELECT m.seq, {score} AS s FROM memories m, to_tsquery('english', :q) q, {queries} "
+        f"WHERE m.fts @@ q AND {where} ORDER BY s DESC, m.seq LIMIT 50"
+    )
+    return [(int(r[0]), float(r[1])) for r in conn.execute(text(sql), params)]
+
+
+@pytest.fixture
+def pg_store(store: Store) -> Store:
+    if store.db.is_sqlite:
+        pytest.skip("PostgreSQL only: SQLite's FTS5 keeps its own statistics")
+    return store
+
+
+def _load(store: Store) -> None:
+    rows = [
+        _row("acme", s, i, "turn" if i % 4 else "profile_fact") for s in (A, B) for i in range(60)
+    ]
+    rows += [_row("umbrella", A, i) for i in range(20)]
+    with store.db.write() as conn:
+        store.memories.insert_new(conn, rows)
+
+
+def test_counts_follow_every_write(pg_store: Store) -> None:
+    store = pg_store
+    _load(store)
+    with store.db.read() as conn:
+        assert _counts_kept(conn) == _counts_by_pass(conn)
+        assert _counts_kept(conn)  # something was counted
+    with store.db.write() as conn:
+        seqs = [r[0] for r in conn.execute(text("SELECT seq FROM memories ORDER BY seq LIMIT 9"))]
+        conn.execute(
+            update(memories).where(memories.c.seq.in_(seqs[:3])).values(status="superseded")
+        )
+        conn.execute(update(memories).where(memories.c.seq.in_(seqs[3:5])).values(status="deleted"))
+        conn.execute(update(memories).where(memories.c.seq == seqs[5]).values(kind="episode"))
+        conn.execute(
+            update(memories).where(memories.c.seq == seqs[6]).values(search_text="harbour tea")
+        )
+        conn.execute(update(memories).where(memories.c.seq.in_(seqs)).values(embedding=b"\0" * 8))
+        conn.execute(delete(memories).where(memories.c.seq.in_(seqs[7:])))
+    with store.db.read() as conn:
+        assert _counts_kept(conn) == _counts_by_pass(conn)
+    with store.db.write() as conn:
+        erase(conn, PartitionSelector.of_scope("acme", B))
+    with store.db.read() as conn:
+        kept = _counts_kept(conn)
+        assert kept == _counts_by_pass(conn)
+        assert not [r for r in kept if r[0] == "acme" and r[2] == B.user_id]  # nothing remains
+        assert [r for r in kept if r[0] == "acme" and r[2] == A.user_id]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["ferry", "oslo ferry coffee", "кофе tea", "咖啡馆", "don't bike", "mountain harbour bergen"],
+)
+@pytest.mark.parametrize("kinds", [None, ["profile_fact"]])
+def test_ranking_equals_a_pass_over_the_rows(
+    pg_store: Store, query: str, kinds: list[str] | None
+) -> None:
+    store = pg_store
+    _load(store)
+    from cairn.engine.search import ranking_terms
+
+    terms = ranking_terms(query)
+    with store.db.read() as conn:
+        got = lexical(conn, store.db, "acme", A, terms, 50, kinds)
+        want = _ranked_by_pass(conn, "acme", A, terms, kinds)
+    assert got or kinds, query  # every query matches some memory of any kind
+    assert [s for s, _ in got] == [s for s, _ in want]
+    assert [round(x, 9) for _, x in got] == [round(x, 9) for _, x in want]
