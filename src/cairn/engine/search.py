@@ -7,8 +7,10 @@
   vectors of the partition, held in a per-partition matrix refreshed when vectors change);
   calibrated as ``max(0, cos)``.
 - **fusion**: a weighted mean of the lane scores a memory has (a lane that did not return it
-  counts 0), so the result stays in [0, 1]. Ties break by ``seq`` (older first), so the same
-  corpus and query always give the same order.
+  counts 0), so the result stays in [0, 1], times the memory's confidence. When the query
+  names a speaker of the partition, memories not said by that speaker are discounted
+  (``OTHER_SPEAKER_WEIGHT``). Ties break by ``seq`` (older first), so the same corpus and
+  query always give the same order.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
-from cairn.engine.query import query_terms
+from cairn.engine.query import ROLE_WORDS, named_speakers, query_terms
 from cairn.errors import InvalidInput
 
 LEXICAL_K = {"sqlite": 6.0, "postgresql": 0.7}
@@ -45,11 +47,6 @@ class ScoredMemory:
 
 def _store_of(store_or_services: Any) -> Any:
     return getattr(store_or_services, "store", store_or_services)
-
-
-# Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
-# so as a query term it matches everything and says nothing.
-ROLE_WORDS = frozenset({"user", "assistant", "system"})
 
 
 def ranking_terms(query: str) -> list[str]:
@@ -251,6 +248,11 @@ def embed_memories(
 
 # Absolute: every lane's calibrated score keeps its meaning (no per-query rescaling).
 FUSION = "weighted"
+# A query that names a speaker of the partition ("What did Caroline paint?") is most often
+# answered by what that person said: other memories (other speakers' turns, summaries, facts
+# of no one) keep this share of their score. A discount, not a boost, so scores stay in [0, 1]
+# and a memory of the named speaker keeps exactly the score it would have had.
+OTHER_SPEAKER_WEIGHT = 1 / 1.2
 
 
 def fuse(
@@ -353,11 +355,14 @@ def search_memories(
         # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
         # extracted fact or summary; status and kind filters apply to the vector lane here.
         facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
+        named = named_speakers(query, {got[3] for got in facts.values()})
         final: dict[int, float] = {}
         for seq, value in fused.items():
             got = facts.get(seq)
             if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
                 continue
+            if named and got[3] not in named:
+                value *= OTHER_SPEAKER_WEIGHT
             final[seq] = max(0.0, min(1.0, value * got[0]))
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
         found = store.memories.by_seqs(tenant_id, scope, order, conn)

@@ -223,9 +223,11 @@ class MemoryRepository:
 
     def rank_facts(
         self, tenant_id: str, scope: Scope, seqs: Sequence[int], conn: Connection
-    ) -> dict[int, tuple[float, str, str]]:
-        """``seq → (confidence, status, kind)`` of the partition's rows among ``seqs``."""
-        out: dict[int, tuple[float, str, str]] = {}
+    ) -> dict[int, tuple[float, str, str, str]]:
+        """``seq → (confidence, status, kind, speaker)`` of the partition's rows among
+        ``seqs`` (``speaker``: the compiler's ``metadata.speaker`` of a turn or fact, else
+        empty)."""
+        out: dict[int, tuple[float, str, str, str]] = {}
         for start in range(0, len(seqs), 500):
             stmt = select(
                 t.c.seq,
@@ -236,6 +238,7 @@ class MemoryRepository:
                 t.c.runtime_id,
                 t.c.user_id,
                 t.c.agent_id,
+                t.c.metadata["speaker"].as_string(),
             ).where(t.c.seq.in_(list(seqs[start : start + 500])))
             for r in conn.execute(stmt):
                 if (r[4], r[5], r[6], r[7]) == (
@@ -244,7 +247,7 @@ class MemoryRepository:
                     scope.user_id,
                     scope.agent_id,
                 ):
-                    out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]))
+                    out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]), str(r[8] or ""))
         return out
 
     def by_ids(self, conn: Connection, tenant_id: str, ids: Sequence[uuid.UUID]) -> _list[Memory]:

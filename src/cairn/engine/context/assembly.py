@@ -26,7 +26,7 @@ from cairn.core.memory import (
     TurnCommit,
 )
 from cairn.engine.context import lanes
-from cairn.engine.context.packing import apply_min_score, pack_context
+from cairn.engine.context.packing import Overhead, apply_min_score, pack_context
 from cairn.engine.documents import ChunkSettings, put_document
 from cairn.engine.ingest import IngestListener
 from cairn.engine.tokens import Tokenizer, get_tokenizer
@@ -182,7 +182,7 @@ class CairnAssembly:
         request: ContextRequest,
         *,
         reserved: int = 0,
-        overhead: Callable[[ContextItem], int] | None = None,
+        overhead: Overhead | None = None,
     ) -> Assembled:
         """Candidates → ``min_score`` → packing, with the stored objects behind the items.
         ``reserved`` and ``overhead`` charge a rendering's tokens (see ``pack_context``)."""
