@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from cairn.core import analysis
 from cairn.engine.compile.text import MONTHS
 
-
 # Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
 # so as a query term it matches everything and says nothing.
 ROLE_WORDS = frozenset({"user", "assistant", "system"})

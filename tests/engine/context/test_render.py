@@ -78,7 +78,10 @@ def test_default_block_says_reference_data_and_escapes() -> None:
 
 def dated_result(*pairs: tuple[str, datetime | None]) -> ContextResult:
     base = result_of(*(c for c, _ in pairs))
-    items = [i.model_copy(update={"occurred_at": at}) for i, (_, at) in zip(base.items, pairs)]
+    items = [
+        i.model_copy(update={"occurred_at": at})
+        for i, (_, at) in zip(base.items, pairs, strict=True)
+    ]
     return base.model_copy(update={"items": items})
 
 
