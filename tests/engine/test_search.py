@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +13,7 @@ from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
-from cairn.engine.query import query_terms
+from cairn.engine.query import named_speakers, query_terms
 from cairn.engine.search import ScoredMemory, embed_memories, search_memories
 from cairn.store import Store
 
@@ -194,3 +195,65 @@ def test_only_an_overlapping_embedder_runs_on_the_helper_thread(store: Store) ->
         search_memories(store, TENANT, scope, query, embedder=emb)
         assert len(emb.threads) == 1
         assert emb.threads[0].startswith("cairn-query-embed") is overlap
+
+
+def seed_two_speakers(store: Store) -> Scope:
+    scope = Scope.for_subject("pottery")
+    t0 = datetime(2023, 5, 1, tzinfo=UTC)
+    texts = [
+        ("Ann", "Ben and I love pottery: pottery class, pottery wheel, pottery every week."),
+        ("Ben", "I tried a pottery class once, Ann."),
+        ("Ann", "The weather was lovely today."),
+    ]
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(
+                scope=scope,
+                source="t",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "name": n, "content": text}]},
+                occurred_at=t0 + timedelta(days=i),
+            )
+            for i, (n, text) in enumerate(texts)
+        ],
+    )
+    compile_scope(store, TENANT, scope)
+    return scope
+
+
+def test_a_named_speaker_keeps_full_score_and_others_are_discounted(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query naming a speaker of the partition discounts every memory that speaker did not
+    say by ``OTHER_SPEAKER_WEIGHT``; the named speaker's memories keep their score, and a
+    query that names no one is unchanged."""
+    from cairn.engine import search
+
+    scope = seed_two_speakers(store)
+
+    def scores(query: str) -> dict[str, float]:
+        found = search_memories(store, TENANT, scope, query, limit=50)
+        return {r.memory.content: r.score for r in found}
+
+    named = "Did Ben enjoy the pottery class?"
+    monkeypatch.setattr(search, "OTHER_SPEAKER_WEIGHT", 1.0)
+    flat, flat_none = scores(named), scores("pottery class")
+    monkeypatch.undo()
+    discounted, none = scores(named), scores("pottery class")
+    assert none == flat_none  # no speaker named: nothing changes
+    assert set(discounted) == set(flat) and len(flat) >= 2
+    for content, score in flat.items():
+        factor = 1.0 if content.startswith("Ben:") else search.OTHER_SPEAKER_WEIGHT
+        assert abs(discounted[content] - score * factor) <= 2e-6, content
+    # Ann's turn says "pottery" four times and names Ben too; what Ben said now comes first.
+    assert next(iter(discounted)).startswith("Ben: I tried a pottery class")
+
+
+def test_role_labels_and_partial_names_are_not_speakers() -> None:
+    assert named_speakers("What does the user like?", ["user", "assistant"]) == set()
+    assert named_speakers("Is Samantha coming?", ["Sam"]) == set()
+    assert named_speakers("What did Caroline's mom say?", ["Caroline", "Mel"]) == {"Caroline"}
+    assert named_speakers("林晓住在哪里?", ["林晓", "王浩"]) == {"林晓"}
+    assert named_speakers("Что Лену беспокоит?", ["Лена", "Йонас"]) == {"Лена"}
+    assert named_speakers("Wo arbeitet Jonas jetzt?", ["Lena", "Jonas"]) == {"Jonas"}
