@@ -7,7 +7,8 @@
   vectors of the partition, held in a per-partition matrix refreshed when vectors change);
   calibrated as ``max(0, cos)``.
 - **fusion**: a weighted mean of the lane scores a memory has (a lane that did not return it
-  counts 0), so the result stays in [0, 1], times the memory's confidence. When the query
+  counts 0; a memory whose vector is not written yet is averaged over the lanes that could see
+  it), so the result stays in [0, 1], times the memory's confidence. When the query
   names a speaker of the partition, memories not said by that speaker are discounted
   (``OTHER_SPEAKER_WEIGHT``). Ties break by ``seq`` (older first), so the same corpus and
   query always give the same order.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -260,12 +261,17 @@ def fuse(
     lanes: Sequence[str],
     weights: dict[str, float],
     method: str = "weighted",
+    unseen: dict[str, Collection[int]] | None = None,
 ) -> dict[int, float]:
     """Combine calibrated lane scores into one score in [0, 1].
 
     ``weighted``: weighted mean of the calibrated scores. ``minmax``: the same after scaling
     each lane by its best score of this query (lanes on different scales weigh as meant).
     ``rrf``: weighted reciprocal-rank fusion (k = 60), scaled so rank 1 in every lane is 1.
+
+    ``unseen`` names, per lane, memories that lane could not score at all (a memory whose
+    vector is not written yet): for those the mean is over the other lanes only, so a memory
+    is not ranked below its peers for a lane that never looked at it (``rrf`` ignores it).
     """
     total_w = sum(weights.get(lane, 0.0) for lane in lanes) or 1.0
     fused: dict[int, float] = {}
@@ -281,7 +287,26 @@ def fuse(
         scale = 1.0 / top if method == "minmax" and top > 0 else 1.0
         for seq, s in lane_scores.items():
             fused[seq] = fused.get(seq, 0.0) + w * s * scale
+    if method == "rrf" or not unseen:
+        return fused
+    for seq in fused:
+        blind = [lane for lane in lanes if seq in unseen.get(lane, ())]
+        if blind:
+            seen_w = sum(weights.get(lane, 0.0) for lane in lanes if lane not in blind)
+            if seen_w > 0:
+                fused[seq] *= total_w / seen_w
     return fused
+
+
+def without_vectors(matrix: _Matrix | None, seqs: Collection[int]) -> set[int]:
+    """The ``seqs`` that have no vector in ``matrix`` (whose ``seqs`` are ascending, as the
+    store returns them); all of them when it has none."""
+    if matrix is None or not len(matrix.seqs):
+        return set(seqs)
+    wanted = np.fromiter(seqs, dtype=np.int64, count=len(seqs))
+    at = np.searchsorted(matrix.seqs, wanted)
+    found = (at < len(matrix.seqs)) & (matrix.seqs[np.minimum(at, len(matrix.seqs) - 1)] == wanted)
+    return {int(seq) for seq in wanted[~found]}
 
 
 def search_memories(
@@ -351,7 +376,13 @@ def search_memories(
                 matrix=matrix,
                 query_vector=query_vector,
             )
-        fused = fuse(scores, lanes, weights, FUSION)
+        unseen: dict[str, Collection[int]] = {}
+        if "vector" in lanes:
+            candidates = set(scores.get("lexical", {})) | set(scores["vector"])
+            unseen["vector"] = (
+                without_vectors(matrix, candidates) if scores["vector"] else candidates
+            )
+        fused = fuse(scores, lanes, weights, FUSION, unseen)
         # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
         # extracted fact or summary; status and kind filters apply to the vector lane here.
         facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
