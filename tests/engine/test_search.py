@@ -5,14 +5,16 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
+from cairn.engine import search as search_module
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
-from cairn.engine.query import query_terms
+from cairn.engine.query import named_speakers, query_terms
 from cairn.engine.search import ScoredMemory, SearchCaches, embed_memories, search_memories
 from cairn.store import Store
 
@@ -208,3 +210,96 @@ def test_only_an_overlapping_embedder_runs_on_the_helper_thread(store: Store) ->
     finally:
         caches.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("cairn-query-embed")]
+
+
+def seed_two_speakers(store: Store) -> Scope:
+    scope = Scope.for_subject("pottery")
+    t0 = datetime(2023, 5, 1, tzinfo=UTC)
+    texts = [
+        ("Ann", "Ben and I love pottery: pottery class, pottery wheel, pottery every week."),
+        ("Ben", "I tried a pottery class once, Ann."),
+        ("Ann", "The weather was lovely today."),
+    ]
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(
+                scope=scope,
+                source="t",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "name": n, "content": text}]},
+                occurred_at=t0 + timedelta(days=i),
+            )
+            for i, (n, text) in enumerate(texts)
+        ],
+    )
+    compile_scope(store, TENANT, scope)
+    return scope
+
+
+def test_a_named_speaker_keeps_full_score_and_others_are_discounted(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query naming a speaker of the partition discounts every memory that speaker did not
+    say by ``OTHER_SPEAKER_WEIGHT``; the named speaker's memories keep their score, and a
+    query that names no one is unchanged."""
+    scope = seed_two_speakers(store)
+
+    def scores(query: str) -> dict[str, float]:
+        found = search_memories(store, TENANT, scope, query, limit=50)
+        return {r.memory.content: r.score for r in found}
+
+    named = "Did Ben enjoy the pottery class?"
+    monkeypatch.setattr(search_module, "OTHER_SPEAKER_WEIGHT", 1.0)
+    flat, flat_none = scores(named), scores("pottery class")
+    monkeypatch.undo()
+    discounted, none = scores(named), scores("pottery class")
+    assert none == flat_none  # no speaker named: nothing changes
+    assert set(discounted) == set(flat) and len(flat) >= 2
+    for content, score in flat.items():
+        factor = 1.0 if content.startswith("Ben:") else search_module.OTHER_SPEAKER_WEIGHT
+        assert abs(discounted[content] - score * factor) <= 2e-6, content
+    # Ann's turn says "pottery" four times and names Ben too; what Ben said now comes first.
+    assert next(iter(discounted)).startswith("Ben: I tried a pottery class")
+
+
+def test_role_labels_and_partial_names_are_not_speakers() -> None:
+    assert named_speakers("What does the user like?", ["user", "assistant"]) == set()
+    assert named_speakers("Is Samantha coming?", ["Sam"]) == set()
+    assert named_speakers("What did Caroline's mom say?", ["Caroline", "Mel"]) == {"Caroline"}
+    assert named_speakers("林晓住在哪里?", ["林晓", "王浩"]) == {"林晓"}
+    assert named_speakers("Что Лену беспокоит?", ["Лена", "Йонас"]) == {"Лена"}
+    assert named_speakers("Wo arbeitet Jonas jetzt?", ["Lena", "Jonas"]) == {"Jonas"}
+
+
+def test_a_memory_without_a_vector_yet_is_ranked_by_the_lexical_lane_alone(
+    store: Store,
+) -> None:
+    """While the background pass has embedded only part of a partition, a memory it has not
+    reached scores its lexical score (the weighted mean over the lanes that saw it), not 0.7
+    of it; an embedded memory keeps the weighted mean of both lanes."""
+    scope = Scope.for_subject("partial")
+    texts = [f"Pottery note {i}: the clay bowls came out {w}." for i, w in enumerate("abcdef")]
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
+            for text in texts
+        ],
+    )
+    compile_scope(store, TENANT, scope)
+    emb = HashingEmbedder()
+    assert embed_memories(store, emb, TENANT, scope, batch=2, max_batches=1) == 2
+    found = search_memories(store, TENANT, scope, "pottery clay bowls", embedder=emb, limit=10)
+    with store.snapshot() as tx:
+        embedded = set(tx.memories.vectors(TENANT, scope).seqs)
+    assert len(found) == len(texts)
+    w = search_module.DEFAULT_WEIGHTS
+    for r in found:
+        lex, vec = r.lanes["lexical"], r.lanes["vector"]
+        if r.memory.seq in embedded:
+            expected = (w["lexical"] * lex + w["vector"] * vec) / (w["lexical"] + w["vector"])
+        else:
+            assert vec == 0.0
+            expected = lex
+        assert abs(r.score - expected * r.memory.confidence) <= 2e-6, r.memory.content

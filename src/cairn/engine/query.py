@@ -9,10 +9,16 @@ for a memory's absolute date, so they match memories of that time.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable
 
 from cairn.core import analysis
 from cairn.engine.compile.text import MONTHS
+
+# Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
+# so as a query term it matches everything and says nothing.
+ROLE_WORDS = frozenset({"user", "assistant", "system"})
 
 
 def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
@@ -23,11 +29,6 @@ def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
         if term not in out:
             out.append(term)
     return out[:max_terms]
-
-
-# Speaker labels of messages without a name ("User: …"): every turn of a role carries the word,
-# so as a query term it matches everything and says nothing.
-ROLE_WORDS = frozenset({"user", "assistant", "system"})
 
 
 def ranking_terms(query: str) -> list[str]:
@@ -47,4 +48,25 @@ def date_terms(query: str) -> list[str]:
     for name in MONTHS:
         if re.search(rf"\b{name}\b", lower):
             out.append(name)
+    return out
+
+
+# A memo of a pure function (a text's terms never change), bounded: not process state.
+@functools.lru_cache(maxsize=4096)
+def _name_terms(text: str) -> frozenset[str]:
+    return frozenset(analysis.index_terms(text))
+
+
+def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
+    """The ``speakers`` the query names: every search term of the name is among the query's
+    (so ``Caroline's`` names Caroline, ``林晓住在哪里`` names 林晓 and an inflected Russian
+    name its nominative). Role labels (``user``, ``assistant``) never count as names."""
+    asked = _name_terms(query)
+    out = set()
+    for name in speakers:
+        if not name or name.casefold() in ROLE_WORDS:
+            continue
+        terms = _name_terms(name)
+        if terms and terms <= asked:
+            out.add(name)
     return out

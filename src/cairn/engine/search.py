@@ -8,8 +8,11 @@
   vectors of the partition, held in a per-partition matrix refreshed when vectors change);
   calibrated as ``max(0, cos)``.
 - **fusion**: a weighted mean of the lane scores a memory has (a lane that did not return it
-  counts 0), so the result stays in [0, 1]. Ties break by ``seq`` (older first), so the same
-  corpus and query always give the same order.
+  counts 0; a memory whose vector is not written yet is averaged over the lanes that could see
+  it), so the result stays in [0, 1], times the memory's confidence. When the query
+  names a speaker of the partition, memories not said by that speaker are discounted
+  (``OTHER_SPEAKER_WEIGHT``). Ties break by ``seq`` (older first), so the same corpus and
+  query always give the same order.
 
 The caches (partition matrices, query embeddings) and the helper threads that embed a query
 while the lexical lane runs belong to a ``SearchCaches``, which ``Services`` builds and closes;
@@ -21,7 +24,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,7 +34,7 @@ import numpy as np
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
-from cairn.engine.query import ranking_terms
+from cairn.engine.query import named_speakers, ranking_terms
 from cairn.engine.ranking import MEMORY_HALF, calibrate
 from cairn.errors import InvalidInput
 from cairn.store import Store
@@ -277,6 +280,11 @@ def embed_memories(
 
 # Absolute: every lane's calibrated score keeps its meaning (no per-query rescaling).
 FUSION = "weighted"
+# A query that names a speaker of the partition ("What did Caroline paint?") is most often
+# answered by what that person said: other memories (other speakers' turns, summaries, facts
+# of no one) keep this share of their score. A discount, not a boost, so scores stay in [0, 1]
+# and a memory of the named speaker keeps exactly the score it would have had.
+OTHER_SPEAKER_WEIGHT = 1 / 1.2
 
 
 def fuse(
@@ -284,12 +292,17 @@ def fuse(
     lanes: Sequence[str],
     weights: dict[str, float],
     method: str = "weighted",
+    unseen: dict[str, Collection[int]] | None = None,
 ) -> dict[int, float]:
     """Combine calibrated lane scores into one score in [0, 1].
 
     ``weighted``: weighted mean of the calibrated scores. ``minmax``: the same after scaling
     each lane by its best score of this query (lanes on different scales weigh as meant).
     ``rrf``: weighted reciprocal-rank fusion (k = 60), scaled so rank 1 in every lane is 1.
+
+    ``unseen`` names, per lane, memories that lane could not score at all (a memory whose
+    vector is not written yet): for those the mean is over the other lanes only, so a memory
+    is not ranked below its peers for a lane that never looked at it (``rrf`` ignores it).
     """
     total_w = sum(weights.get(lane, 0.0) for lane in lanes) or 1.0
     fused: dict[int, float] = {}
@@ -305,7 +318,26 @@ def fuse(
         scale = 1.0 / top if method == "minmax" and top > 0 else 1.0
         for seq, s in lane_scores.items():
             fused[seq] = fused.get(seq, 0.0) + w * s * scale
+    if method == "rrf" or not unseen:
+        return fused
+    for seq in fused:
+        blind = [lane for lane in lanes if seq in unseen.get(lane, ())]
+        if blind:
+            seen_w = sum(weights.get(lane, 0.0) for lane in lanes if lane not in blind)
+            if seen_w > 0:
+                fused[seq] *= total_w / seen_w
     return fused
+
+
+def without_vectors(matrix: _Matrix | None, seqs: Collection[int]) -> set[int]:
+    """The ``seqs`` that have no vector in ``matrix`` (whose ``seqs`` are ascending, as the
+    store returns them); all of them when it has none."""
+    if matrix is None or not len(matrix.seqs):
+        return set(seqs)
+    wanted = np.fromiter(seqs, dtype=np.int64, count=len(seqs))
+    at = np.searchsorted(matrix.seqs, wanted)
+    found = (at < len(matrix.seqs)) & (matrix.seqs[np.minimum(at, len(matrix.seqs) - 1)] == wanted)
+    return {int(seq) for seq in wanted[~found]}
 
 
 def search_memories(
@@ -370,9 +402,16 @@ def search_memories(
                 query_vector=query_vector,
                 caches=caches,
             )
-        fused = fuse(scores, lanes, weights, FUSION)
+        unseen: dict[str, Collection[int]] = {}
+        if "vector" in lanes:
+            candidates = set(scores.get("lexical", {})) | set(scores["vector"])
+            unseen["vector"] = (
+                without_vectors(matrix, candidates) if scores["vector"] else candidates
+            )
+        fused = fuse(scores, lanes, weights, FUSION, unseen)
         facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
-        final = _final_scores(fused, facts, allowed, kinds)
+        named = named_speakers(query, {got[3] for got in facts.values()})
+        final = _final_scores(fused, facts, allowed, kinds, named)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
         found = tx.memories.by_seqs(tenant_id, scope, order)
         out = [
@@ -404,17 +443,21 @@ def _pick_lanes(lanes: Sequence[str] | None, embedder: Any) -> list[str]:
 
 def _final_scores(
     fused: dict[int, float],
-    facts: dict[int, tuple[float, str, str]],
+    facts: dict[int, tuple[float, str, str, str]],
     allowed: set[str],
     kinds: list[str] | None,
+    named: set[str],
 ) -> dict[int, float]:
     """Relevance times confidence, in [0, 1]: a verbatim turn (1.0) outranks an equally
     relevant extracted fact or summary. Status and kind filters apply to the vector lane
-    here (the lexical lane filtered in its query)."""
+    here (the lexical lane filtered in its query). When the query ``named`` speakers of the
+    partition, what others said is discounted by ``OTHER_SPEAKER_WEIGHT``."""
     final: dict[int, float] = {}
     for seq, value in fused.items():
         got = facts.get(seq)
         if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
             continue
+        if named and got[3] not in named:
+            value *= OTHER_SPEAKER_WEIGHT
         final[seq] = max(0.0, min(1.0, value * got[0]))
     return final

@@ -233,10 +233,12 @@ class MemoryRepository(Repository):
 
     def rank_facts(
         self, tenant_id: str, scope: Scope, seqs: Sequence[int]
-    ) -> dict[int, tuple[float, str, str]]:
-        """``seq → (confidence, status, kind)`` of the partition's rows among ``seqs``."""
+    ) -> dict[int, tuple[float, str, str, str]]:
+        """``seq → (confidence, status, kind, speaker)`` of the partition's rows among
+        ``seqs`` (``speaker``: the compiler's ``metadata.speaker`` of a turn or fact, else
+        empty)."""
         conn = self._tx_read
-        out: dict[int, tuple[float, str, str]] = {}
+        out: dict[int, tuple[float, str, str, str]] = {}
         for start in range(0, len(seqs), 500):
             stmt = select(
                 t.c.seq,
@@ -247,6 +249,7 @@ class MemoryRepository(Repository):
                 t.c.runtime_id,
                 t.c.user_id,
                 t.c.agent_id,
+                t.c.metadata["speaker"].as_string(),
             ).where(t.c.seq.in_(list(seqs[start : start + 500])))
             for r in conn.execute(stmt):
                 if (r[4], r[5], r[6], r[7]) == (
@@ -255,7 +258,7 @@ class MemoryRepository(Repository):
                     scope.user_id,
                     scope.agent_id,
                 ):
-                    out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]))
+                    out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]), str(r[8] or ""))
         return out
 
     def by_ids(self, tenant_id: str, ids: Sequence[uuid.UUID]) -> _list[Memory]:

@@ -28,7 +28,7 @@ from cairn.core.memory import (
 )
 from cairn.core.tokens import CountingTokenizer, Tokenizer, get_tokenizer
 from cairn.engine.context import lanes
-from cairn.engine.context.packing import apply_min_score, pack_context
+from cairn.engine.context.packing import Overhead, apply_min_score, pack_context
 from cairn.engine.documents import ChunkSettings, put_document
 from cairn.engine.embedders import Embedder
 from cairn.engine.ingest import IngestListener
@@ -203,7 +203,7 @@ class CairnAssembly:
         request: ContextRequest,
         *,
         reserved: int = 0,
-        overhead: Callable[[ContextItem], int] | None = None,
+        overhead: Overhead | None = None,
     ) -> Assembled:
         """Candidates → ``min_score`` → packing, with the stored objects behind the items.
         ``reserved`` and ``overhead`` charge a rendering's tokens (see ``pack_context``)."""

@@ -16,6 +16,10 @@ from cairn.core.memory import Budget, ContextItem, ContextResult
 
 _CLASS_ORDER = {"recent": 0, "summary": 1, "long_term": 2}
 
+# A rendering's tokens for one item besides its text, given the items already taken (a
+# renderer that shares a marker between items charges it once).
+Overhead = Callable[[ContextItem, Sequence[ContextItem]], int]
+
 
 def priority_order(candidates: Sequence[ContextItem]) -> list[ContextItem]:
     """Recent items in their given order, then the rest by descending score (ties: class,
@@ -48,12 +52,12 @@ def pack_context(
     budget: Budget,
     *,
     reserved: int = 0,
-    overhead: Callable[[ContextItem], int] | None = None,
+    overhead: Overhead | None = None,
 ) -> ContextResult:
     """Pack ``candidates`` (already filtered by ``min_score``) under ``budget`` (defaults
     applied); every limit holds for the result together. When the packed items will be
     rendered, ``reserved`` tokens of ``max_tokens`` go to the rendering's frame and
-    ``overhead(item)`` is charged per item besides its own tokens (``token_count`` stays the
+    ``overhead(item, taken)`` is charged per item besides its own tokens (``token_count`` stays the
     items' own)."""
     limits = budget.resolved()
     items: list[ContextItem] = []
@@ -64,7 +68,7 @@ def pack_context(
         if len(items) >= limits.max_items:
             truncated = True
             break
-        cost = c.token_count + (overhead(c) if overhead is not None else 0)
+        cost = c.token_count + (overhead(c, items) if overhead is not None else 0)
         if charged + cost > limits.max_tokens:
             truncated = True
             continue

@@ -1,11 +1,13 @@
 """Renderers: packed items to prompt text.
 
 The default renderer wraps items in one clearly delimited block that tells the model recalled
-memory is reference data, not instructions. Each item starts on a new line with a marker in
-angle brackets (the date the remembered thing happened, ``<2024-05-07>``, or ``<->`` without
-one); item text has ``&``, ``<`` and ``>`` escaped, so no text can close the block or start a
-marker — a line that begins with ``<`` is always the renderer's. The compact markers keep the
-cost low: a few tokens per item and under 30 for the block (measured in the tests).
+memory is reference data, not instructions. Items are grouped by the date the remembered thing
+happened, oldest first, each group under one marker line in angle brackets (``<2024-05-07>``;
+``<->`` for items without a date, last); inside a group the items go by time (ties in packing
+order), one per line, and an item's own further lines are indented by two spaces. Item text
+has ``&``, ``<`` and ``>`` escaped, so no text can close the block or start a marker — a line
+that begins with ``<`` is always the renderer's. A date costs its tokens (about 9 cl100k)
+once however many items share it, which leaves room for more items in the same budget.
 
 Custom templates run in a sandboxed Jinja2 environment. ``max_chars`` is a hard limit on the
 rendered text: going over it is an error naming both numbers, never a silent cut.
@@ -13,7 +15,7 @@ rendered text: going over it is an error naming both numbers, never a silent cut
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import jinja2
@@ -22,6 +24,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from cairn.core.memory import ContextItem, ContextResult
 from cairn.core.tokens import Tokenizer
+from cairn.engine.context.packing import Overhead
 from cairn.errors import InvalidInput
 
 BLOCK_OPEN = "<recalled-memory>"
@@ -52,25 +55,51 @@ def _check_size(text: str, max_chars: int) -> str:
     return text
 
 
+def item_date(item: ContextItem) -> str:
+    """The marker text of an item: the date the remembered thing happened (when it was stored
+    is noise), or ``-``."""
+    return item.occurred_at.date().isoformat() if item.occurred_at else NO_DATE
+
+
 def item_text(item: ContextItem) -> str:
-    """One item as rendered: its marker and escaped text."""
-    # Only the time the remembered thing happened is shown; when it was stored is noise.
-    date = item.occurred_at.date().isoformat() if item.occurred_at else NO_DATE
-    return f"<{date}> {escape_text(item.content)}"
+    """One item as rendered under its date: escaped text, later lines indented."""
+    return escape_text(item.content).replace("\n", "\n  ")
 
 
-def default_costs(tokenizer: Tokenizer) -> tuple[int, Callable[[ContextItem], int]]:
+def date_groups(items: Sequence[ContextItem]) -> list[tuple[str, list[ContextItem]]]:
+    """Items grouped by ``item_date``: dates ascending, ``-`` last; inside a group by time
+    (a conversation's turns read in the order they were said), items of the same time in the
+    given order."""
+    groups: dict[str, list[ContextItem]] = {}
+    for item in items:
+        groups.setdefault(item_date(item), []).append(item)
+    for group in groups.values():
+        group.sort(key=lambda i: i.occurred_at or i.created_at)
+    return sorted(groups.items(), key=lambda g: (g[0] == NO_DATE, g[0]))
+
+
+def default_costs(tokenizer: Tokenizer) -> tuple[int, Overhead]:
     """What the default block adds to the items' own tokens: its fixed cost, and a function
-    giving one item's marker cost (packing charges both, so the rendered text fills the
-    budget; ``fit_to_tokens`` then makes it exact)."""
+    giving one item's cost beyond its text given the items already taken — its line break,
+    plus its date's marker line when no taken item has that date (packing charges both, so
+    the rendered text fills the budget; ``fit_to_tokens`` then makes it exact)."""
     fixed = tokenizer.count("\n".join([BLOCK_OPEN, NOTICE, BLOCK_CLOSE]))
     markers: dict[str, int] = {}
+    # The dates of ``taken`` so far: packing only ever appends to the list it passes, so
+    # each call adds the items taken since the last one.
+    seen: list[Any] = [None, 0, set()]
 
-    def marker_cost(item: ContextItem) -> int:
-        date = item.occurred_at.date().isoformat() if item.occurred_at else NO_DATE
+    def marker_cost(item: ContextItem, taken: Sequence[ContextItem]) -> int:
+        if seen[0] is not taken or seen[1] > len(taken):
+            seen[:] = [taken, 0, set()]
+        seen[2].update(item_date(t) for t in taken[seen[1] :])
+        seen[1] = len(taken)
+        date = item_date(item)
+        if date in seen[2]:
+            return 1
         n = markers.get(date)
         if n is None:
-            n = markers[date] = tokenizer.count(f"\n<{date}>")
+            n = markers[date] = tokenizer.count(f"\n<{date}>\n")
         return n
 
     return fixed, marker_cost
@@ -87,7 +116,11 @@ class DefaultRenderer:
     def render(self, result: ContextResult) -> str:
         if not result.items:
             return ""
-        parts = [BLOCK_OPEN, NOTICE, *(item_text(i) for i in result.items), BLOCK_CLOSE]
+        parts = [BLOCK_OPEN, NOTICE]
+        for date, items in date_groups(result.items):
+            parts.append(f"<{date}>")
+            parts.extend(item_text(i) for i in items)
+        parts.append(BLOCK_CLOSE)
         return _check_size("\n".join(parts), self.max_chars)
 
 
