@@ -10,6 +10,7 @@ from __future__ import annotations
 from cairn.store.database import Database
 from cairn.store.documents import DocumentRepository
 from cairn.store.episodes import EpisodeRepository
+from cairn.store.items import ItemRepository
 from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.lifecycle import LifecycleRepository
@@ -37,6 +38,7 @@ class Store:
         self.retention = RetentionRepository(db)
         self.sessions = SessionRepository(db)
         self.rates = RateRepository(db)
+        self.items = ItemRepository(db)
 
     @property
     def dialect(self) -> str:
