@@ -39,6 +39,7 @@ from cairn.client._episodes import (
 from cairn.client._errors import APIConnectionError, APITimeoutError, error_from_response
 from cairn.client._feature_models import CompileResult, ContextBundle
 from cairn.client._inprocess import LOCAL_BASE_URL, ASGIAppTransport, LocalApp
+from cairn.client._items import AsyncItems, Items
 from cairn.client._ladders import AsyncLadders, AsyncRuns, Ladders, Runs
 from cairn.client._lifecycle import merge_compiles, turn_episodes
 from cairn.client._memories import AsyncMemories, Memories
@@ -98,6 +99,7 @@ class Cairn:
         self.slates = Slates(self)
         self.ladders = Ladders(self)
         self.runs = Runs(self)
+        self.items = Items(self)
 
     @classmethod
     def local(
@@ -284,6 +286,7 @@ class AsyncCairn:
         self.slates = AsyncSlates(self)
         self.ladders = AsyncLadders(self)
         self.runs = AsyncRuns(self)
+        self.items = AsyncItems(self)
 
     @classmethod
     def local(

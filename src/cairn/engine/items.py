@@ -137,7 +137,7 @@ def plan_item(
 
 
 def put_item(store: Any, tenant_id: str, scope: Scope, item: ItemWrite) -> StoredItem:
-    return store.items.put(tenant_id, scope, item, utcnow())  # type: ignore[no-any-return]
+    return store.items.put(tenant_id, scope, item, utcnow())
 
 
 def get_item(
