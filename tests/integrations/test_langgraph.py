@@ -6,6 +6,8 @@ both implementations."""
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -421,3 +423,10 @@ def test_store_over_a_passed_client_keeps_it_open(tmp_path: Path) -> None:
         assert client.items.get({"runtime_id": "langgraph"}, ["x"], "k") is not None
     finally:
         client.close()
+
+
+def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langgraph.store.base", None)
+    monkeypatch.delitem(sys.modules, "cairn.integrations.langgraph")
+    with pytest.raises(ImportError, match=r"pip install 'cairn\[langgraph\]'"):
+        importlib.import_module("cairn.integrations.langgraph")

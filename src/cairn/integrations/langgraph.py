@@ -48,7 +48,6 @@ from langgraph.store.base import (  # noqa: E402
     ensure_embeddings,
     get_text_at_path,
     tokenize_path,
-    validate_op_namespace,
 )
 
 from cairn.client import AsyncCairn, Cairn, InvalidRequestError, Scope  # noqa: E402
@@ -83,6 +82,28 @@ def to_search_item(found: CairnItem) -> SearchItem:
     )
 
 
+def check_labels(namespace: Sequence[Any]) -> None:
+    """LangGraph's label rules (``BaseStore`` checks them in ``put``/``get``/...; ops handed to
+    ``batch`` directly are checked here, as LangGraph asks of stores that keep namespaces as
+    text): every label a non-empty string without a dot or a NUL."""
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {tuple(namespace)}: labels are "
+                "non-empty strings without periods ('.') or NUL characters."
+            )
+
+
+def _op_labels(op: Op) -> Sequence[Any]:
+    if isinstance(op, (GetOp, PutOp)):
+        return op.namespace
+    if isinstance(op, SearchOp):
+        return op.namespace_prefix
+    if isinstance(op, ListNamespacesOp):
+        return [p for c in op.match_conditions or () for p in c.path if p != "*"]
+    return ()
+
+
 class _Plan:
     """A batch split as LangGraph stores execute it: the reads in their order, against the
     state before the batch, then the writes, one per item (the last op for it wins)."""
@@ -92,7 +113,7 @@ class _Plan:
         self.reads: list[tuple[int, GetOp | SearchOp | ListNamespacesOp]] = []
         writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for i, op in enumerate(self.ops):
-            validate_op_namespace(op)
+            check_labels(_op_labels(op))
             if isinstance(op, PutOp):
                 if not op.namespace:
                     raise InvalidNamespaceError("Namespace cannot be empty.")
