@@ -175,3 +175,20 @@ def test_namespaces_listing(backend_client: TestClient) -> None:
     assert ls(suffix=["f"])["namespaces"] == [["a", "c", "f"]]
     assert ls(limit=1, offset=3)["namespaces"] == [["z"]]
     assert ls(prefix=["a%"])["namespaces"] == []  # LIKE characters are literal
+
+
+def test_the_server_embedder_finds_meaning_without_shared_words(
+    semantic_client: TestClient, semantic_services: Services
+) -> None:
+    """Without the caller's vectors, the server's embedder (the default one here) embeds each
+    item's text when it is stored, and a query ranks by meaning too."""
+    c = semantic_client
+    put(c, key="tea", value={"text": "I adore jasmine tea"})
+    put(c, key="car", value={"text": "The car needs new tyres"})
+    hits = c.post("/v1/items/search", json={"scope": SCOPE, "query": "favourite hot drink"})
+    found = hits.json()["items"]
+    assert [h["key"] for h in found] == ["tea", "car"]
+    assert 0 <= found[1]["score"] < found[0]["score"] <= 1
+    with semantic_services.store.db.read() as conn:
+        sources = conn.execute(select(items_t.c.embedding_source)).scalars().all()
+    assert sources == [semantic_services.embedder.name] * 2
