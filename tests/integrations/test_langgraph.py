@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
+import subprocess
 import sys
 import zlib
 from collections.abc import Callable, Iterator
@@ -430,3 +432,25 @@ def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delitem(sys.modules, "cairn.integrations.langgraph")
     with pytest.raises(ImportError, match=r"pip install 'cairn\[langgraph\]'"):
         importlib.import_module("cairn.integrations.langgraph")
+
+
+def test_an_unclosed_embedded_store_lets_the_process_exit(tmp_path: Path) -> None:
+    """As with a module-level ``InMemoryStore``, a program that never closes its store ends."""
+    program = (
+        "from cairn.integrations.langgraph import CairnStore\n"
+        "store = CairnStore()\n"
+        "store.put(('users', 'ada'), 'prefs', {'tea': 'jasmine'})\n"
+        "print(store.get(('users', 'ada'), 'prefs').value)\n"
+    )
+    env = {
+        **os.environ,
+        "CAIRN_DATA_DIR": str(tmp_path / "data"),
+        "CAIRN_EMBEDDER": "none",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    env.pop("CAIRN_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "{'tea': 'jasmine'}"
