@@ -20,6 +20,7 @@ general: a namespace is a path of labels, a key names an item in it, a value is 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,9 +31,12 @@ import numpy as np
 from cairn.core.analysis import index_text, query_terms
 from cairn.core.ids import utcnow
 from cairn.core.scope import Scope
+from cairn.engine.embedders import EmbedderError
 from cairn.engine.search import DEFAULT_WEIGHTS
 from cairn.errors import InvalidInput
 from cairn.store.items import CLIENT_VECTORS, ItemWrite, StoredItem
+
+log = logging.getLogger("cairn")
 
 MAX_DEPTH = 32
 MAX_LABEL = 128
@@ -122,8 +126,11 @@ def plan_item(
         blob, dims = _vectors_blob(vectors)
         source = CLIENT_VECTORS
     elif embedder is not None and text.strip():
-        blob, dims = _vectors_blob(embedder.embed([text]))
-        source = embedder.name
+        try:
+            blob, dims = _vectors_blob(embedder.embed([text]))
+            source = embedder.name
+        except EmbedderError as exc:  # stored all the same: found by its words meanwhile
+            log.warning("item stored without a vector: %s", exc.message)
     return ItemWrite(
         namespace=tuple(namespace),
         key=key,
@@ -330,7 +337,8 @@ def search_items(
     check_namespace(prefix, allow_empty=True, field="namespace_prefix")
     check_filter(filter or {})
     now = utcnow()
-    candidates = by_namespace(store.items.under(tenant_id, scope, prefix, now))
+    ranked = query_vector is not None or bool(query and query.strip())
+    candidates = by_namespace(store.items.under(tenant_id, scope, prefix, now, ranked=ranked))
     if filter:
         candidates = [c for c in candidates if matches(c.value, filter)]
     page = rank(candidates, query=query, query_vector=query_vector, embedder=embedder)[

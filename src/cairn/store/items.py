@@ -250,11 +250,18 @@ class ItemRepository:
             return bool(conn.execute(delete(items).where(where)).rowcount)
 
     def under(
-        self, tenant_id: str, scope: Scope, prefix: Sequence[str], now: datetime
+        self,
+        tenant_id: str,
+        scope: Scope,
+        prefix: Sequence[str],
+        now: datetime,
+        *,
+        ranked: bool = True,
     ) -> list[StoredItem]:
         """The live items whose namespace starts with ``prefix``, in the order they were first
-        stored, with their text and vectors (the candidates of a search)."""
-        stmt = select(*_FULL).where(scope_filter(items, tenant_id, scope), _live(now))
+        stored (the candidates of a search), with their text and vectors when ``ranked``."""
+        columns = _FULL if ranked else _LIGHT
+        stmt = select(*columns).where(scope_filter(items, tenant_id, scope), _live(now))
         if prefix:
             stmt = stmt.where(items.c.namespace.startswith(namespace_path(prefix), autoescape=True))
         with self.db.read() as conn:
