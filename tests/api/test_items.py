@@ -95,7 +95,8 @@ def test_bad_reads_are_422(backend_client: TestClient) -> None:
         ({"filter": {"n": {"$regex": "x"}}}, "invalid_filter"),
         ({"filter": {"n": {"deep": {"$in": [1]}}}}, "invalid_filter"),
         ({"namespace_prefix": ["a.b"]}, "invalid_namespace"),
-        ({"limit": 0}, "validation_error"),
+        ({"limit": 10_001}, "validation_error"),
+        ({"offset": -1}, "validation_error"),
         ({"query_vector": []}, "validation_error"),
     ]:
         error(c.post("/v1/items/search", json={**search, **body}), 422, code)

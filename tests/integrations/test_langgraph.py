@@ -352,6 +352,24 @@ def test_async_methods(make_store: StoreFactory) -> None:
     asyncio.run(scenario())
 
 
+def test_an_async_embedding_function(make_store: StoreFactory) -> None:
+    """LangGraph's ``index`` takes an async function too (used by the async methods)."""
+
+    async def aembed(texts: list[str]) -> list[list[float]]:
+        return embed(texts)
+
+    store = make_store(index={"dims": DIMS, "embed": aembed, "fields": ["text"]})
+
+    async def scenario() -> list[str]:
+        for lang, text in MULTILINGUAL.items():
+            await store.aput(("notes",), lang, {"text": text})
+        hits = await store.asearch(("notes",), query=QUERIES["ru"], limit=0)
+        assert hits == []
+        return keys(await store.asearch(("notes",), query=QUERIES["ru"], limit=2))
+
+    assert asyncio.run(scenario())[0] == "ru"
+
+
 # --------------------------------------------------------------------------- Cairn only
 
 

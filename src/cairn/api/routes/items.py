@@ -105,7 +105,7 @@ class ItemSearch(BaseModel):
     )
     query: str | None = Field(None, max_length=4000)
     query_vector: Vector | None = None
-    limit: int = Field(10, ge=1, le=1000)
+    limit: int = Field(10, ge=0, le=10_000)
     offset: int = Field(0, ge=0, le=1_000_000)
     refresh_ttl: bool = False
 
@@ -121,7 +121,7 @@ class NamespaceQuery(BaseModel):
     prefix: Pattern | None = Field(None, description="Leading labels; '*' matches any one.")
     suffix: Pattern | None = Field(None, description="Trailing labels; '*' matches any one.")
     max_depth: int | None = Field(None, ge=0, le=MAX_DEPTH)
-    limit: int = Field(100, ge=1, le=10_000)
+    limit: int = Field(100, ge=0, le=10_000)
     offset: int = Field(0, ge=0, le=1_000_000)
 
 
