@@ -402,6 +402,17 @@ def test_ttl_expires_and_refreshes(
 
 
 @pytest.mark.parametrize("kind", CAIRN_KINDS, indirect=True)
+def test_cairn_namespace_limits_raise_invalid_namespace(make_store: StoreFactory) -> None:
+    store = make_store()
+    for bad in [("x" * 129,), ("x",) * 33, ("x" * 100,) * 6]:
+        with pytest.raises(InvalidNamespaceError):
+            store.put(bad, "k", {"v": 1})
+        with pytest.raises(InvalidNamespaceError):
+            store.search(bad)
+    assert store.search(()) == []
+
+
+@pytest.mark.parametrize("kind", CAIRN_KINDS, indirect=True)
 def test_created_at_survives_an_update(make_store: StoreFactory) -> None:
     """As in LangGraph's PostgreSQL store (InMemoryStore resets it on every put)."""
     store = make_store()

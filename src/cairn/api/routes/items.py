@@ -35,9 +35,11 @@ from cairn.store.items import StoredItem
 
 router = APIRouter(tags=["items"])
 
-Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL)]
-Namespace = Annotated[list[Label], Field(min_length=1, max_length=MAX_DEPTH)]
-Pattern = Annotated[list[Label], Field(max_length=MAX_DEPTH)]
+# Namespaces are checked by the engine, so every problem with one is ``invalid_namespace``.
+NAMESPACE_RULES = (
+    f"1 to {MAX_DEPTH} labels of 1 to {MAX_LABEL} characters without a '.' "
+    "(at most 512 characters in all)"
+)
 Vector = Annotated[list[float], Field(min_length=1, max_length=MAX_DIMS)]
 
 
@@ -47,7 +49,7 @@ class ItemPut(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scope: Scope
-    namespace: Namespace = Field(description='Labels without dots, e.g. ["users", "ada"].')
+    namespace: list[str] = Field(description=f'e.g. ["users", "ada"]: {NAMESPACE_RULES}.')
     key: str = Field(max_length=MAX_KEY)
     value: dict[str, Any] = Field(description="Any JSON object.")
     text: list[Annotated[str, Field(max_length=100_000)]] | None = Field(
@@ -99,7 +101,9 @@ class ItemSearch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scope: Scope
-    namespace_prefix: Pattern = Field(default_factory=list)
+    namespace_prefix: list[str] = Field(
+        default_factory=list, description="Leading labels of the namespaces searched."
+    )
     filter: dict[str, Any] | None = Field(
         None, description="Field conditions: a value, or {$eq|$ne|$gt|$gte|$lt|$lte: value}."
     )
@@ -118,8 +122,8 @@ class NamespaceQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scope: Scope
-    prefix: Pattern | None = Field(None, description="Leading labels; '*' matches any one.")
-    suffix: Pattern | None = Field(None, description="Trailing labels; '*' matches any one.")
+    prefix: list[str] | None = Field(None, description="Leading labels; '*' matches any one.")
+    suffix: list[str] | None = Field(None, description="Trailing labels; '*' matches any one.")
     max_depth: int | None = Field(None, ge=0, le=MAX_DEPTH)
     limit: int = Field(100, ge=0, le=10_000)
     offset: int = Field(0, ge=0, le=1_000_000)
@@ -138,7 +142,7 @@ def _scope(runtime_id: str, user_id: str, agent_id: str) -> Scope:
 ScopeRuntime = Annotated[str, Query(min_length=1, max_length=MAX_ID_LENGTH)]
 ScopeId = Annotated[str, Query(max_length=MAX_ID_LENGTH)]
 NamespaceParam = Annotated[
-    list[str], Query(min_length=1, max_length=MAX_DEPTH, description="One per label, in order.")
+    list[str], Query(description=f"One per label, in order: {NAMESPACE_RULES}.")
 ]
 KeyParam = Annotated[str, Query(max_length=MAX_KEY)]
 
