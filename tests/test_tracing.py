@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.api.app import create_app
+from cairn.app import create_app
 from fastapi.testclient import TestClient
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -119,7 +119,7 @@ def test_tracing_is_off_unless_configured_and_imports_no_sdk_then(tmp_path: Path
     code = (
         "import sys\n"
         "from fastapi.testclient import TestClient\n"
-        "from cairn.api.app import create_app\n"
+        "from cairn.app import create_app\n"
         "from cairn.config import Settings\n"
         "with TestClient(create_app(Settings())) as c:\n"
         "    r = c.post('/v1/context', json={'subject_id': 'a', 'task': 'x'})\n"

@@ -29,6 +29,7 @@ from cairn.api.middleware import (
 from cairn.api.openapi import install_openapi
 from cairn.api.routes import episodes, health, subjects
 from cairn.api.routes.context import router as context_router
+from cairn.api.routes.items import router as items_router
 from cairn.api.routes.ladder_files import router as ladder_files_router
 from cairn.api.routes.ladders import router as ladders_router
 from cairn.api.routes.lifecycle import router as lifecycle_router
@@ -79,6 +80,7 @@ ROUTERS = [
     memory_scopes_router,
     lifecycle_router,  # after memories_router: /v1/memories/search is not an id
     transfer_router,
+    items_router,
     unsupported_router,
 ]
 

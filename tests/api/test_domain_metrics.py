@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.api.app import create_app
+from cairn.app import create_app
 from fastapi.testclient import TestClient
 
 from cairn.services import Services

@@ -37,6 +37,8 @@ from tests.web.conftest import make_ladders_dir
 SUBJ_A = "a-only"  # a subject B never writes to: B's reads of it must be empty
 SUBJ_SHARED = "shared"  # a subject both tenants write to: B sees only its own
 SCOPE = {"runtime_id": "rt-iso", "user_id": "u-iso", "agent_id": "ag-iso"}
+ITEM = {"scope": SCOPE, "namespace": ["notes", "a"], "key": "k"}  # an item of A's
+ITEM_QUERY = {**SCOPE, "namespace": ["notes", "a"], "key": "k"}
 TENANT_SCOPED_EXEMPT = {("GET", "/v1/version")}  # public: no tenant, no tenant data
 Response = Any  # the TestClient's response (httpx's, or httpx2's with newer Starlette)
 
@@ -267,6 +269,7 @@ def seed(w: World, services: Services) -> None:
         json={"messages": [{"role": "user", "content": "What is my favourite colour?"}]},
     )
     assert "teal" in r.json()["choices"][0]["message"]["content"]  # A's memory works for A
+    a_call(w, "PUT", "/v1/items", json={**ITEM, "value": {"text": f"item {m[11]}"}})
 
 
 def snapshot(w: World) -> dict[str, Any]:
@@ -314,6 +317,11 @@ def snapshot(w: World) -> dict[str, Any]:
         )
         s[f"{base}/tree"] = a_call(w, "GET", base, params=params)
         s[f"{base}/evictions"] = a_call(w, "GET", f"{base}/evictions", params=params)
+    s["item"] = a_call(w, "GET", "/v1/items", params=ITEM_QUERY)
+    s["items"] = a_call(
+        w, "POST", "/v1/items/search", json={"scope": SCOPE, "query": w.markers[11]}
+    )
+    s["namespaces"] = a_call(w, "POST", "/v1/items/namespaces", json={"scope": SCOPE})
     s["runs"] = a_call(w, "GET", "/v1/runs")
     for run in ("run-a-1", "run-a-teal"):
         s[run] = a_call(w, "GET", f"/v1/runs/{run}")
@@ -761,6 +769,41 @@ def p_put_retention(w: World) -> None:
     assert r.status_code == 200
 
 
+def p_item_get(w: World) -> None:
+    r = w.b("GET", "/v1/items", params=ITEM_QUERY)
+    if w.strict:
+        _not_found(r, "item_not_found")
+    else:  # B's own item at the same address, if B's probes left one
+        assert r.status_code == 404 or r.json()["value"] == {"text": "b's own"}, r.text
+
+
+def p_item_put(w: World) -> None:
+    r = w.b("PUT", "/v1/items", json={**ITEM, "value": {"text": "b's own"}})
+    assert r.status_code == 200 and r.json()["value"] == {"text": "b's own"}
+
+
+def p_item_delete(w: World) -> None:
+    r = w.b("DELETE", "/v1/items", params=ITEM_QUERY)
+    assert r.status_code == 200
+    if w.strict:
+        assert r.json() == {"deleted": False}
+
+
+def p_item_search(w: World) -> None:
+    r = w.b("POST", "/v1/items/search", json={"scope": SCOPE, "query": w.markers[11]})
+    assert r.status_code == 200
+    assert all(i["value"] == {"text": "b's own"} for i in r.json()["items"]), r.text
+    if w.strict:
+        assert r.json() == {"items": []}
+
+
+def p_item_namespaces(w: World) -> None:
+    r = w.b("POST", "/v1/items/namespaces", json={"scope": SCOPE})
+    assert r.status_code == 200
+    if w.strict:
+        assert r.json() == {"namespaces": []}
+
+
 def p_version(w: World) -> None:
     assert w.b("GET", "/v1/version").status_code == 200
 
@@ -792,6 +835,9 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("GET", "/v1/memories/{memory_id}"): p_get_memory,
     ("GET", "/v1/subjects/{subject_id}/export"): p_export,
     ("GET", "/v1/retention"): p_get_retention,
+    ("GET", "/v1/items"): p_item_get,
+    ("POST", "/v1/items/search"): p_item_search,
+    ("POST", "/v1/items/namespaces"): p_item_namespaces,
     # Writes: after them B's reads are run again, no longer expecting emptiness.
     ("POST", "/v1/episodes"): p_episode,
     ("POST", "/v1/episodes/batch"): p_batch,
@@ -813,6 +859,8 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("DELETE", "/v1/scopes"): p_delete_scopes,
     ("POST", "/v1/subjects/{subject_id}/import"): p_import,
     ("PUT", "/v1/retention"): p_put_retention,
+    ("PUT", "/v1/items"): p_item_put,
+    ("DELETE", "/v1/items"): p_item_delete,
 }
 
 
@@ -830,7 +878,11 @@ def p_not_supported(feature: str) -> Callable[[World], None]:
 
 
 API_PROBES.update({(m, path): p_not_supported(f) for m, path, f in UNSUPPORTED_ROUTES})
-READS = [k for k in API_PROBES if k[0] == "GET" or k[1].endswith("context")]
+READS = [
+    k
+    for k in API_PROBES
+    if k[0] == "GET" or k[1].endswith(("context", "/items/search", "/items/namespaces"))
+]
 
 
 # --------------------------------------------------------------------------- inspector probes
@@ -1067,7 +1119,7 @@ def ladders_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def world(backend: str, backend_services: Services, backend_client: TestClient) -> Iterator[World]:
     key_a, _ = backend_services.store.keys.create("tenant-a")
     key_b, _ = backend_services.store.keys.create("tenant-b")
-    markers = [f"mk{i}x{secrets.token_hex(5)}" for i in range(11)]
+    markers = [f"mk{i}x{secrets.token_hex(5)}" for i in range(12)]
     w = World(backend_client, {"X-API-Key": key_a}, key_b, markers, backend=backend)
     seed(w, backend_services)
     yield w

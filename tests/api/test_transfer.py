@@ -71,6 +71,18 @@ def fill(client: TestClient) -> dict[str, Any]:
             json={"messages": [{"role": "user", "content": "Привет"}], "user": SUBJECT},
         )
     )
+    _ok(
+        client.put(
+            "/v1/items",
+            json={
+                "scope": {"runtime_id": "default", "user_id": SUBJECT},
+                "namespace": ["prefs", "drinks"],
+                "key": "tea",
+                "value": {"text": "Жасминовый чай, 茉莉花茶", "cups": 2},
+                "ttl_seconds": 86400,
+            },
+        )
+    )
     return {"fact": fact, "corrected": corrected, "forgotten": name}
 
 
@@ -86,7 +98,7 @@ def test_export_import_round_trip_sqlite_to_postgres(two_cairns: Any) -> None:
     lines = export_lines(src)
     assert lines[0]["type"] == "header" and lines[0]["format"] == "cairn-export"
     kinds = {line["type"] for line in lines}
-    assert kinds == {"header", "episode", "memory", "document", "chunk", "run"}
+    assert kinds == {"header", "episode", "memory", "document", "chunk", "run", "item"}
 
     result = _ok(dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": lines}))
     assert result["skipped"] == 0 and result["imported"]["memory"] == sum(
@@ -109,6 +121,11 @@ def test_export_import_round_trip_sqlite_to_postgres(two_cairns: Any) -> None:
     assert _ok(dst.get("/v1/runs/run-1")) == _ok(src.get("/v1/runs/run-1"))
     found = _ok(dst.get("/v1/memories/search", params={"subject_id": SUBJECT, "q": "CIA"}))
     assert found["memories"][0]["id"] == made["corrected"]["id"]
+    scope = {"runtime_id": "default", "user_id": SUBJECT}
+    item = {**scope, "namespace": ["prefs", "drinks"], "key": "tea"}
+    assert _ok(dst.get("/v1/items", params=item)) == _ok(src.get("/v1/items", params=item))
+    hits = _ok(dst.post("/v1/items/search", json={"scope": scope, "query": "茉莉花茶"}))["items"]
+    assert [h["key"] for h in hits] == ["tea"] and hits[0]["score"] > 0
     assert export_lines(dst)[1:] == lines[1:]  # the same records, exported again
 
     # The tombstone travels: recompiling the same episodes there does not bring it back.
@@ -122,6 +139,7 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
     fill(src)
     lines = export_lines(src)
     memory = next(line for line in lines if line["type"] == "memory")
+    item = next(line for line in lines if line["type"] == "item")
     bad_rows = [
         {"type": "nonsense", "row": {}},
         {"type": "memory"},
@@ -132,9 +150,15 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
         {"type": "memory", "row": {**memory["row"], "created_at": "yesterday"}},
         {"type": "memory", "row": {k: v for k, v in memory["row"].items() if k != "content"}},
         {"type": "episode", "row": {**lines[1]["row"], "payload": [1]}},
+        {"type": "item", "row": {**item["row"], "namespace": "no-dot"}},
+        {"type": "item", "row": {**item["row"], "namespace": "a..b."}},
+        {"type": "item", "row": {**item["row"], "value": "text"}},
+        {"type": "item", "row": {**item["row"], "address": "x" * 64}},
     ]
     for bad in bad_rows:
         r = dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": [*lines, bad]})
         assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_import", (bad, r.text)
     timeline = _ok(dst.get("/v1/timeline", params={"subject_id": SUBJECT}))
     assert timeline["episodes"] == [] and timeline["memories"] == []
+    scope = {"runtime_id": "default", "user_id": SUBJECT}
+    assert _ok(dst.post("/v1/items/search", json={"scope": scope})) == {"items": []}

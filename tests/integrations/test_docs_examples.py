@@ -73,3 +73,16 @@ def test_langchain_example(data_dir: Path, capsys: pytest.CaptureFixture[str]) -
     assert 0 < float(score) <= 1
     assert "jasmine" in rest.lower() and "[UUID(" not in rest
     assert re.search(r"\['[0-9a-f-]{36}'", rest)
+
+
+def test_langgraph_example(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(example("langgraph"), str(DOC), "exec"), {"__name__": "__main__"})
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "[]",
+        "['I like jasmine tea.']",
+        "['I like jasmine tea.', '我住在北京。']",
+        "[('users', 'ada', 'memories')]",
+        "{'text': '我住在北京。'}",
+    ]
+    assert any(data_dir.iterdir())

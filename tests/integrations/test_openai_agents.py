@@ -221,6 +221,49 @@ def test_limit_pop_and_clear(connect: Callable[[], AsyncCairn]) -> None:
     assert out["reused"] == [items[0]]
 
 
+def test_clear_session_leaves_nothing_of_the_session(connect: Callable[[], AsyncCairn]) -> None:
+    """``clear_session`` ("clear all items for this session") removes the session's whole
+    subject: its items, and anything compiled from them there, so no reader of the session,
+    this object or a new one for the same id, sees any of it. What the turns taught the
+    user's scope stays long-term memory (docs/integrations.md says why)."""
+    items = [
+        {"role": "user", "content": "My favourite tea is jasmine, 茉莉花茶."},
+        {"role": "assistant", "content": "I will remember that."},
+        {"type": "function_call_output", "call_id": "c1", "output": "tool said 秘密"},
+    ]
+
+    async def main() -> dict[str, Any]:
+        session = session_of(connect, "to-clear", user_id="ada")
+        await session.add_items(items)
+        await session.compile_turns()
+        await session.client.memories.compile(session.subject_id)  # the items' subject too
+        before = await session.client.timeline(session.subject_id)
+        await session.clear_session()
+        after = await session.client.timeline(session.subject_id)
+        again = session_of(connect, "to-clear", user_id="ada")
+        out = {
+            "before": len(before.episodes),
+            "episodes": after.episodes,
+            "memories": after.memories,
+            "items": await session.get_items(),
+            "latest": await session.get_items(limit=1),
+            "pop": await session.pop_item(),
+            "new_object": await again.get_items(),
+            "recall": await session.recall("jasmine tea"),
+        }
+        await closing(again)
+        await closing(session)
+        return out
+
+    out = run(main)
+    assert out["before"] == len(items)
+    assert out["episodes"] == [] and out["memories"] == []
+    assert out["items"] == [] and out["latest"] == [] and out["pop"] is None
+    assert out["new_object"] == []
+    assert "jasmine" in out["recall"].lower()  # long-term memory of "ada" stays
+    assert "秘密" not in out["recall"]  # tool output was never memory
+
+
 def test_recall_tool_is_called_by_the_agent(connect: Callable[[], AsyncCairn]) -> None:
     call = ResponseFunctionToolCall(
         type="function_call",

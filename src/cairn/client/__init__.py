@@ -45,6 +45,7 @@ from cairn.client._feature_models import (
     TurnCommit,
 )
 from cairn.client._inprocess import ASGIAppTransport
+from cairn.client._items import Item, ItemDeleted, ItemSearchResult, NamespaceList
 from cairn.client._models import (
     Episode,
     EpisodeBatch,
@@ -82,10 +83,14 @@ __all__ = [
     "EpisodeCreate",
     "Health",
     "InvalidRequestError",
+    "Item",
+    "ItemDeleted",
+    "ItemSearchResult",
     "Memory",
     "MemoryTemplate",
     "Message",
     "ModelList",
+    "NamespaceList",
     "NotFoundError",
     "RateLimitError",
     "Run",

@@ -10,7 +10,10 @@ configured database inside this process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,6 +42,7 @@ from cairn.client._episodes import (
 from cairn.client._errors import APIConnectionError, APITimeoutError, error_from_response
 from cairn.client._feature_models import CompileResult, ContextBundle
 from cairn.client._inprocess import LOCAL_BASE_URL, ASGIAppTransport, LocalApp
+from cairn.client._items import AsyncItems, Items
 from cairn.client._ladders import AsyncLadders, AsyncRuns, Ladders, Runs
 from cairn.client._lifecycle import merge_compiles, turn_episodes
 from cairn.client._memories import AsyncMemories, Memories
@@ -56,6 +60,22 @@ T = TypeVar("T")
 def _connection_error(exc: httpx.TransportError, call: Call[Any]) -> APIConnectionError:
     kind = APITimeoutError if isinstance(exc, httpx.TimeoutException) else APIConnectionError
     return kind(f"{call.method} {call.path}: {exc.__class__.__name__}: {exc}")
+
+
+def close_at_exit(client: Cairn) -> None:
+    """Close an in-process client left open when the interpreter exits. Its app runs on a
+    worker thread that the interpreter joins before ``atexit`` handlers run, so an unclosed
+    ``Cairn.local()`` (a module-level store, say) would hang the exit: the hook is registered
+    where ``concurrent.futures`` registers its own, and runs first. Held weakly."""
+    ref = weakref.ref(client)
+
+    def close() -> None:
+        alive = ref()
+        if alive is not None and alive._local is not None:
+            alive.close()
+
+    with contextlib.suppress(RuntimeError):  # already shutting down: nothing to hang
+        threading._register_atexit(close)  # type: ignore[attr-defined]
 
 
 class Cairn:
@@ -98,6 +118,7 @@ class Cairn:
         self.slates = Slates(self)
         self.ladders = Ladders(self)
         self.runs = Runs(self)
+        self.items = Items(self)
 
     @classmethod
     def local(
@@ -124,6 +145,7 @@ class Cairn:
             transport.close()
             app.close()
             raise
+        close_at_exit(client)
         return client
 
     def _send(self, call: Call[T]) -> T:
@@ -284,6 +306,7 @@ class AsyncCairn:
         self.slates = AsyncSlates(self)
         self.ladders = AsyncLadders(self)
         self.runs = AsyncRuns(self)
+        self.items = AsyncItems(self)
 
     @classmethod
     def local(

@@ -178,8 +178,11 @@ class CairnSession:
             return cast("TResponseInputItem", latest[0].payload)
 
     async def clear_session(self) -> None:
-        """Delete the session's items. What the turns taught Cairn stays long-term memory
-        (erase a person with ``client.scopes.delete(user_id)``)."""
+        """Delete the session's items: its whole subject, with anything compiled from it there,
+        so no reader of the session sees any of it again. The turns committed to the user's
+        scope stay: they are that user's long-term memory (and the provenance of what was
+        learnt from them), not items of this session; erase a person with
+        ``client.scopes.delete(user_id)``."""
         await self._send("subjects.delete", self.subject_id)
 
     async def compile_turns(self) -> None:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from cairn.store.database import Database
 from cairn.store.documents import DocumentRepository
 from cairn.store.episodes import EpisodeRepository
+from cairn.store.items import ItemRepository
 from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.lifecycle import LifecycleRepository
@@ -54,6 +55,7 @@ class Store:
         self.slates = SlateRepository(db)
         self.slate_history = SlateHistoryRepository(db)
         self.runs = RunRepository(db)
+        self.items = ItemRepository(db)
 
     # --- units of work ----------------------------------------------------------------------
 

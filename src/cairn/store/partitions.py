@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Table, delete, select
 
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
 from cairn.store.documents import document_chunks, documents
+from cairn.store.items import items
 from cairn.store.jobs import compile_jobs
 from cairn.store.memories import vector_versions
 from cairn.store.memory_search import term_stats
@@ -43,6 +44,7 @@ SCOPED_TABLES: tuple[Table, ...] = (
     slate_folders,
     slate_evictions,
     slate_skips,
+    items,
 )
 
 # Tables keyed by tenant and user only: their rows belong to the subject ``("default", user,
@@ -91,9 +93,9 @@ class PartitionSelector:
 
 
 def partitions(conn: Connection, selector: PartitionSelector) -> list[Scope]:
-    """The partitions the selector matches that hold episodes, memories or documents."""
+    """The partitions the selector matches that hold episodes, memories, documents or items."""
     found: set[tuple[str, str, str]] = set()
-    for table in (episodes, memories, documents, vector_versions):
+    for table in (episodes, memories, documents, vector_versions, items):
         stmt = select(table.c.runtime_id, table.c.user_id, table.c.agent_id).where(
             *selector.where(table)  # type: ignore[arg-type]
         )

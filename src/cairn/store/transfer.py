@@ -3,7 +3,8 @@
 A record is one row as JSON (``{"type": ..., "row": {...}}``) with its id, times and
 provenance as stored; the partition columns and the internal ``seq`` are left out, so a record
 can be imported into any tenant and subject (the importer's). Embeddings are not exported (a
-Cairn with an embedder makes them again); compile jobs are not either (nothing to resume).
+Cairn with an embedder makes memories' again; an imported item is found by its text until it
+is put again); compile jobs are not either (nothing to resume).
 Imports are idempotent: a row whose id (or unique key) is already stored is skipped.
 """
 
@@ -22,6 +23,7 @@ from cairn.errors import Conflict, InvalidInput
 from cairn.store import fts
 from cairn.store.documents import document_chunks, documents
 from cairn.store.episodes import scope_filter
+from cairn.store.items import item_address, items, namespace_labels
 from cairn.store.repository import Repository
 from cairn.store.runs import ladder_runs
 from cairn.store.schema import UTCDateTime, episodes, memories
@@ -34,16 +36,21 @@ TABLES: dict[str, Table] = {
     "document": documents,
     "chunk": document_chunks,
     "run": ladder_runs,
+    "item": items,
 }
 _PARTITION = {"tenant_id", "runtime_id", "user_id", "agent_id"}
 _LEFT_OUT = {"seq", "embedding"}
+# An item's address and depth follow from its namespace and key (made again on import); its
+# vectors, like every embedding, are not exported.
+_DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
 PAGE = 500
 MEMORY_STATUSES = ("active", "superseded", "deleted")
-_OBJECTS = {"payload", "metadata", "provenance"}  # JSON columns readers expect objects in
+_OBJECTS = {"payload", "metadata", "provenance", "value"}  # JSON columns holding objects
 
 
 def _exported_columns(table: Table) -> list[Any]:
-    return [c for c in table.c if c.name not in _PARTITION | _LEFT_OUT]
+    left_out = _PARTITION | _LEFT_OUT | (_DERIVED if table is items else set())
+    return [c for c in table.c if c.name not in left_out]
 
 
 def _key(table: Table) -> Any:
@@ -183,6 +190,8 @@ def _decode(
         out[name] = value
     if table is memories:
         _check_memory(out, index)
+    if table is items:
+        _derive_item(out, index)
     out["tenant_id"] = tenant_id
     out["user_id"] = scope.user_id
     if table is not ladder_runs:
@@ -209,6 +218,16 @@ def _fits(kind: Any, value: Any) -> bool:
     if isinstance(kind, JSON):
         return isinstance(value, dict | list)
     return False
+
+
+def _derive_item(row: dict[str, Any], index: int) -> None:
+    """An item's address and depth, from a namespace path as items store it (``a.b.``)."""
+    path = row["namespace"]
+    labels = namespace_labels(path)
+    if not path.endswith(".") or not labels or not all(labels):
+        raise InvalidInput(f"record {index}: bad item namespace", code="invalid_import")
+    row["depth"] = len(labels)
+    row["address"] = item_address(path, row["key"])
 
 
 def _check_memory(row: dict[str, Any], index: int) -> None:
