@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.app import create_app
 from fastapi.testclient import TestClient
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from cairn.app import create_app
 from cairn.errors import ConfigError
 from cairn.services import Services
 from cairn.tracing import Tracing

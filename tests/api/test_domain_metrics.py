@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.app import create_app
 from fastapi.testclient import TestClient
 
+from cairn.app import create_app
 from cairn.services import Services
 from tests.conftest import make_settings
 from tests.ladders.conftest import write_ladder

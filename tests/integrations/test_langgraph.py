@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cairn.app import create_app
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -29,6 +28,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
+from cairn.app import create_app
 from cairn.client import Cairn
 from cairn.integrations.langgraph import CairnStore
 from cairn.services import Services

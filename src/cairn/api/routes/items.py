@@ -13,7 +13,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from cairn.http.auth import require_tenant, services_of
 from cairn.api.errors import validate_input
 from cairn.core.scope import MAX_ID_LENGTH, Scope
 from cairn.engine.items import (
@@ -31,6 +30,7 @@ from cairn.engine.items import (
     search_items,
 )
 from cairn.errors import NotFound
+from cairn.http.auth import require_tenant, services_of
 from cairn.store.items import StoredItem
 
 router = APIRouter(tags=["items"])
