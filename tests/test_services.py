@@ -68,10 +68,8 @@ def _exercise(client: TestClient, services: Services) -> set[str]:
     deadline = time.monotonic() + 30
     while True:  # the vectors of the compiled turns (written in the background)
         assert services.embedding_backfill.wait_idle(30)
-        with services.store.db.read() as conn:
-            missing = services.store.memories.without_embedding(
-                conn, "default", Scope.for_subject("maya")
-            )
+        with services.store.snapshot() as tx:
+            missing = tx.memories.without_embedding("default", Scope.for_subject("maya"))
         if not missing:
             break
         assert time.monotonic() < deadline, "the vectors did not arrive"

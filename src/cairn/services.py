@@ -154,6 +154,7 @@ class Services:
             scope,
             compiler=self.compiler,
             backfill=self.embedding_backfill,
+            tracing=self.metrics.tracing,
         )
 
     def _compile_after_ingest(self, tenant_id: str, scopes: list[Scope]) -> None:

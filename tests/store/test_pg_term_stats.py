@@ -8,7 +8,8 @@ from __future__ import annotations
 import hashlib
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,10 +17,11 @@ import pytest
 from sqlalchemy import Connection, delete, text, update
 
 from cairn.core.scope import Scope
-from cairn.store import Store
-from cairn.store.memory_search import PG_CONTEXT_WEIGHT, lexical, search_text
+from cairn.store import Store, open_store
+from cairn.store.memory_search import PG_CONTEXT_WEIGHT, PG_TO_BM25, lexical, search_text
 from cairn.store.partitions import PartitionSelector, erase
 from cairn.store.schema import memories
+from tests.conftest import database_url
 
 A = Scope.for_subject("alice")
 B = Scope.for_subject("bob")
@@ -116,10 +118,11 @@ def _ranked_by_pass(
 
 
 @pytest.fixture
-def pg_store(store: Store) -> Store:
-    if store.db.is_sqlite:
-        pytest.skip("PostgreSQL only: SQLite's FTS5 keeps its own statistics")
-    return store
+def pg_store(pg_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """PostgreSQL only (SQLite's FTS5 keeps its own statistics)."""
+    store = open_store(database_url("postgres", tmp_path, request))
+    yield store
+    store.close()
 
 
 def _load(store: Store) -> None:
@@ -127,8 +130,8 @@ def _load(store: Store) -> None:
         _row("acme", s, i, "turn" if i % 4 else "profile_fact") for s in (A, B) for i in range(60)
     ]
     rows += [_row("umbrella", A, i) for i in range(20)]
-    with store.db.write() as conn:
-        store.memories.insert_new(conn, rows)
+    with store.transaction() as tx:
+        tx.memories.insert_new(rows)
 
 
 def test_counts_follow_every_write(pg_store: Store) -> None:
@@ -170,7 +173,7 @@ def test_ranking_equals_a_pass_over_the_rows(
 ) -> None:
     store = pg_store
     _load(store)
-    from cairn.engine.search import ranking_terms
+    from cairn.engine.query import ranking_terms
 
     terms = ranking_terms(query)
     with store.db.read() as conn:
@@ -178,4 +181,5 @@ def test_ranking_equals_a_pass_over_the_rows(
         want = _ranked_by_pass(conn, "acme", A, terms, kinds)
     assert got or kinds, query  # every query matches some memory of any kind
     assert [s for s, _ in got] == [s for s, _ in want]
-    assert [round(x, 9) for _, x in got] == [round(x, 9) for _, x in want]
+    # The store brings PostgreSQL's scores to BM25's scale (``PG_TO_BM25``).
+    assert [round(x, 9) for _, x in got] == [round(x * PG_TO_BM25, 9) for _, x in want]

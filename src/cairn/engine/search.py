@@ -402,13 +402,7 @@ def search_memories(
                 query_vector=query_vector,
                 caches=caches,
             )
-        unseen: dict[str, Collection[int]] = {}
-        if "vector" in lanes:
-            candidates = set(scores.get("lexical", {})) | set(scores["vector"])
-            unseen["vector"] = (
-                without_vectors(matrix, candidates) if scores["vector"] else candidates
-            )
-        fused = fuse(scores, lanes, weights, FUSION, unseen)
+        fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix))
         facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
         named = named_speakers(query, {got[3] for got in facts.values()})
         final = _final_scores(fused, facts, allowed, kinds, named)
@@ -424,6 +418,17 @@ def search_memories(
             if seq in found
         ]
     return out
+
+
+def _unseen(
+    scores: dict[str, dict[int, float]], matrix: _Matrix | None
+) -> dict[str, Collection[int]]:
+    """Per lane, the candidates it could not see: for the vector lane, those without a vector
+    yet (all of them when the lane found nothing), so they are ranked by the other lanes."""
+    if "vector" not in scores:
+        return {}
+    candidates = set(scores.get("lexical", {})) | set(scores["vector"])
+    return {"vector": without_vectors(matrix, candidates) if scores["vector"] else candidates}
 
 
 def _pick_lanes(lanes: Sequence[str] | None, embedder: Any) -> list[str]:

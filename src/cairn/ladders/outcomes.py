@@ -81,4 +81,24 @@ def refusal(run_id: str, step: str, writes: list[dict[str, Any]]) -> SlateWriteR
     )
 
 
-__all__ = ["SKIP_REASONS", "SlateWriteRefused", "outcome_of", "refusal", "summarize"]
+class RunInProgress(Conflict):
+    """A run with this id is running (another attempt holds it)."""
+
+    code = "run_in_progress"
+
+
+class IdempotencyKeyReused(Conflict):
+    """The run id was used before for a different request."""
+
+    code = "idempotency_key_reused"
+
+
+__all__ = [
+    "SKIP_REASONS",
+    "IdempotencyKeyReused",
+    "RunInProgress",
+    "SlateWriteRefused",
+    "outcome_of",
+    "refusal",
+    "summarize",
+]

@@ -26,12 +26,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow, uuid7
-from cairn.errors import CairnError, Conflict, InvalidInput
+from cairn.errors import CairnError, InvalidInput
 from cairn.ladders.attempt import INTERNAL_ERROR, Attempt, step_options, streamed
 from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEPS, Board
 from cairn.ladders.hook_trace import run_hook
 from cairn.ladders.hooks import RequestContext
-from cairn.ladders.outcomes import refusal, summarize
+from cairn.ladders.outcomes import IdempotencyKeyReused, RunInProgress, refusal, summarize
 from cairn.ladders.providers import ChatRequest
 from cairn.ladders.records import record_template
 from cairn.ladders.redact import redact
@@ -51,14 +51,6 @@ log = logging.getLogger("cairn.ladders")
 IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9._:~@+=\-]{1,256}$")
 # A running run not finished after this long is taken to be dead (its process stopped).
 STALE_AFTER = timedelta(minutes=10)
-
-
-class RunInProgress(Conflict):
-    code = "run_in_progress"
-
-
-class IdempotencyKeyReused(Conflict):
-    code = "idempotency_key_reused"
 
 
 @dataclass

@@ -104,6 +104,7 @@ def _compile(
         scope,
         compiler=services.compiler,
         backfill=services.embedding_backfill,
+        tracing=services.metrics.tracing,
     )
     services.metrics.memories_compiled.inc(result.memories_created)
     return JSONResponse(

@@ -172,6 +172,7 @@ def compile_request(
     *,
     compiler: Compiler | None = None,
     backfill: EmbeddingBackfill | None = None,
+    tracing: Tracing | None = None,
 ) -> CompileResult:
     """Compile up to ``limit`` (default ``REQUEST_LIMIT``) episodes of one partition in steps
     of ``DEFAULT_BATCH``, each its own short write transaction; the summed result."""
@@ -185,6 +186,7 @@ def compile_request(
             compiler=compiler,
             backfill=backfill,
             max_episodes=min(DEFAULT_BATCH, limit - total.episodes_compiled),
+            tracing=tracing,
         )
         total.memories_created += step.memories_created
         total.memories.extend(step.memories)
