@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pytest
 
 from cairn.engine.embedders import EmbedderError
-from cairn.engine.items import check_filter, matches, plan_item
+from cairn.engine.items import check_filter, matches, plan_item, rank
 from cairn.errors import InvalidInput
+from cairn.store.items import StoredItem
+
+NOW = datetime.now(UTC)
 
 
 class Failing:
@@ -49,6 +53,22 @@ def test_vectors_are_stored_unit_length() -> None:
     assert item.embedding_source == "client"
     assert plan({"t": "tea"}, embedder=Fixed()).embedding_source == "fixed:1"
     assert plan({"n": 1}, embedder=Fixed()).embedding is None  # no text, nothing to embed
+
+
+def test_huge_numbers_do_not_overflow() -> None:
+    item = plan({}, vectors=[[1e308, 1e308], [-1e308, 0.0]])
+    stored = np.frombuffer(item.embedding, dtype="<f4").reshape(-1, 2)
+    assert stored.tolist() == [
+        [pytest.approx(0.7071, 1e-3), pytest.approx(0.7071, 1e-3)],
+        [-1.0, 0.0],
+    ]
+    found = rank(
+        [StoredItem(1, ("ns",), "k", {}, NOW, NOW, None, "", item.embedding, 2, "client")],
+        query=None,
+        query_vector=[1e308, -1e308],
+        embedder=None,
+    )
+    assert found[0].score == pytest.approx(0.0, abs=1e-6)
 
 
 def test_an_embedder_failure_stores_the_item_without_a_vector() -> None:

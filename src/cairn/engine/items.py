@@ -97,9 +97,16 @@ def _vectors_blob(vectors: Sequence[Sequence[float]]) -> tuple[bytes, int]:
     matrix = np.asarray(vectors, dtype=np.float64)
     if not np.all(np.isfinite(matrix)):
         raise InvalidInput("vectors must hold finite numbers", code="invalid_vectors")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = np.where(norms > 0, matrix / np.where(norms > 0, norms, 1), 0.0)
-    return matrix.astype("<f4").tobytes(), matrix.shape[1]
+    return np.vstack([unit(row) for row in matrix]).astype("<f4").tobytes(), matrix.shape[1]
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    """The vector scaled to length 1 (zeros stay zeros), without overflow for huge numbers."""
+    top = float(np.max(np.abs(vector))) if vector.size else 0.0
+    if top == 0.0:
+        return np.zeros_like(vector, dtype=np.float64)
+    scaled = vector.astype(np.float64) / top
+    return scaled / float(np.linalg.norm(scaled))
 
 
 def plan_item(
@@ -249,10 +256,9 @@ def _vector_scores(
     candidates: list[StoredItem], query: np.ndarray, source: str
 ) -> dict[int, float]:
     """``seq → largest cosine`` of the items with vectors of ``source`` and the query's size."""
-    norm = float(np.linalg.norm(query))
-    if norm == 0:
+    if not np.any(query):
         return {}
-    q = (query / norm).astype("<f4")
+    q = unit(query).astype("<f4")
     return {
         c.seq: float(np.max(_matrix(c) @ q))
         for c in candidates

@@ -46,7 +46,7 @@ Vector = Annotated[list[float], Field(min_length=1, max_length=MAX_DIMS)]
 class ItemPut(BaseModel):
     """One item to store (replacing the one at the same namespace and key)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no bool for a number
 
     scope: Scope
     namespace: list[str] = Field(description=f'e.g. ["users", "ada"]: {NAMESPACE_RULES}.')
@@ -98,7 +98,7 @@ class ItemDeletedPublic(BaseModel):
 
 
 class ItemSearch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no bool for a number
 
     scope: Scope
     namespace_prefix: list[str] = Field(
@@ -119,7 +119,7 @@ class ItemSearchPublic(BaseModel):
 
 
 class NamespaceQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no bool for a number
 
     scope: Scope
     prefix: list[str] | None = Field(None, description="Leading labels; '*' matches any one.")
