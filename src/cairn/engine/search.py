@@ -122,6 +122,10 @@ class VectorIndex:
         with self._lock:
             self._cache.pop(self._key(store, tenant_id, scope), None)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
     def matrix(self, store: Store, conn: Any, tenant_id: str, scope: Scope) -> _Matrix:
         key = self._key(store, tenant_id, scope)
         stamp = store.memories.vector_stamp(conn, tenant_id, scope)
@@ -214,6 +218,7 @@ class SearchCaches:
 
     def close(self) -> None:
         self.queries.close()
+        self.vectors.clear()
 
 
 def vector_lane(
