@@ -5,6 +5,7 @@ or reads parts of ``Services`` by name."""
 
 from __future__ import annotations
 
+import ast
 import re
 import threading
 import time
@@ -169,3 +170,107 @@ def test_nothing_sets_or_reads_services_by_name() -> None:
                 line = text.count("\n", 0, m.start()) + 1
                 found.append(f"{path.relative_to(SRC)}:{line}: {m.group(0).strip()}")
     assert found == []
+
+
+# ------------------------------------------------------------------ no hidden global state
+
+# Module-level state that is allowed, each for the reason its module gives: the id clock
+# (ids of one process must increase), pure memos of immutable values (an encoding, the
+# bundled templates, the terms of a text), the impl registry (which code implements an impl
+# name, like entry points).
+ALLOWED = {
+    "core/ids.py": {"global"},
+    "engine/context/impls.py": {"_registry"},
+    "core/scope.py": {"@_subject_scope"},
+    "client/_base.py": {"@_adapter"},
+    "core/tokens.py": {"@get_tokenizer"},
+    "engine/query.py": {"@_name_terms"},
+    "engine/compile/heuristic.py": {"@_content_words"},
+    "templates/loader.py": {"@_bundled"},
+}
+MUTABLE_CALLS = {"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter"}
+THREAD_CALLS = {"ThreadPoolExecutor", "ProcessPoolExecutor", "Thread", "Timer"}
+MEMO_DECORATORS = {"lru_cache", "cache", "cached_property"}
+
+
+def _name_of(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        return _name_of(node.func)
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _frozen(cls: ast.ClassDef) -> bool:
+    return any(
+        isinstance(d, ast.Call)
+        and _name_of(d) == "dataclass"
+        and any(k.arg == "frozen" and getattr(k.value, "value", False) for k in d.keywords)
+        for d in cls.decorator_list
+    )
+
+
+def global_state(source: str) -> set[str]:
+    """What a module keeps at module level that a process would share: empty mutable
+    containers (filled later), pools and threads, instances of the module's own classes,
+    memo decorators, ``global`` statements."""
+    found: set[str] = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.add("global")
+    # An instance of a class of the module itself, made at import (a cache, an index), unless
+    # the class is a frozen dataclass (a constant description).
+    own = {n.name for n in tree.body if isinstance(n, ast.ClassDef) and not _frozen(n)}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if any(_name_of(d) in MEMO_DECORATORS for d in node.decorator_list):
+                found.add(f"@{node.name}")
+            continue
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        value = node.value
+        empty = isinstance(value, ast.Dict | ast.List | ast.Set) and not (
+            value.keys if isinstance(value, ast.Dict) else value.elts
+        )
+        call = _name_of(value) if isinstance(value, ast.Call) else ""
+        made = call in MUTABLE_CALLS and not (isinstance(value, ast.Call) and value.args)
+        if empty or made or call in THREAD_CALLS or call in own:
+            found.update(names)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("_MESSAGES: dict[int, str] = {}", {"_MESSAGES"}),
+        ("_SEEN = set()", {"_SEEN"}),
+        ("_ITEMS = OrderedDict()", {"_ITEMS"}),
+        ("_POOL = ThreadPoolExecutor(max_workers=2)", {"_POOL"}),
+        ("class Index:\n    pass\n\n\nINDEX = Index(64)", {"INDEX"}),
+        ("@dataclass(frozen=True)\nclass Spec:\n    a: int\n\n\nSPEC = Spec(a=1)", set()),
+        ("@lru_cache(maxsize=8)\ndef f(x):\n    return x", {"@f"}),
+        ("def f():\n    global _n\n    _n = 1", {"global"}),
+        ("TABLE = {'a': 1}\nNAMES = frozenset({'x'})\nPAIRS = dict([('a', 1)])", set()),
+    ],
+)
+def test_the_scan_finds_module_state(source: str, expected: set[str]) -> None:
+    assert global_state(source) == expected
+
+
+def test_no_module_keeps_hidden_state() -> None:
+    """Caches, pools and memos that hold a process's data belong to ``Services`` (or the
+    object that owns them) and are closed with it; only the listed exceptions stay."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith("bench/"):  # benchmark scripts, not the server
+            continue
+        state = global_state(path.read_text(encoding="utf-8")) - ALLOWED.get(rel, set())
+        if state:
+            found[rel] = state
+    assert found == {}
+    for rel, allowed in ALLOWED.items():  # an exception that is gone must leave the list
+        assert global_state((SRC / rel).read_text(encoding="utf-8")) == allowed, rel

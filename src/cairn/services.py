@@ -21,6 +21,7 @@ from cairn.engine.backfill import EmbeddingBackfill
 from cairn.engine.compile import Compiler, CompileResult, compile_scope
 from cairn.engine.embedders import Embedder, LazyEmbedder
 from cairn.engine.ingest import IngestListener
+from cairn.engine.llm_compiler import LLMCompiler
 from cairn.engine.retention import RetentionClock
 from cairn.engine.search import SearchCaches
 from cairn.engine.worker import CompileWorker, JobRunner, ScopeCompiler
@@ -108,10 +109,9 @@ class Services:
         (on by default with SQLite), the background compile of committed turns and
         compile-on-ingest, as the settings say."""
         self.compiler: Compiler | None = None
+        self._llm_compiler: LLMCompiler | None = None
         if settings.compiler == "llm":
-            from cairn.engine.llm_compiler import LLMCompiler
-
-            self.compiler = LLMCompiler.from_settings(settings)
+            self.compiler = self._llm_compiler = LLMCompiler.from_settings(settings)
         self.job_runner = JobRunner(
             self.store, self.compile_step, self.metrics, settings.job_lease_seconds
         )
@@ -198,5 +198,7 @@ class Services:
         self.search_caches.close()
         if self._own_embedder is not None:
             self._own_embedder.close()
+        if self._llm_compiler is not None:
+            self._llm_compiler.close()
         self.store.close()
         self.metrics.tracing.shutdown()

@@ -9,8 +9,8 @@ import hashlib
 import math
 import uuid
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest

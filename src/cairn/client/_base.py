@@ -74,6 +74,7 @@ def path_segment(value: str) -> str:
     return quoted.replace(".", "%2E") if set(value) == {"."} else quoted
 
 
+# A bounded memo of a pure function of a response type (a type's adapter never changes).
 @lru_cache(maxsize=256)
 def _adapter(tp: Any) -> TypeAdapter[Any]:
     return TypeAdapter(tp)

@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator
 
+# Process-wide by definition: ids made by one process must increase, whichever part makes
+# them. The only state is the last millisecond and counter; no thread, no cache.
 _lock = threading.Lock()
 _last_ms = 0
 _counter = 0

@@ -57,5 +57,6 @@ class Scope(BaseModel):
 
 @lru_cache(maxsize=8192)
 def _subject_scope(subject_id: str) -> Scope:
-    # Scopes are immutable, so one validated instance per subject can be shared.
+    # A bounded memo of a pure function: scopes are immutable, so one validated instance per
+    # subject can be shared by every caller of the process.
     return Scope(runtime_id=DEFAULT_RUNTIME, user_id=subject_id, agent_id="")

@@ -72,6 +72,9 @@ class OpenAIChatCompleter:
         except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
             raise LLMCompileError(f"chat completion failed: {exc}") from exc
 
+    def close(self) -> None:
+        self._client.close()
+
 
 def _records(batch: CompileInput) -> list[tuple[Any, str]]:
     """(episode, one line of text) for every message or text episode, in order."""
@@ -110,6 +113,12 @@ class LLMCompiler:
             ),
             model=settings.llm_model,
         )
+
+    def close(self) -> None:
+        """Release the completer's connections (if it holds any)."""
+        close = getattr(self.completer, "close", None)
+        if close is not None:
+            close()
 
     def compile(self, batch: CompileInput) -> list[MemoryDraft]:
         drafts = [

@@ -106,6 +106,10 @@ class VectorIndex:
         with self._lock:
             self._cache.pop(self._key(store, tenant_id, scope), None)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
     def matrix(self, store: Store, tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
         """The partition's vectors, read in ``tx`` (a unit of work of ``store``)."""
         key = self._key(store, tenant_id, scope)
@@ -199,6 +203,7 @@ class SearchCaches:
 
     def close(self) -> None:
         self.queries.close()
+        self.vectors.clear()
 
 
 def vector_lane(

@@ -110,10 +110,13 @@ class CairnAssembly:
         self.metrics = metrics
         self.tenant_id = tenant_id
         self.settings = settings or AssemblySettings()
-        # Counts are remembered per assembly unless the host shares its counting tokenizer.
-        self.tokenizer = tokenizer or CountingTokenizer(
-            get_tokenizer(self.settings.tokenizer or "cl100k_base")
-        )
+        # Memory contents come back on request after request, so their counts are remembered:
+        # in the host's counting tokenizer when it passes one, else in this assembly's own.
+        # Everything else (recent turns, documents, renderings) is counted afresh.
+        counting = tokenizer if isinstance(tokenizer, CountingTokenizer) else None
+        plain = counting.tokenizer if counting is not None else tokenizer
+        self.tokenizer: Tokenizer = plain or get_tokenizer(self.settings.tokenizer or "cl100k_base")
+        self.memory_counts = counting or CountingTokenizer(self.tokenizer)
         self.search_caches = search_caches
         self.listeners = list(listeners)
         # Told of committed turns only (the background compile that makes them recallable).
@@ -167,7 +170,7 @@ class CairnAssembly:
                     request.conversation_id,
                     s.summary_score,
                     s.summaries,
-                    tok,
+                    self.memory_counts,
                 )
             # Each long-term lane is asked for one more than it may give: the extra one
             # tells whether the limit cut anything off.
@@ -182,7 +185,7 @@ class CairnAssembly:
                 scope,
                 query,
                 limit + 1,
-                tok,
+                self.memory_counts,
                 embedder=self.embedder,
                 exclude_episodes={e.id for e in episodes},
                 caches=self.search_caches,

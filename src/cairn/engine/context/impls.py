@@ -13,6 +13,10 @@ from cairn.errors import ConfigError
 ENTRY_POINT_GROUP = "cairn.memory_impls"
 BUILTIN_IMPL = "cairn"
 _BUILTINS: dict[str, AssemblyFactory] = {BUILTIN_IMPL: build_assembly}
+# Which code implements an impl name, like entry points: registered by applications before
+# they build their ``Services`` and read by every host of the process. It holds factories
+# only (no instance, cache of data, connection or thread); what a factory builds belongs to
+# the host that asked for it.
 _registry: dict[str, AssemblyFactory] = {}
 
 

@@ -139,6 +139,8 @@ def _item_vars(item: ContextItem) -> dict[str, Any]:
     }
 
 
+# Configured once and never changed (no loader, so nothing is cached in it): every renderer
+# compiles its own template from it.
 _ENV = ImmutableSandboxedEnvironment(
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True
 )
