@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, and_, func, select, tuple_
 
+from cairn.core.construct import construct
 from cairn.core.episodes import Episode, NewEpisode
 from cairn.core.ids import as_utc, utcnow, uuid7
 from cairn.core.scope import Scope
@@ -27,22 +28,24 @@ def scope_filter(table: Any, tenant_id: str, scope: Scope) -> Any:
 
 def row_to_episode(row: Row[Any]) -> Episode:
     m = row._mapping
-    return Episode.model_construct(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        scope=Scope.model_construct(
-            runtime_id=m["runtime_id"], user_id=m["user_id"], agent_id=m["agent_id"]
-        ),
-        source=m["source"],
-        type=m["type"],
-        payload=m["payload"],
-        metadata=m["metadata"],
-        provenance=m["provenance"],
-        session_id=m["session_id"],
-        idempotency_key=m["idempotency_key"],
-        occurred_at=m["occurred_at"],
-        created_at=m["created_at"],
-        seq=m["seq"],
+    scope = {"runtime_id": m["runtime_id"], "user_id": m["user_id"], "agent_id": m["agent_id"]}
+    return construct(
+        Episode,
+        {
+            "id": m["id"],
+            "tenant_id": m["tenant_id"],
+            "scope": construct(Scope, scope),
+            "source": m["source"],
+            "type": m["type"],
+            "payload": m["payload"],
+            "metadata": m["metadata"],
+            "provenance": m["provenance"],
+            "session_id": m["session_id"],
+            "idempotency_key": m["idempotency_key"],
+            "occurred_at": m["occurred_at"],
+            "created_at": m["created_at"],
+            "seq": m["seq"],
+        },
     )
 
 
@@ -214,20 +217,23 @@ class EpisodeRepository:
 
 
 def _episode_from_row(r: dict[str, Any], scope: Scope, seq: int) -> Episode:
-    return Episode.model_construct(
-        id=r["id"],
-        tenant_id=r["tenant_id"],
-        scope=scope,
-        source=r["source"],
-        type=r["type"],
-        payload=r["payload"],
-        metadata=r["metadata"],
-        provenance=r["provenance"],
-        session_id=r["session_id"],
-        idempotency_key=r["idempotency_key"],
-        occurred_at=r["occurred_at"],
-        created_at=r["created_at"],
-        seq=seq,
+    return construct(
+        Episode,
+        {
+            "id": r["id"],
+            "tenant_id": r["tenant_id"],
+            "scope": scope,
+            "source": r["source"],
+            "type": r["type"],
+            "payload": r["payload"],
+            "metadata": r["metadata"],
+            "provenance": r["provenance"],
+            "session_id": r["session_id"],
+            "idempotency_key": r["idempotency_key"],
+            "occurred_at": r["occurred_at"],
+            "created_at": r["created_at"],
+            "seq": seq,
+        },
     )
 
 

@@ -14,6 +14,7 @@ from cairn.api.schemas import (
     EpisodePublic,
     episode_json,
 )
+from cairn.core.construct import construct
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.ingest import record_episodes
@@ -22,16 +23,20 @@ router = APIRouter(prefix="/v1/episodes", tags=["episodes"])
 
 
 def to_new_episode(body: EpisodeCreate) -> NewEpisode:
-    return NewEpisode.model_construct(
-        scope=Scope.for_subject(body.subject_id),
-        source=body.source,
-        type=body.type,
-        payload=body.payload,
-        metadata=body.metadata,
-        provenance=body.provenance,
-        session_id=body.session_id,
-        idempotency_key=body.idempotency_key,
-        occurred_at=body.occurred_at,
+    """The engine's episode of a validated request body (built without validating again)."""
+    return construct(
+        NewEpisode,
+        {
+            "scope": Scope.for_subject(body.subject_id),
+            "source": body.source,
+            "type": body.type,
+            "payload": body.payload,
+            "metadata": body.metadata,
+            "provenance": body.provenance,
+            "session_id": body.session_id,
+            "idempotency_key": body.idempotency_key,
+            "occurred_at": body.occurred_at,
+        },
     )
 
 

@@ -1,0 +1,35 @@
+"""Models built from values known to be valid, without validation and faster than pydantic's
+``model_construct``.
+
+``model_construct`` walks every field (aliases, defaults) in Python before it sets the same four
+attributes ``construct`` sets; for an episode that walk is ~15 µs, and a 100-episode batch
+builds 200 of them (the request's ``NewEpisode``s and the stored ``Episode``s): a third of the
+batch's server time. ``construct`` takes every field's value, so there is nothing to walk.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
+_set = object.__setattr__
+
+
+def construct(cls: type[M], values: dict[str, Any]) -> M:
+    """A ``cls`` holding ``values``: a value for every field, each already valid (this process
+    validated it, or stored it). The dict becomes the model's own; do not reuse it."""
+    if values.keys() != cls.model_fields.keys():
+        missing = sorted(set(cls.model_fields) - set(values))
+        extra = sorted(set(values) - set(cls.model_fields))
+        raise TypeError(f"{cls.__name__}: missing fields {missing}, unknown fields {extra}")
+    model = cls.__new__(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
+__all__ = ["construct"]
