@@ -2,15 +2,19 @@
 
 Measures: single ``POST /v1/episodes`` one at a time (p50/p95 latency), single requests with
 several in flight (episodes/s), and 100-episode batches with several in flight (episodes/s).
+With ``servers`` > 1 the batches go to that many ``cairn serve`` processes on one database
+(each on its own port, batches dealt round-robin), the client sending from one process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -70,28 +74,65 @@ async def _concurrent(base: str, bodies: list[tuple[str, Any]], concurrency: int
         return time.perf_counter() - t0
 
 
-def bench_backend(name: str, url: str, episodes: int, concurrency: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp, running_server(url, data_dir=Path(tmp)) as base:
+async def _spread(bases: list[str], bodies: list[bytes], per_server: int) -> float:
+    """POST pre-encoded batches, ``per_server`` in flight to each server; seconds taken."""
+    queues = [bodies[i :: len(bases)] for i in range(len(bases))]
+
+    async def worker(client: httpx.AsyncClient, queue: list[bytes]) -> None:
+        while queue:
+            r = await client.post(
+                "/v1/episodes/batch",
+                content=queue.pop(),
+                headers={"content-type": "application/json"},
+            )
+            r.raise_for_status()
+
+    limits = httpx.Limits(max_connections=per_server, max_keepalive_connections=per_server)
+    clients = [httpx.AsyncClient(base_url=b, limits=limits, timeout=60) for b in bases]
+    try:
+        t0 = time.perf_counter()
+        await asyncio.gather(
+            *(worker(c, q) for c, q in zip(clients, queues, strict=True) for _ in range(per_server))
+        )
+        return time.perf_counter() - t0
+    finally:
+        for c in clients:
+            await c.aclose()
+
+
+def _batches(episodes: int) -> list[bytes]:
+    """``episodes // 100`` request bodies of 100 episodes, encoded once (client CPU is scarce)."""
+    subject = f"bench-{uuid.uuid4().hex[:8]}"
+    return [
+        json.dumps({"episodes": [_episode(b * 100 + j, subject) for j in range(100)]}).encode()
+        for b in range(episodes // 100)
+    ]
+
+
+def bench_backend(
+    name: str, url: str, episodes: int, concurrency: int, servers: int = 1
+) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        bases = [
+            stack.enter_context(running_server(url, data_dir=Path(tmp)))
+            for _ in range(max(1, servers))
+        ]
+        base = bases[0]
         # Warm up connections, caches and the statement cache.
         asyncio.run(_sequential(base, 50))
         latencies = asyncio.run(_sequential(base, min(episodes, 2000)))
         subject = f"bench-{uuid.uuid4().hex[:8]}"
         singles = [("/v1/episodes", _episode(i, subject)) for i in range(episodes)]
         single_s = asyncio.run(_concurrent(base, singles, concurrency))
-        subject = f"bench-{uuid.uuid4().hex[:8]}"
-        batches = [
-            (
-                "/v1/episodes/batch",
-                {"episodes": [_episode(b * 100 + j, subject) for j in range(100)]},
-            )
-            for b in range(episodes // 100)
-        ]
-        batch_s = asyncio.run(_concurrent(base, batches, max(2, concurrency // 2)))
+        per_server = max(2, concurrency // 2)
+        asyncio.run(_spread(bases, _batches(100 * 4 * len(bases)), per_server))  # warm-up
+        batches = _batches(episodes)
+        batch_s = asyncio.run(_spread(bases, batches, per_server))
     return {
         "p50_ms": statistics.median(latencies),
         "p95_ms": percentile(latencies, 95),
         "single_eps": episodes / single_s,
-        "batch_eps": (episodes // 100) * 100 / batch_s,
+        "batch_eps": len(batches) * 100 / batch_s,
     }
 
 
@@ -100,19 +141,22 @@ def run(
     concurrency: int = 8,
     backends: tuple[str, ...] = ("sqlite", "postgres"),
     pg_url: str = PG_DEFAULT,
+    servers: int = 1,
 ) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     for name in backends:
         if name == "sqlite":
             with tempfile.TemporaryDirectory() as tmp:
                 results[name] = bench_backend(
-                    name, f"sqlite:///{tmp}/bench.db", episodes, concurrency
+                    name, f"sqlite:///{tmp}/bench.db", episodes, concurrency, servers
                 )
         else:
             results[name] = _with_pg_database(
-                pg_url, lambda u, n=name: bench_backend(n, u, episodes, concurrency)
+                pg_url, lambda u, n=name: bench_backend(n, u, episodes, concurrency, servers)
             )
-    table = Table(title=f"HTTP ingest on loopback ({episodes} episodes per mode)")
+    title = f"HTTP ingest on loopback ({episodes} episodes per mode"
+    title += f"; batches over {servers} server processes)" if servers > 1 else ")"
+    table = Table(title=title)
     for col in ("backend", "single p50 ms", "single p95 ms", "singles ep/s", "batch-100 ep/s"):
         table.add_column(col, justify="right")
     for name, r in results.items():

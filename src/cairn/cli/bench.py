@@ -22,14 +22,23 @@ def ingest(
         "postgresql://postgres@127.0.0.1:5432/postgres",
         help="PostgreSQL server (a scratch database is made on it).",
     ),
+    servers: int = typer.Option(
+        1, min=1, help="Server processes the batches are spread over (one database)."
+    ),
 ) -> None:
     """Episodes/s and latency of POST /v1/episodes through a real server on loopback.
 
-    Example: cairn bench ingest --episodes 10000 --backend sqlite
+    Example: cairn bench ingest --episodes 10000 --backend postgres --servers 2
     """
     from cairn.bench.ingest import run
 
-    run(episodes=episodes, concurrency=concurrency, backends=tuple(backend), pg_url=pg_url)
+    run(
+        episodes=episodes,
+        concurrency=concurrency,
+        backends=tuple(backend),
+        pg_url=pg_url,
+        servers=servers,
+    )
 
 
 @app.command("templates")
