@@ -29,6 +29,7 @@ from sqlalchemy import (
     update,
 )
 
+from cairn.core.construct import construct
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
@@ -55,26 +56,28 @@ vector_versions = Table(
 def memory_of(m: Mapping[Any, Any], seq: int) -> Memory:
     """The one row mapper of ``memories``: a stored row's mapping, or a row about to be
     inserted (``seq`` 0: not read back)."""
-    return Memory.model_construct(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        scope=Scope.model_construct(
-            runtime_id=m["runtime_id"], user_id=m["user_id"], agent_id=m["agent_id"]
-        ),
-        kind=m["kind"],
-        content=m["content"],
-        summary=m["summary"],
-        confidence=m["confidence"],
-        valid_from=m["valid_from"],
-        valid_to=m["valid_to"],
-        status=m["status"],
-        source_episode_ids=[uuid.UUID(str(x)) for x in m["source_episode_ids"]],
-        metadata=m["metadata"],
-        session_id=m["session_id"],
-        superseded_by=m["superseded_by"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        seq=seq,
+    scope = {"runtime_id": m["runtime_id"], "user_id": m["user_id"], "agent_id": m["agent_id"]}
+    return construct(
+        Memory,
+        {
+            "id": m["id"],
+            "tenant_id": m["tenant_id"],
+            "scope": construct(Scope, scope),
+            "kind": m["kind"],
+            "content": m["content"],
+            "summary": m["summary"],
+            "confidence": m["confidence"],
+            "valid_from": m["valid_from"],
+            "valid_to": m["valid_to"],
+            "status": m["status"],
+            "source_episode_ids": [uuid.UUID(str(x)) for x in m["source_episode_ids"]],
+            "metadata": m["metadata"],
+            "session_id": m["session_id"],
+            "superseded_by": m["superseded_by"],
+            "created_at": m["created_at"],
+            "updated_at": m["updated_at"],
+            "seq": seq,
+        },
     )
 
 
