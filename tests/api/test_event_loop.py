@@ -1,12 +1,12 @@
 """The event loop never waits on the database: while a 20,000-episode compile runs, /healthz
 and single-episode ingest stay responsive (a real ``cairn serve``, both backends).
 
-Bounds: /healthz p99 ≤ 50 ms (the loop itself is never blocked) and one episode's POST p95 ≤
+Bounds: /healthz p99 ≤ 50 ms (the loop itself is never blocked) and one episode's POST p99 ≤
 100 ms, generous against the milliseconds they take on an idle machine; a loop blocked by a lock
-wait or a compile batch misses them by seconds. The issue asks p99 ≤ 100 ms for the POST: on
-SQLite a few writes in a thousand take 100-150 ms during the compile (most likely the WAL
-checkpoints that a commit triggers), so p99 is reported in the message but only p95 is held
-here (docs/benchmarks.md).
+wait or a compile batch misses them by seconds. On SQLite a single POST may wait for one compile
+step's write transaction (about 10-15 ms of CPU); the slow tail it used to have came from full
+garbage collections over the server's start-up heap (80-280 ms with every thread stopped), which
+``settle_server_heap`` takes out of the collector's sight (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -138,7 +138,8 @@ def test_loop_stays_responsive_during_a_big_compile(server: str) -> None:
     }
     health_p99, ingest_p95, ingest_p99 = _pct(health, 0.99), _pct(ingest, 0.95), _pct(ingest, 0.99)
     seen = (
-        f"ingest p95 {ingest_p95 * 1000:.0f} ms, p99 {ingest_p99 * 1000:.0f} ms; slowest {slowest}"
+        f"ingest p95 {ingest_p95 * 1000:.0f} ms, p99 {ingest_p99 * 1000:.0f} ms of {len(ingest)}; "
+        f"slowest {slowest}"
     )
     assert health_p99 <= 0.050, f"/healthz p99 {health_p99 * 1000:.0f} ms; {seen}"
-    assert ingest_p95 <= 0.100, seen
+    assert ingest_p99 <= 0.100, seen
