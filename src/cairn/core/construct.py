@@ -2,9 +2,10 @@
 ``model_construct``.
 
 ``model_construct`` walks every field (aliases, defaults) in Python before it sets the same four
-attributes ``construct`` sets; for an episode that walk is ~15 µs, and a 100-episode batch
-builds 200 of them (the request's ``NewEpisode``s and the stored ``Episode``s): a third of the
-batch's server time. ``construct`` takes every field's value, so there is nothing to walk.
+attributes ``construct`` sets: 5.4 µs of CPU for an episode against 3.2, and a 100-episode
+batch builds 200 of them (the request's ``NewEpisode``s and the stored ``Episode``s), as a
+compile step and a context request build memories by the hundred. ``construct`` takes every
+field's value, so there is nothing to walk.
 """
 
 from __future__ import annotations
