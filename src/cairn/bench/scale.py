@@ -206,16 +206,16 @@ def markdown(results: list[dict[str, Any]]) -> str:
     def row(name: str, cell: Callable[[dict[str, Any]], str]) -> None:
         lines.append(f"| {name} | " + " | ".join(cell(r) for r in results) + " |")
 
+    def context_of(n: int) -> Callable[[dict[str, Any]], str]:
+        return lambda r: _pair(r["subjects"].get(n, {}).get("context"))
+
+    def memories_of(n: int) -> Callable[[dict[str, Any]], str]:
+        return lambda r: _cell(r["subjects"].get(n, {}).get("memories"), "{:,}")
+
     for n in sorted(sizes, reverse=True):
-        row(
-            f"context p50 / p95 ms, {n:,}-episode subject",
-            lambda r, n=n: _pair(r["subjects"].get(n, {}).get("context")),
-        )
+        row(f"context p50 / p95 ms, {n:,}-episode subject", context_of(n))
     for n in sorted(sizes, reverse=True):
-        row(
-            f"memories of the {n:,}-episode subject",
-            lambda r, n=n: _cell(r["subjects"].get(n, {}).get("memories"), "{:,}"),
-        )
+        row(f"memories of the {n:,}-episode subject", memories_of(n))
     row(
         "keyword search p50 / p95 ms, largest subject",
         lambda r: _pair(r.get("search")),

@@ -19,7 +19,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from cairn.bench.ingest import PG_DEFAULT, _concurrent, _with_pg_database, percentile
+from cairn.bench.ingest import PG_DEFAULT, _with_pg_database, percentile, post_concurrently
 from cairn.bench.server import running_server
 from cairn.core.scope import Scope
 from cairn.templates import build_episode, load_catalogue
@@ -109,11 +109,13 @@ def bench_http(url: str, n: int, concurrency: int) -> dict[str, float]:
         )
         subject = f"bench-{uuid.uuid4().hex[:8]}"
         apply_s = asyncio.run(
-            _concurrent(base, [(APPLY, _apply_body(i, subject)) for i in range(n)], concurrency)
+            post_concurrently(
+                base, [(APPLY, _apply_body(i, subject)) for i in range(n)], concurrency
+            )
         )
         subject = f"bench-{uuid.uuid4().hex[:8]}"
         plain_s = asyncio.run(
-            _concurrent(
+            post_concurrently(
                 base,
                 [("/v1/episodes", _episode_body(i, subject, payload)) for i in range(n)],
                 concurrency,
