@@ -87,6 +87,15 @@ def load_subject(
     }
 
 
+def _summary(calls: int, call: Callable[[int], httpx.Response]) -> dict[str, Any]:
+    times, found = _timed(calls, call)
+    if found < calls // 2:
+        # A request that finds nothing is fast: refuse to report such a run.
+        raise HarnessError(f"only {found} of {calls} calls found a memory: nothing is searched")
+    p50, p95 = percentiles(times)
+    return {"p50": p50, "p95": p95, "found": found, "calls": calls}
+
+
 def _timed(calls: int, call: Callable[[int], httpx.Response]) -> tuple[list[float], int]:
     """Latencies (ms) of ``calls`` calls after ``WARMUP`` unmeasured ones, and how many of
     the measured calls found something (a context or search that finds nothing is fast)."""
@@ -111,9 +120,7 @@ def measure_context(client: httpx.Client, subject: str, calls: int, seed: int) -
         body = {"subject_id": subject, "task": query_text(rng, rng.randint(3, 7))}
         return client.post("/v1/context", json={**body, "max_tokens": 1000})
 
-    times, found = _timed(calls, call)
-    p50, p95 = percentiles(times)
-    return {"p50": p50, "p95": p95, "found": found, "calls": calls}
+    return _summary(calls, call)
 
 
 def measure_search(
@@ -127,9 +134,7 @@ def measure_search(
             params["hybrid"] = "true"
         return client.get("/v1/memories/search", params=params)
 
-    times, found = _timed(calls, call)
-    p50, p95 = percentiles(times)
-    return {"p50": p50, "p95": p95, "found": found, "calls": calls}
+    return _summary(calls, call)
 
 
 @contextmanager
