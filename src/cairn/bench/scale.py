@@ -31,7 +31,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +87,15 @@ def load_subject(
     }
 
 
+def _summary(calls: int, call: Callable[[int], httpx.Response]) -> dict[str, Any]:
+    times, found = _timed(calls, call)
+    if found < calls // 2:
+        # A request that finds nothing is fast: refuse to report such a run.
+        raise HarnessError(f"only {found} of {calls} calls found a memory: nothing is searched")
+    p50, p95 = percentiles(times)
+    return {"p50": p50, "p95": p95, "found": found, "calls": calls}
+
+
 def _timed(calls: int, call: Callable[[int], httpx.Response]) -> tuple[list[float], int]:
     """Latencies (ms) of ``calls`` calls after ``WARMUP`` unmeasured ones, and how many of
     the measured calls found something (a context or search that finds nothing is fast)."""
@@ -112,9 +120,7 @@ def measure_context(client: httpx.Client, subject: str, calls: int, seed: int) -
         body = {"subject_id": subject, "task": query_text(rng, rng.randint(3, 7))}
         return client.post("/v1/context", json={**body, "max_tokens": 1000})
 
-    times, found = _timed(calls, call)
-    p50, p95 = percentiles(times)
-    return {"p50": p50, "p95": p95, "found": found, "calls": calls}
+    return _summary(calls, call)
 
 
 def measure_search(
@@ -128,9 +134,7 @@ def measure_search(
             params["hybrid"] = "true"
         return client.get("/v1/memories/search", params=params)
 
-    times, found = _timed(calls, call)
-    p50, p95 = percentiles(times)
-    return {"p50": p50, "p95": p95, "found": found, "calls": calls}
+    return _summary(calls, call)
 
 
 @contextmanager
@@ -207,20 +211,16 @@ def markdown(results: list[dict[str, Any]]) -> str:
     def row(name: str, cell: Callable[[dict[str, Any]], str]) -> None:
         lines.append(f"| {name} | " + " | ".join(cell(r) for r in results) + " |")
 
-    def subject(r: dict[str, Any], n: int) -> dict[str, Any]:
-        got: dict[str, Any] = r["subjects"].get(n, {})
-        return got
+    def context_of(n: int) -> Callable[[dict[str, Any]], str]:
+        return lambda r: _pair(r["subjects"].get(n, {}).get("context"))
+
+    def memories_of(n: int) -> Callable[[dict[str, Any]], str]:
+        return lambda r: _cell(r["subjects"].get(n, {}).get("memories"), "{:,}")
 
     for n in sorted(sizes, reverse=True):
-        row(
-            f"context p50 / p95 ms, {n:,}-episode subject",
-            partial(lambda r, n: _pair(subject(r, n).get("context")), n=n),
-        )
+        row(f"context p50 / p95 ms, {n:,}-episode subject", context_of(n))
     for n in sorted(sizes, reverse=True):
-        row(
-            f"memories of the {n:,}-episode subject",
-            partial(lambda r, n: _cell(subject(r, n).get("memories"), "{:,}"), n=n),
-        )
+        row(f"memories of the {n:,}-episode subject", memories_of(n))
     row(
         "keyword search p50 / p95 ms, largest subject",
         lambda r: _pair(r.get("search")),

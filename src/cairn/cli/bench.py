@@ -193,6 +193,7 @@ def scale(
     Example: cairn bench scale --backend both --mode both
     Larger: cairn bench scale --backend postgres --size 50000 --fill 500000
     """
+    from cairn.bench.recall import HarnessError
     from cairn.bench.scale import MODES, run
     from cairn.cli._common import err_console
 
@@ -204,15 +205,19 @@ def scale(
         raise typer.BadParameter("--mode must be lexical, hybrid or both")
     if not sizes or min(sizes) < 1:
         raise typer.BadParameter("--size takes positive episode counts")
-    run(
-        backends[backend],
-        modes,
-        sizes=tuple(sorted(set(sizes))),
-        fill=fill,
-        fill_subjects=fill_subjects,
-        contexts=contexts,
-        searches=searches,
-        pg_url=pg_url,
-        as_json=as_json,
-        progress=lambda line: err_console.print(line, style="dim", markup=False),
-    )
+    try:
+        run(
+            backends[backend],
+            modes,
+            sizes=tuple(sorted(set(sizes))),
+            fill=fill,
+            fill_subjects=fill_subjects,
+            contexts=contexts,
+            searches=searches,
+            pg_url=pg_url,
+            as_json=as_json,
+            progress=lambda line: err_console.print(line, style="dim", markup=False),
+        )
+    except HarnessError as exc:  # e.g. a subject too small for its queries to find anything
+        err_console.print(f"FAIL: {exc}", markup=False)
+        raise typer.Exit(1) from exc

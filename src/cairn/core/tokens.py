@@ -36,6 +36,10 @@ class TiktokenTokenizer:
                 f"tokenizer {name!r} is not available offline "
                 f"(bundled: {', '.join(sorted(_OFFLINE_NAMES))})"
             ) from exc
+        # The encoding keeps its ranks twice: in the Rust encoder that does all the work and
+        # in a Python dict that only pickling reads (about 15 MB for cl100k). Drop the dict.
+        if getattr(self._enc, "_mergeable_ranks", None):
+            self._enc._mergeable_ranks = {}
 
     def count(self, text: str) -> int:
         if not text:

@@ -26,7 +26,10 @@ SQLITE_PRAGMAS = (
     "PRAGMA synchronous=NORMAL",
     "PRAGMA foreign_keys=ON",
     "PRAGMA busy_timeout=30000",
-    "PRAGMA cache_size=-65536",
+    # Each pooled connection has its own page cache (malloc'd: it counts in the server's RSS);
+    # the OS caches the file for all of them. 16 MiB holds the hot pages of a 10,000-memory
+    # subject; at 64 MiB a server's RSS grew by tens of MB per connection a compile used.
+    "PRAGMA cache_size=-16384",
     "PRAGMA temp_store=MEMORY",
     # Erasure: freed pages are zeroed, so deleted text does not linger in the file.
     "PRAGMA secure_delete=ON",
@@ -86,6 +89,9 @@ class Database:
             connect_args={"check_same_thread": False, "timeout": 30},
             pool_size=16,
             max_overflow=16,
+            # The most recently returned connection first: sequential requests reuse one warm
+            # page cache instead of warming every pooled connection's own.
+            pool_use_lifo=True,
             echo=echo,
         )
 
