@@ -1,5 +1,5 @@
 """Process-wide settings of a server process: the interpreter's switch interval and glibc's
-malloc tuning (``cairn.api.app.prepare_server_process``)."""
+malloc tuning (``cairn.app.prepare_server_process``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cairn.api.app import SERVER_SWITCH_INTERVAL_S, prepare_server_process, tune_malloc
+from cairn.app import SERVER_SWITCH_INTERVAL_S, prepare_server_process, tune_malloc
 
 
 def test_prepare_server_process_sets_the_switch_interval() -> None:
