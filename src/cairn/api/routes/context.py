@@ -193,7 +193,12 @@ def scope_context(
     )
 
 
-@router.post("/v1/scopes/turns", response_model=TurnCommit, status_code=201)
+@router.post(
+    "/v1/scopes/turns",
+    response_model=TurnCommit,
+    status_code=201,
+    responses={200: {"model": TurnCommit, "description": "The key was seen: the original."}},
+)
 def commit_turn(
     body: Turn, request: Request, response: Response, tenant: str = Depends(require_tenant)
 ) -> TurnCommit:
@@ -204,7 +209,12 @@ def commit_turn(
     return commit
 
 
-@router.post("/v1/scopes/documents", response_model=DocumentCommit, status_code=201)
+@router.post(
+    "/v1/scopes/documents",
+    response_model=DocumentCommit,
+    status_code=201,
+    responses={200: {"model": DocumentCommit, "description": "The key was seen: the original."}},
+)
 def put_document(
     body: Document, request: Request, response: Response, tenant: str = Depends(require_tenant)
 ) -> DocumentCommit:
