@@ -309,6 +309,44 @@ def without_vectors(matrix: _Matrix | None, seqs: Collection[int]) -> set[int]:
     return {int(seq) for seq in wanted[~found]}
 
 
+def unseen_by_lane(
+    scores: dict[str, dict[int, float]], matrix: _Matrix | None
+) -> dict[str, Collection[int]]:
+    """For ``fuse``: the candidates the vector lane could not score (no vector yet, or no
+    comparable vectors at all)."""
+    if "vector" not in scores:
+        return {}
+    candidates = set(scores.get("lexical", {})) | set(scores["vector"])
+    return {"vector": without_vectors(matrix, candidates) if scores["vector"] else candidates}
+
+
+def final_scores(
+    store: Any,
+    tenant_id: str,
+    scope: Scope,
+    query: str,
+    fused: dict[int, float],
+    allowed: set[str],
+    kinds: Sequence[str] | None,
+    conn: Any,
+) -> dict[int, float]:
+    """Fused scores made final: only memories of an ``allowed`` status and of ``kinds`` (the
+    vector lane sees every row), times each memory's confidence — a verbatim turn (1.0)
+    outranks an equally relevant extracted fact or summary — and, when the query names
+    speakers of the partition, ``OTHER_SPEAKER_WEIGHT`` for memories they did not say."""
+    facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
+    named = named_speakers(query, {got[3] for got in facts.values()})
+    final: dict[int, float] = {}
+    for seq, value in fused.items():
+        got = facts.get(seq)
+        if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
+            continue
+        if named and got[3] not in named:
+            value *= OTHER_SPEAKER_WEIGHT
+        final[seq] = max(0.0, min(1.0, value * got[0]))
+    return final
+
+
 def search_memories(
     store: Any,
     tenant_id: str,
@@ -331,11 +369,8 @@ def search_memories(
     store = _store_of(store)
     if limit <= 0:
         return []
-    lanes = (
-        list(lanes)
-        if lanes is not None
-        else (["lexical", "vector"] if embedder is not None else ["lexical"])
-    )
+    default_lanes = ["lexical", "vector"] if embedder is not None else ["lexical"]
+    lanes = list(lanes) if lanes is not None else default_lanes
     if "vector" in lanes and embedder is None:
         raise InvalidInput(
             "semantic search needs an embedder: CAIRN_EMBEDDER is none (use onnx, the default)",
@@ -376,25 +411,8 @@ def search_memories(
                 matrix=matrix,
                 query_vector=query_vector,
             )
-        unseen: dict[str, Collection[int]] = {}
-        if "vector" in lanes:
-            candidates = set(scores.get("lexical", {})) | set(scores["vector"])
-            unseen["vector"] = (
-                without_vectors(matrix, candidates) if scores["vector"] else candidates
-            )
-        fused = fuse(scores, lanes, weights, FUSION, unseen)
-        # Relevance times confidence: a verbatim turn (1.0) outranks an equally relevant
-        # extracted fact or summary; status and kind filters apply to the vector lane here.
-        facts = store.memories.rank_facts(tenant_id, scope, list(fused), conn)
-        named = named_speakers(query, {got[3] for got in facts.values()})
-        final: dict[int, float] = {}
-        for seq, value in fused.items():
-            got = facts.get(seq)
-            if got is None or got[1] not in allowed or (kinds and got[2] not in kinds):
-                continue
-            if named and got[3] not in named:
-                value *= OTHER_SPEAKER_WEIGHT
-            final[seq] = max(0.0, min(1.0, value * got[0]))
+        fused = fuse(scores, lanes, weights, FUSION, unseen_by_lane(scores, matrix))
+        final = final_scores(store, tenant_id, scope, query, fused, allowed, kinds, conn)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
         found = store.memories.by_seqs(tenant_id, scope, order, conn)
         out = [
