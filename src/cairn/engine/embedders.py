@@ -187,10 +187,11 @@ class OnnxEmbedder:
         # compile worker, and oversubscribed threads make one query many times slower.
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1
-        # No memory arena: texts of every length make the arena grow to its high-water mark and
-        # keep it (about 105 MB after a bulk embedding of 600 texts); without it the session
-        # frees each call's buffers (3-4 MB kept), at the same texts/s within noise.
-        options.enable_cpu_mem_arena = False
+        # The memory arena stays on: without it the session frees each call's buffers (about
+        # 100 MB less RSS after a bulk embedding) but embeds a fifth fewer texts a second on a
+        # quiet machine (39 -> 31 memories/s on one core, 66 -> 50 on two), and vectors that
+        # arrive later cost recall (docs/benchmarks.md, "Server memory").
+        options.enable_cpu_mem_arena = True
         options.log_severity_level = 3
         self._session = onnxruntime.InferenceSession(
             str(model), options, providers=["CPUExecutionProvider"]
