@@ -8,7 +8,9 @@ WORKDIR /src
 RUN python -m venv /opt/cairn
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN /opt/cairn/bin/pip install .
+# Then the default embedder's integer-kernel model, built once here so no container builds it.
+RUN /opt/cairn/bin/pip install . \
+    && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.engine.embedders import OnnxEmbedder; OnnxEmbedder(cache_dir=Path('/opt/cairn/models'))"
 
 FROM python:3.11-slim-bookworm
 RUN groupadd --system --gid 10001 cairn \
@@ -19,7 +21,8 @@ ENV PATH=/opt/cairn/bin:$PATH \
     CAIRN_HOST=0.0.0.0 \
     CAIRN_PORT=8100 \
     CAIRN_DATA_DIR=/var/lib/cairn \
-    CAIRN_LOG_JSON=true
+    CAIRN_LOG_JSON=true \
+    CAIRN_MODEL_CACHE=/opt/cairn/models
 USER 10001:10001
 WORKDIR /var/lib/cairn
 VOLUME ["/var/lib/cairn"]

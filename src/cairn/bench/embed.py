@@ -77,14 +77,18 @@ def _ingest(store: Any, episodes: list[Any]) -> None:
         store.episodes.append_many(TENANT, episodes[start : start + 1000])
 
 
-def vectors_after_compile(n: int, threads: int, data: Path | None = None) -> dict[str, Any]:
+def vectors_after_compile(
+    n: int, threads: int, data: Path | None = None, matmul: str = "int8"
+) -> dict[str, Any]:
     """Ingest and compile ``n`` turns with the server's wiring; time the vectors' arrival."""
     from cairn.config import Settings
     from cairn.engine.search import embedding_text
     from cairn.services import Services
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), embedder="onnx", embedder_threads=threads)
+        settings = Settings(
+            data_dir=Path(tmp), embedder="onnx", embedder_threads=threads, onnx_matmul=matmul
+        )
         services = Services.from_settings(settings)
         try:
             backfill, embedder = services.embedding_backfill, services.embedder
@@ -179,6 +183,7 @@ def run(
     batch: int,
     data: Path | None = None,
     console: Console | None = None,
+    matmul: str = "int8",
 ) -> dict[str, Any]:
     from cairn.bench.paraphrases import recall_at_1
     from cairn.engine.embedders import OnnxEmbedder
@@ -186,18 +191,19 @@ def run(
     console = console or Console()
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    one = OnnxEmbedder(threads=1)
+    one = OnnxEmbedder(threads=1, matmul=matmul)
     load_s = time.perf_counter() - t0
-    two = OnnxEmbedder(threads=2)
+    two = OnnxEmbedder(threads=2, matmul=matmul)
     query = query_latency(one, queries)
     texts = memory_texts(memories, data)
     bulk1 = bulk_rate(one, texts, batch, cores=1)
     bulk2 = bulk_rate(two, texts, batch, cores=2)
-    after = vectors_after_compile(memories, threads=1, data=data)
+    after = vectors_after_compile(memories, threads=1, data=data, matmul=matmul)
     recall = recall_at_1(one.embed)
     load_after = os.getloadavg()
     result = {
         "model": one.name,
+        "matmul": matmul,
         "load_s": load_s,
         "query_ms": query,
         "bulk_per_s": {"1 core": bulk1, "2 cores": bulk2},
@@ -208,7 +214,7 @@ def run(
         "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
     source = "LoCoMo turns" if data else "synthetic turns"
-    table = Table(title=f"cairn bench embed ({one.name}, int8 ONNX, onnxruntime; {source})")
+    table = Table(title=f"cairn bench embed ({one.name}, {matmul} products, onnxruntime; {source})")
     table.add_column("measure")
     table.add_column("result", justify="right")
     table.add_row("model load", f"{load_s * 1000:.0f} ms")

@@ -151,6 +151,9 @@ def embed(
         None, "--data", help="A LoCoMo JSON file: embed its real turns instead of synthetic ones."
     ),
     as_json: bool = typer.Option(False, "--json", help="Also print the numbers as JSON."),
+    matmul: str = typer.Option(
+        "int8", "--matmul", help="int8 (the default) or float32: CAIRN_ONNX_MATMUL."
+    ),
 ) -> None:
     """The default embedder: query ms on one core, bulk memories/s, vectors' delay after a
     compile. Prints the load average: on a busy machine the numbers are indicative.
@@ -161,7 +164,9 @@ def embed(
 
     from cairn.bench.embed import run
 
-    result = run(queries=queries, memories=memories, batch=batch, data=data)
+    if matmul not in ("int8", "float32"):
+        raise typer.BadParameter("int8 or float32", param_hint="--matmul")
+    result = run(queries=queries, memories=memories, batch=batch, data=data, matmul=matmul)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
 
