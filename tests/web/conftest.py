@@ -123,9 +123,11 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         _stop(server, thread, services)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """One headless Debian Chromium for the whole session."""
+    """One headless Debian Chromium for the browser tests. Package-scoped: Playwright's sync
+    API keeps an event loop running on the main thread while it is open, so it is closed
+    when the last browser test is done, before other tests call ``asyncio.run``."""
     if not os.path.exists(CHROMIUM):
         pytest.fail(
             f"{CHROMIUM} is missing: the browser tests drive Debian's Chromium. "
