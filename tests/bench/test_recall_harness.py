@@ -113,6 +113,7 @@ def test_builtin_datasets_load_and_their_evidence_is_unshadowed() -> None:
     assert {
         f"multilingual-{lang}" for lang in ("en", "zh", "ja", "ru", "de", "ar", "es", "fr")
     } <= set(names)
+    assert {f"multilingual2-{lang}" for lang in ("en", "de", "zh", "ja", "ru", "ar")} <= set(names)
     for name in names:
         dataset = load_dataset(name)
         for conv in dataset.conversations:

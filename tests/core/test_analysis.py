@@ -112,8 +112,10 @@ def test_every_query_term_is_an_index_term_of_the_same_text(text: str) -> None:
 
 def test_cjk_is_cut_into_bigrams() -> None:
     assert "北京" in index_terms("我住在北京")
-    assert query_terms("北京") == ["北京"]
-    assert query_terms("上海") == ["上海"]
+    # A query's bigrams first, then its content characters (a word may be one character;
+    # "上" is too common to be a term alone).
+    assert query_terms("北京") == ["北京", "北", "京"]
+    assert query_terms("上海") == ["上海", "海"]
     assert "東京" in index_terms("東京に住んでいます")
     assert "서울" in index_terms("저는 서울에 살아요")
     assert "猫" in index_terms("我的猫很可爱")  # single characters are indexed too
@@ -158,3 +160,38 @@ def test_russian_and_arabic_words_match_across_inflections() -> None:
 def test_symbols_and_emoji_separate_terms() -> None:
     assert index_terms("tea🍵time, 42%") == ["tea", "time", "42"]
     assert query_terms("🍵") == []
+
+
+def test_russian_and_arabic_question_words_are_dropped() -> None:
+    assert query_terms("Почему Дмитрий искал новую квартиру?") == [
+        "дмитр",
+        "иска",
+        "нов",
+        "квартир",
+    ]
+    assert query_terms("К какому забегу готовится Ольга?") == ["забег", "готов", "ольг"]
+    assert query_terms("وين بتشتغل نور هلق؟") == ["تشتغل", "نور", "هلق"]
+    # Other Latin-script languages keep their function words (measured: dropping them lost
+    # recall where they happened to match the evidence).
+    german = query_terms("Ist das für Lena gefährlich?")
+    assert german == ["ist", "das", "fur", "lena", "gefahrlich"]
+
+
+def test_chinese_and_japanese_questions_keep_their_content() -> None:
+    """Question words and particles are cut out of CJK queries; a content character is a
+    term of its own, so a one-character word finds the text that has it."""
+    assert query_terms("王浩的猫叫什么名字？") == [
+        "王浩",
+        "猫叫",
+        "名字",
+        "王",
+        "浩",
+        "猫",
+        "叫",
+        "名",
+        "字",
+    ]
+    assert "猫" in index_terms("我们从救助站领养了一只猫")
+    assert query_terms("美咲は今どこで働いていますか？") == ["美咲", "今", "働", "美", "咲"]
+    assert query_terms("ビスケは何を壊しましたか") == ["ビス", "スケ", "壊"]
+    assert query_terms("什么") == ["什么"]  # nothing else left: the run itself

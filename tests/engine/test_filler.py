@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- messages in many scripts
 """Contentless messages: filler, greetings and laughter in several scripts, and short messages
 that still carry content."""
 
@@ -31,6 +32,21 @@ from cairn.engine.compile.filler import is_contentless
         "Merci, génial !",
         "Gracias, adiós",
         "شكرا",
+        # Chat filler of more languages: goodbyes, agreement, laughter, particles.
+        "Bis dann!",
+        "Perfekt, gute Nacht",
+        "Ouais, à plus tard !",
+        "Vale, nos vemos mañana",
+        "Ciao, a domani!",
+        "Valeu, até amanhã",
+        "Ладно, спокойной ночи",
+        "ахахах",
+        "تمام، يلا باي",
+        "هههه",
+        "好好好",
+        "嗯嗯",
+        "晚安",
+        "おやすみ！",
     ],
 )
 def test_filler_is_contentless(text: str) -> None:
@@ -52,6 +68,10 @@ def test_filler_is_contentless(text: str) -> None:
         "e\u0301te\u0301 a\u0300 Gene\u0300ve",
         "أعيش في القاهرة",
         "ok, my dog is called Rex 🐶",
+        "Bis dann in Freiburg!",
+        "好的，我养了一只猫",
+        "Спокойной ночи, Маша",
+        "おやすみ、ビスケ",
     ],
 )
 def test_a_message_with_any_other_word_has_content(text: str) -> None:

@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001, RUF003 -- word lists and examples in many scripts
+# ruff: noqa: RUF003 -- examples in many scripts
 """Text analysis: the one definition of how text becomes a hash key and search terms.
 
 Everything that hashes, indexes or searches text goes through here, for memories and for
@@ -25,7 +25,9 @@ document chunks, on both backends, so a query is cut into terms exactly as the s
   kept inside tokens; PostgreSQL's parser) and stems English words (FTS5 ``porter``,
   PostgreSQL ``english``); Russian (Cyrillic) and Arabic words, which neither backend stems,
   are stemmed here with Snowball (PyStemmer), at index and query time alike. Queries drop
-  English, Russian and Arabic stop words (unless nothing else is left).
+  English, Russian and Arabic function words, and cut Chinese and Japanese question words and
+  particles out of their character runs, whose content characters are terms of their own
+  (``cairn.core.languages``), unless nothing else is left.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from typing import Any
 
 import regex
 import Stemmer
+
+from cairn.core import languages
 
 # Scripts written without spaces between words: indexed as character bigrams.
 _UNSPACED = (
@@ -69,33 +73,10 @@ _LETTERS = str.maketrans(
 # one of this scheme, so re-hashing rows in place never trips the unique constraint.
 _HASH_SCHEME = "text-v2"
 
-ENGLISH_STOP_WORDS = frozenset(
-    """a about above after again against all also am an and any are aren't as at be because
-    been before being below between both but by can can't cannot could couldn't d did didn't do
-    does doesn't doing don't down during each ever few for from further had hadn't has hasn't
-    have haven't having he he'd he'll he's her here here's hers herself him himself his how
-    how's i i'd i'll i'm i've if in into is isn't it it's its itself just kind let's likely ll m
-    may me might more most must mustn't my myself no nor not of off on once only or other ought
-    our ours ourselves out over own re really s same shall shan't she she'd she'll she's should
-    shouldn't so some sort such t than that that's the their theirs them themselves then there
-    there's these they they'd they'll they're they've this those through to too under until up
-    ve very was wasn't we we'd we'll we're we've were weren't what what's when when's where
-    where's which while who who's whom why why's will with won't would wouldn't you you'd you'll
-    you're you've your yours yourself yourselves""".split()  # noqa: SIM905
-)
-# Russian and Arabic function words, as ``fold`` leaves them (ё → е, hamza and vowel marks
-# dropped). The scripts never collide with English words, so one set serves all.
-RUSSIAN_STOP_WORDS = frozenset(
-    """а без бы был была были было быть в вам вас вот все всё вы где да для до его ее её если
-    есть еще ещё же за и из или им их к как когда кто ли меня мне мной мы на над нам нас не
-    нет ни но о об он она они оно от по под при про с со так там тебе тебя то тоже только ты
-    у уж уже чем что чтобы чём это эта эти этот я""".replace("ё", "е").split()
-)
-ARABIC_STOP_WORDS = frozenset(
-    """في من على الى الي عن مع هذا هذه ذلك تلك التي الذي الذين هو هي هم انا انت نحن ما ماذا
-    لا لم لن كان كانت ان او ثم قد كل بعض عند اين متى كيف هل و""".split()  # noqa: SIM905
-)
-STOP_WORDS = ENGLISH_STOP_WORDS | RUSSIAN_STOP_WORDS | ARABIC_STOP_WORDS
+ENGLISH_STOP_WORDS = languages.ENGLISH
+RUSSIAN_STOP_WORDS = languages.RUSSIAN
+ARABIC_STOP_WORDS = languages.ARABIC
+STOP_WORDS = languages.STOP_WORDS
 
 
 def hash_key(text: str) -> str:
@@ -181,10 +162,6 @@ class _Stems:
         return out
 
 
-def _is_stop_word(word: str) -> bool:
-    return word.replace("\u2019", "'") in STOP_WORDS
-
-
 def index_terms(text: str) -> list[str]:
     """Every search term of ``text`` in order, repeats kept (what the index stores): single
     characters of unspaced scripts too, so a one-character query finds them."""
@@ -212,29 +189,50 @@ def content_terms(text: str, *, min_length: int = 3) -> list[str]:
         if unspaced:
             out.setdefault(token)
             continue
-        if _is_stop_word(token):
+        if token.replace("\u2019", "'") in STOP_WORDS:
             continue
         for part in _APOSTROPHE.split(token):
-            if len(part) >= min_length and not _is_stop_word(part):
+            if len(part) >= min_length and part not in STOP_WORDS:
                 out.update(dict.fromkeys(stems.parts(part)))
     return list(out)
 
 
+def _query_runs(query: str) -> list[tuple[str, bool]]:
+    """``(token, unspaced)`` of a query: words, and the bigrams (or single characters) of the
+    content pieces of unspaced runs (``languages.cjk_pieces``; a run with no content piece
+    keeps all of it), then the pieces' content characters (``languages.content_characters``),
+    last so that a long query's limit drops them first."""
+    japanese = languages.is_japanese(query)
+    out: list[tuple[str, bool]] = []
+    single: list[str] = []
+    for m in _TOKEN.finditer(fold(query)):
+        token = m.group()
+        if m.lastgroup != "cjk":
+            out.append((token, False))
+            continue
+        for piece in languages.cjk_pieces(token, japanese) or [token]:
+            out.extend((t, True) for t in _bigrams(piece, unigrams=False))
+            single.extend(languages.content_characters(piece) if len(piece) > 1 else [])
+    return out + [(c, True) for c in single]
+
+
 def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
-    """The distinct search terms of ``query`` in order: stop words and one-letter words
-    removed, unless nothing else is left; digits and unspaced-script characters are always
-    terms. An unspaced-script run of two or more characters gives only its bigrams: single
-    characters would match far too much."""
+    """The distinct search terms of ``query`` in order: stop words (English, Russian, Arabic),
+    Chinese and Japanese question words and particles (``cairn.core.languages``) and
+    one-letter words removed, unless nothing else is left; digits and unspaced-script
+    characters are always terms. An unspaced-script piece of two or more characters gives its
+    bigrams, then its content characters (not every character: ``的``, ``是`` would match far
+    too much)."""
     stems = _Stems()
     kept: dict[str, None] = {}
-    for token, unspaced in _tokens(query, unigrams=False):
+    for token, unspaced in _query_runs(query):
         if unspaced:
             kept.setdefault(token)
             continue
-        if _is_stop_word(token):
+        if token.replace("\u2019", "'") in STOP_WORDS:
             continue
         for part in _APOSTROPHE.split(token):
-            if part and not _is_stop_word(part) and (len(part) > 1 or part.isdigit()):
+            if part and part not in STOP_WORDS and (len(part) > 1 or part.isdigit()):
                 kept.update(dict.fromkeys(stems.parts(part)))
     if not kept:
         for term in index_terms(query):

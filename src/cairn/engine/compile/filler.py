@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- filler words in many scripts
 """Contentless messages: acknowledgements, greetings, laughter ("Noted.", "Great, thanks.",
 "haha", "ok", "👍"). They carry nothing to recall, so the compiler neither indexes their
 neighbours' words with them (which would let them match questions about those neighbours) nor
@@ -5,7 +6,8 @@ gives them a turn's full confidence.
 
 A message is contentless when every word in it is a filler word or laughter, in any of the
 languages listed; a message with any other word (a name, a place, "vegan") carries content,
-however short. Text of scripts without spaces (CJK) is matched as a whole.
+however short. Text of scripts without spaces (CJK) is matched as a whole, or is filler when
+every character of it is a filler character (laughter, interjections, particles).
 """
 
 from __future__ import annotations
@@ -25,11 +27,30 @@ _FILLER_TEXT = """
     now cheers congrats congratulations the a and that's thats sounds sound is it's its glad
     to hear for me i am i'm you're youre what how are doing
     merci oui non d'accord bien super bonjour salut coucou génial
+    ouais nan ok beaucoup top parfait bravo félicitations bonsoir bonne nuit soirée journée à
+    plus tard bientôt demain bisous bah ben euh hein mdr vraiment trop carrément exactement
+    grave moi aussi toi c'est ça clair évidemment
     danke ja nein gut genau hallo tschüss prima
+    jo jep jup nö nee doch klar logo stimmt richtig gerne gern bitte dankeschön schön toll
+    klasse krass perfekt spitze wahnsinn moin servus tschüs bis bald dann später gleich gute
+    guten nacht tag abend ach na echt wirklich sicher alles mir auch dir du ich vielen
     gracias sí si vale bueno hola adiós genial claro
+    muchas mil perfecto buena buenas buenos días noches tardes chao chau nos vemos luego
+    pronto mañana hasta qué guay súper felicidades enhorabuena exacto cierto de acuerdo
+    también yo igual uf vaya venga dale
     grazie ciao bene certo perfetto obrigado obrigada sim olá tchau
+    sì buongiorno buonasera buonanotte notte dopo presto domani benissimo ottimo fantastico
+    brava complimenti auguri esatto davvero anch'io io anche boh dai
+    valeu beleza legal ótimo perfeito bom boa dia noite tarde oi até logo mais amanhã
+    parabéns exato verdade também eu kkk rs
     спасибо да нет хорошо ок ладно понятно привет пока отлично
+    окей ага угу не пожалуйста ясно здравствуй здравствуйте доброе утро добрый вечер день
+    спокойной ночи до завтра встречи скорого связи супер класс круто классно здорово ого вау
+    ух ах ох эх ну тоже я и ты конечно точно именно согласен согласна поздравляю лол
     شكرا نعم لا حسنا مرحبا
+    شكراً تمام ماشي اوكي اه ايوه أيوه اكيد أكيد طبعا طبعاً يلا باي سلام أهلا اهلا هلا صباح
+    الخير مسا مساء تصبح تصبحي على خير وانت وانتِ من أهله اهله حلو رائع ممتاز برافو مبروك
+    يسلمو
 """
 FILLER_WORDS = frozenset(_FILLER_TEXT.split())
 # Whole messages in scripts written without spaces.
@@ -57,12 +78,65 @@ FILLER_PHRASES = frozenset(
         "감사합니다",
         "고마워",
         "안녕",
+        "早",
+        "早啊",
+        "早安",
+        "早上好",
+        "晚安",
+        "晚上好",
+        "拜拜",
+        "回头见",
+        "明天见",
+        "谢啦",
+        "多谢",
+        "没事",
+        "没错",
+        "当然",
+        "收到",
+        "知道了",
+        "明白",
+        "明白了",
+        "恭喜",
+        "恭喜恭喜",
+        "太好了",
+        "太棒了",
+        "加油",
+        "おはよう",
+        "おやすみ",
+        "おやすみなさい",
+        "またね",
+        "じゃあね",
+        "ばいばい",
+        "ありがと",
+        "どうも",
+        "りょうかい",
+        "わかった",
+        "わかりました",
+        "なるほど",
+        "そうだね",
+        "そうなんだ",
+        "いいね",
+        "すごい",
+        "すごいね",
+        "おめでとう",
+        "よかった",
+        "よかったね",
+        "ほんと",
+        "まじ",
+        "えー",
+        "へー",
+        "うんうん",
+        "はいはい",
+        "笑",
     }
 )
+# Characters that make a message of an unspaced script filler when it has no other:
+# laughter, interjections, agreement and sentence-final particles (好好好, 嗯嗯, 哈哈哈).
+FILLER_CHARACTERS = frozenset("哈嘿嘻呵嗯哦噢喔啊呀啦哇耶好的对是吧呢嘛了行嗨拜谢哎唉嘞哟")
 # haha, hehe, lol, lmao, xD, jaja, the Cyrillic kha-a, 哈哈, www and 草 (Japanese).
 _LAUGHTER = re.compile(
     r"^(?:(?:h[aeiou])+h?|l+o+l+|lmao|rofl|x+d+|j[aeiou](?:j[aeiou])+"
-    r"|\u0445\u0430(?:\u0445\u0430)+|哈+|w+|草)$"
+    r"|\u0445\u0430(?:\u0445\u0430)+|\u0430?(?:\u0445\u0430)+\u0445?|哈+|w+|草|\u0647{3,})$"
 )
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 
@@ -79,6 +153,8 @@ def is_contentless(text: str) -> bool:
         return True  # only emoji, symbols or punctuation
     for w in words:
         if w in FILLER_WORDS or w in FILLER_PHRASES or _LAUGHTER.match(w):
+            continue
+        if all(c in FILLER_CHARACTERS for c in w):
             continue
         return False
     return True
