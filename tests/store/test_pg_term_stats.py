@@ -196,7 +196,7 @@ def test_a_big_partition_ranks_a_bounded_candidate_set(
     store = pg_store
     rows = []
     for i in range(240):
-        row = _row("acme", A, 0)
+        row = _row("acme", A, 0, "profile_fact" if i % 5 == 0 else "turn")
         words = ["ferry"] + (["harbour"] if i % 2 == 0 else []) + (["tea"] if i % 3 == 0 else [])
         words += ["oslo"] if i % 40 == 0 else []
         row["content"] = " ".join(words) + f" filler{i}"
@@ -226,6 +226,14 @@ def test_a_big_partition_ranks_a_bounded_candidate_set(
         )
         wide = lexical(conn, store.db, "acme", A, terms, 240)
         one = lexical(conn, store.db, "acme", A, ranking_terms("harbour"), 5)
+        monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 40)  # 48 facts
+        monkeypatch.setattr(memory_search, "CANDIDATE_ROWS", 10)
+        seen: list[Any] = []
+        sets_of = memory_search._candidate_sets
+        monkeypatch.setattr(
+            memory_search, "_candidate_sets", lambda *a: seen.append(sets_of(*a)) or seen[-1]
+        )
+        facts = lexical(conn, store.db, "acme", A, terms, 5, ["profile_fact"])
         content = {
             int(r[0]): set(str(r[1]).split())
             for r in conn.execute(text("SELECT seq, content FROM memories WHERE tenant_id='acme'"))
@@ -240,5 +248,15 @@ def test_a_big_partition_ranks_a_bounded_candidate_set(
     want = {s for s, w in content.items() if "oslo" in w or {"harbour", "tea"} <= w}
     assert sets == [("('oslo') | ('tea' & 'harbour')", 100)]  # rarest first
     assert with_pairs == [p for p in full if p[0] in want][:10]
+    # The kinds asked for are counted and read, and no other (oslo: rows 0, 40 … 200).
+    kinds = {int(r[0]): str(r[1]) for r in _kinds(store)}
+    assert seen and seen[0][0][1] is not None  # the bounded path, over the facts' counts
+    assert len(facts) == 5 and all(kinds[s] == "profile_fact" for s, _ in facts)
+    assert all("oslo" in content[s] for s, _ in facts)
     # Too few rows expected to fill the result: rows holding the common term fill it.
     assert len(one) == 5 and all("harbour" in content[s] for s, _ in one)
+
+
+def _kinds(store: Store) -> list[Any]:
+    with store.db.read() as conn:
+        return list(conn.execute(text("SELECT seq, kind FROM memories WHERE tenant_id='acme'")))
