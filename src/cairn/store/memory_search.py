@@ -31,7 +31,7 @@ from sqlalchemy import (
 
 from cairn.core.analysis import index_text
 from cairn.core.scope import Scope
-from cairn.store import fts
+from cairn.store import fts, fts5_rank
 from cairn.store.database import Database
 from cairn.store.schema import metadata
 
@@ -148,12 +148,17 @@ def _fts5_ranked(
     params: dict[str, Any],
     limit: int,
 ) -> list[tuple[int, float]]:
-    """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index and
-    returns the best ``inner`` rows; the join re-checks partition, status and kind. If
-    filtering leaves fewer than ``limit`` while more matches may exist, it asks again for
-    more."""
+    """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index; the
+    rows returned pass partition, status and kind. A partition under
+    ``COMMON_TERM_MIN_ROWS`` rows is ranked term by term with the partition's IDF, as
+    PostgreSQL ranks (``cairn.store.fts5_rank``); a bigger one by one ``bm25`` query, whose
+    IDF is the tenant's (one query instead of one per term: at 100,000 memories the per-term
+    ranking doubled a request's time)."""
+    total = fts5_rank.count(conn, table, f'part : "{part}"')
+    if total < COMMON_TERM_MIN_ROWS:
+        return fts5_rank.ranked(conn, table, part, terms, total, where, params, limit)
     if COMMON_TERM_SHARE and len(terms) > 1:
-        terms = _without_common_terms(conn, table, part, terms)
+        terms = _without_common_terms(conn, table, part, terms, total)
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
     params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
     inner = limit * 2 + 50
@@ -169,10 +174,7 @@ def _fts5_ranked(
         if len(rows) >= limit or inner >= 1_000_000:
             return [(int(r[0]), float(r[1])) for r in rows]
         # Fewer than asked: either that is all there is, or filters ate the window.
-        total = conn.execute(
-            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), params
-        ).scalar_one()
-        if total <= inner:
+        if fts5_rank.count(conn, table, params["q"]) <= inner:
             return [(int(r[0]), float(r[1])) for r in rows]
         inner *= 4
 
@@ -372,24 +374,16 @@ def _pg_counts(
 
 
 def _without_common_terms(
-    conn: Connection, table: str, part: str, terms: Sequence[str]
+    conn: Connection, table: str, part: str, terms: Sequence[str], total: int
 ) -> list[str]:
-    """In a partition of ``COMMON_TERM_MIN_ROWS`` rows or more, drop terms found in more
-    than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight is
-    small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
+    """In a partition of ``COMMON_TERM_MIN_ROWS`` (``total``) rows or more, drop terms found
+    in more than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight
+    is small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
     every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
     forcing it on costs about 0.013 of recall at 1,000 tokens."""
-
-    def count(q: str) -> int:
-        return int(
-            conn.execute(
-                text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": q}
-            ).scalar_one()
-        )
-
-    total = count(f'part : "{part}"')
-    if total < COMMON_TERM_MIN_ROWS:
-        return list(terms)  # small partitions are cheap to score in full
-    share = {t: count(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
+    share = {
+        t: fts5_rank.count(conn, table, f'part : "{part}" AND "' + t.replace('"', '""') + '"')
+        for t in terms
+    }
     keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
     return keep or list(terms)
