@@ -68,14 +68,18 @@ def test_a_stated_name_resolves_facts_of_an_unnamed_user(backend_client: TestCli
     c = backend_client
     ingest(c, "anon", [("user", "Hi! My name is Maya."), *FIVE_TURNS])
     found = {m["content"]: m["score"] for m in search(c, "anon", "Where does Maya work?")}
-    assert found.get("Maya works at Initech", 0) > 0.1
+    # Found by her name, above a turn about something else (whose neighbours' words match):
+    # scores in a six-memory subject are low on both backends (each term's IDF is the
+    # subject's), so the check is the order, not a magnitude.
+    assert found.get("Maya works at Initech", 0) > found["User: I drink green tea every morning."]
     assert "User works at Initech" not in found
     assert "User's name is Maya" in [m["content"] for m in search(c, "anon", "name")]
     # A later compile still knows the name (from the stored name fact); the new employer
     # supersedes the old one.
     ingest(c, "anon", [("user", "I now work at Hooli.")], day=20)
     found = {m["content"]: m["score"] for m in search(c, "anon", "Where does Maya work?")}
-    assert found.get("Maya works at Hooli", 0) > 0.1 and "Maya works at Initech" not in found
+    tea = found.get("User: I drink green tea every morning.", 0)
+    assert found.get("Maya works at Hooli", 0) > tea and "Maya works at Initech" not in found
 
 
 def test_the_role_word_alone_matches_nothing(backend_client: TestClient) -> None:

@@ -183,3 +183,80 @@ def test_ranking_equals_a_pass_over_the_rows(
     assert [s for s, _ in got] == [s for s, _ in want]
     # The store brings PostgreSQL's scores to BM25's scale (``PG_TO_BM25``).
     assert [round(x, 9) for _, x in got] == [round(x * PG_TO_BM25, 9) for _, x in want]
+
+
+def test_a_big_partition_ranks_a_bounded_candidate_set(
+    pg_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``COMMON_TERM_MIN_ROWS`` rows, a query whose terms match more than
+    ``CANDIDATE_ROWS`` rows ranks the rows whose terms' IDF sum is highest, about that many,
+    with the scores of the full ranking: here every row of the rare term, then (with a
+    larger bound) the rows holding both common terms, never a row holding one common term
+    only; a single common term fills the result up to the bound."""
+    store = pg_store
+    rows = []
+    for i in range(240):
+        row = _row("acme", A, 0, "profile_fact" if i % 5 == 0 else "turn")
+        words = ["ferry"] + (["harbour"] if i % 2 == 0 else []) + (["tea"] if i % 3 == 0 else [])
+        words += ["oslo"] if i % 40 == 0 else []
+        row["content"] = " ".join(words) + f" filler{i}"
+        row["search_text"] = search_text(row["content"], {})
+        row["metadata"] = {}
+        row["content_hash"] = hashlib.sha256(f"big{i}".encode()).hexdigest()
+        rows.append(row)
+    with store.transaction() as tx:
+        tx.memories.insert_new(rows)
+    from cairn.engine.query import ranking_terms
+    from cairn.store import memory_search
+
+    terms = ranking_terms("oslo harbour tea")
+    with store.db.read() as conn:
+        full = lexical(conn, store.db, "acme", A, terms, 240)
+        monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 100)
+        monkeypatch.setattr(memory_search, "COMMON_TERM_SHARE", 0.0)
+        monkeypatch.setattr(memory_search, "CANDIDATE_ROWS", 10)
+        rare_only = lexical(conn, store.db, "acme", A, terms, 5)
+        monkeypatch.setattr(memory_search, "CANDIDATE_ROWS", 50)
+        with_pairs = lexical(conn, store.db, "acme", A, terms, 10)
+        # What it ranks: the rare term's rows and the rows holding both common terms.
+        counts = [6, 120, 80]
+        idf = {i: math.log(1.0 + (240 - n + 0.5) / (n + 0.5)) for i, n in enumerate(counts)}
+        sets = memory_search._candidate_sets(
+            ["'oslo'", "'harbour'", "'tea'"], [0, 1, 2], counts, idf, 240, 10
+        )
+        wide = lexical(conn, store.db, "acme", A, terms, 240)
+        one = lexical(conn, store.db, "acme", A, ranking_terms("harbour"), 5)
+        monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 40)  # 48 facts
+        monkeypatch.setattr(memory_search, "CANDIDATE_ROWS", 10)
+        seen: list[Any] = []
+        sets_of = memory_search._candidate_sets
+        monkeypatch.setattr(
+            memory_search, "_candidate_sets", lambda *a: seen.append(sets_of(*a)) or seen[-1]
+        )
+        facts = lexical(conn, store.db, "acme", A, terms, 5, ["profile_fact"])
+        content = {
+            int(r[0]): set(str(r[1]).split())
+            for r in conn.execute(text("SELECT seq, content FROM memories WHERE tenant_id='acme'"))
+        }
+    assert len(full) == 160  # every row holding a term
+    assert wide == full  # 4 * limit rows or more: every matching row is ranked
+    scores = dict(full)
+    for got in (rare_only, with_pairs):  # each row ranked keeps its full score
+        assert all(abs(scores[seq] - x) < 1e-9 for seq, x in got)
+    assert all("oslo" in content[s] for s, _ in rare_only)
+    assert rare_only == full[:5]  # the best rows hold the rare term
+    want = {s for s, w in content.items() if "oslo" in w or {"harbour", "tea"} <= w}
+    assert sets == [("('oslo') | ('tea' & 'harbour')", 100)]  # rarest first
+    assert with_pairs == [p for p in full if p[0] in want][:10]
+    # The kinds asked for are counted and read, and no other (oslo: rows 0, 40 … 200).
+    kinds = {int(r[0]): str(r[1]) for r in _kinds(store)}
+    assert seen and seen[0][0][1] is not None  # the bounded path, over the facts' counts
+    assert len(facts) == 5 and all(kinds[s] == "profile_fact" for s, _ in facts)
+    assert all("oslo" in content[s] for s, _ in facts)
+    # Too few rows expected to fill the result: rows holding the common term fill it.
+    assert len(one) == 5 and all("harbour" in content[s] for s, _ in one)
+
+
+def _kinds(store: Store) -> list[Any]:
+    with store.db.read() as conn:
+        return list(conn.execute(text("SELECT seq, kind FROM memories WHERE tenant_id='acme'")))

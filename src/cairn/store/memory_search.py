@@ -31,7 +31,7 @@ from sqlalchemy import (
 
 from cairn.core.analysis import index_text
 from cairn.core.scope import Scope
-from cairn.store import fts
+from cairn.store import fts, fts5_rank
 from cairn.store.database import Database
 from cairn.store.schema import metadata
 
@@ -42,6 +42,10 @@ PG_CONTEXT_WEIGHT = 0.5
 # ``_without_common_terms``); 0 keeps every term.
 COMMON_TERM_SHARE = 0.2
 COMMON_TERM_MIN_ROWS = 2000
+# PostgreSQL: a query ranks at most about this many rows of a big partition (or ``4 * limit``):
+# see ``_candidate_sets``.
+CANDIDATE_ROWS = 1000
+CANDIDATE_TERMS = 8
 # PostgreSQL's IDF-weighted ``ts_rank`` sum to BM25's scale: a memory PostgreSQL scores 0.7 is
 # worth what SQLite's BM25 scores 6 (the half-saturation points the engine's calibration had
 # per backend before it had one).
@@ -144,12 +148,17 @@ def _fts5_ranked(
     params: dict[str, Any],
     limit: int,
 ) -> list[tuple[int, float]]:
-    """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index and
-    returns the best ``inner`` rows; the join re-checks partition, status and kind. If
-    filtering leaves fewer than ``limit`` while more matches may exist, it asks again for
-    more."""
+    """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index; the
+    rows returned pass partition, status and kind. A partition under
+    ``COMMON_TERM_MIN_ROWS`` rows is ranked term by term with the partition's IDF, as
+    PostgreSQL ranks (``cairn.store.fts5_rank``); a bigger one by one ``bm25`` query, whose
+    IDF is the tenant's (one query instead of one per term: at 100,000 memories the per-term
+    ranking doubled a request's time)."""
+    total = fts5_rank.count(conn, table, f'part : "{part}"')
+    if total < COMMON_TERM_MIN_ROWS:
+        return fts5_rank.ranked(conn, table, part, terms, total, where, params, limit)
     if COMMON_TERM_SHARE and len(terms) > 1:
-        terms = _without_common_terms(conn, table, part, terms)
+        terms = _without_common_terms(conn, table, part, terms, total)
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
     params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
     inner = limit * 2 + 50
@@ -165,10 +174,7 @@ def _fts5_ranked(
         if len(rows) >= limit or inner >= 1_000_000:
             return [(int(r[0]), float(r[1])) for r in rows]
         # Fewer than asked: either that is all there is, or filters ate the window.
-        total = conn.execute(
-            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), params
-        ).scalar_one()
-        if total <= inner:
+        if fts5_rank.count(conn, table, params["q"]) <= inner:
             return [(int(r[0]), float(r[1])) for r in rows]
         inner *= 4
 
@@ -197,6 +203,7 @@ def _pg_ranked(
     params = dict(params)
     for i, term in enumerate(quoted):
         params[f"t{i}"] = term
+    limit = int(params["limit"])
     total, counts = _pg_counts(conn, len(terms), params, statuses, kinds)
     keep = list(range(len(terms)))
     if COMMON_TERM_SHARE and len(terms) > 1 and total >= COMMON_TERM_MIN_ROWS:
@@ -204,19 +211,93 @@ def _pg_ranked(
     for i in keep:
         n = counts[i]
         params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
-    params["q"] = " | ".join(quoted[i] for i in keep)
     queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in keep)
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
     score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in keep)
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
+    kind_sql = " AND m.kind = ANY(:kinds)" if kinds else ""
+    params["kinds"] = kinds
+    branches = []
+    idf = {i: float(params[f"w{i}"]) for i in keep}
+    for b, (clause, bound) in enumerate(_candidate_sets(quoted, keep, counts, idf, total, limit)):
+        params[f"q_{b}"] = clause
+        branches.append(
+            f"(SELECT {_CANDIDATE_COLUMNS}, {score} AS s "
+            f"FROM memories m, to_tsquery('english'::regconfig, :q_{b}) q, {queries} "
+            f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
+            + (f" LIMIT {int(bound)})" if bound is not None else ")")
+        )
     sql = (
-        f"WITH m AS MATERIALIZED (SELECT {_CANDIDATE_COLUMNS}, {score} AS s "
-        f"FROM memories m, to_tsquery('english'::regconfig, :q) q, {queries} "
-        f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q) "
-        f"SELECT m.seq, m.s FROM m WHERE {' AND '.join(where)} ORDER BY m.s DESC, m.seq "
-        "LIMIT :limit"
+        f"WITH m AS MATERIALIZED ({' UNION ALL '.join(branches)}) "
+        f"SELECT m.seq, max(m.s) AS s FROM m WHERE {' AND '.join(where)} GROUP BY m.seq "
+        "ORDER BY s DESC, m.seq LIMIT :limit"
     )
     return [(int(r[0]), float(r[1]) * PG_TO_BM25) for r in conn.execute(text(sql), params)]
+
+
+def _candidate_sets(
+    quoted: Sequence[str],
+    keep: Sequence[int],
+    counts: Sequence[int],
+    idf: dict[int, float],
+    total: int,
+    limit: int,
+) -> list[tuple[str, int | None]]:
+    """The rows ranked, as tsquery text over ``quoted`` terms, each with a bound on the rows
+    it may read (``None``: all).
+
+    A query whose terms match at most ``CANDIDATE_ROWS`` rows (or ``4 * limit``), or any
+    query in a partition under ``COMMON_TERM_MIN_ROWS`` rows, ranks every matching row.
+    Otherwise ranking every match would cost time in proportion to the common terms' rows
+    (thousands each at 100,000 memories). A row's score is at most about the sum of the IDF
+    of the terms it holds, so, as MaxScore and WAND do, only rows whose terms' IDF sum
+    reaches a threshold are ranked: the sets of terms in order of IDF sum, each with the
+    rows expected to hold exactly that set (from the counts, terms taken as independent),
+    until about that many rows; the query is the OR of each chosen set's AND (GIN reads the
+    posting lists and only the rows that qualify). If fewer than ``limit`` rows are
+    expected, rows holding the next set fill the result. Bounds keep terms that occur
+    together more often than by chance from reading more than twice that many rows.
+    """
+    every = " | ".join(quoted[i] for i in keep)
+    budget = max(CANDIDATE_ROWS, 4 * limit)
+    if total < COMMON_TERM_MIN_ROWS or sum(counts[i] for i in keep) <= budget:
+        return [(every, None)]
+    # A term that matches nothing (a stop word) adds no row.
+    live = sorted((i for i in keep if counts[i] > 0), key=lambda i: (-idf[i], i))
+    live = live[:CANDIDATE_TERMS]
+    share = [min(1.0, counts[i] / total) for i in live]
+    sets = []
+    for mask in range(1, 1 << len(live)):
+        rows = float(total)
+        for k, p in enumerate(share):
+            rows *= p if mask >> k & 1 else 1.0 - p
+        mass = sum(idf[i] for k, i in enumerate(live) if mask >> k & 1)
+        sets.append((-mass, mask, rows))
+    sets.sort()
+    chosen: set[int] = set()
+    expected = 0.0
+    for _, mask, rows in sets:
+        if expected + rows > budget:
+            break
+        chosen.add(mask)
+        expected += rows
+    # The chosen sets hold every superset of each (a superset's IDF sum is larger), so the
+    # query needs only the minimal ones.
+    minimal = [m for m in chosen if not any(m & ~(1 << k) in chosen for k in _bits(m))]
+
+    def clause(mask: int) -> str:
+        return "(" + " & ".join(quoted[live[k]] for k in _bits(mask)) + ")"
+
+    out: list[tuple[str, int | None]] = []
+    if minimal:
+        out.append((" | ".join(clause(m) for m in sorted(minimal)), 2 * budget))
+    if expected < limit and len(chosen) < len(sets):
+        out.append((clause(sets[len(chosen)][1]), max(limit, budget - int(expected))))
+    return out
+
+
+def _bits(mask: int) -> list[int]:
+    return [k for k in range(mask.bit_length()) if mask >> k & 1]
 
 
 _CANDIDATE_COLUMNS = ", ".join(
@@ -244,39 +325,38 @@ def _pg_counts(
     query is one lexeme (every word) is read from ``memory_term_stats``; a term that parses
     to several (a phrase) is counted through the partition index; a stop word matches
     nothing."""
-    lexes = ", ".join(
-        f"numnode(to_tsquery('english'::regconfig, :t{i})), "
-        f"tsvector_to_array(to_tsvector('english'::regconfig, :t{i}))"
-        for i in range(n_terms)
-    )
-    row = conn.execute(text(f"SELECT {lexes}"), params).one()
-    lexeme: dict[int, str] = {}
-    phrases: list[int] = []
-    for i in range(n_terms):
-        nodes, array = int(row[2 * i]), list(row[2 * i + 1] or [])
-        if nodes == 1 and len(array) == 1:
-            lexeme[i] = str(array[0])
-        elif nodes > 0:
-            phrases.append(i)
-    stats = dict(params, terms=["", *sorted(set(lexeme.values()))], statuses=list(statuses))
+    stats = dict(params, statuses=list(statuses), kinds=kinds)
+    stats["quoted"] = [params[f"t{i}"] for i in range(n_terms)]
     kind_sql = " AND s.kind = ANY(:kinds)" if kinds else ""
-    stats["kinds"] = kinds
-    found = {
-        str(r[0]): int(r[1] or 0)
-        for r in conn.execute(
-            text(
-                # One primary-key read per term (a lateral subquery, not ``term = ANY``: the
-                # planner may otherwise scan the partition's whole key range).
-                "SELECT t.term, (SELECT sum(s.n) FROM memory_term_stats s "
-                "WHERE s.tenant_id = :tenant AND s.runtime_id = :runtime "
-                "AND s.user_id = :user AND s.agent_id = :agent AND s.term = t.term "
-                f"AND s.status = ANY(:statuses){kind_sql}) "
-                "FROM unnest(CAST(:terms AS text[])) t(term)"
-            ),
-            stats,
-        )
-    }
-    counts = [found.get(lexeme[i], 0) if i in lexeme else 0 for i in range(n_terms)]
+    # One round trip: each term's lexemes and, for a one-lexeme term, its count (one
+    # primary-key read per term, in a lateral subquery: with ``term = ANY`` the planner may
+    # scan the partition's whole key range); the row of ordinality 0 counts the partition.
+    count_of = (
+        "(SELECT sum(s.n) FROM memory_term_stats s WHERE s.tenant_id = :tenant "
+        "AND s.runtime_id = :runtime AND s.user_id = :user AND s.agent_id = :agent "
+        f"AND s.term = {{}} AND s.status = ANY(:statuses){kind_sql})"
+    )
+    rows = conn.execute(
+        text(
+            f"SELECT 0, 0, CAST(NULL AS text[]), {count_of.format(chr(39) * 2)} UNION ALL "
+            "SELECT t.i, v.nodes, v.lexes, CASE WHEN v.nodes = 1 AND cardinality(v.lexes) = 1 "
+            f"THEN {count_of.format('v.lexes[1]')} END "
+            "FROM unnest(CAST(:quoted AS text[])) WITH ORDINALITY t(q, i) CROSS JOIN LATERAL "
+            "(SELECT numnode(to_tsquery('english'::regconfig, t.q)) AS nodes, "
+            "tsvector_to_array(to_tsvector('english'::regconfig, t.q)) AS lexes) v"
+        ),
+        stats,
+    ).all()
+    total = 0
+    counts = [0] * n_terms
+    phrases: list[int] = []
+    for i, nodes, array, n in rows:
+        if i == 0:
+            total = int(n or 0)
+        elif nodes == 1 and len(array or []) == 1:
+            counts[i - 1] = int(n or 0)
+        elif nodes > 0:
+            phrases.append(i - 1)
     kind_where = " AND m.kind = ANY(:kinds)" if kinds else ""
     for i in phrases:
         counts[i] = int(
@@ -290,28 +370,20 @@ def _pg_counts(
                 stats,
             ).scalar_one()
         )
-    return found.get("", 0), counts
+    return total, counts
 
 
 def _without_common_terms(
-    conn: Connection, table: str, part: str, terms: Sequence[str]
+    conn: Connection, table: str, part: str, terms: Sequence[str], total: int
 ) -> list[str]:
-    """In a partition of ``COMMON_TERM_MIN_ROWS`` rows or more, drop terms found in more
-    than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight is
-    small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
+    """In a partition of ``COMMON_TERM_MIN_ROWS`` (``total``) rows or more, drop terms found
+    in more than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight
+    is small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
     every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
     forcing it on costs about 0.013 of recall at 1,000 tokens."""
-
-    def count(q: str) -> int:
-        return int(
-            conn.execute(
-                text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": q}
-            ).scalar_one()
-        )
-
-    total = count(f'part : "{part}"')
-    if total < COMMON_TERM_MIN_ROWS:
-        return list(terms)  # small partitions are cheap to score in full
-    share = {t: count(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
+    share = {
+        t: fts5_rank.count(conn, table, f'part : "{part}" AND "' + t.replace('"', '""') + '"')
+        for t in terms
+    }
     keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
     return keep or list(terms)
