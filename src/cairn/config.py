@@ -70,7 +70,7 @@ class Settings(BaseSettings):
     onnx_matmul: Literal["int8", "float32"] = Field(
         "int8",
         description=(
-            "How the onnx embedder multiplies: int8 (integer kernels, the default: 2.3x faster, "
+            "How the onnx embedder multiplies: int8 (integer kernels, the default: about 2x faster, "
             "half the memory) or float32 (the shipped model as is, closest to the torch model)."
         ),
     )

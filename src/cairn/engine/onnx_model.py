@@ -5,8 +5,9 @@ float32 before every product, so onnxruntime folds them into float32 constants a
 160 MB session computing in float32. Here its weight products are re-quantized for
 onnxruntime's integer kernels (weights int8 per output channel, activations quantized on the
 fly: ``DynamicQuantizeLinear`` + ``MatMulInteger``): a 23 MB file, about half the session
-memory, and 2.3x the speed on one core (docs/benchmarks.md, "Integer embedder"), at no cost in
-recall on any of the benchmarks; similarities stay within ~0.05 of the torch model's.
+memory, and about twice the speed (docs/benchmarks.md, "Integer embedder"). Recall moves by a
+question or two either way with every vector written, and gains right after a compile (the
+vectors arrive twice as fast); similarities stay within ~0.05 of the torch model's.
 
 The file is built once per source model and onnxruntime version into a cache directory
 (``CAIRN_MODEL_CACHE``, default ``$XDG_CACHE_HOME/cairn`` or ``~/.cache/cairn``), in a child
