@@ -70,8 +70,9 @@ class Settings(BaseSettings):
     onnx_matmul: Literal["int8", "float32"] = Field(
         "int8",
         description=(
-            "How the onnx embedder multiplies: int8 (integer kernels, the default: about 2x faster, "
-            "half the memory) or float32 (the shipped model as is, closest to the torch model)."
+            "How the onnx embedder multiplies: int8 (integer kernels, the default: about twice "
+            "as fast, less memory) or float32 (the shipped model as is, closest to the torch "
+            "model)."
         ),
     )
     model_cache: Path | None = Field(
