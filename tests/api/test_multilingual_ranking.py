@@ -6,9 +6,9 @@ below what was said."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi.testclient import TestClient
+
+from tests.api.test_multilingual import search
 
 
 def chat(client: TestClient, subject: str, turns: list[tuple[str, str]]) -> None:
@@ -30,12 +30,6 @@ def chat(client: TestClient, subject: str, turns: list[tuple[str, str]]) -> None
     assert r.status_code == 200, r.text
 
 
-def top(client: TestClient, subject: str, q: str) -> list[dict[str, Any]]:
-    r = client.get("/v1/memories/search", params={"subject_id": subject, "q": q, "kind": "turn"})
-    assert r.status_code == 200, r.text
-    return list(r.json()["memories"])
-
-
 GERMAN = [
     ("Lena", "Hey Jonas, wie geht es dir?"),
     ("Jonas", "Danke, gut! Und dir? Ist das Wetter bei dir auch so schlecht?"),
@@ -50,10 +44,10 @@ GERMAN = [
 
 def test_german_filler_ranks_below_what_was_said(backend_client: TestClient) -> None:
     chat(backend_client, "de", GERMAN)
-    found = top(backend_client, "de", "Ist Lena gegen etwas allergisch, das für die Kinder ist?")
+    found = search(backend_client, "de", "Ist Lena gegen etwas allergisch, das für die Kinder ist?")
     assert "allergisch gegen Erdnüsse" in found[0]["content"], found
     # "Bis dann!" and "Perfekt" are filler: below any turn with content that matched.
-    found = top(backend_client, "de", "Wann zieht der Bruder nach Hamburg, bis dann?")
+    found = search(backend_client, "de", "Wann zieht der Bruder nach Hamburg, bis dann?")
     assert "Hamburg" in found[0]["content"], found
 
 
@@ -71,7 +65,7 @@ CHINESE = [
 
 def test_a_chinese_one_character_word_finds_its_turn(backend_client: TestClient) -> None:
     chat(backend_client, "zh", CHINESE)
-    found = top(backend_client, "zh", "王浩的猫叫什么名字？")
+    found = search(backend_client, "zh", "王浩的猫叫什么名字？")
     assert "领养了一只猫" in found[0]["content"], found
 
 
@@ -86,9 +80,9 @@ JAPANESE = [
 
 def test_japanese_particles_do_not_decide_the_ranking(backend_client: TestClient) -> None:
     chat(backend_client, "ja", JAPANESE)
-    found = top(backend_client, "ja", "美咲の犬の名前は何ですか？")
+    found = search(backend_client, "ja", "美咲の犬の名前は何ですか？")
     assert "ビスケ" in found[0]["content"], found
-    found = top(backend_client, "ja", "健太のお父さんは何の手術をしていましたか？")
+    found = search(backend_client, "ja", "健太のお父さんは何の手術をしていましたか？")
     assert "手術" in found[0]["content"], found
 
 
@@ -103,7 +97,7 @@ RUSSIAN = [
 
 def test_russian_question_words_do_not_decide_the_ranking(backend_client: TestClient) -> None:
     chat(backend_client, "ru", RUSSIAN)
-    found = top(backend_client, "ru", "Какой кружок ведёт Дмитрий?")
+    found = search(backend_client, "ru", "Какой кружок ведёт Дмитрий?")
     assert "шахматный кружок" in found[0]["content"], found
-    found = top(backend_client, "ru", "К какому полумарафону готовится Ольга?")
+    found = search(backend_client, "ru", "К какому полумарафону готовится Ольга?")
     assert "полумарафону" in found[0]["content"], found

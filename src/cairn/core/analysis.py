@@ -74,8 +74,6 @@ _LETTERS = str.maketrans(
 _HASH_SCHEME = "text-v2"
 
 ENGLISH_STOP_WORDS = languages.ENGLISH
-RUSSIAN_STOP_WORDS = languages.RUSSIAN
-ARABIC_STOP_WORDS = languages.ARABIC
 STOP_WORDS = languages.STOP_WORDS
 
 
