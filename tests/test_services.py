@@ -38,7 +38,7 @@ def _settings(db_url: str, tmp_path: Path) -> Settings:
     return make_settings(
         tmp_path,
         database_url=db_url,
-        embedder="onnx",  # the default embedder, loaded by Services itself on first use
+        embedder="multilingual",  # the default embedder, loaded by Services on first use
         worker_in_process=True,  # on PostgreSQL too
         compile_turns=True,
         ladders_dir=make_ladders_dir(tmp_path / "ladders"),

@@ -61,11 +61,12 @@ class Settings(BaseSettings):
     )
 
     tokenizer: str = Field("cl100k_base", description="tiktoken encoding used to count tokens.")
-    embedder: Literal["onnx", "none", "local", "openai"] = Field(
-        "onnx", description="Embedder for the vector lane: onnx, none, local or openai."
+    embedder: Literal["multilingual", "onnx", "use", "none", "local", "openai"] = Field(
+        "multilingual",
+        description="Embedder for the vector lane: multilingual, onnx, use, none, local or openai.",
     )
     embedder_threads: int = Field(
-        1, gt=0, le=64, description="Threads the onnx embedder uses for one call."
+        1, gt=0, le=64, description="Threads a local embedder uses for one call."
     )
     onnx_matmul: Literal["int8", "float32"] = Field(
         "int8",

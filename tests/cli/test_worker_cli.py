@@ -12,7 +12,7 @@ from cairn.core.scope import Scope
 from cairn.store import open_store
 
 
-@pytest.mark.parametrize("embedder", ["onnx", "none"])
+@pytest.mark.parametrize("embedder", ["multilingual", "none"])
 def test_worker_once_runs_queued_jobs(db_url: str, embedder: str) -> None:
     url = db_url
     store = open_store(url)
@@ -39,10 +39,10 @@ def test_worker_once_runs_queued_jobs(db_url: str, embedder: str) -> None:
     with store.snapshot() as tx:
         vectors = tx.memories.vectors("default", scope)
         left = tx.memories.without_embedding("default", scope)
-    if embedder == "onnx":
+    if embedder == "multilingual":
         assert "1 memories embedded" in result.output
         assert len(vectors.seqs) == 1 and left == []
-        assert len(vectors.blobs[0]) == 384 * 4
+        assert len(vectors.blobs[0]) == (384 + 512) * 4
     else:
         assert vectors.seqs == [] and len(left) == 1
     store.close()

@@ -21,8 +21,8 @@ from cairn.errors import ConfigError
 from cairn.services import Services
 
 
-def test_the_default_settings_embed_with_the_onnx_model() -> None:
-    assert Settings().embedder == "onnx"
+def test_the_default_settings_embed_with_both_local_models() -> None:
+    assert Settings().embedder == "multilingual"
     assert Settings(embedder="none").embedder == "none"
     assert get_embedder(Settings(embedder="none")) is None
 
@@ -33,14 +33,15 @@ def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
     from cairn.engine.embedders import LazyEmbedder
     from tests.conftest import make_settings
 
-    services = Services.from_settings(make_settings(tmp_path, embedder="onnx"))
+    services = Services.from_settings(make_settings(tmp_path, embedder="multilingual"))
     try:
         lazy = services.embedder
         assert isinstance(lazy, LazyEmbedder) and lazy._inner is None
         assert services.embedding_backfill is not None
-        assert lazy.overlap and lazy.dim == 384 and lazy.name == "all-MiniLM-L6-v2"
+        assert lazy.overlap and lazy.dim == 896
+        assert lazy.name == "all-MiniLM-L6-v2+use-multilingual-v3"
         inner = lazy._inner
-        assert len(lazy.embed(["hello"])[0]) == 384 and lazy._inner is inner
+        assert len(lazy.embed(["hello"])[0]) == 896 and lazy._inner is inner
     finally:
         services.close()
 

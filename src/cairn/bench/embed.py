@@ -52,14 +52,16 @@ def _percentile(values: list[float], p: float) -> float:
 
 
 def query_latency(embedder: Any, n: int) -> dict[str, float]:
+    from cairn.engine.embedders import query_vector
+
     qs = questions(n + 20, seed=5)
     for q in qs[:20]:  # warm-up
-        embedder.embed([q])
+        query_vector(embedder, q)
     times = []
     with pinned(1):
         for q in qs[20:]:
             t0 = time.perf_counter()
-            embedder.embed([q])
+            query_vector(embedder, q)
             times.append((time.perf_counter() - t0) * 1000)
     return {"p50": statistics.median(times), "p95": _percentile(times, 0.95)}
 
@@ -78,7 +80,7 @@ def _ingest(store: Any, episodes: list[Any]) -> None:
 
 
 def vectors_after_compile(
-    n: int, threads: int, data: Path | None = None, matmul: str = "int8"
+    n: int, threads: int, data: Path | None = None, matmul: str = "int8", name: str = "multilingual"
 ) -> dict[str, Any]:
     """Ingest and compile ``n`` turns with the server's wiring; time the vectors' arrival."""
     from cairn.config import Settings
@@ -87,7 +89,7 @@ def vectors_after_compile(
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
-            data_dir=Path(tmp), embedder="onnx", embedder_threads=threads, onnx_matmul=matmul
+            data_dir=Path(tmp), embedder=name, embedder_threads=threads, onnx_matmul=matmul
         )
         services = Services.from_settings(settings)
         try:
@@ -184,22 +186,24 @@ def run(
     data: Path | None = None,
     console: Console | None = None,
     matmul: str = "int8",
+    name: str = "multilingual",
 ) -> dict[str, Any]:
     from cairn.bench.paraphrases import recall_at_1
-    from cairn.engine.embedders import OnnxEmbedder
+    from cairn.config import Settings
+    from cairn.engine.embedders import get_embedder, query_vector
 
     console = console or Console()
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    one = OnnxEmbedder(threads=1, matmul=matmul)
+    one: Any = get_embedder(Settings(embedder=name, embedder_threads=1, onnx_matmul=matmul))
     load_s = time.perf_counter() - t0
-    two = OnnxEmbedder(threads=2, matmul=matmul)
+    two: Any = get_embedder(Settings(embedder=name, embedder_threads=2, onnx_matmul=matmul))
     query = query_latency(one, queries)
     texts = memory_texts(memories, data)
     bulk1 = bulk_rate(one, texts, batch, cores=1)
     bulk2 = bulk_rate(two, texts, batch, cores=2)
-    after = vectors_after_compile(memories, threads=1, data=data, matmul=matmul)
-    recall = recall_at_1(one.embed)
+    after = vectors_after_compile(memories, threads=1, data=data, matmul=matmul, name=name)
+    recall = recall_at_1(one.embed, lambda text: query_vector(one, text))
     load_after = os.getloadavg()
     result = {
         "model": one.name,
@@ -214,7 +218,7 @@ def run(
         "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
     source = "LoCoMo turns" if data else "synthetic turns"
-    table = Table(title=f"cairn bench embed ({one.name}, {matmul} products, onnxruntime; {source})")
+    table = Table(title=f"cairn bench embed ({one.name}, {matmul} onnx products; {source})")
     table.add_column("measure")
     table.add_column("result", justify="right")
     table.add_row("model load", f"{load_s * 1000:.0f} ms")

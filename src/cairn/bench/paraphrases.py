@@ -121,9 +121,10 @@ PARAPHRASES: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def recall_at_1(embed: Any) -> dict[str, Any]:
+def recall_at_1(embed: Any, embed_query: Any = None) -> dict[str, Any]:
     """``embed(texts) -> vectors`` over every language: recall@1 per language, the mean, and
-    the mean milliseconds to embed one question alone."""
+    the mean milliseconds to embed one question alone (with ``embed_query(text) -> vector``
+    when given, as search embeds a query)."""
     per_language: dict[str, float] = {}
     query_ms: list[float] = []
     for language, pairs in PARAPHRASES.items():
@@ -131,7 +132,8 @@ def recall_at_1(embed: Any) -> dict[str, Any]:
         hits = 0
         for i, (_, question) in enumerate(pairs):
             t0 = time.perf_counter()
-            q = np.asarray(embed([question])[0], dtype=np.float32)
+            vec = embed_query(question) if embed_query else embed([question])[0]
+            q = np.asarray(vec, dtype=np.float32)
             query_ms.append((time.perf_counter() - t0) * 1000)
             hits += int(np.argmax(facts @ q) == i)
         per_language[language] = hits / len(pairs)

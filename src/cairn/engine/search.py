@@ -34,6 +34,7 @@ import numpy as np
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
+from cairn.engine.embedders import query_vector as vector_of_query
 from cairn.engine.query import named_speakers, ranking_terms
 from cairn.engine.ranking import MEMORY_HALF, calibrate
 from cairn.errors import InvalidInput
@@ -120,11 +121,17 @@ class VectorIndex:
                 self._cache.move_to_end(key)
                 return got
         rows = tx.memories.vectors(tenant_id, scope)
-        if rows.seqs:
-            vectors = np.vstack([np.frombuffer(b, dtype="<f4") for b in rows.blobs])
+        seqs, blobs = rows.seqs, rows.blobs
+        sizes = {len(b) for b in blobs}
+        if len(sizes) > 1:  # another embedder's vectors, until they are embedded again
+            size = max(sizes, key=[len(b) for b in blobs].count)
+            seqs = [seq for seq, b in zip(seqs, blobs, strict=True) if len(b) == size]
+            blobs = [b for b in blobs if len(b) == size]
+        if seqs:
+            vectors = np.vstack([np.frombuffer(b, dtype="<f4") for b in blobs])
         else:
             vectors = np.zeros((0, 0), dtype="<f4")
-        built = _Matrix(stamp, np.asarray(rows.seqs, dtype=np.int64), vectors)
+        built = _Matrix(stamp, np.asarray(seqs, dtype=np.int64), vectors)
         with self._lock:
             self._cache[key] = built
             self._cache.move_to_end(key)
@@ -158,7 +165,7 @@ class QueryCache:
         if got is not None:
             return got
         key = (embedder.name, query)
-        vec = np.asarray(embedder.embed([query])[0], dtype="<f4")
+        vec = np.asarray(vector_of_query(embedder, query), dtype="<f4")
         with self._lock:
             self._items[key] = vec
             while len(self._items) > self._size:
@@ -232,7 +239,7 @@ def vector_lane(
     elif caches is not None:
         q = caches.queries.get(embedder, query)
     else:
-        q = np.asarray(embedder.embed([query])[0], dtype="<f4")
+        q = np.asarray(vector_of_query(embedder, query), dtype="<f4")
     if q.shape[0] != m.vectors.shape[1]:
         return {}  # vectors of another model: re-embed (cairn embeds on compile)
     # einsum runs in this thread; BLAS matmul wakes a thread pool, which on a busy server

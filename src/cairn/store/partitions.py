@@ -21,8 +21,8 @@ from cairn.core.scope import DEFAULT_RUNTIME, Scope
 from cairn.store.documents import document_chunks, documents
 from cairn.store.items import items
 from cairn.store.jobs import compile_jobs
-from cairn.store.memories import vector_versions
 from cairn.store.memory_search import term_stats
+from cairn.store.memory_vectors import vector_versions
 from cairn.store.runs import ladder_runs
 from cairn.store.schema import episodes, memories
 from cairn.store.slate_tables import (

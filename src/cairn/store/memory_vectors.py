@@ -1,0 +1,145 @@
+"""Memories' vectors: stored with each memory (``embedding``), read per partition by the vector
+lane, written by the background embedding pass; a version per partition tells the lane's
+in-memory matrix when they changed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, String, Table, bindparam, func, select, update
+
+from cairn.core.scope import Scope
+from cairn.store.episodes import scope_filter
+from cairn.store.repository import Repository
+from cairn.store.schema import memories as t
+from cairn.store.schema import metadata
+
+_list = list
+
+# One row per partition with vectors; ``version`` grows whenever its vectors change, so the
+# vector lane's in-memory matrix is checked with one primary-key read.
+vector_versions = Table(
+    "memory_vector_versions",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("runtime_id", String(256), primary_key=True),
+    Column("user_id", String(256), primary_key=True, server_default=""),
+    Column("agent_id", String(256), primary_key=True, server_default=""),
+    Column("version", BigInteger(), nullable=False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRows:
+    """Embeddings of one partition: parallel lists of ``seq`` and float32 bytes."""
+
+    seqs: list[int]
+    blobs: list[bytes]
+
+
+class MemoryVectors(Repository):
+    """The vector methods of ``MemoryRepository``."""
+
+    def set_embeddings(
+        self, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
+    ) -> None:
+        """Store vectors of the partition's rows and bump its vector version."""
+        conn = self._tx_write
+        params = [{"s": seq, "e": blob} for seq, blob in items]
+        if not params:
+            return
+        conn.execute(
+            update(t).where(t.c.seq == bindparam("s")).values(embedding=bindparam("e")),
+            params,
+        )
+        self._bump_vectors(
+            {
+                "tenant_id": tenant_id,
+                "runtime_id": scope.runtime_id,
+                "user_id": scope.user_id,
+                "agent_id": scope.agent_id,
+            }
+        )
+
+    def drop_vectors_of_other_size(self, nbytes: int, limit: int = 5_000) -> int:
+        """Forget up to ``limit`` vectors that are not ``nbytes`` long (another embedder's),
+        so the background pass embeds those memories again; returns how many."""
+        found = self._tx_write.execute(
+            select(t.c.seq, t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
+            .where(t.c.embedding.is_not(None), func.length(t.c.embedding) != nbytes)
+            .limit(limit)
+        ).all()
+        if found:
+            self._tx_write.execute(
+                update(t).where(t.c.seq == bindparam("s")).values(embedding=None),
+                [{"s": r[0]} for r in found],
+            )
+        for tenant_id, runtime_id, user_id, agent_id in {tuple(r[1:]) for r in found}:
+            self._bump_vectors(
+                {
+                    "tenant_id": tenant_id,
+                    "runtime_id": runtime_id,
+                    "user_id": user_id,
+                    "agent_id": agent_id,
+                }
+            )
+        return len(found)
+
+    def _bump_vectors(self, key: dict[str, Any]) -> None:
+        conn = self._tx_write
+        # A clock value, not a counter: a subject deleted and rebuilt never repeats a version
+        # that a cache may still hold.
+        version = time.time_ns() // 1000
+        stmt = self.db.insert(vector_versions).values(**key, version=version)
+        stmt = stmt.on_conflict_do_update(index_elements=list(key), set_={"version": version})
+        conn.execute(stmt)
+
+    def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
+        """The partition's vector version (0: none yet): changes when its vectors do."""
+        conn = self._tx_read
+        version = conn.execute(
+            select(vector_versions.c.version).where(scope_filter(vector_versions, tenant_id, scope))
+        ).scalar()
+        return int(version or 0), 0
+
+    def vectors(self, tenant_id: str, scope: Scope) -> VectorRows:
+        conn = self._tx_read
+        rows = conn.execute(
+            select(t.c.seq, t.c.embedding)
+            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None))
+            .order_by(t.c.seq)
+        ).all()
+        return VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
+
+    def partitions_without_embedding(self, limit: int = 1_000) -> _list[tuple[str, Scope]]:
+        """``(tenant, scope)`` of partitions that hold a memory with no vector yet (the
+        background embedding pass starts from these after a restart)."""
+        conn = self._tx_read
+        rows = conn.execute(
+            select(t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
+            .where(t.c.embedding.is_(None), t.c.status != "deleted")
+            .distinct()
+            .limit(limit)
+        ).all()
+        return [
+            (str(r[0]), Scope.model_construct(runtime_id=r[1], user_id=r[2], agent_id=r[3]))
+            for r in rows
+        ]
+
+    def without_embedding(
+        self, tenant_id: str, scope: Scope, limit: int = 10_000
+    ) -> _list[tuple[int, str, dict[str, Any]]]:
+        """``(seq, content, metadata)`` of memories that have no vector yet."""
+        conn = self._tx_read
+        rows = conn.execute(
+            select(t.c.seq, t.c.content, t.c.metadata)
+            .where(
+                scope_filter(t, tenant_id, scope), t.c.embedding.is_(None), t.c.status != "deleted"
+            )
+            .order_by(t.c.seq)
+            .limit(limit)
+        ).all()
+        return [(int(r[0]), str(r[1]), dict(r[2] or {})) for r in rows]
