@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from cairn.errors import ConfigError, Unavailable
 from cairn.store.fts import TenantIndexes
+from cairn.store.fts5_rank import MatchCounts
 
 SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -61,6 +62,8 @@ class Database:
         self._write_lock = threading.Lock()
         # SQLite: which tenants' full-text indexes exist (see cairn.store.fts).
         self.fts = TenantIndexes()
+        # SQLite: counts of full-text queries while the index is unchanged (the IDF inputs).
+        self.fts_counts = MatchCounts()
         if self.dialect == "sqlite":
             self.engine = self._sqlite_engine(parsed.database, echo)
             self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")

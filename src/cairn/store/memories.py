@@ -93,6 +93,21 @@ def memory_of_new(row: dict[str, Any]) -> Memory:
 # Every column but the embedding (which only the vector lane reads, in bulk) and the analysed
 # text (which only the full-text index reads).
 _COLUMNS = [c for c in t.c if c.name not in ("embedding", "search_text")]
+# The statements of the search's per-request reads, built once (building and keying a
+# statement cost more than running it). By primary key only: a scope predicate tempts SQLite
+# into scanning the partition's index; the partition is checked on each row instead.
+_BY_SEQS = select(*_COLUMNS).where(t.c.seq.in_(bindparam("seqs", expanding=True)))
+_RANK_FACTS = select(
+    t.c.seq,
+    t.c.confidence,
+    t.c.status,
+    t.c.kind,
+    t.c.tenant_id,
+    t.c.runtime_id,
+    t.c.user_id,
+    t.c.agent_id,
+    t.c.metadata["speaker"].as_string(),
+).where(t.c.seq.in_(bindparam("seqs", expanding=True)))
 
 
 def _content_key(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -216,19 +231,12 @@ class MemoryRepository(Repository):
         conn = self._tx_read
         if not seqs:
             return {}
-        # By primary key only (a scope predicate tempts SQLite into scanning the partition's
-        # index); the partition is checked on each row instead.
-        stmt = select(*_COLUMNS).where(t.c.seq.in_(list(seqs)))
+        key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
         out = {}
-        for r in conn.execute(stmt):
+        for r in conn.execute(_BY_SEQS, {"seqs": list(seqs)}):
             m = r._mapping
-            if (
-                m["tenant_id"] == tenant_id
-                and m["runtime_id"] == scope.runtime_id
-                and m["user_id"] == scope.user_id
-                and m["agent_id"] == scope.agent_id
-            ):
-                out[int(m["seq"])] = row_to_memory(r)
+            if (m["tenant_id"], m["runtime_id"], m["user_id"], m["agent_id"]) == key:
+                out[int(m["seq"])] = memory_of(m, m["seq"])
         return out
 
     def rank_facts(
@@ -238,26 +246,11 @@ class MemoryRepository(Repository):
         ``seqs`` (``speaker``: the compiler's ``metadata.speaker`` of a turn or fact, else
         empty)."""
         conn = self._tx_read
+        key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
         out: dict[int, tuple[float, str, str, str]] = {}
         for start in range(0, len(seqs), 500):
-            stmt = select(
-                t.c.seq,
-                t.c.confidence,
-                t.c.status,
-                t.c.kind,
-                t.c.tenant_id,
-                t.c.runtime_id,
-                t.c.user_id,
-                t.c.agent_id,
-                t.c.metadata["speaker"].as_string(),
-            ).where(t.c.seq.in_(list(seqs[start : start + 500])))
-            for r in conn.execute(stmt):
-                if (r[4], r[5], r[6], r[7]) == (
-                    tenant_id,
-                    scope.runtime_id,
-                    scope.user_id,
-                    scope.agent_id,
-                ):
+            for r in conn.execute(_RANK_FACTS, {"seqs": list(seqs[start : start + 500])}):
+                if (r[4], r[5], r[6], r[7]) == key:
                     out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]), str(r[8] or ""))
         return out
 

@@ -136,7 +136,8 @@ def lexical(
     if table is None:
         return []  # the tenant has never stored a memory
     part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
-    return _fts5_ranked(conn, table, part, terms, where, params, limit)
+    counter = db.fts_counts.counter(conn, table)
+    return _fts5_ranked(conn, table, part, terms, where, params, limit, counter)
 
 
 def _fts5_ranked(
@@ -147,18 +148,20 @@ def _fts5_ranked(
     where: list[str],
     params: dict[str, Any],
     limit: int,
+    counter: fts5_rank.Counter,
 ) -> list[tuple[int, float]]:
     """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index; the
-    rows returned pass partition, status and kind. A partition under
+    rows returned pass partition, status and kind (``counter`` counts a query's rows: see
+    ``fts5_rank.MatchCounts``). A partition under
     ``COMMON_TERM_MIN_ROWS`` rows is ranked term by term with the partition's IDF, as
     PostgreSQL ranks (``cairn.store.fts5_rank``); a bigger one by one ``bm25`` query, whose
     IDF is the tenant's (one query instead of one per term: at 100,000 memories the per-term
     ranking doubled a request's time)."""
-    total = fts5_rank.count(conn, table, f'part : "{part}"')
+    total = counter(f'part : "{part}"')
     if total < COMMON_TERM_MIN_ROWS:
-        return fts5_rank.ranked(conn, table, part, terms, total, where, params, limit)
+        return fts5_rank.ranked(conn, table, part, terms, total, where, params, limit, counter)
     if COMMON_TERM_SHARE and len(terms) > 1:
-        terms = _without_common_terms(conn, table, part, terms, total)
+        terms = _without_common_terms(counter, part, terms, total)
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
     params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
     inner = limit * 2 + 50
@@ -174,7 +177,7 @@ def _fts5_ranked(
         if len(rows) >= limit or inner >= 1_000_000:
             return [(int(r[0]), float(r[1])) for r in rows]
         # Fewer than asked: either that is all there is, or filters ate the window.
-        if fts5_rank.count(conn, table, params["q"]) <= inner:
+        if counter(params["q"]) <= inner:
             return [(int(r[0]), float(r[1])) for r in rows]
         inner *= 4
 
@@ -374,16 +377,13 @@ def _pg_counts(
 
 
 def _without_common_terms(
-    conn: Connection, table: str, part: str, terms: Sequence[str], total: int
+    counter: fts5_rank.Counter, part: str, terms: Sequence[str], total: int
 ) -> list[str]:
     """In a partition of ``COMMON_TERM_MIN_ROWS`` (``total``) rows or more, drop terms found
     in more than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight
     is small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
     every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
     forcing it on costs about 0.013 of recall at 1,000 tokens."""
-    share = {
-        t: fts5_rank.count(conn, table, f'part : "{part}" AND "' + t.replace('"', '""') + '"')
-        for t in terms
-    }
+    share = {t: counter(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
     keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
     return keep or list(terms)
