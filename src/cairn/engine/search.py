@@ -26,6 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -359,12 +360,14 @@ def search_memories(
     weights: dict[str, float] | None = None,
     pool: int | None = None,
     caches: SearchCaches | None = None,
+    tx: UnitOfWork | None = None,
 ) -> list[ScoredMemory]:
     """The ``limit`` memories of one partition that best match ``query``, best first.
 
     Lanes default to lexical, plus vector when an ``embedder`` is given; pass
     ``lanes=["vector"]`` for semantic-only search. ``caches`` (the process's, from
-    ``Services``) keep partition matrices and query embeddings between searches.
+    ``Services``) keep partition matrices and query embeddings between searches. ``tx``: a
+    read of ``store`` to search in (a context request's snapshot); by default its own.
     """
     if limit <= 0:
         return []
@@ -372,7 +375,7 @@ def search_memories(
     weights = weights or DEFAULT_WEIGHTS
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
-    with store.snapshot() as tx:
+    with nullcontext(tx) if tx is not None else store.snapshot() as tx:
         matrix = query_vector = None
         if "vector" in lanes:
             vectors = caches.vectors if caches is not None else VectorIndex(1)

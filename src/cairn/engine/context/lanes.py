@@ -115,10 +115,12 @@ def long_term_items(
     embedder: Any = None,
     exclude_episodes: set[uuid.UUID],
     caches: SearchCaches | None = None,
+    tx: UnitOfWork | None = None,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
     """Memories the search ranks for ``query``. A memory made only from episodes already in
     the recent lane adds nothing and is left out. ``caches`` are the search's
-    (``SearchCaches``), passed on when given."""
+    (``SearchCaches``) and ``tx`` the read to search in (a snapshot of ``store``), passed on
+    when given."""
     search = search_function()
     if search is None or not query or limit <= 0:
         return [], {}
@@ -127,6 +129,8 @@ def long_term_items(
         kwargs["embedder"] = embedder
     if caches is not None:
         kwargs["caches"] = caches
+    if tx is not None:
+        kwargs["tx"] = tx
     scored = search(store, tenant_id, scope, query, **kwargs)
     items, sources = [], {}
     for s in scored:
