@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from cairn.store import UnitOfWork
 
 DEFAULT_WEIGHTS = {"lexical": 0.7, "vector": 0.3}
+# ``seq → (confidence, status, kind, speaker)``: what ranking reads of a candidate.
+Facts = dict[int, tuple[float, str, str, str]]
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,11 @@ def lexical_lane(
     pool: int,
     kinds: Sequence[str] | None,
     include_superseded: bool,
+    facts: Facts | None = None,
 ) -> dict[int, float]:
     """``seq → calibrated lexical score`` for the best ``pool`` matches; ``repos`` is a
-    ``Store`` or a unit of work."""
+    ``Store`` or a unit of work. ``facts``, if given, gets the matches' ranking facts (as
+    ``rank_facts`` reads them)."""
     raw = repos.memories.lexical(
         tenant_id,
         scope,
@@ -75,6 +79,7 @@ def lexical_lane(
         limit=pool,
         kinds=kinds,
         include_superseded=include_superseded,
+        facts=facts,
     )
     return calibrate(raw, MEMORY_HALF)
 
@@ -373,10 +378,8 @@ def search_memories(
     """The ``limit`` memories of one partition that best match ``query``, best first.
 
     Lanes default to lexical, plus vector when an ``embedder`` is given; pass
-    ``lanes=["vector"]`` for semantic-only search. ``caches`` (the process's, from
-    ``Services``) keep partition matrices and query embeddings between searches. ``tx``: a
-    read of ``store`` to search in (a context request's snapshot); by default its own.
-    """
+    ``lanes=["vector"]`` for semantic-only search. ``caches`` (the process's) keep partition
+    matrices and query embeddings; ``tx``: a read of ``store`` to search in, or its own."""
     if limit <= 0:
         return []
     lanes = _pick_lanes(lanes, embedder)
@@ -394,6 +397,7 @@ def search_memories(
                 assert embedder is not None
                 query_vector = caches.queries.prefetch(embedder, query)
         scores: dict[str, dict[int, float]] = {}
+        known: Facts = {}  # the lexical lane's rows come with their facts
         if "lexical" in lanes:
             scores["lexical"] = lexical_lane(
                 tx,
@@ -403,6 +407,7 @@ def search_memories(
                 pool=pool,
                 kinds=kinds,
                 include_superseded=include_superseded,
+                facts=known,
             )
         if "vector" in lanes:
             assert embedder is not None
@@ -419,7 +424,7 @@ def search_memories(
                 caches=caches,
             )
         fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix))
-        facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
+        facts = _facts(tx, tenant_id, scope, fused, known)
         named = named_speakers(query, {got[3] for got in facts.values()})
         final = _final_scores(fused, facts, allowed, kinds, named)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
@@ -434,6 +439,15 @@ def search_memories(
             if seq in found
         ]
     return out
+
+
+def _facts(
+    tx: UnitOfWork, tenant_id: str, scope: Scope, fused: dict[int, float], known: Facts
+) -> Facts:
+    """The ranking facts of every candidate: the lexical lane's came with its rows; the
+    others' (the vector lane's) are read."""
+    missing = [seq for seq in fused if seq not in known]
+    return {**known, **tx.memories.rank_facts(tenant_id, scope, missing)}
 
 
 def _unseen(

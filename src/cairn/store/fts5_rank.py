@@ -38,10 +38,12 @@ def ranked(
     params: dict[str, Any],
     limit: int,
     counter: Counter | None = None,
-) -> list[tuple[int, float]]:
+    facts: str = "NULL",
+) -> list[tuple[int, float, tuple[Any, ...]]]:
     """``(seq, score)`` of the partition's best ``limit`` rows passing ``where``; ``total``
     is the partition's row count in the index; ``counter`` counts a MATCH query's rows
-    (``MatchCounts.counter``; by default a ``count`` query each time)."""
+    (``MatchCounts.counter``; by default a ``count`` query each time). Each row comes with
+    the values of ``facts`` (SQL over ``m``, the memory row)."""
     counted = counter or (lambda query: count(conn, table, query))
     part_q = f'part : "{part}"'
     rows_in_table = _table_rows(conn, table)
@@ -64,7 +66,7 @@ def ranked(
         for rowid, score in rows:
             scores[int(rowid)] = scores.get(int(rowid), 0.0) + float(score) * weight
     order = sorted(scores, key=lambda seq: (-scores[seq], seq))
-    out: list[tuple[int, float]] = []
+    out: list[tuple[int, float, tuple[Any, ...]]] = []
     # Best first, in chunks, until ``limit`` rows pass the partition, status and kind.
     step = max(limit * 2, 100)
     checks = " AND ".join(where)
@@ -73,13 +75,15 @@ def ranked(
         names = ", ".join(f":s{i}" for i in range(len(chunk)))
         bound = dict(params, **{f"s{i}": seq for i, seq in enumerate(chunk)})
         passed = {
-            int(r[0])
+            int(r[0]): tuple(r[1:])
             for r in conn.execute(
-                text(f"SELECT m.seq FROM memories m WHERE m.seq IN ({names}) AND {checks}"),
+                text(
+                    f"SELECT m.seq, {facts} FROM memories m WHERE m.seq IN ({names}) AND {checks}"
+                ),
                 bound,
             )
         }
-        out += [(seq, scores[seq]) for seq in chunk if seq in passed]
+        out += [(seq, scores[seq], passed[seq]) for seq in chunk if seq in passed]
         if len(out) >= limit:
             break
     return out[:limit]

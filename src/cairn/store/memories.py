@@ -34,7 +34,7 @@ from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
-from cairn.store.memory_search import lexical, search_text
+from cairn.store.memory_search import lexical_ranked, search_text
 from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
@@ -435,11 +435,17 @@ class MemoryRepository(Repository):
         limit: int,
         kinds: Sequence[str] | None = None,
         include_superseded: bool = False,
+        facts: dict[int, tuple[float, str, str, str]] | None = None,
     ) -> _list[tuple[int, float]]:
-        """``(seq, raw score)`` of the best full-text matches, any term matching (OR): see
-        ``cairn.store.memory_search.lexical``."""
+        """``(seq, raw score)`` of the best full-text matches, any term matching (OR), and
+        their ``rank_facts`` into ``facts`` if given: see ``cairn.store.memory_search``."""
         with self._reading() as conn:
-            return lexical(conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded)
+            found = lexical_ranked(
+                conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded
+            )
+        if facts is not None:
+            facts.update({seq: got for seq, _, got in found})
+        return [(seq, score) for seq, score, _ in found]
 
     def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet): changes when its vectors do."""
