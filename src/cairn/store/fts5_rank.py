@@ -40,10 +40,10 @@ def ranked(
     counter: Counter | None = None,
     facts: str = "NULL",
 ) -> list[tuple[int, float, tuple[Any, ...]]]:
-    """``(seq, score)`` of the partition's best ``limit`` rows passing ``where``; ``total``
-    is the partition's row count in the index; ``counter`` counts a MATCH query's rows
-    (``MatchCounts.counter``; by default a ``count`` query each time). Each row comes with
-    the values of ``facts`` (SQL over ``m``, the memory row)."""
+    """``(seq, score, facts)`` of the partition's best ``limit`` rows passing ``where``:
+    ``facts`` are the values of the SQL ``facts`` over ``m``, the memory row. ``total`` is
+    the partition's row count in the index; ``counter`` counts a MATCH query's rows
+    (``MatchCounts.counter``; by default a ``count`` query each time)."""
     counted = counter or (lambda query: count(conn, table, query))
     part_q = f'part : "{part}"'
     rows_in_table = _table_rows(conn, table)
@@ -135,9 +135,11 @@ class MatchCounts:
 
     def counter(self, conn: Connection, table: str) -> Counter:
         """A ``count`` of ``table`` for the snapshot ``conn`` reads, through the cache."""
-        if conn.get_execution_options().get("sqlite_begin") == "IMMEDIATE":
+        stamp = None
+        if conn.get_execution_options().get("sqlite_begin") != "IMMEDIATE":
+            stamp = _stamp(conn, table)
+        if stamp is None:
             return lambda query: count(conn, table, query)
-        stamp = _stamp(conn, table)
         with self._lock:
             held = self._tables.get(table)
             if held is None or held[0] != stamp:
@@ -159,8 +161,9 @@ class MatchCounts:
         return counted
 
 
-def _stamp(conn: Connection, table: str) -> tuple[Any, ...]:
-    """What changes whenever the rows of the FTS5 ``table`` change (see ``MatchCounts``)."""
+def _stamp(conn: Connection, table: str) -> tuple[Any, ...] | None:
+    """What changes whenever the rows of the FTS5 ``table`` change (see ``MatchCounts``);
+    None (nothing is remembered) if the index's records cannot be read."""
     row = conn.execute(
         text(
             "SELECT (SELECT schema_version FROM pragma_schema_version), "
@@ -168,4 +171,4 @@ def _stamp(conn: Connection, table: str) -> tuple[Any, ...]:
             f"(SELECT block FROM {table}_data WHERE id = 1)"
         )
     ).one()
-    return tuple(row)
+    return tuple(row) if row[1] is not None and row[2] is not None else None
