@@ -303,3 +303,17 @@ def test_a_memory_without_a_vector_yet_is_ranked_by_the_lexical_lane_alone(
             assert vec == 0.0
             expected = lex
         assert abs(r.score - expected * r.memory.confidence) <= 2e-6, r.memory.content
+
+
+def test_a_partition_matrix_is_its_vectors_row_by_row() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    rows = [rng.standard_normal(8).astype("<f4") for _ in range(5)]
+    matrix = search_module._stacked([r.tobytes() for r in rows])
+    assert matrix.shape == (5, 8) and matrix.dtype == np.dtype("<f4")
+    assert all(np.array_equal(matrix[i], rows[i]) for i in range(5))
+    assert search_module._stacked([]).shape == (0, 0)
+    # Vectors of two models in one partition are refused, never reshaped into wrong rows.
+    with pytest.raises(ValueError):
+        search_module._stacked([rows[0].tobytes(), rows[1].tobytes()[:16]])

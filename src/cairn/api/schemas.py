@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from cairn.core.construct import construct
 from cairn.core.episodes import Episode
 from cairn.core.ids import UtcDateTime
 from cairn.core.memories import Memory
@@ -112,23 +113,27 @@ class MemoryPublic(BaseModel):
 
     @classmethod
     def of(cls, m: Memory, score: float | None = None) -> MemoryPublic:
-        return cls.model_construct(
-            id=m.id,
-            subject_id=m.scope.user_id,
-            kind=m.kind,
-            content=m.content,
-            summary=m.summary,
-            confidence=m.confidence,
-            valid_from=m.valid_from,
-            valid_to=m.valid_to,
-            status=m.status,
-            source_episode_ids=m.source_episode_ids,
-            metadata=m.metadata,
-            session_id=m.session_id,
-            superseded_by=m.superseded_by,
-            created_at=m.created_at,
-            updated_at=m.updated_at,
-            score=score,
+        """From a stored memory (valid already: built without validation, every field set)."""
+        return construct(
+            cls,
+            {
+                "id": m.id,
+                "subject_id": m.scope.user_id,
+                "kind": m.kind,
+                "content": m.content,
+                "summary": m.summary,
+                "confidence": m.confidence,
+                "valid_from": m.valid_from,
+                "valid_to": m.valid_to,
+                "status": m.status,
+                "source_episode_ids": m.source_episode_ids,
+                "metadata": m.metadata,
+                "session_id": m.session_id,
+                "superseded_by": m.superseded_by,
+                "created_at": m.created_at,
+                "updated_at": m.updated_at,
+                "score": score,
+            },
         )
 
 

@@ -26,6 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from cairn.store import UnitOfWork
 
 DEFAULT_WEIGHTS = {"lexical": 0.7, "vector": 0.3}
+# ``seq → (confidence, status, kind, speaker)``: what ranking reads of a candidate.
+Facts = dict[int, tuple[float, str, str, str]]
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,11 @@ def lexical_lane(
     pool: int,
     kinds: Sequence[str] | None,
     include_superseded: bool,
+    facts: Facts | None = None,
 ) -> dict[int, float]:
     """``seq → calibrated lexical score`` for the best ``pool`` matches; ``repos`` is a
-    ``Store`` or a unit of work."""
+    ``Store`` or a unit of work. ``facts``, if given, gets the matches' ranking facts (as
+    ``rank_facts`` reads them)."""
     raw = repos.memories.lexical(
         tenant_id,
         scope,
@@ -75,6 +80,7 @@ def lexical_lane(
         limit=pool,
         kinds=kinds,
         include_superseded=include_superseded,
+        facts=facts,
     )
     return calibrate(raw, MEMORY_HALF)
 
@@ -127,17 +133,25 @@ class VectorIndex:
             size = max(sizes, key=[len(b) for b in blobs].count)
             seqs = [seq for seq, b in zip(seqs, blobs, strict=True) if len(b) == size]
             blobs = [b for b in blobs if len(b) == size]
-        if seqs:
-            vectors = np.vstack([np.frombuffer(b, dtype="<f4") for b in blobs])
-        else:
-            vectors = np.zeros((0, 0), dtype="<f4")
-        built = _Matrix(stamp, np.asarray(seqs, dtype=np.int64), vectors)
+        built = _Matrix(stamp, np.asarray(seqs, dtype=np.int64), _stacked(blobs))
         with self._lock:
             self._cache[key] = built
             self._cache.move_to_end(key)
             while len(self._cache) > self._max:
                 self._cache.popitem(last=False)
         return built
+
+
+def _stacked(blobs: Sequence[bytes]) -> np.ndarray:
+    """The float32 vectors as one matrix, a row each. Vectors of one length (one model) are
+    joined and read in one go: stacking 10,000 arrays took three times as long, and a
+    partition's matrix is rebuilt on the request after each batch the background pass embeds.
+    The caller keeps vectors of one length (one model); several lengths fail (``np.vstack``)."""
+    if not blobs:
+        return np.zeros((0, 0), dtype="<f4")
+    if len({len(b) for b in blobs}) == 1:
+        return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+    return np.vstack([np.frombuffer(b, dtype="<f4") for b in blobs])
 
 
 class QueryCache:
@@ -366,20 +380,20 @@ def search_memories(
     weights: dict[str, float] | None = None,
     pool: int | None = None,
     caches: SearchCaches | None = None,
+    tx: UnitOfWork | None = None,
 ) -> list[ScoredMemory]:
     """The ``limit`` memories of one partition that best match ``query``, best first.
 
     Lanes default to lexical, plus vector when an ``embedder`` is given; pass
-    ``lanes=["vector"]`` for semantic-only search. ``caches`` (the process's, from
-    ``Services``) keep partition matrices and query embeddings between searches.
-    """
+    ``lanes=["vector"]`` for semantic-only search. ``caches`` (the process's) keep partition
+    matrices and query embeddings; ``tx``: a read of ``store`` to search in, or its own."""
     if limit <= 0:
         return []
     lanes = _pick_lanes(lanes, embedder)
     weights = weights or DEFAULT_WEIGHTS
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
-    with store.snapshot() as tx:
+    with nullcontext(tx) if tx is not None else store.snapshot() as tx:
         matrix = query_vector = None
         if "vector" in lanes:
             vectors = caches.vectors if caches is not None else VectorIndex(1)
@@ -390,6 +404,7 @@ def search_memories(
                 assert embedder is not None
                 query_vector = caches.queries.prefetch(embedder, query)
         scores: dict[str, dict[int, float]] = {}
+        known: Facts = {}  # the lexical lane's rows come with their facts
         if "lexical" in lanes:
             scores["lexical"] = lexical_lane(
                 tx,
@@ -399,6 +414,7 @@ def search_memories(
                 pool=pool,
                 kinds=kinds,
                 include_superseded=include_superseded,
+                facts=known,
             )
         if "vector" in lanes:
             assert embedder is not None
@@ -415,7 +431,7 @@ def search_memories(
                 caches=caches,
             )
         fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix))
-        facts = tx.memories.rank_facts(tenant_id, scope, list(fused))
+        facts = _facts(tx, tenant_id, scope, fused, known)
         named = named_speakers(query, {got[3] for got in facts.values()})
         final = _final_scores(fused, facts, allowed, kinds, named)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
@@ -430,6 +446,15 @@ def search_memories(
             if seq in found
         ]
     return out
+
+
+def _facts(
+    tx: UnitOfWork, tenant_id: str, scope: Scope, fused: dict[int, float], known: Facts
+) -> Facts:
+    """The ranking facts of every candidate: the lexical lane's came with its rows; the
+    others' (the vector lane's) are read."""
+    missing = [seq for seq in fused if seq not in known]
+    return {**known, **tx.memories.rank_facts(tenant_id, scope, missing)}
 
 
 def _unseen(

@@ -8,6 +8,7 @@ processes. PostgreSQL (production) relies on its own MVCC, unique constraints an
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,10 +17,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
 from cairn.errors import ConfigError, Unavailable
 from cairn.store.fts import TenantIndexes
+from cairn.store.fts5_rank import MatchCounts
 
 SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -61,17 +63,16 @@ class Database:
         self._write_lock = threading.Lock()
         # SQLite: which tenants' full-text indexes exist (see cairn.store.fts).
         self.fts = TenantIndexes()
+        # SQLite: counts of full-text queries while the index is unchanged (the IDF inputs).
+        self.fts_counts = MatchCounts()
         if self.dialect == "sqlite":
             self.engine = self._sqlite_engine(parsed.database, echo)
             self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         else:
             self.engine = create_engine(
-                self.url,
-                pool_size=pool_size,
-                max_overflow=pool_size * 2,
-                pool_pre_ping=True,
-                echo=echo,
+                self.url, pool_size=pool_size, max_overflow=pool_size * 2, echo=echo
             )
+            _ping_when_idle(self.engine)
             self._write_engine = self.engine  # type: ignore[assignment]
 
     @property
@@ -170,6 +171,33 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+# PostgreSQL: a pooled connection idle longer than this is checked (``SELECT 1``) before use.
+PING_AFTER_IDLE_S = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection before use only when it sat idle for ``PING_AFTER_IDLE_S``
+    (after a database restart, failover or an idle timeout), instead of on every checkout
+    as ``pool_pre_ping`` does: that round trip was a tenth of a context request, twice over
+    (the context's and the search's reads). A connection in steady use is not pinged; one
+    that broke since its last use fails its request (a 503) and SQLAlchemy then replaces
+    every pooled connection of that age."""
+
+    @event.listens_for(engine, "checkin")
+    def _checked_in(_dbapi_conn: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("idle_since", None)
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)  # as pool_pre_ping does (outside a transaction)
+        except Exception as exc:  # any driver error: the pool reconnects (up to 3 tries)
+            raise DisconnectionError() from exc
 
 
 def _is_connection_error(exc: SQLAlchemyError) -> bool:

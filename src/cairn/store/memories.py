@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Row,
+    bindparam,
     func,
     select,
     update,
@@ -27,7 +28,7 @@ from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
-from cairn.store.memory_search import lexical, search_text
+from cairn.store.memory_search import lexical_ranked, search_text
 from cairn.store.memory_vectors import MemoryVectors
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
@@ -73,6 +74,21 @@ def memory_of_new(row: dict[str, Any]) -> Memory:
 # Every column but the embedding (which only the vector lane reads, in bulk) and the analysed
 # text (which only the full-text index reads).
 _COLUMNS = [c for c in t.c if c.name not in ("embedding", "search_text")]
+# The statements of the search's per-request reads, built once (building and keying a
+# statement cost more than running it). By primary key only: a scope predicate tempts SQLite
+# into scanning the partition's index; the partition is checked on each row instead.
+_BY_SEQS = select(*_COLUMNS).where(t.c.seq.in_(bindparam("seqs", expanding=True)))
+_RANK_FACTS = select(
+    t.c.seq,
+    t.c.confidence,
+    t.c.status,
+    t.c.kind,
+    t.c.tenant_id,
+    t.c.runtime_id,
+    t.c.user_id,
+    t.c.agent_id,
+    t.c.metadata["speaker"].as_string(),
+).where(t.c.seq.in_(bindparam("seqs", expanding=True)))
 
 
 def _content_key(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -188,19 +204,12 @@ class MemoryRepository(MemoryVectors):
         conn = self._tx_read
         if not seqs:
             return {}
-        # By primary key only (a scope predicate tempts SQLite into scanning the partition's
-        # index); the partition is checked on each row instead.
-        stmt = select(*_COLUMNS).where(t.c.seq.in_(list(seqs)))
+        key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
         out = {}
-        for r in conn.execute(stmt):
+        for r in conn.execute(_BY_SEQS, {"seqs": list(seqs)}):
             m = r._mapping
-            if (
-                m["tenant_id"] == tenant_id
-                and m["runtime_id"] == scope.runtime_id
-                and m["user_id"] == scope.user_id
-                and m["agent_id"] == scope.agent_id
-            ):
-                out[int(m["seq"])] = row_to_memory(r)
+            if (m["tenant_id"], m["runtime_id"], m["user_id"], m["agent_id"]) == key:
+                out[int(m["seq"])] = memory_of(m, m["seq"])
         return out
 
     def rank_facts(
@@ -210,26 +219,11 @@ class MemoryRepository(MemoryVectors):
         ``seqs`` (``speaker``: the compiler's ``metadata.speaker`` of a turn or fact, else
         empty)."""
         conn = self._tx_read
+        key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
         out: dict[int, tuple[float, str, str, str]] = {}
         for start in range(0, len(seqs), 500):
-            stmt = select(
-                t.c.seq,
-                t.c.confidence,
-                t.c.status,
-                t.c.kind,
-                t.c.tenant_id,
-                t.c.runtime_id,
-                t.c.user_id,
-                t.c.agent_id,
-                t.c.metadata["speaker"].as_string(),
-            ).where(t.c.seq.in_(list(seqs[start : start + 500])))
-            for r in conn.execute(stmt):
-                if (r[4], r[5], r[6], r[7]) == (
-                    tenant_id,
-                    scope.runtime_id,
-                    scope.user_id,
-                    scope.agent_id,
-                ):
+            for r in conn.execute(_RANK_FACTS, {"seqs": list(seqs[start : start + 500])}):
+                if (r[4], r[5], r[6], r[7]) == key:
                     out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]), str(r[8] or ""))
         return out
 
@@ -389,8 +383,14 @@ class MemoryRepository(MemoryVectors):
         limit: int,
         kinds: Sequence[str] | None = None,
         include_superseded: bool = False,
+        facts: dict[int, tuple[float, str, str, str]] | None = None,
     ) -> _list[tuple[int, float]]:
-        """``(seq, raw score)`` of the best full-text matches, any term matching (OR): see
-        ``cairn.store.memory_search.lexical``."""
+        """``(seq, raw score)`` of the best full-text matches, any term matching (OR), and
+        their ``rank_facts`` into ``facts`` if given: see ``cairn.store.memory_search``."""
         with self._reading() as conn:
-            return lexical(conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded)
+            found = lexical_ranked(
+                conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded
+            )
+        if facts is not None:
+            facts.update({seq: got for seq, _, got in found})
+        return [(seq, score) for seq, score, _ in found]

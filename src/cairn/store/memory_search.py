@@ -84,6 +84,21 @@ PART_KEY = (
 )
 
 
+# What ranking reads of each candidate besides its score (``MemoryRepository.rank_facts``,
+# the same expressions): confidence, status, kind and the compiler's speaker, read with the
+# match instead of in one more query.
+FACTS = "m.confidence, m.status, m.kind, CAST({} AS VARCHAR)"
+SQLITE_FACTS = FACTS.format("""JSON_EXTRACT(m.metadata, '$."speaker"')""")
+PG_FACTS = FACTS.format("m.metadata ->> 'speaker'")
+Facts = tuple[float, str, str, str]
+Ranked = tuple[int, float, Facts]
+
+
+def facts_of(row: Sequence[Any]) -> Facts:
+    """The ``FACTS`` columns of a row as ``rank_facts`` returns them."""
+    return float(row[0]), str(row[1]), str(row[2]), str(row[3] or "")
+
+
 def search_text(content: str, metadata: dict[str, Any]) -> str:
     """What the full-text index of a memory reads: its content and date keywords, analysed."""
     keywords = metadata.get("keywords")
@@ -101,7 +116,24 @@ def lexical(
     kinds: Sequence[str] | None = None,
     include_superseded: bool = False,
 ) -> list[tuple[int, float]]:
-    """``(seq, raw score)`` of the best full-text matches, any term matching (OR).
+    """``(seq, raw score)`` of the best full-text matches (``lexical_ranked`` without the
+    facts)."""
+    found = lexical_ranked(conn, db, tenant_id, scope, terms, limit, kinds, include_superseded)
+    return [(seq, score) for seq, score, _ in found]
+
+
+def lexical_ranked(
+    conn: Connection,
+    db: Database,
+    tenant_id: str,
+    scope: Scope,
+    terms: Sequence[str],
+    limit: int,
+    kinds: Sequence[str] | None = None,
+    include_superseded: bool = False,
+) -> list[Ranked]:
+    """``(seq, raw score, facts)`` of the best full-text matches, any term matching (OR);
+    ``facts`` are what ``MemoryRepository.rank_facts`` reads of the row (``FACTS``).
 
     ``terms`` are terms of ``cairn.core.analysis`` (letters, marks and digits; CJK bigrams);
     the backend stems English words. SQLite scores are BM25 (larger is better), PostgreSQL's
@@ -136,7 +168,8 @@ def lexical(
     if table is None:
         return []  # the tenant has never stored a memory
     part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
-    return _fts5_ranked(conn, table, part, terms, where, params, limit)
+    counter = db.fts_counts.counter(conn, table)
+    return _fts5_ranked(conn, table, part, terms, where, params, limit, counter)
 
 
 def _fts5_ranked(
@@ -147,35 +180,38 @@ def _fts5_ranked(
     where: list[str],
     params: dict[str, Any],
     limit: int,
-) -> list[tuple[int, float]]:
+    counter: fts5_rank.Counter,
+) -> list[Ranked]:
     """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index; the
-    rows returned pass partition, status and kind. A partition under
+    rows returned pass partition, status and kind (``counter`` counts a query's rows: see
+    ``fts5_rank.MatchCounts``). A partition under
     ``COMMON_TERM_MIN_ROWS`` rows is ranked term by term with the partition's IDF, as
     PostgreSQL ranks (``cairn.store.fts5_rank``); a bigger one by one ``bm25`` query, whose
     IDF is the tenant's (one query instead of one per term: at 100,000 memories the per-term
     ranking doubled a request's time)."""
-    total = fts5_rank.count(conn, table, f'part : "{part}"')
+    total = counter(f'part : "{part}"')
     if total < COMMON_TERM_MIN_ROWS:
-        return fts5_rank.ranked(conn, table, part, terms, total, where, params, limit)
+        found = fts5_rank.ranked(
+            conn, table, part, terms, total, where, params, limit, counter, SQLITE_FACTS
+        )
+        return [(seq, score, facts_of(got)) for seq, score, got in found]
     if COMMON_TERM_SHARE and len(terms) > 1:
-        terms = _without_common_terms(conn, table, part, terms, total)
+        terms = _without_common_terms(counter, part, terms, total)
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
     params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
     inner = limit * 2 + 50
     while True:
         params["inner"] = inner
         sql = (
-            f"SELECT m.seq, -f.rank AS s FROM (SELECT rowid, rank FROM {table} "
+            f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS} FROM (SELECT rowid, rank FROM {table} "
             f"WHERE {table} MATCH :q ORDER BY rank LIMIT :inner) f "
             f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
             "ORDER BY f.rank, m.seq LIMIT :limit"
         )
         rows = conn.execute(text(sql), params).all()
-        if len(rows) >= limit or inner >= 1_000_000:
-            return [(int(r[0]), float(r[1])) for r in rows]
-        # Fewer than asked: either that is all there is, or filters ate the window.
-        if fts5_rank.count(conn, table, params["q"]) <= inner:
-            return [(int(r[0]), float(r[1])) for r in rows]
+        if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= inner:
+            # (Fewer than asked: either that is all there is, or filters ate the window.)
+            return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in rows]
         inner *= 4
 
 
@@ -186,7 +222,7 @@ def _pg_ranked(
     params: dict[str, Any],
     statuses: Sequence[str],
     kinds: list[str],
-) -> list[tuple[int, float]]:
+) -> list[Ranked]:
     """PostgreSQL: each term's ``ts_rank`` weighted by its rarity in the partition (BM25's
     IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed. ``ts_rank`` alone reads no corpus
     statistics, so a word in most rows (a speaker's name, in every one of their turns) would
@@ -229,10 +265,14 @@ def _pg_ranked(
         )
     sql = (
         f"WITH m AS MATERIALIZED ({' UNION ALL '.join(branches)}) "
-        f"SELECT m.seq, max(m.s) AS s FROM m WHERE {' AND '.join(where)} GROUP BY m.seq "
-        "ORDER BY s DESC, m.seq LIMIT :limit"
+        f"SELECT r.seq, r.s, {PG_FACTS} FROM (SELECT m.seq, max(m.s) AS s FROM m "
+        f"WHERE {' AND '.join(where)} GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT :limit) r "
+        "JOIN memories m ON m.seq = r.seq ORDER BY r.s DESC, r.seq"
     )
-    return [(int(r[0]), float(r[1]) * PG_TO_BM25) for r in conn.execute(text(sql), params)]
+    return [
+        (int(r[0]), float(r[1]) * PG_TO_BM25, facts_of(r[2:]))
+        for r in conn.execute(text(sql), params)
+    ]
 
 
 def _candidate_sets(
@@ -374,16 +414,13 @@ def _pg_counts(
 
 
 def _without_common_terms(
-    conn: Connection, table: str, part: str, terms: Sequence[str], total: int
+    counter: fts5_rank.Counter, part: str, terms: Sequence[str], total: int
 ) -> list[str]:
     """In a partition of ``COMMON_TERM_MIN_ROWS`` (``total``) rows or more, drop terms found
     in more than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight
     is small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
     every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
     forcing it on costs about 0.013 of recall at 1,000 tokens."""
-    share = {
-        t: fts5_rank.count(conn, table, f'part : "{part}" AND "' + t.replace('"', '""') + '"')
-        for t in terms
-    }
+    share = {t: counter(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
     keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
     return keep or list(terms)

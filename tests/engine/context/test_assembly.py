@@ -289,3 +289,21 @@ def test_deleting_a_scope_removes_documents_and_their_index(
     assert assembly.context(req).items == []
     # The key is free again: the same document can be stored anew.
     assert add_document(assembly, "The heron nests by the old mill.").created
+
+
+def test_the_lanes_and_the_search_read_one_snapshot(
+    assembly: CairnAssembly, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_memory(store, TENANT, "the lighthouse keeper painted the boat red")
+    add_memory(store, TENANT, "a walk along the harbour", minute=1)
+    opened: list[object] = []
+    real = Store.snapshot
+
+    def counting(self: Store):  # type: ignore[no-untyped-def]
+        opened.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Store, "snapshot", counting)
+    result = assembly.context(request(query="what colour was the boat"))
+    assert [i.content for i in result.items][:1] == ["the lighthouse keeper painted the boat red"]
+    assert len(opened) == 1  # one pool checkout and one commit for the whole request

@@ -144,7 +144,7 @@ class CairnAssembly:
         limit = s.candidates or candidate_limit(request.budget)
         out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
         items: list[ContextItem] = []
-        # The search opens its own read; the other lanes share one (a round trip each less).
+        # The lanes and the search share one read (a pool checkout and a commit less).
         with self.store.snapshot() as tx:
             with self._lane("recent"):
                 recent, episodes = lanes.recent_items(
@@ -178,18 +178,19 @@ class CairnAssembly:
                 ch, chunks = lanes.chunk_items(
                     tx, self.tenant_id, scope, request.dataset_ids, query, limit + 1
                 )
-        with self._lane("long_term"):
-            lt, mems = lanes.long_term_items(
-                self.store,
-                self.tenant_id,
-                scope,
-                query,
-                limit + 1,
-                self.memory_counts,
-                embedder=self.embedder,
-                exclude_episodes={e.id for e in episodes},
-                caches=self.search_caches,
-            )
+            with self._lane("long_term"):
+                lt, mems = lanes.long_term_items(
+                    self.store,
+                    self.tenant_id,
+                    scope,
+                    query,
+                    limit + 1,
+                    self.memory_counts,
+                    embedder=self.embedder,
+                    exclude_episodes={e.id for e in episodes},
+                    caches=self.search_caches,
+                    tx=tx,
+                )
         out.overflow = [*lt[limit : limit + 1], *ch[limit : limit + 1]]
         lt, ch = lt[:limit], ch[:limit]
         mems = {i.id: mems[i.id] for i in lt}

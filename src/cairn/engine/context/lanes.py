@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cairn.core.construct import construct
 from cairn.core.episodes import Episode
 from cairn.core.memories import Memory
 from cairn.core.memory import ContextItem, SourceRef
@@ -75,20 +76,25 @@ def memory_item(
     the store, and the score is clamped to [0, 1] here."""
     cls = source_class or ("summary" if memory.kind in SUMMARY_KINDS else "long_term")
     refs = [
-        SourceRef.model_construct(type="episode", id=str(e), document_id=None, dataset_id=None)
+        construct(
+            SourceRef, {"type": "episode", "id": str(e), "document_id": None, "dataset_id": None}
+        )
         for e in memory.source_episode_ids
     ]
-    return ContextItem.model_construct(
-        id=str(memory.id),
-        kind=memory.kind,
-        content=memory.content,
-        score=min(max(float(score), 0.0), 1.0),
-        source_class=cls,  # type: ignore[arg-type]
-        token_count=tokenizer.count(memory.content),
-        created_at=memory.created_at,
-        occurred_at=memory.valid_from,
-        provenance=refs,
-        metadata={"session_id": memory.session_id, **(memory.metadata or {})},
+    return construct(
+        ContextItem,
+        {
+            "id": str(memory.id),
+            "kind": memory.kind,
+            "content": memory.content,
+            "score": min(max(float(score), 0.0), 1.0),
+            "source_class": cls,
+            "token_count": tokenizer.count(memory.content),
+            "created_at": memory.created_at,
+            "occurred_at": memory.valid_from,
+            "provenance": refs,
+            "metadata": {"session_id": memory.session_id, **(memory.metadata or {})},
+        },
     )
 
 
@@ -115,10 +121,12 @@ def long_term_items(
     embedder: Any = None,
     exclude_episodes: set[uuid.UUID],
     caches: SearchCaches | None = None,
+    tx: UnitOfWork | None = None,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
     """Memories the search ranks for ``query``. A memory made only from episodes already in
     the recent lane adds nothing and is left out. ``caches`` are the search's
-    (``SearchCaches``), passed on when given."""
+    (``SearchCaches``) and ``tx`` the read to search in (a snapshot of ``store``), passed on
+    when given."""
     search = search_function()
     if search is None or not query or limit <= 0:
         return [], {}
@@ -127,6 +135,8 @@ def long_term_items(
         kwargs["embedder"] = embedder
     if caches is not None:
         kwargs["caches"] = caches
+    if tx is not None:
+        kwargs["tx"] = tx
     scored = search(store, tenant_id, scope, query, **kwargs)
     items, sources = [], {}
     for s in scored:
