@@ -176,3 +176,28 @@ def test_the_table_is_mapped_from_the_model_cache(tmp_path: Path, use: UseEmbedd
     assert np.allclose(mapped.embed(texts), use.embed(texts), atol=1e-6)
     assert written.stat().st_size > 60_000_000
     assert len(list((tmp_path / "cache").iterdir())) == 1  # no partial file left
+
+
+def test_the_background_pass_runs_below_the_requests_priority() -> None:
+    """The embedding thread lowers its own nice value (Linux): requests come first."""
+    import os
+    import sys
+    import threading
+
+    from cairn.engine import backfill
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("a thread's own nice value is Linux's")
+    seen: list[int] = []
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def probe() -> None:
+        before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        backfill.lower_priority()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) - before)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    assert seen == [backfill.NICE]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # untouched
