@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine import search as search_module
+from cairn.engine import vectors as vectors_module
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
 from cairn.engine.query import named_speakers, query_terms
@@ -310,10 +312,74 @@ def test_a_partition_matrix_is_its_vectors_row_by_row() -> None:
 
     rng = np.random.default_rng(7)
     rows = [rng.standard_normal(8).astype("<f4") for _ in range(5)]
-    matrix = search_module._stacked([r.tobytes() for r in rows])
+    matrix = vectors_module._stacked([r.tobytes() for r in rows])
     assert matrix.shape == (5, 8) and matrix.dtype == np.dtype("<f4")
     assert all(np.array_equal(matrix[i], rows[i]) for i in range(5))
-    assert search_module._stacked([]).shape == (0, 0)
+    assert vectors_module._stacked([]).shape == (0, 0)
     # Vectors of two models in one partition are refused, never reshaped into wrong rows.
     with pytest.raises(ValueError):
-        search_module._stacked([rows[0].tobytes(), rows[1].tobytes()[:16]])
+        vectors_module._stacked([rows[0].tobytes(), rows[1].tobytes()[:16]])
+
+
+def test_a_partition_matrix_grows_with_the_vectors_written_after_it(tmp_path: Any) -> None:
+    """After a batch of the background pass only the new rows are read and appended; a change
+    that is not an append (a vector dropped) reads the partition again. Either way the matrix
+    equals the partition's vectors."""
+    import numpy as np
+
+    from cairn.engine.vectors import VectorIndex
+    from cairn.store import open_store
+
+    store = open_store(f"sqlite:///{tmp_path / 'v.db'}")
+    scope = Scope.for_subject("u")
+    try:
+        store.episodes.append_many(
+            "default",
+            [
+                NewEpisode(scope=scope, source="s", type="note", payload={"text": f"fact {i}"})
+                for i in range(6)
+            ],
+        )
+        from cairn.engine.compile import compile_scope
+
+        while compile_scope(store, "default", scope).has_more:
+            pass
+        with store.snapshot() as tx:
+            seqs = [seq for seq, _, _ in tx.memories.without_embedding("default", scope)]
+        assert len(seqs) == 6
+
+        def write(rows: list[int], value: float) -> None:
+            with store.transaction() as tx:
+                blob = np.full(4, value, dtype="<f4").tobytes()
+                tx.memories.set_embeddings("default", scope, [(s, blob) for s in rows])
+
+        from cairn.store.memory_vectors import MemoryVectors
+
+        index, reads = VectorIndex(), []
+        original = MemoryVectors.vectors
+
+        def counted(self: Any, tenant_id: str, scope_: Scope, after: int = 0) -> Any:
+            reads.append(after)
+            return original(self, tenant_id, scope_, after)
+
+        def matrix() -> Any:
+            with store.snapshot() as tx:
+                return index.matrix(store, tx, "default", scope)
+
+        import unittest.mock
+
+        with unittest.mock.patch.object(MemoryVectors, "vectors", counted):
+            write(seqs[:2], 1.0)
+            assert list(matrix().seqs) == seqs[:2] and reads == [0]
+            write(seqs[2:4], 2.0)
+            m = matrix()
+            assert list(m.seqs) == seqs[:4] and reads == [0, seqs[1]]  # only the new rows
+            assert m.vectors[:, 0].tolist() == [1.0, 1.0, 2.0, 2.0]
+            with store.transaction() as tx:  # not an append: a vector is dropped
+                tx.memories.drop_vectors_of_other_size(8)
+            write(seqs[4:], 3.0)
+            m = matrix()
+            assert reads[-1] == 0 and m.vectors.shape == (2, 4)  # read whole again
+            assert m.vectors[:, 0].tolist() == [3.0, 3.0]
+    finally:
+        store.close()

@@ -29,7 +29,7 @@ from cairn.store.partitions import PartitionSelector
 
 if TYPE_CHECKING:
     from cairn.engine.embedders import Embedder
-    from cairn.engine.search import VectorIndex
+    from cairn.engine.vectors import VectorIndex
 
 # Metadata derived from the old text: a correction must not keep it (it would index the old
 # words under the new version).

@@ -105,14 +105,25 @@ class MemoryVectors(Repository):
         ).scalar()
         return int(version or 0), 0
 
-    def vectors(self, tenant_id: str, scope: Scope) -> VectorRows:
+    def vectors(self, tenant_id: str, scope: Scope, after: int = 0) -> VectorRows:
+        """The partition's vectors in ``seq`` order (only rows after ``after`` if given)."""
         conn = self._tx_read
         rows = conn.execute(
             select(t.c.seq, t.c.embedding)
-            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None))
+            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None), t.c.seq > after)
             .order_by(t.c.seq)
         ).all()
         return VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
+
+    def vector_count(self, tenant_id: str, scope: Scope) -> int:
+        """How many of the partition's rows have a vector."""
+        return int(
+            self._tx_read.execute(
+                select(func.count()).where(
+                    scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None)
+                )
+            ).scalar_one()
+        )
 
     def partitions_without_embedding(self, limit: int = 1_000) -> _list[tuple[str, Scope]]:
         """``(tenant, scope)`` of partitions that hold a memory with no vector yet (the

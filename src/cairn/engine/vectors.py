@@ -1,0 +1,131 @@
+"""The vector lane's partition matrices: every vector of a partition in memory as one float32
+matrix, for exact nearest neighbours, cached while the partition's vectors stay the same (one
+primary-key read of its vector version per search) and extended in place of a re-read when the
+background pass has only added vectors after the last row."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cairn.core.scope import Scope
+from cairn.store import Store
+
+if TYPE_CHECKING:
+    from cairn.store import UnitOfWork
+
+
+@dataclass
+class _Matrix:
+    stamp: tuple[int, int]
+    seqs: np.ndarray
+    vectors: np.ndarray
+
+
+class VectorIndex:
+    """Exact nearest neighbours per partition, cached in memory while the vectors are the
+    same (checked by a cheap count/max query on every search)."""
+
+    def __init__(self, max_partitions: int = 64) -> None:
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[Any, ...], _Matrix] = OrderedDict()
+        self._max = max_partitions
+
+    @staticmethod
+    def _key(store: Store, tenant_id: str, scope: Scope) -> tuple[Any, ...]:
+        return (store.location, tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+
+    def drop(self, store: Store, tenant_id: str, scope: Scope) -> None:
+        """Forget the partition's matrix (its data was erased)."""
+        with self._lock:
+            self._cache.pop(self._key(store, tenant_id, scope), None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    def matrix(self, store: Store, tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
+        """The partition's vectors, read in ``tx`` (a unit of work of ``store``)."""
+        key = self._key(store, tenant_id, scope)
+        stamp = tx.memories.vector_stamp(tenant_id, scope)
+        with self._lock:
+            got = self._cache.get(key)
+            if got is not None and got.stamp == stamp:
+                self._cache.move_to_end(key)
+                return got
+        built = _appended(got, stamp, tx, tenant_id, scope) if got is not None else None
+        if built is None:
+            built = _read_matrix(stamp, tx, tenant_id, scope)
+        with self._lock:
+            self._cache[key] = built
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._max:
+                self._cache.popitem(last=False)
+        return built
+
+
+def _appended(
+    old: _Matrix, stamp: tuple[int, int], tx: UnitOfWork, tenant_id: str, scope: Scope
+) -> _Matrix | None:
+    """``old`` plus the vectors written after its last row, when those are all that changed:
+    the background pass embeds a partition's memories in ``seq`` order, so after each batch only
+    the new rows are read (not the whole partition again). None when anything else changed
+    (a count that does not add up: rows deleted or embedded out of order; another size)."""
+    if not len(old.seqs):
+        return None
+    newer = tx.memories.vectors(tenant_id, scope, after=int(old.seqs[-1]))
+    if len(old.seqs) + len(newer.seqs) != tx.memories.vector_count(tenant_id, scope):
+        return None
+    if not newer.seqs:
+        return _Matrix(stamp, old.seqs, old.vectors)
+    if {len(b) for b in newer.blobs} != {old.vectors.shape[1] * 4}:
+        return None
+    return _Matrix(
+        stamp,
+        np.concatenate([old.seqs, np.asarray(newer.seqs, dtype=np.int64)]),
+        np.concatenate([old.vectors, _stacked(newer.blobs)]),
+    )
+
+
+def _read_matrix(stamp: tuple[int, int], tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
+    """The partition's vectors read whole: rows of one size (the most common one while
+    another embedder's vectors are being replaced)."""
+    rows = tx.memories.vectors(tenant_id, scope)
+    seqs, blobs = rows.seqs, rows.blobs
+    sizes = {len(b) for b in blobs}
+    if len(sizes) > 1:  # another embedder's vectors, until they are embedded again
+        size = max(sizes, key=[len(b) for b in blobs].count)
+        seqs = [seq for seq, b in zip(seqs, blobs, strict=True) if len(b) == size]
+        blobs = [b for b in blobs if len(b) == size]
+    return _Matrix(stamp, np.asarray(seqs, dtype=np.int64), _stacked(blobs))
+
+
+def _stacked(blobs: Sequence[bytes]) -> np.ndarray:
+    """The float32 vectors as one matrix, a row each. Vectors of one length (one model) are
+    joined and read in one go: stacking 10,000 arrays took three times as long, and a
+    partition's matrix is rebuilt on the request after each batch the background pass embeds.
+    The caller keeps vectors of one length (one model); several lengths fail (``np.vstack``)."""
+    if not blobs:
+        return np.zeros((0, 0), dtype="<f4")
+    if len({len(b) for b in blobs}) == 1:
+        return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+    return np.vstack([np.frombuffer(b, dtype="<f4") for b in blobs])
+
+
+def without_vectors(matrix: _Matrix | None, seqs: Collection[int]) -> set[int]:
+    """The ``seqs`` that have no vector in ``matrix`` (whose ``seqs`` are ascending, as the
+    store returns them); all of them when it has none."""
+    if matrix is None or not len(matrix.seqs):
+        return set(seqs)
+    wanted = np.fromiter(seqs, dtype=np.int64, count=len(seqs))
+    at = np.searchsorted(matrix.seqs, wanted)
+    found = (at < len(matrix.seqs)) & (matrix.seqs[np.minimum(at, len(matrix.seqs) - 1)] == wanted)
+    return {int(seq) for seq in wanted[~found]}
+
+
+__all__ = ["VectorIndex", "without_vectors"]
