@@ -19,7 +19,8 @@ from sqlalchemy import Connection, delete, select, text, update
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
-from cairn.store.memories import row_to_memory, vector_versions
+from cairn.store.memories import vector_versions
+from cairn.store.memory_rows import row_to_memory
 from cairn.store.partitions import PartitionSelector, erase, partitions
 from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,6 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Connection,
-    Row,
     String,
     Table,
     bindparam,
@@ -29,11 +28,11 @@ from sqlalchemy import (
     update,
 )
 
-from cairn.core.construct import construct
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
+from cairn.store.memory_rows import content_key, memory_of_new, row_to_memory
 from cairn.store.memory_search import lexical, search_text
 from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
@@ -53,58 +52,9 @@ vector_versions = Table(
 )
 
 
-def memory_of(m: Mapping[Any, Any], seq: int) -> Memory:
-    """The one row mapper of ``memories``: a stored row's mapping, or a row about to be
-    inserted (``seq`` 0: not read back)."""
-    scope = {"runtime_id": m["runtime_id"], "user_id": m["user_id"], "agent_id": m["agent_id"]}
-    return construct(
-        Memory,
-        {
-            "id": m["id"],
-            "tenant_id": m["tenant_id"],
-            "scope": construct(Scope, scope),
-            "kind": m["kind"],
-            "content": m["content"],
-            "summary": m["summary"],
-            "confidence": m["confidence"],
-            "valid_from": m["valid_from"],
-            "valid_to": m["valid_to"],
-            "status": m["status"],
-            "source_episode_ids": [uuid.UUID(str(x)) for x in m["source_episode_ids"]],
-            "metadata": m["metadata"],
-            "session_id": m["session_id"],
-            "superseded_by": m["superseded_by"],
-            "created_at": m["created_at"],
-            "updated_at": m["updated_at"],
-            "seq": seq,
-        },
-    )
-
-
-def row_to_memory(row: Row[Any]) -> Memory:
-    return memory_of(row._mapping, row._mapping["seq"])
-
-
-def memory_of_new(row: dict[str, Any]) -> Memory:
-    """The Memory a freshly inserted row stands for (without reading it back)."""
-    return memory_of(row, 0)
-
-
 # Every column but the embedding (which only the vector lane reads, in bulk) and the analysed
 # text (which only the full-text index reads).
 _COLUMNS = [c for c in t.c if c.name not in ("embedding", "search_text")]
-
-
-def _content_key(row: dict[str, Any]) -> tuple[Any, ...]:
-    """The unique ``(tenant, scope, kind, content_hash)`` key of a memory row."""
-    return (
-        row["tenant_id"],
-        row["runtime_id"],
-        row["user_id"],
-        row["agent_id"],
-        row["kind"],
-        row["content_hash"],
-    )
 
 
 _list = list  # ``MemoryRepository.list`` shadows the builtin in its body
@@ -278,6 +228,32 @@ class MemoryRepository(Repository):
         )
         return [row_to_memory(r) for r in conn.execute(stmt)]
 
+    def active_in_slots(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        kind: str,
+        *,
+        slots: Sequence[str] | None = None,
+        suffix: str | None = None,
+    ) -> _list[Memory]:
+        """The active memories of ``kind`` (in ``seq`` order) whose ``metadata.slot`` is one of
+        ``slots``, or (``suffix``) ends like that (SQLite may also return other cases of the
+        suffix: check it). A compile step reads only the slots it writes, not the partition's
+        every summary and fact."""
+        conn = self._tx_read
+        slot = t.c.metadata["slot"].as_string()
+        stmt = select(*_COLUMNS).where(
+            scope_filter(t, tenant_id, scope), t.c.kind == kind, t.c.status == "active"
+        )
+        if slots is not None:
+            if not slots:
+                return []
+            stmt = stmt.where(slot.in_(sorted(set(slots))))
+        if suffix is not None:
+            stmt = stmt.where(slot.endswith(suffix, autoescape=True))
+        return [row_to_memory(r) for r in conn.execute(stmt.order_by(t.c.seq))]
+
     # -- writes ------------------------------------------------------------------------------
 
     def prepare_tenant(self, tenant_id: str) -> None:
@@ -305,33 +281,36 @@ class MemoryRepository(Repository):
         ``ON CONFLICT DO NOTHING`` on the unique constraint means two writers can never both
         store one memory. (The compiler holds the partition's lock, so what this returns as
         new is exact.)
+
+        Every row is offered to the insert and only the ones it skips are looked up: a
+        compile's rows are nearly all new, so the common case is one statement per 1,000 rows
+        and no lookup.
         """
         conn = self._tx_write
         if not rows:
             return []
         merged: dict[tuple[Any, ...], dict[str, Any]] = {}
         for row in rows:
-            have = merged.get(_content_key(row))
+            have = merged.get(content_key(row))
             if have is None:
-                merged[_content_key(row)] = dict(row)
+                merged[content_key(row)] = dict(row)
             else:
                 known: _list[str] = have["source_episode_ids"]
                 extra = [x for x in row["source_episode_ids"] if x not in known]
                 have["source_episode_ids"] = [*have["source_episode_ids"], *extra]
-        existing = self._stored_keys(conn, list(merged))
-        new_rows = [row for key, row in merged.items() if key not in existing]
-        if new_rows:
-            for row in new_rows:
-                if "search_text" not in row:
-                    row["search_text"] = search_text(row["content"], row["metadata"])
-            for tenant in {row["tenant_id"] for row in new_rows}:
-                self.prepare_tenant(tenant)
-            # ``RETURNING`` makes it one multi-row statement per 1,000 rows: without it an
-            # ``ON CONFLICT`` insert is sent row by row, and PostgreSQL runs the statement
-            # trigger of ``memory_term_stats`` (migration 0013) once per row.
-            insert = self.db.insert(t).on_conflict_do_nothing().returning(t.c.seq)
-            conn.execute(insert, new_rows).all()
-        for key, (memory_id, stored) in existing.items():
+        for row in merged.values():
+            if "search_text" not in row:
+                row["search_text"] = search_text(row["content"], row["metadata"])
+        for tenant in {row["tenant_id"] for row in merged.values()}:
+            self.prepare_tenant(tenant)
+        # ``RETURNING`` also makes it one multi-row statement per 1,000 rows: without it an
+        # ``ON CONFLICT`` insert is sent row by row, and PostgreSQL runs the statement trigger
+        # of ``memory_term_stats`` (migration 0013) once per row.
+        insert = self.db.insert(t).on_conflict_do_nothing().returning(t.c.id)
+        inserted = {str(i) for i in conn.execute(insert, list(merged.values())).scalars()}
+        new_rows = [row for row in merged.values() if str(row["id"]) in inserted]
+        skipped = [key for key, row in merged.items() if str(row["id"]) not in inserted]
+        for key, (memory_id, stored) in self._stored_keys(conn, skipped).items():
             row = merged[key]
             extra = [str(x) for x in row["source_episode_ids"] if str(x) not in stored]
             if extra:

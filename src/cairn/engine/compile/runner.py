@@ -90,7 +90,7 @@ def stated_names(tx: UnitOfWork, tenant_id: str, scope: Scope) -> dict[str, str]
     """``speaker label → name`` from the partition's current name facts (slot ``x:name``), so
     facts of a later compile name the person ("Maya works at Initech", not "User …")."""
     out: dict[str, str] = {}
-    for m in tx.memories.active_of_kind(tenant_id, scope, "profile_fact"):
+    for m in tx.memories.active_in_slots(tenant_id, scope, "profile_fact", suffix=":name"):
         slot = str(m.metadata.get("slot") or "")
         value = m.metadata.get("value")
         if slot.endswith(":name") and isinstance(value, str) and value:
@@ -217,7 +217,8 @@ def _apply(
         return created
     current: dict[str, Memory] = {}
     for kind in sorted({d.kind for d in slotted}):
-        for m in tx.memories.active_of_kind(tenant_id, scope, kind):
+        slots = [d.slot for d in slotted if d.kind == kind and d.slot]
+        for m in tx.memories.active_in_slots(tenant_id, scope, kind, slots=slots):
             slot = m.metadata.get("slot")
             if slot:
                 current[slot] = m
