@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, event, inspect, text
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
-from cairn.engine.compile import compile_scope
+from cairn.engine.compile import compile_request, compile_scope
 from cairn.store import Store, open_store
 from cairn.store.database import normalize_url
 from cairn.store.memory_search import search_text
@@ -184,3 +184,13 @@ def test_0014_upgrades_a_database_with_data_and_counts_stay_exact(db_url: str) -
                 assert 'COLLATE "C"' in body
     finally:
         store.close()
+
+
+def test_a_compile_request_counts_what_is_left_once(store: Store) -> None:
+    store.episodes.append_many(TENANT, _episodes(330))
+    step = compile_scope(store, TENANT, SCOPE, count_remaining=False)
+    assert (step.episodes_compiled, step.has_more, step.remaining_episodes) == (100, True, 1)
+    first = compile_request(store, TENANT, SCOPE, limit=150)
+    assert (first.episodes_compiled, first.has_more, first.remaining_episodes) == (150, True, 80)
+    rest = compile_request(store, TENANT, SCOPE)
+    assert (rest.episodes_compiled, rest.has_more, rest.remaining_episodes) == (80, False, 0)
