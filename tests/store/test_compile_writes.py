@@ -182,6 +182,10 @@ def test_0014_upgrades_a_database_with_data_and_counts_stay_exact(db_url: str) -
                     text("SELECT prosrc FROM pg_proc WHERE proname = 'cairn_memory_terms_insert'")
                 ).scalar_one()
                 assert 'COLLATE "C"' in body
+                options = conn.execute(
+                    text("SELECT reloptions FROM pg_class WHERE relname = 'ix_memories_part_fts'")
+                ).scalar_one()
+                assert set(options) == {"fastupdate=on", "gin_pending_list_limit=64"}
     finally:
         store.close()
 

@@ -18,6 +18,13 @@
   of the partition (a pass per supersede or metadata refresh, growing with the partition's
   vocabulary); they now look at the keys they changed only. No count can be zero or less
   before a statement (each one removes its own), so the result is the same.
+- PostgreSQL: ``ix_memories_part_fts`` takes new entries through GIN's pending list again,
+  capped at its smallest size (``gin_pending_list_limit = 64`` kB, where 0013 had
+  ``fastupdate = off``). An insert that fills the list merges it into the index in one sorted
+  pass, which costs less than adding each row's entries one by one (the partition's key alone
+  is one entry per row): a compile's database time fell by about 30%. A query reads the list
+  whole, but 64 kB (about 40 memories) did not change the lexical query's time measurably at
+  10,000 memories; 0013's figure (17 ms) was for the default 4 MB list.
 
 Revision ID: 0014_compile_indexes
 """
@@ -89,11 +96,18 @@ def upgrade() -> None:
     op.create_index("ix_episodes_session", "episodes", [*SCOPE, "session_id", "occurred_at", "seq"])
     if op.get_bind().dialect.name == "postgresql":
         op.execute(FUNCTIONS)
+        op.execute(
+            "ALTER INDEX ix_memories_part_fts SET (fastupdate = on, gin_pending_list_limit = 64)"
+        )
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute(_0013.FUNCTIONS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION"))
+        # Turning fastupdate off leaves the pending entries where they are: merge them first.
+        op.execute("SELECT gin_clean_pending_list('ix_memories_part_fts'::regclass)")
+        op.execute("ALTER INDEX ix_memories_part_fts RESET (gin_pending_list_limit)")
+        op.execute("ALTER INDEX ix_memories_part_fts SET (fastupdate = off)")
     op.drop_index("ix_episodes_session", table_name="episodes")
     op.drop_index("ix_episodes_uncompiled", table_name="episodes")
     op.create_index("ix_episodes_uncompiled", "episodes", [*SCOPE, "compiled"])
