@@ -6,6 +6,7 @@ a database that already holds data, and the term counts stay exact through a com
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from cairn.store import Store, open_store
 from cairn.store.database import normalize_url
 from cairn.store.memory_search import search_text
 from cairn.store.migrations import _config, current_revisions
+from cairn.store.planner import ANALYZE_MIN_ROWS
 
 TENANT = "t1"
 SCOPE = Scope.for_subject("maya")
@@ -198,3 +200,27 @@ def test_a_compile_request_counts_what_is_left_once(store: Store) -> None:
     assert (first.episodes_compiled, first.has_more, first.remaining_episodes) == (150, True, 80)
     rest = compile_request(store, TENANT, SCOPE)
     assert (rest.episodes_compiled, rest.has_more, rest.remaining_episodes) == (80, False, 0)
+
+
+def test_a_compile_refreshes_the_statistics_of_a_table_that_grew(store: Store) -> None:
+    """PostgreSQL: once ``episodes`` changed by more than ``ANALYZE_MIN_ROWS`` and half its
+    size, the next compile step analyses it (SQLite: nothing to do)."""
+    store.episodes.append_many(TENANT, _episodes(ANALYZE_MIN_ROWS + 200))
+    if store.db.is_sqlite:
+        assert store.refresh_statistics() == []
+        return
+    query = text(
+        "SELECT n_mod_since_analyze, last_analyze FROM pg_stat_user_tables "
+        "WHERE relname = 'episodes' AND schemaname = current_schema()"
+    )
+    for _ in range(100):  # the server publishes a transaction's counts within a second
+        with store.db.read() as conn:
+            changed, analysed = conn.execute(query).one()
+        if changed > ANALYZE_MIN_ROWS:
+            break
+        time.sleep(0.05)
+    compile_scope(store, TENANT, SCOPE)
+    with store.db.read() as conn:
+        after = conn.execute(query).one()[1]
+    assert after is not None and (analysed is None or after > analysed)  # by the compile step
+    assert "episodes" not in store.refresh_statistics()  # nothing changed much since

@@ -150,6 +150,8 @@ def compile_scope(
                 remaining = tx.compiling.count_uncompiled(tenant_id, scope)
             else:
                 remaining = int(tx.compiling.any_uncompiled(tenant_id, scope))
+        if fresh:
+            store.refresh_statistics()  # a table that grew much gets fresh planner statistics
         if span is not None:
             span.set_attribute("cairn.episodes_compiled", len(fresh))
             span.set_attribute("cairn.memories_created", len(created))
