@@ -147,7 +147,8 @@ class Services:
 
     def compile_step(self, tenant_id: str, scope: Scope) -> CompileResult:
         """One compile step of a partition with this process's compiler; the new memories'
-        vectors follow in the background."""
+        vectors follow in the background. ``has_more`` tells whether episodes remain (how
+        many is not counted: ``remaining_episodes`` is 1 for "some")."""
         return compile_scope(
             self.store,
             tenant_id,
@@ -155,6 +156,7 @@ class Services:
             compiler=self.compiler,
             backfill=self.embedding_backfill,
             tracing=self.metrics.tracing,
+            count_remaining=False,
         )
 
     def _compile_after_ingest(self, tenant_id: str, scopes: list[Scope]) -> None:

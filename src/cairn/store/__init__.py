@@ -22,6 +22,7 @@ from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
 from cairn.store.lifecycle import LifecycleRepository
 from cairn.store.memories import MemoryRepository
+from cairn.store.planner import analyze_if_stale
 from cairn.store.rates import RateRepository
 from cairn.store.repository import NotInTransaction
 from cairn.store.retention import RetentionRepository
@@ -97,6 +98,11 @@ class Store:
     def ping(self) -> bool:
         """Whether the database answers."""
         return self.db.ping()
+
+    def refresh_statistics(self) -> list[str]:
+        """Refresh the planner's statistics of the tables a compile grows, when they changed
+        much since (PostgreSQL; ``cairn.store.planner``); returns the tables analysed."""
+        return analyze_if_stale(self.db, ("episodes", "memories"))
 
     def queue_stats(self) -> QueueStats:
         """The compile queue across every tenant."""

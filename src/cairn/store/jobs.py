@@ -248,6 +248,17 @@ class CompileQueries(Repository):
         )
         return int(conn.execute(stmt).scalar_one())
 
+    def any_uncompiled(self, tenant_id: str, scope: Scope) -> bool:
+        """Whether an episode of the partition waits (one probe of the uncompiled index,
+        where ``count_uncompiled`` reads every waiting row)."""
+        conn = self._tx_read
+        stmt = (
+            select(episodes.c.seq)
+            .where(scope_filter(episodes, tenant_id, scope), episodes.c.compiled.is_(False))
+            .limit(1)
+        )
+        return conn.execute(stmt).first() is not None
+
     def sessions(
         self, tenant_id: str, scope: Scope, batch: list[Episode]
     ) -> dict[str, list[Episode]]:

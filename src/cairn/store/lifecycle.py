@@ -19,7 +19,7 @@ from sqlalchemy import Connection, delete, select, text, update
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
-from cairn.store.memories import row_to_memory
+from cairn.store.memory_rows import row_to_memory
 from cairn.store.memory_vectors import vector_versions
 from cairn.store.partitions import PartitionSelector, erase, partitions
 from cairn.store.repository import Repository

@@ -10,66 +10,27 @@ vector lane reads float32 embeddings stored with the memory.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     Connection,
-    Row,
     bindparam,
     func,
     select,
     update,
 )
 
-from cairn.core.construct import construct
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
+from cairn.store.memory_rows import content_key, memory_of, memory_of_new, row_to_memory
 from cairn.store.memory_search import lexical_ranked, search_text
 from cairn.store.memory_vectors import MemoryVectors
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
-
-
-def memory_of(m: Mapping[Any, Any], seq: int) -> Memory:
-    """The one row mapper of ``memories``: a stored row's mapping, or a row about to be
-    inserted (``seq`` 0: not read back)."""
-    scope = {"runtime_id": m["runtime_id"], "user_id": m["user_id"], "agent_id": m["agent_id"]}
-    return construct(
-        Memory,
-        {
-            "id": m["id"],
-            "tenant_id": m["tenant_id"],
-            "scope": construct(Scope, scope),
-            "kind": m["kind"],
-            "content": m["content"],
-            "summary": m["summary"],
-            "confidence": m["confidence"],
-            "valid_from": m["valid_from"],
-            "valid_to": m["valid_to"],
-            "status": m["status"],
-            "source_episode_ids": [uuid.UUID(str(x)) for x in m["source_episode_ids"]],
-            "metadata": m["metadata"],
-            "session_id": m["session_id"],
-            "superseded_by": m["superseded_by"],
-            "created_at": m["created_at"],
-            "updated_at": m["updated_at"],
-            "seq": seq,
-        },
-    )
-
-
-def row_to_memory(row: Row[Any]) -> Memory:
-    return memory_of(row._mapping, row._mapping["seq"])
-
-
-def memory_of_new(row: dict[str, Any]) -> Memory:
-    """The Memory a freshly inserted row stands for (without reading it back)."""
-    return memory_of(row, 0)
-
 
 # Every column but the embedding (which only the vector lane reads, in bulk) and the analysed
 # text (which only the full-text index reads).
@@ -89,18 +50,6 @@ _RANK_FACTS = select(
     t.c.agent_id,
     t.c.metadata["speaker"].as_string(),
 ).where(t.c.seq.in_(bindparam("seqs", expanding=True)))
-
-
-def _content_key(row: dict[str, Any]) -> tuple[Any, ...]:
-    """The unique ``(tenant, scope, kind, content_hash)`` key of a memory row."""
-    return (
-        row["tenant_id"],
-        row["runtime_id"],
-        row["user_id"],
-        row["agent_id"],
-        row["kind"],
-        row["content_hash"],
-    )
 
 
 _list = list  # ``MemoryRepository.list`` shadows the builtin in its body
@@ -244,6 +193,32 @@ class MemoryRepository(MemoryVectors):
         )
         return [row_to_memory(r) for r in conn.execute(stmt)]
 
+    def active_in_slots(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        kind: str,
+        *,
+        slots: Sequence[str] | None = None,
+        suffix: str | None = None,
+    ) -> _list[Memory]:
+        """The active memories of ``kind`` (in ``seq`` order) whose ``metadata.slot`` is one of
+        ``slots``, or (``suffix``) ends like that (SQLite may also return other cases of the
+        suffix: check it). A compile step reads only the slots it writes, not the partition's
+        every summary and fact."""
+        conn = self._tx_read
+        slot = t.c.metadata["slot"].as_string()
+        stmt = select(*_COLUMNS).where(
+            scope_filter(t, tenant_id, scope), t.c.kind == kind, t.c.status == "active"
+        )
+        if slots is not None:
+            if not slots:
+                return []
+            stmt = stmt.where(slot.in_(sorted(set(slots))))
+        if suffix is not None:
+            stmt = stmt.where(slot.endswith(suffix, autoescape=True))
+        return [row_to_memory(r) for r in conn.execute(stmt.order_by(t.c.seq))]
+
     # -- writes ------------------------------------------------------------------------------
 
     def prepare_tenant(self, tenant_id: str) -> None:
@@ -271,30 +246,36 @@ class MemoryRepository(MemoryVectors):
         ``ON CONFLICT DO NOTHING`` on the unique constraint means two writers can never both
         store one memory. (The compiler holds the partition's lock, so what this returns as
         new is exact.)
+
+        Every row is offered to the insert and only the ones it skips are looked up: a
+        compile's rows are nearly all new, so the common case is one statement per 1,000 rows
+        and no lookup.
         """
         conn = self._tx_write
         if not rows:
             return []
         merged: dict[tuple[Any, ...], dict[str, Any]] = {}
         for row in rows:
-            have = merged.get(_content_key(row))
+            have = merged.get(content_key(row))
             if have is None:
-                merged[_content_key(row)] = dict(row)
+                merged[content_key(row)] = dict(row)
             else:
                 known: _list[str] = have["source_episode_ids"]
                 extra = [x for x in row["source_episode_ids"] if x not in known]
                 have["source_episode_ids"] = [*have["source_episode_ids"], *extra]
-        existing = self._stored_keys(conn, list(merged))
-        new_rows = [row for key, row in merged.items() if key not in existing]
-        if new_rows:
-            for row in new_rows:
-                if "search_text" not in row:
-                    row["search_text"] = search_text(row["content"], row["metadata"])
-            for tenant in {row["tenant_id"] for row in new_rows}:
-                self.prepare_tenant(tenant)
-            insert = self.db.insert(t).on_conflict_do_nothing()
-            conn.execute(insert, new_rows)
-        for key, (memory_id, stored) in existing.items():
+        for row in merged.values():
+            if "search_text" not in row:
+                row["search_text"] = search_text(row["content"], row["metadata"])
+        for tenant in {row["tenant_id"] for row in merged.values()}:
+            self.prepare_tenant(tenant)
+        # ``RETURNING`` also makes it one multi-row statement per 1,000 rows: without it an
+        # ``ON CONFLICT`` insert is sent row by row, and PostgreSQL runs the statement trigger
+        # of ``memory_term_stats`` (migration 0013) once per row.
+        insert = self.db.insert(t).on_conflict_do_nothing().returning(t.c.id)
+        inserted = {str(i) for i in conn.execute(insert, list(merged.values())).scalars()}
+        new_rows = [row for row in merged.values() if str(row["id"]) in inserted]
+        skipped = [key for key, row in merged.items() if str(row["id"]) not in inserted]
+        for key, (memory_id, stored) in self._stored_keys(conn, skipped).items():
             row = merged[key]
             extra = [str(x) for x in row["source_episode_ids"] if str(x) not in stored]
             if extra:
@@ -310,22 +291,25 @@ class MemoryRepository(MemoryVectors):
         conn: Connection, keys: _list[tuple[Any, ...]]
     ) -> dict[tuple[Any, ...], tuple[Any, _list[str]]]:
         """``content key → (id, provenance)`` of the stored memories among ``keys``."""
-        by_scope: dict[tuple[Any, ...], _list[str]] = {}
+        # By partition and kind: the whole key of ``uq_memories_content``, so each lookup is a
+        # few index probes, not a pass over the partition's part of the index.
+        by_kind: dict[tuple[Any, ...], _list[str]] = {}
         for key in keys:
-            by_scope.setdefault(key[:4], []).append(key[5])
+            by_kind.setdefault(key[:5], []).append(key[5])
         found: dict[tuple[Any, ...], tuple[Any, _list[str]]] = {}
-        for (tenant, runtime, user, agent), hashes in by_scope.items():
+        for (tenant, runtime, user, agent, kind), hashes in by_kind.items():
             for start in range(0, len(hashes), 500):
-                stmt = select(t.c.kind, t.c.content_hash, t.c.id, t.c.source_episode_ids).where(
+                stmt = select(t.c.content_hash, t.c.id, t.c.source_episode_ids).where(
                     t.c.tenant_id == tenant,
                     t.c.runtime_id == runtime,
                     t.c.user_id == user,
                     t.c.agent_id == agent,
+                    t.c.kind == kind,
                     t.c.content_hash.in_(hashes[start : start + 500]),
                 )
                 for r in conn.execute(stmt):
-                    key = (tenant, runtime, user, agent, r[0], r[1])
-                    found[key] = (r[2], [str(x) for x in r[3]])
+                    key = (tenant, runtime, user, agent, kind, r[0])
+                    found[key] = (r[1], [str(x) for x in r[2]])
         return found
 
     def refresh_metadata(self, row: dict[str, Any]) -> None:

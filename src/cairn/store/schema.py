@@ -143,6 +143,29 @@ episodes = Table(
     Index(
         "ix_episodes_scope_time", "tenant_id", "runtime_id", "user_id", "agent_id", "occurred_at"
     ),
+    # The compile's reads (migration 0014): the partition's uncompiled episodes in compile
+    # order, and the episodes of given sessions.
+    Index(
+        "ix_episodes_uncompiled",
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "occurred_at",
+        "seq",
+        sqlite_where=text("compiled IS 0"),
+        postgresql_where=text("compiled IS false"),
+    ),
+    Index(
+        "ix_episodes_session",
+        "tenant_id",
+        "runtime_id",
+        "user_id",
+        "agent_id",
+        "session_id",
+        "occurred_at",
+        "seq",
+    ),
 )
 
 memories = Table(

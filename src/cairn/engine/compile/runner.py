@@ -90,7 +90,7 @@ def stated_names(tx: UnitOfWork, tenant_id: str, scope: Scope) -> dict[str, str]
     """``speaker label → name`` from the partition's current name facts (slot ``x:name``), so
     facts of a later compile name the person ("Maya works at Initech", not "User …")."""
     out: dict[str, str] = {}
-    for m in tx.memories.active_of_kind(tenant_id, scope, "profile_fact"):
+    for m in tx.memories.active_in_slots(tenant_id, scope, "profile_fact", suffix=":name"):
         slot = str(m.metadata.get("slot") or "")
         value = m.metadata.get("value")
         if slot.endswith(":name") and isinstance(value, str) and value:
@@ -108,12 +108,15 @@ def compile_scope(
     backfill: EmbeddingBackfill | None = None,
     max_episodes: int = DEFAULT_BATCH,
     tracing: Tracing | None = None,
+    count_remaining: bool = True,
 ) -> CompileResult:
     """Compile up to ``max_episodes`` uncompiled episodes of one partition into memories.
 
     ``compiler`` defaults to the heuristic one. An ``embedder`` given here embeds the new
     memories before returning; otherwise a ``backfill`` (a server's background embedding
-    pass) is told about them.
+    pass) is told about them. Without ``count_remaining`` the step only checks whether any
+    episode remains (``remaining_episodes`` is then 1 for "some"): counting reads every
+    waiting row, a cost per step that grows with the subject.
     """
     compiler = compiler or HeuristicCompiler()
     tracing = tracing or Tracing()
@@ -143,7 +146,12 @@ def compile_scope(
             ]
             created = _apply(tx, tenant_id, scope, drafts, rows, now)
             tx.compiling.mark_compiled([ep.id for ep in batch if ep.id in fresh])
-            remaining = tx.compiling.count_uncompiled(tenant_id, scope)
+            if count_remaining or not fresh:
+                remaining = tx.compiling.count_uncompiled(tenant_id, scope)
+            else:
+                remaining = int(tx.compiling.any_uncompiled(tenant_id, scope))
+        if fresh:
+            store.refresh_statistics()  # a table that grew much gets fresh planner statistics
         if span is not None:
             span.set_attribute("cairn.episodes_compiled", len(fresh))
             span.set_attribute("cairn.memories_created", len(created))
@@ -175,18 +183,21 @@ def compile_request(
     tracing: Tracing | None = None,
 ) -> CompileResult:
     """Compile up to ``limit`` (default ``REQUEST_LIMIT``) episodes of one partition in steps
-    of ``DEFAULT_BATCH``, each its own short write transaction; the summed result."""
+    of ``DEFAULT_BATCH``, each its own short write transaction; the summed result. Only the
+    last step counts the episodes left (an earlier one that finds none left is exact too)."""
     limit = REQUEST_LIMIT if limit is None else limit
     total = CompileResult(memories_created=0)
     while total.episodes_compiled < limit:
+        left = limit - total.episodes_compiled
         step = compile_scope(
             store,
             tenant_id,
             scope,
             compiler=compiler,
             backfill=backfill,
-            max_episodes=min(DEFAULT_BATCH, limit - total.episodes_compiled),
+            max_episodes=min(DEFAULT_BATCH, left),
             tracing=tracing,
+            count_remaining=left <= DEFAULT_BATCH,
         )
         total.memories_created += step.memories_created
         total.memories.extend(step.memories)
@@ -217,7 +228,8 @@ def _apply(
         return created
     current: dict[str, Memory] = {}
     for kind in sorted({d.kind for d in slotted}):
-        for m in tx.memories.active_of_kind(tenant_id, scope, kind):
+        slots = [d.slot for d in slotted if d.kind == kind and d.slot]
+        for m in tx.memories.active_in_slots(tenant_id, scope, kind, slots=slots):
             slot = m.metadata.get("slot")
             if slot:
                 current[slot] = m
