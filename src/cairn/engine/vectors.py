@@ -6,7 +6,7 @@ background pass has only added vectors after the last row."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,7 @@ class _Matrix:
 
 class VectorIndex:
     """Exact nearest neighbours per partition, cached in memory while the vectors are the
-    same (checked by a cheap count/max query on every search)."""
+    same (checked by one read of the partition's vector version on every search)."""
 
     def __init__(self, max_partitions: int = 64) -> None:
         self._lock = threading.Lock()
@@ -99,7 +99,7 @@ def _read_matrix(stamp: tuple[int, int], tx: UnitOfWork, tenant_id: str, scope: 
     seqs, blobs = rows.seqs, rows.blobs
     sizes = {len(b) for b in blobs}
     if len(sizes) > 1:  # another embedder's vectors, until they are embedded again
-        size = max(sizes, key=[len(b) for b in blobs].count)
+        size = Counter(len(b) for b in blobs).most_common(1)[0][0]
         seqs = [seq for seq, b in zip(seqs, blobs, strict=True) if len(b) == size]
         blobs = [b for b in blobs if len(b) == size]
     return _Matrix(stamp, np.asarray(seqs, dtype=np.int64), _stacked(blobs))

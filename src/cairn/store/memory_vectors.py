@@ -17,8 +17,6 @@ from cairn.store.repository import Repository
 from cairn.store.schema import memories as t
 from cairn.store.schema import metadata
 
-_list = list
-
 # One row per partition with vectors; ``version`` grows whenever its vectors change, so the
 # vector lane's in-memory matrix is checked with one primary-key read.
 vector_versions = Table(
@@ -125,7 +123,7 @@ class MemoryVectors(Repository):
             ).scalar_one()
         )
 
-    def partitions_without_embedding(self, limit: int = 1_000) -> _list[tuple[str, Scope]]:
+    def partitions_without_embedding(self, limit: int = 1_000) -> list[tuple[str, Scope]]:
         """``(tenant, scope)`` of partitions that hold a memory with no vector yet (the
         background embedding pass starts from these after a restart)."""
         conn = self._tx_read
@@ -142,7 +140,7 @@ class MemoryVectors(Repository):
 
     def without_embedding(
         self, tenant_id: str, scope: Scope, limit: int = 10_000
-    ) -> _list[tuple[int, str, dict[str, Any]]]:
+    ) -> list[tuple[int, str, dict[str, Any]]]:
         """``(seq, content, metadata)`` of memories that have no vector yet."""
         conn = self._tx_read
         rows = conn.execute(
