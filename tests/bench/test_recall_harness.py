@@ -114,6 +114,9 @@ def test_builtin_datasets_load_and_their_evidence_is_unshadowed() -> None:
         f"multilingual-{lang}" for lang in ("en", "zh", "ja", "ru", "de", "ar", "es", "fr")
     } <= set(names)
     assert {f"multilingual2-{lang}" for lang in ("en", "de", "zh", "ja", "ru", "ar")} <= set(names)
+    assert {
+        f"multilingual3-{lang}" for lang in ("en", "zh", "ja", "ru", "ar", "de", "ko", "es")
+    } <= set(names)
     for name in names:
         dataset = load_dataset(name)
         for conv in dataset.conversations:
