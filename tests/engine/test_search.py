@@ -307,6 +307,56 @@ def test_a_memory_without_a_vector_yet_is_ranked_by_the_lexical_lane_alone(
         assert abs(r.score - expected * r.memory.confidence) <= 2e-6, r.memory.content
 
 
+class _MultilingualHashing(HashingEmbedder):
+    multilingual = True
+
+
+def test_lane_weights_let_a_multilingual_model_lead_outside_english_script() -> None:
+    """With a multilingual embedder, a query whose letters are not all ASCII weighs the vector
+    lane more; English-script queries, and every query of an English-only embedder, keep the
+    default weights."""
+    multi, english = _MultilingualHashing(), HashingEmbedder()
+    lane_weights = search_module.lane_weights
+    for query in (
+        "Где сейчас работает Лена?",
+        "王浩的猫叫什么名字？",
+        "Wovor fürchtet sich Jonas?",
+    ):
+        assert lane_weights(multi, query) == search_module.MULTILINGUAL_WEIGHTS
+        assert lane_weights(english, query) == search_module.DEFAULT_WEIGHTS
+        assert lane_weights(None, query) == search_module.DEFAULT_WEIGHTS
+    assert lane_weights(multi, "Where does Maya work now? 🙂") == search_module.DEFAULT_WEIGHTS
+    assert search_module.MULTILINGUAL_WEIGHTS["vector"] > search_module.DEFAULT_WEIGHTS["vector"]
+
+
+def test_a_non_english_query_fuses_with_the_multilingual_weights(store: Store) -> None:
+    """Every hybrid score of a Russian query over a multilingual embedder is the weighted mean
+    of its lanes with ``MULTILINGUAL_WEIGHTS``, times the memory's confidence."""
+    scope = Scope.for_subject("ru")
+    texts = [f"Заметка {i}: глиняные миски получились {w}." for i, w in enumerate("абвгде")]
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
+            for text in texts
+        ],
+    )
+    compile_scope(store, TENANT, scope)
+    emb = _MultilingualHashing()
+    embed_memories(store, emb, TENANT, scope)
+    found = search_memories(store, TENANT, scope, "глиняные миски", embedder=emb, limit=10)
+    assert len(found) == len(texts)
+    w, d = search_module.MULTILINGUAL_WEIGHTS, search_module.DEFAULT_WEIGHTS
+    differs = 0
+    for r in found:
+        lex, vec = r.lanes["lexical"], r.lanes["vector"]
+        expected = (w["lexical"] * lex + w["vector"] * vec) / (w["lexical"] + w["vector"])
+        assert abs(r.score - expected * r.memory.confidence) <= 2e-6, r.memory.content
+        default = (d["lexical"] * lex + d["vector"] * vec) / (d["lexical"] + d["vector"])
+        differs += abs(r.score - default * r.memory.confidence) > 1e-3
+    assert differs  # the weights made a difference
+
+
 def test_a_partition_matrix_is_its_vectors_row_by_row() -> None:
     import numpy as np
 

@@ -276,6 +276,9 @@ class MultilingualEmbedder:
 
     # Hybrid search embeds a query on a helper thread while its lexical lane runs.
     overlap = True
+    # Its similarities mean the same in every language it knows: search weighs the vector
+    # lane more for queries outside English script (``search.lane_weights``).
+    multilingual = True
 
     def __init__(self, english: Embedder, multilingual: Embedder) -> None:
         self._english = english
@@ -406,6 +409,11 @@ class LazyEmbedder:
     @property
     def dim(self) -> int:
         return self._get().dim
+
+    @property
+    def multilingual(self) -> bool:
+        """Whether the model's similarities hold across languages (``search.lane_weights``)."""
+        return bool(getattr(self._get(), "multilingual", False))
 
     @property
     def overlap(self) -> bool:

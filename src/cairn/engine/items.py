@@ -32,7 +32,8 @@ from cairn.core.analysis import index_text, query_terms
 from cairn.core.ids import utcnow
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder, EmbedderError
-from cairn.engine.search import DEFAULT_WEIGHTS
+from cairn.engine.embedders import query_vector as vector_of_query
+from cairn.engine.search import lane_weights
 from cairn.errors import InvalidInput
 from cairn.store import Store
 from cairn.store.items import CLIENT_VECTORS, ItemWrite, StoredItem
@@ -302,9 +303,9 @@ def rank(
     lexical = _lexical_scores(candidates, query)
     vector: dict[int, float] = {}
     if embedder is not None:
-        q = np.asarray(embedder.embed([query])[0], dtype=np.float64)
+        q = np.asarray(vector_of_query(embedder, query), dtype=np.float64)
         vector = {s: max(0.0, v) for s, v in _vector_scores(candidates, q, embedder.name).items()}
-    weights = DEFAULT_WEIGHTS if vector else {"lexical": 1.0, "vector": 0.0}
+    weights = lane_weights(embedder, query) if vector else {"lexical": 1.0, "vector": 0.0}
     found = [
         FoundItem(
             c,

@@ -7,12 +7,13 @@
 - **vector**: cosine similarity between the query's embedding and each memory's, exact (all
   vectors of the partition, held in a per-partition matrix refreshed when vectors change);
   calibrated as ``max(0, cos)``.
-- **fusion**: a weighted mean of the lane scores a memory has (a lane that did not return it
-  counts 0; a memory whose vector is not written yet is averaged over the lanes that could see
-  it), so the result stays in [0, 1], times the memory's confidence. When the query
-  names a speaker of the partition, memories not said by that speaker are discounted
-  (``OTHER_SPEAKER_WEIGHT``). Ties break by ``seq`` (older first), so the same corpus and
-  query always give the same order.
+- **fusion**: a weighted mean of the lane scores a memory has (lexical 0.7, vector 0.3; for a
+  query outside English script with a multilingual embedder 0.4 / 0.6, ``lane_weights``; a
+  lane that did not return it counts 0; a memory whose vector is not written yet is averaged
+  over the lanes that could see it), so the result stays in [0, 1], times the memory's
+  confidence. When the query names a speaker of the partition, memories not said by that
+  speaker are discounted (``OTHER_SPEAKER_WEIGHT``). Ties break by ``seq`` (older first), so
+  the same corpus and query always give the same order.
 
 The caches (partition matrices, query embeddings) and the helper threads that embed a query
 while the lexical lane runs belong to a ``SearchCaches``, which ``Services`` builds and closes;
@@ -34,7 +35,7 @@ import numpy as np
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
-from cairn.engine.embedders import Embedder
+from cairn.engine.embedders import Embedder, english_script
 from cairn.engine.embedders import query_vector as vector_of_query
 from cairn.engine.query import named_speakers, ranking_terms
 from cairn.engine.ranking import MEMORY_HALF, calibrate
@@ -46,6 +47,10 @@ if TYPE_CHECKING:
     from cairn.store import UnitOfWork
 
 DEFAULT_WEIGHTS = {"lexical": 0.7, "vector": 0.3}
+# A query outside English script, with a multilingual embedder: the lexical analysis of those
+# languages is weaker (no stemming; CJK bigrams; Arabic clitics stay attached) while the model
+# was trained across them, so the vector lane leads.
+MULTILINGUAL_WEIGHTS = {"lexical": 0.4, "vector": 0.6}
 # ``seq → (confidence, status, kind, speaker)``: what ranking reads of a candidate.
 Facts = dict[int, tuple[float, str, str, str]]
 
@@ -314,7 +319,7 @@ def search_memories(
     if limit <= 0:
         return []
     lanes = _pick_lanes(lanes, embedder)
-    weights = weights or DEFAULT_WEIGHTS
+    weights = weights or lane_weights(embedder, query)
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
     with nullcontext(tx) if tx is not None else store.snapshot() as tx:
@@ -370,6 +375,14 @@ def search_memories(
             if seq in found
         ]
     return out
+
+
+def lane_weights(embedder: Embedder | None, query: str) -> dict[str, float]:
+    """The default lane weights for ``query``: ``MULTILINGUAL_WEIGHTS`` when the embedder is
+    multilingual and the query's letters are not all ASCII, else ``DEFAULT_WEIGHTS``."""
+    if not english_script(query) and getattr(embedder, "multilingual", False):
+        return MULTILINGUAL_WEIGHTS
+    return DEFAULT_WEIGHTS
 
 
 def _facts(

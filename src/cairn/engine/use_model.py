@@ -31,6 +31,7 @@ class UseEmbedder:
     dim = 512
     # The matrix products release the GIL (the tokenizer does not: a query is ~2 ms in all).
     overlap = True
+    multilingual = True
 
     def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
         try:
