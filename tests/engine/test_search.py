@@ -319,7 +319,7 @@ def test_lane_weights_let_a_multilingual_model_lead_outside_english_script() -> 
     lane_weights = search_module.lane_weights
     for query in (
         "Где сейчас работает Лена?",
-        "王浩的猫叫什么名字？",
+        "王浩的猫叫什么名字",
         "Wovor fürchtet sich Jonas?",
     ):
         assert lane_weights(multi, query) == search_module.MULTILINGUAL_WEIGHTS
