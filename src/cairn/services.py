@@ -190,6 +190,7 @@ class Services:
         self._closed = True
         if self.ladder_watcher is not None:
             self.ladder_watcher.stop()
+        self.ladders.close()
         # Producers first (they feed the embedding pass), then what they feed.
         if self.compile_worker is not None:
             self.compile_worker.stop()

@@ -279,3 +279,54 @@ models: {"*": s}
             model="m", stream=True, messages=[{"role": "user", "content": "magic"}]
         )
         assert "".join(x.choices[0].delta.content or "" for x in chunks if x.choices) == "ok"
+
+
+def test_a_provider_nobody_holds_closes_its_connection_pool() -> None:
+    """A reload replaces providers while runs may still hold the old ones: an unreferenced
+    provider's own HTTP client is closed when it is collected; a transport the caller passed
+    in is the caller's and stays open."""
+    import gc
+
+    owned = OpenAIChatProvider("default", "http://127.0.0.1:9", timeout_s=1)
+    owned_client = owned._client
+    transport = httpx.MockTransport(lambda request: httpx.Response(500))
+    lent = OpenAIChatProvider("default", "http://127.0.0.1:9", transport=transport)
+    lent_client = lent._client
+    assert not owned_client.is_closed and not lent_client.is_closed
+    del owned, lent
+    gc.collect()
+    assert owned_client.is_closed
+    assert not lent_client.is_closed
+
+
+OPENAI_LADDER = """
+providers:
+  remote: {kind: openai, baseUrl: "http://127.0.0.1:9/v1"}
+models: {"*": remote}
+"""
+
+
+def test_a_reload_releases_the_old_providers_and_close_the_serving_ones(
+    tmp_path: Path,
+) -> None:
+    import gc
+
+    from cairn.ladders.registry import LadderRegistry
+    from tests.conftest import make_settings
+
+    directory = tmp_path / "ladders"
+    directory.mkdir()
+    path = write_ladder(directory, "remote", OPENAI_LADDER)
+    registry = LadderRegistry.load(make_settings(tmp_path, ladders_dir=directory))
+    first = registry.get("remote").router.providers["remote"]
+    old_client = first._client  # type: ignore[attr-defined]
+    del first
+    path.write_text(OPENAI_LADDER.replace(":9/", ":10/"))
+    registry.reload()
+    gc.collect()
+    assert old_client.is_closed  # the replaced version's pool, once nothing holds it
+    serving = registry.get("remote").router.providers["remote"]
+    assert not serving.closed  # type: ignore[attr-defined]
+    registry.close()
+    assert serving.closed  # type: ignore[attr-defined]
+    assert registry.names() == []

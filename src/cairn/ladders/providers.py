@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -110,6 +111,15 @@ class OpenAIChatProvider:
             timeout=httpx.Timeout(timeout_s),
             transport=transport,
         )
+        # A reload replaces every ladder's providers while runs may still use the old ones, so
+        # nobody closes those by hand: the client's connection pool is closed once the provider
+        # is garbage (a transport passed in belongs to the caller and is left open).
+        if transport is None:
+            weakref.finalize(self, self._client.close)
+
+    @property
+    def closed(self) -> bool:
+        return self._client.is_closed
 
     def close(self) -> None:
         self._client.close()

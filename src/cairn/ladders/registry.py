@@ -376,6 +376,19 @@ class LadderRegistry:
             self._by_name = by_name
             return list(self._files.values())
 
+    def close(self) -> None:
+        """Close the serving ladders' model providers (their HTTP connection pools) and serve
+        nothing more. Versions a reload replaced close theirs once no run holds them."""
+        with self._lock:
+            ladders, self._by_name, self._files = list(self._by_name.values()), {}, {}
+        seen: set[int] = set()
+        for ladder in ladders:
+            for provider in ladder.router.providers.values():
+                close = getattr(provider, "close", None)
+                if close is not None and id(provider) not in seen:
+                    seen.add(id(provider))
+                    close()
+
     def _reload_file(self, path: Path, data: Any, now: datetime) -> LadderFileState:
         old = self._files.get(path)
         try:
