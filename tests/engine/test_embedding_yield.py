@@ -68,6 +68,11 @@ def test_the_pass_waits_at_most_as_long_as_it_worked() -> None:
         t0 = time.monotonic()
         hook()  # it has not worked since: no wait
         assert time.monotonic() - t0 < 0.05
+        time.sleep(0.1)  # idle (waiting for work) ...
+        hook.restart()  # ... then woken: the idle time is not work
+        t0 = time.monotonic()
+        hook()
+        assert time.monotonic() - t0 < 0.05
 
 
 def test_a_pass_that_yields_to_endless_requests_still_finishes(tmp_path: Path) -> None:
@@ -223,3 +228,40 @@ def _strings(value: Any) -> list[str]:
         return [value]
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     return [text for item in items for text in _strings(item)]
+
+
+def test_search_and_context_requests_count_themselves_in_flight(tmp_path: Path) -> None:
+    """The pass knows a request is in flight: the query is embedded inside the count."""
+    from fastapi.testclient import TestClient
+
+    from cairn.app import create_app
+    from tests.conftest import make_settings
+
+    seen: list[int] = []
+
+    class Recording(HashingEmbedder):
+        def embed(self, texts: Any) -> list[list[float]]:
+            seen.append(services.search_caches.requests.busy)
+            return super().embed(texts)
+
+    settings = make_settings(tmp_path, embedder="onnx")
+    services = Services.from_settings(settings, embedder=Recording(64))
+    try:
+        with TestClient(create_app(services=services)) as client:
+            for i, text in enumerate(["I prefer green tea.", "My sister lives in Oslo."]):
+                episode = {"subject_id": "maya", "source": "chat", "type": "note"}
+                r = client.post("/v1/episodes", json={**episode, "payload": {"text": text}})
+                assert r.status_code in (200, 201), (i, r.text)
+            assert client.post("/v1/memories/compile", json={"subject_id": "maya"}).is_success
+            assert services.embedding_backfill is not None
+            assert services.embedding_backfill.wait_idle(30)
+            seen.clear()
+            params = {"subject_id": "maya", "q": "green tea", "hybrid": "true"}
+            r = client.get("/v1/memories/search", params=params)
+            assert r.status_code == 200 and r.json()["memories"], r.text
+            task = {"subject_id": "maya", "task": "what does she drink", "max_tokens": 500}
+            assert client.post("/v1/context", json=task).status_code == 200
+        assert seen == [1, 1]
+        assert services.search_caches.requests.busy == 0
+    finally:
+        services.close()

@@ -22,7 +22,7 @@ from contextlib import nullcontext
 
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
-from cairn.engine.yielding import RequestGate, pause_point, pausing
+from cairn.engine.yielding import RequestGate, Yielder, pause_point, pausing
 from cairn.store import Store
 
 log = logging.getLogger("cairn.embedding")
@@ -58,6 +58,7 @@ class EmbeddingBackfill:
         # Requests in flight (the server's search and context calls): the pass steps aside
         # for them between its model calls, for at most as long as it worked.
         self.gate = gate
+        self._yielder: Yielder | None = None
         self.embedder = embedder
         self.batch = batch
         self.sweep_s = sweep_s
@@ -112,7 +113,8 @@ class EmbeddingBackfill:
 
     def _run(self) -> None:
         lower_priority()
-        with pausing(self.gate.yielder()) if self.gate is not None else nullcontext():
+        self._yielder = self.gate.yielder() if self.gate is not None else None
+        with pausing(self._yielder) if self._yielder is not None else nullcontext():
             self._loop()
 
     def _loop(self) -> None:
@@ -167,6 +169,8 @@ class EmbeddingBackfill:
                 return False
             key = next(iter(self._pending))
             asked = self._pending[key]
+        if self._yielder is not None:  # idle time before this batch is not work
+            self._yielder.restart()
         tenant_id, runtime_id, user_id, agent_id = key
         scope = Scope.model_construct(runtime_id=runtime_id, user_id=user_id, agent_id=agent_id)
         done = embed_memories(

@@ -1,8 +1,9 @@
 """Requests first: the background embedding pass steps aside while requests are in flight.
 
-A search or context request that runs while the pass embeds a batch shares the two cores,
-the memory bandwidth and the GIL with it, and on a small machine it takes half as long again
-(docs/benchmarks.md, "Hybrid requests and bulk embedding, session 7"). The embedders call
+A search or context request that runs while the pass embeds a batch shares the cores, the
+memory bandwidth and the GIL with it (docs/benchmarks.md, "Request latency (session 6)": hybrid
+right after a compile was mostly that contention; "Hybrid requests and bulk embedding,
+session 7" for what this changed). The embedders call
 :func:`pause_point` between their model calls (a batch of MiniLM texts, a micro-batch of the
 multilingual model); in the pass's thread that waits, while a request is in flight, until
 the requests are done, for at most as long as the pass has just worked, so the pass keeps
@@ -74,14 +75,25 @@ class RequestGate:
         self.waited_s += waited
         return waited
 
-    def yielder(self, max_share: float = 1.0) -> Callable[[], None]:
-        """A pause hook for the pass: at each pause point it waits for the requests in
-        flight, at most ``max_share`` times as long as it worked since the previous one."""
-        last = [time.monotonic()]
+    def yielder(self, max_share: float = 1.0) -> Yielder:
+        """A pause hook for the pass (see :class:`Yielder`)."""
+        return Yielder(self, max_share)
 
-        def hook() -> None:
-            worked = time.monotonic() - last[0]
-            self.wait_quiet(worked * max_share)
-            last[0] = time.monotonic()
 
-        return hook
+class Yielder:
+    """The pass's pause hook: at each pause point it waits for the requests in flight, at most
+    ``max_share`` times as long as it worked since the previous pause point or ``restart``
+    (called when the pass wakes up, so time spent idle is not counted as work)."""
+
+    def __init__(self, gate: RequestGate, max_share: float = 1.0) -> None:
+        self.gate = gate
+        self.max_share = max_share
+        self._since = time.monotonic()
+
+    def restart(self) -> None:
+        self._since = time.monotonic()
+
+    def __call__(self) -> None:
+        worked = time.monotonic() - self._since
+        self.gate.wait_quiet(worked * self.max_share)
+        self._since = time.monotonic()
