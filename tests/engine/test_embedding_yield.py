@@ -4,6 +4,7 @@ sorted by tokens, USE's own micro-batch loop, an English query's two halves at o
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from cairn.core.scope import Scope
 from cairn.engine.backfill import EmbeddingBackfill
@@ -192,12 +194,18 @@ def test_use_lets_a_query_in_between_micro_batches() -> None:
 
 
 def test_an_english_querys_halves_at_once_equal_a_stored_texts_vector(
-    default_embedder: MultilingualEmbedder,
+    default_embedder: MultilingualEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = "What does the user drink in the morning?"
     (stored,) = default_embedder.embed([text])
     assert default_embedder.embed_query(text) == stored
+    if len(os.sched_getaffinity(0)) > 1:  # the halves ran at once
+        assert default_embedder._helper is not None
     other = MultilingualEmbedder(default_embedder._english, default_embedder._multilingual)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
+    assert other.embed_query(text) == stored  # one CPU: one after the other, no helper
+    assert other._helper is None
+    monkeypatch.undo()
     other.close()  # closed: the halves run one after the other, the same vector
     assert other.embed_query(text) == stored
     assert other.embed_query("Что пьёт пользователь?")[:384] == [0.0] * 384

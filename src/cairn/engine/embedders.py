@@ -309,8 +309,8 @@ class MultilingualEmbedder:
         if not english_script(text):
             b = self._multilingual.embed([text])[0]
             return [0.0] * self._english.dim + [x * math.sqrt(2.0) for x in b]
-        helper = self._helper_pool()
-        if helper is None:
+        helper = self._helper_pool() if _cpus() > 1 else None
+        if helper is None:  # closed, or one CPU: the halves one after the other
             return self.embed([text])[0]
         multilingual = helper.submit(self._multilingual.embed, [text])
         english = self._english.embed([text])
@@ -328,6 +328,12 @@ class MultilingualEmbedder:
             helper, self._helper = self._helper, None
         if helper is not None:
             helper.shutdown(wait=True)
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on now (pinned by ``taskset`` or the bench)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _joined(english: list[list[float]], multilingual: list[list[float]]) -> list[list[float]]:
