@@ -18,9 +18,11 @@ import logging
 import os
 import threading
 import time
+from contextlib import nullcontext
 
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
+from cairn.engine.yielding import RequestGate, Yielder, pause_point, pausing
 from cairn.store import Store
 
 log = logging.getLogger("cairn.embedding")
@@ -44,9 +46,19 @@ class EmbeddingBackfill:
     """A thread that writes vectors for memories that lack one, partition by partition."""
 
     def __init__(
-        self, store: Store, embedder: Embedder, *, batch: int = 64, sweep_s: float = 60.0
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        batch: int = 64,
+        sweep_s: float = 60.0,
+        gate: RequestGate | None = None,
     ) -> None:
         self.store = store
+        # Requests in flight (the server's search and context calls): the pass steps aside
+        # for them between its model calls, for at most as long as it worked.
+        self.gate = gate
+        self._yielder: Yielder | None = None
         self.embedder = embedder
         self.batch = batch
         self.sweep_s = sweep_s
@@ -101,6 +113,11 @@ class EmbeddingBackfill:
 
     def _run(self) -> None:
         lower_priority()
+        self._yielder = self.gate.yielder() if self.gate is not None else None
+        with pausing(self._yielder) if self._yielder is not None else nullcontext():
+            self._loop()
+
+    def _loop(self) -> None:
         last_sweep = float("-inf")
         while not self._stop.is_set():
             try:
@@ -152,12 +169,15 @@ class EmbeddingBackfill:
                 return False
             key = next(iter(self._pending))
             asked = self._pending[key]
+        if self._yielder is not None:  # idle time before this batch is not work
+            self._yielder.restart()
         tenant_id, runtime_id, user_id, agent_id = key
         scope = Scope.model_construct(runtime_id=runtime_id, user_id=user_id, agent_id=agent_id)
         done = embed_memories(
             self.store, self.embedder, tenant_id, scope, batch=self.batch, max_batches=1
         )
         self.embedded += done
+        pause_point()  # between batches too, whatever the embedder
         with self._lock:
             if done < self.batch and self._pending.get(key) == asked:
                 del self._pending[key]

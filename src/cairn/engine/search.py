@@ -40,6 +40,7 @@ from cairn.engine.embedders import query_vector as vector_of_query
 from cairn.engine.query import named_speakers, ranking_terms
 from cairn.engine.ranking import MEMORY_HALF, calibrate
 from cairn.engine.vectors import VectorIndex, _Matrix, without_vectors
+from cairn.engine.yielding import RequestGate
 from cairn.errors import InvalidInput
 from cairn.store import Store
 
@@ -161,6 +162,8 @@ class SearchCaches:
     def __init__(self, max_partitions: int = 64, queries: int = 1024) -> None:
         self.vectors = VectorIndex(max_partitions)
         self.queries = QueryCache(queries)
+        # Search and context requests in flight: the background embedding pass steps aside.
+        self.requests = RequestGate()
 
     def close(self) -> None:
         self.queries.close()

