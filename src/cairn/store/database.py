@@ -29,9 +29,11 @@ SQLITE_PRAGMAS = (
     "PRAGMA foreign_keys=ON",
     "PRAGMA busy_timeout=30000",
     # Each pooled connection has its own page cache (malloc'd: it counts in the server's RSS);
-    # the OS caches the file for all of them. 16 MiB holds the hot pages of a 10,000-memory
-    # subject; at 64 MiB a server's RSS grew by tens of MB per connection a compile used.
-    "PRAGMA cache_size=-16384",
+    # the OS caches the file for all of them. Two or three connections fill theirs during the
+    # scale benchmark: 8 MiB each kept the server 20 MB smaller than 16 MiB, with the same
+    # context and search CPU time (docs/benchmarks.md, "Server memory, session 7"); at 64 MiB
+    # a server's RSS grew by tens of MB per connection a compile used.
+    "PRAGMA cache_size=-8192",
     "PRAGMA temp_store=MEMORY",
     # Erasure: freed pages are zeroed, so deleted text does not linger in the file.
     "PRAGMA secure_delete=ON",

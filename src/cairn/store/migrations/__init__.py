@@ -7,12 +7,18 @@ tables without touching each other's files; use ``depends_on`` when one needs an
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection
+# Alembic's templates (mako) highlight mako's own HTML error pages with pygments when it is
+# importable: some 4 MB of every server process for pages Cairn never renders. Without the
+# plugin mako falls back to plain escaping (its documented behaviour without pygments).
+sys.modules.setdefault("mako.ext.pygmentplugin", None)  # type: ignore[arg-type]
+
+from alembic import command  # noqa: E402
+from alembic.config import Config  # noqa: E402
+from alembic.runtime.migration import MigrationContext  # noqa: E402
+from sqlalchemy import Connection  # noqa: E402
 
 HERE = Path(__file__).parent
 
