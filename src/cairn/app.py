@@ -88,7 +88,7 @@ def tune_malloc() -> bool:
 
 
 HEAP_TRIM_INTERVAL_S = 10.0
-_trimmer: threading.Thread | None = None
+HEAP_TRIMMER = "cairn-heap-trim"
 
 
 def start_heap_trimmer(interval_s: float = HEAP_TRIM_INTERVAL_S) -> threading.Thread | None:
@@ -96,10 +96,10 @@ def start_heap_trimmer(interval_s: float = HEAP_TRIM_INTERVAL_S) -> threading.Th
     ``interval_s`` (``malloc_trim``). ``free`` only returns the top of a heap: a compile's
     transient rows and strings leave free pages between live blocks that stay in the RSS
     (5-10 MB after the scale benchmark). One trim takes about a millisecond. Started once per
-    process; None where there is no glibc."""
-    global _trimmer
-    if _trimmer is not None:
-        return _trimmer
+    process (the thread is found by its name); None where there is no glibc."""
+    running = next((t for t in threading.enumerate() if t.name == HEAP_TRIMMER), None)
+    if running is not None:
+        return running
     try:
         trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
     except (OSError, AttributeError):  # not glibc
@@ -110,9 +110,9 @@ def start_heap_trimmer(interval_s: float = HEAP_TRIM_INTERVAL_S) -> threading.Th
             time.sleep(interval_s)
             trim(0)
 
-    _trimmer = threading.Thread(target=run, name="cairn-heap-trim", daemon=True)
-    _trimmer.start()
-    return _trimmer
+    trimmer = threading.Thread(target=run, name=HEAP_TRIMMER, daemon=True)
+    trimmer.start()
+    return trimmer
 
 
 def settle_server_heap() -> None:

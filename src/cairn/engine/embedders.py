@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import httpx
 
 from cairn.config import Settings
+from cairn.engine.onnx_model import arena_shrinkage
 from cairn.engine.use_model import UseEmbedder
 from cairn.engine.yielding import pause_point
 from cairn.errors import CairnError, ConfigError
@@ -275,21 +276,6 @@ class OnnxEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit = pooled / np.clip(norms, 1e-12, None)
         return [[float(x) for x in row] for row in unit]
-
-
-def arena_shrinkage() -> Any:
-    """onnxruntime run options that free the CPU arena's unused chunks when the run ends.
-
-    The arena keeps the high-water mark of every shape it has run (texts of up to 256 word
-    pieces, eight at a time): about 40 MB more RSS after a bulk embedding, for good. Shrinking
-    it after the last model call of a bulk ``embed`` keeps the arena within one call (where it
-    makes the calls fast) and gives the memory back between calls (docs/benchmarks.md,
-    "Server memory, session 7"). Turning the arena off instead cost a fifth of the bulk rate."""
-    import onnxruntime
-
-    options = onnxruntime.RunOptions()
-    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-    return options
 
 
 def english_script(text: str) -> bool:
