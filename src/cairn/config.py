@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     embed_batch: int = Field(
         64, gt=0, le=4096, description="Memories the background embedding pass embeds at once."
     )
+    embed_yield: bool = Field(
+        False,
+        description="The background embedding pass steps aside for requests in flight.",
+    )
     embedding_model: str = Field("", description="Model name for the openai embedder.")
     compiler: Literal["heuristic", "llm"] = Field("heuristic", description="Memory compiler.")
     compile_on_ingest: bool = Field(False, description="Compile a subject after each ingest.")

@@ -99,7 +99,10 @@ class Services:
         self.embedding_backfill: EmbeddingBackfill | None = None
         if embedder is not None:
             self.embedding_backfill = EmbeddingBackfill(
-                self.store, embedder, batch=settings.embed_batch, gate=self.search_caches.requests
+                self.store,
+                embedder,
+                batch=settings.embed_batch,
+                gate=self.search_caches.requests if settings.embed_yield else None,
             )
             self.on_start.append(self.embedding_backfill.start)
             self.on_stop.append(self.embedding_backfill.stop)

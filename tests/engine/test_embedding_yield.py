@@ -273,3 +273,19 @@ def test_search_and_context_requests_count_themselves_in_flight(tmp_path: Path) 
         assert services.search_caches.requests.busy == 0
     finally:
         services.close()
+
+
+@pytest.mark.parametrize("setting", [False, True])
+def test_the_pass_steps_aside_only_when_configured(tmp_path: Path, setting: bool) -> None:
+    """``CAIRN_EMBED_YIELD`` (off by default: later vectors cost recall right after a
+    compile) gives the background pass the requests' gate."""
+    from tests.conftest import make_settings
+
+    services = Services.from_settings(make_settings(tmp_path, embedder="onnx", embed_yield=setting))
+    try:
+        backfill = services.embedding_backfill
+        assert backfill is not None
+        assert (backfill.gate is services.search_caches.requests) is setting
+        assert (backfill.gate is None) is not setting
+    finally:
+        services.close()
