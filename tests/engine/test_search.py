@@ -274,14 +274,8 @@ def test_role_labels_and_partial_names_are_not_speakers() -> None:
     assert named_speakers("Wo arbeitet Jonas jetzt?", ["Lena", "Jonas"]) == {"Jonas"}
 
 
-def test_a_memory_without_a_vector_yet_is_ranked_by_the_lexical_lane_alone(
-    store: Store,
-) -> None:
-    """While the background pass has embedded only part of a partition, a memory it has not
-    reached scores its lexical score (the weighted mean over the lanes that saw it), not 0.7
-    of it; an embedded memory keeps the weighted mean of both lanes."""
-    scope = Scope.for_subject("partial")
-    texts = [f"Pottery note {i}: the clay bowls came out {w}." for i, w in enumerate("abcdef")]
+def _compile_notes(store: Store, scope: Scope, texts: list[str]) -> None:
+    """One note episode per text, compiled."""
     store.episodes.append_many(
         TENANT,
         [
@@ -290,6 +284,17 @@ def test_a_memory_without_a_vector_yet_is_ranked_by_the_lexical_lane_alone(
         ],
     )
     compile_scope(store, TENANT, scope)
+
+
+def test_a_memory_without_a_vector_yet_is_ranked_by_the_lexical_lane_alone(
+    store: Store,
+) -> None:
+    """While the background pass has embedded only part of a partition, a memory it has not
+    reached scores its lexical score (the weighted mean over the lanes that saw it), not 0.7
+    of it; an embedded memory keeps the weighted mean of both lanes."""
+    scope = Scope.for_subject("partial")
+    texts = [f"Pottery note {i}: the clay bowls came out {w}." for i, w in enumerate("abcdef")]
+    _compile_notes(store, scope, texts)
     emb = HashingEmbedder()
     assert embed_memories(store, emb, TENANT, scope, batch=2, max_batches=1) == 2
     found = search_memories(store, TENANT, scope, "pottery clay bowls", embedder=emb, limit=10)
@@ -334,14 +339,7 @@ def test_a_non_english_query_fuses_with_the_multilingual_weights(store: Store) -
     of its lanes with ``MULTILINGUAL_WEIGHTS``, times the memory's confidence."""
     scope = Scope.for_subject("ru")
     texts = [f"Заметка {i}: глиняные миски получились {w}." for i, w in enumerate("абвгде")]
-    store.episodes.append_many(
-        TENANT,
-        [
-            NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
-            for text in texts
-        ],
-    )
-    compile_scope(store, TENANT, scope)
+    _compile_notes(store, scope, texts)
     emb = _MultilingualHashing()
     embed_memories(store, emb, TENANT, scope)
     found = search_memories(store, TENANT, scope, "глиняные миски", embedder=emb, limit=10)
