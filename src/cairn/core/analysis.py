@@ -223,14 +223,19 @@ def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
     too much)."""
     stems = _Stems()
     kept: dict[str, None] = {}
-    for token, unspaced in _query_runs(query):
+    runs = _query_runs(query)
+    words = [t.replace("\u2019", "'") for t, unspaced in runs if not unspaced]
+    stop = STOP_WORDS | languages.latin_stop_words(
+        [p for w in words for p in _APOSTROPHE.split(w) if p]
+    )
+    for token, unspaced in runs:
         if unspaced:
             kept.setdefault(token)
             continue
-        if token.replace("\u2019", "'") in STOP_WORDS:
+        if token.replace("\u2019", "'") in stop:
             continue
         for part in _APOSTROPHE.split(token):
-            if part and part not in STOP_WORDS and (len(part) > 1 or part.isdigit()):
+            if part and part not in stop and (len(part) > 1 or part.isdigit()):
                 kept.update(dict.fromkeys(stems.parts(part)))
     if not kept:
         for term in index_terms(query):

@@ -7,9 +7,13 @@ Cyrillic ``ё`` as ``е``, Arabic hamza and vowel marks dropped).
 
 - **English, Russian and Arabic** function and question words (``какой``, ``почему``;
   ``شو``, ``وين``, ``ليش``) are dropped from every query: the scripts never collide.
-  (German, French, Spanish … lists, applied when a query's function words named its language,
-  and Snowball stemming of those languages were measured and not kept: docs/benchmarks.md,
-  "Multilingual ranking (session 5)".)
+- **Spanish, German, French, Italian, Portuguese and Dutch** function words are dropped from a
+  query whose own function words name that language more often than English's do
+  (``latin_stop_words``): ``¿De qué delito fue víctima Iñaki?`` asks for ``delito victima
+  inaki``, not for the ``fue`` of ``¿Jon se fue bien?``. (Measured and not kept in session 5,
+  when the vector lane was English-only and those words were a paraphrase's only overlap;
+  kept once the multilingual model carried paraphrases: docs/benchmarks.md, "Latin-script
+  function words, session 8". Snowball stemming of these languages stays out.)
 - **Chinese and Japanese** are written without spaces: question words and particles are cut out
   of a query's runs of characters before the runs become bigrams (``cjk_pieces``), so
   ``李娜不能吃哪些海鲜`` asks for ``李娜不能吃`` and ``海鲜``, not for the bigram ``哪些`` that
@@ -61,6 +65,59 @@ ARABIC = _words(
 # The words of these scripts never collide, so one set serves all.
 STOP_WORDS = ENGLISH | RUSSIAN | ARABIC
 
+# Function and question words of languages written in Latin script like English. Their words
+# collide with English and with each other (``die``, ``war``, ``son``, ``fur``), so a list
+# applies only to a query whose own function words name its language (``latin_stop_words``).
+LATIN = {
+    "es": _words(
+        """a al algo alguien algun alguna algunas alguno algunos ante antes aqui asi aun cada
+        como con contra cual cuales cualquier cuando cuanta cuantas cuanto cuantos de del desde
+        donde el ella ellas ello ellos en entre era eran eres es esa esas ese eso esos esta
+        estaba estaban estado estan estar estas este esto estos estoy fue fueron fui ha habia
+        han has hasta hay he la las le les lo los me mi mis muy ni no nos nosotros o os otra
+        otras otro otros para pero por porque que quien quienes se ser si sin sobre son su sus
+        tambien te ti tu tus un una unas uno unos usted ustedes y ya yo"""
+    ),
+    "de": _words(
+        """aber alle allem allen aller alles als am an andere anderen auch auf aus bei beim bin
+        bis bist da damit dann das dass dein deine deinem deinen deiner dem den denn der des
+        dich die dies diese diesem diesen dieser dieses dir doch dort du durch ein eine einem
+        einen einer eines er es euch euer eure fur gegen gewesen hab habe haben hat hatte
+        hatten ich ihm ihn ihnen ihr ihre ihrem ihren ihrer im in ist ja jede jedem jeden jeder
+        jedes kann kein keine keinem keinen man mich mir mit muss nach nicht noch nur ob oder
+        ohne sein seine seinem seinen seiner sich sie sind so soll sondern uber um und uns
+        unser unsere unter vom von vor war waren was weil welche welchem welchen welcher
+        welches wem wen wenn wer werde werden wie wieso wir wird wo wofur woher wohin womit
+        worauf woruber wovon wovor wozu wurde wurden zu zum zur"""
+    ),
+    "fr": _words(
+        """a ai as au aux avait avec avez avoir avons ce ceci cela celle celui ces cet cette
+        chez comme comment dans de des du elle elles en es est et etaient etait ete etre eu
+        il ils je la le les leur leurs lui ma mais me mes moi mon ne nos notre nous on ont ou
+        par pas pour pourquoi qu quand que quel quelle quelles quels qui quoi sa sans se ses
+        si son sont sur ta te tes toi ton tu un une vos votre vous y"""
+    ),
+    "it": _words(
+        """a ad agli ai al alla alle anche che chi ci come con cosa cui da dal dalla dei del
+        della delle dello di dove e ed era erano gli ha hai hanno ho i il in io la le lei li
+        lo loro lui ma mi mia mio ne nei nel nella noi non o per perche piu quale quali quando
+        quanto quella quello questa questo se si sono su sua sue suo suoi sul sulla ti tra tu
+        tua tuo un una uno vi voi"""
+    ),
+    "pt": _words(
+        """a ao aos as com como da das de do dos e ela elas ele eles em entre era esse essa
+        esta este eu foi ha isso isto ja mais mas me meu minha muito na nao nas no nos o onde
+        os ou para pela pelo por qual quando que quem se sem seu sua sao ser sobre tem teu tu
+        um uma voce"""
+    ),
+    "nl": _words(
+        """aan al als bij dan dat de die dit door een en er geen had heb hebben heeft hem het
+        hij hoe hun ik in is je kan maar me met mij mijn na naar niet nog of om ook op over te
+        tot uit van voor waar waarom wanneer was wat we wel werd wie wij wil worden zal ze zich
+        zij zijn zou"""
+    ),
+}
+
 # Chinese question words, pronouns and particles cut out of a query's runs (longest first).
 CHINESE = _words(
     """为什么 怎么样 是不是 有没有 什么 哪里 哪儿 哪个 哪些 哪家 哪种 哪位 哪天 哪年 哪门 哪一
@@ -82,6 +139,20 @@ _HAN = regex.compile(r"\p{Han}")
 # marks that belong to either (long vowel ー, iteration 々).
 _JA_PIECE = regex.compile(r"(?P<hira>\p{Hiragana}+)|(?P<other>[^\p{Hiragana}]+)")
 _ZH_CUT = regex.compile("|".join(map(regex.escape, sorted(CHINESE, key=len, reverse=True))))
+
+
+def latin_stop_words(words: list[str]) -> frozenset[str]:
+    """The function words of the Latin-script language that ``words`` (a query's, folded) are
+    written in: the ``LATIN`` lists that hold more of them than English does (and the most of
+    them; every list tied at the most), else none. So ``¿Dónde trabaja Nerea?`` drops
+    ``donde``, while an English question keeps ``son`` and ``die`` and a Spanish name in one
+    (``María de la Cruz``) leaves it English."""
+    english = sum(w in ENGLISH for w in words)
+    counts = {lang: sum(w in listed for w in words) for lang, listed in LATIN.items()}
+    best = max(counts.values(), default=0)
+    if best == 0 or best <= english:
+        return frozenset()
+    return frozenset().union(*(LATIN[lang] for lang, n in counts.items() if n == best))
 
 
 def is_japanese(text: str) -> bool:
