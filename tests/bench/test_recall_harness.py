@@ -117,9 +117,8 @@ def test_builtin_datasets_load_and_their_evidence_is_unshadowed() -> None:
     assert {
         f"multilingual3-{lang}" for lang in ("en", "zh", "ja", "ru", "ar", "de", "ko", "es")
     } <= set(names)
-    assert {
-        f"multilingual4-{lang}" for lang in ("en", "fr", "it", "pt", "nl", "pl", "tr")
-    } <= set(names)
+    fourth = {f"multilingual4-{lang}" for lang in ("en", "fr", "it", "pt", "nl", "pl", "tr")}
+    assert fourth <= set(names)
     for name in names:
         dataset = load_dataset(name)
         for conv in dataset.conversations:
