@@ -19,8 +19,20 @@ from cairn.bench.evidence import (
     normalize_turn,
     shadowed_turns,
 )
-from cairn.bench.recall_data import builtin_names, load_dataset, parse_dataset
-from cairn.bench.recall_report import BackendReport, Outcome, RecallReport, format_report
+from cairn.bench.recall_data import (
+    builtin_names,
+    combined,
+    dataset_specs,
+    load_dataset,
+    parse_dataset,
+)
+from cairn.bench.recall_report import (
+    BackendReport,
+    Outcome,
+    RecallReport,
+    format_report,
+    format_summary,
+)
 from cairn.cli.main import app
 from cairn.errors import InvalidInput
 from tests.conftest import PG_ADMIN_URL
@@ -159,6 +171,40 @@ def test_pooled_dataset_is_one_subject_with_prefixed_ids() -> None:
     assert pool.questions[3].evidence == ("tiny-2/s1:3",)
     assert {t.session for t in pool.turns} == {"tiny-1/s1", "tiny-1/s2", "tiny-2/s1", "tiny-2/s2"}
     assert [t.at for t in pool.turns] == sorted(t.at for t in pool.turns)
+
+
+def test_several_datasets_name_their_sets_and_load_together() -> None:
+    names = dataset_specs("heldout-en, multilingual3-*,heldout-en")
+    assert names[0] == "heldout-en" and names.count("heldout-en") == 1
+    assert names[1:] == sorted(n for n in builtin_names() if n.startswith("multilingual3-"))
+    with pytest.raises(InvalidInput, match="matches"):
+        dataset_specs("nothing-like-this-*")
+    first = parse_dataset(TINY)
+    other = json.loads(json.dumps(TINY))
+    other["name"], other["conversations"][0]["id"] = "tiny2", "tiny-2"
+    both = combined([first, parse_dataset(other)])
+    assert [c.id for c in both.conversations] == ["tiny-1", "tiny-2"]
+    with pytest.raises(InvalidInput, match="tiny-1"):
+        combined([first, first])
+
+
+def test_a_combined_run_is_reported_per_dataset() -> None:
+    first = parse_dataset(TINY)
+    other = json.loads(json.dumps(TINY))
+    other["name"], other["conversations"][0]["id"] = "tiny2", "tiny-2"
+    second = parse_dataset(other)
+
+    def outcome(conv: str, hit: bool) -> Outcome:
+        return Outcome(conv, "q", "a", ("s1:1",), {250: hit}, {250: hit}, {250: 200}, {250: 3})
+
+    run = BackendReport("sqlite", (250,), [outcome("tiny-1", True), outcome("tiny-2", False)])
+    run.shadowed_by_conversation = {"tiny-1": 0, "tiny-2": 2}
+    parts = harness.split(RecallReport("tiny+tiny2", (250,), {"sqlite": run}), [first, second])
+    assert [p.dataset for p in parts] == ["tiny", "tiny2"]
+    assert [p.backends["sqlite"].recall(250) for p in parts] == [1.0, 0.0]
+    assert [p.backends["sqlite"].shadowed_evidence for p in parts] == [0, 2]
+    table = format_summary(parts)
+    assert "| tiny | sqlite | 1 | 1.000 |" in table and "| tiny2 | sqlite | 1 | 0.000 |" in table
 
 
 def _over_budget_client() -> httpx.Client:

@@ -154,7 +154,9 @@ def load(client: httpx.Client, conv: Conversation, report: BackendReport) -> Sco
     report.compile_s += time.perf_counter() - t1
     scorer = Scorer(conv, episode_ids)
     evidence = {e for q in conv.questions for e in q.evidence}
-    report.shadowed_evidence += len(evidence & shadowed_turns(scorer.texts))
+    shadowed = len(evidence & shadowed_turns(scorer.texts))
+    report.shadowed_evidence += shadowed
+    report.shadowed_by_conversation[conv.id] = shadowed
     return scorer
 
 
@@ -219,3 +221,18 @@ def run(
         for backend in backends
     }
     return RecallReport(dataset.name, budgets, reports)
+
+
+def split(report: RecallReport, datasets: list[Dataset]) -> list[RecallReport]:
+    """Per dataset, the outcomes of a run of ``combined(datasets)`` (memories, timings and
+    latencies stay with the combined run: they were not measured per dataset)."""
+    out = []
+    for d in datasets:
+        ids = {c.id for c in d.conversations}
+        backends = {}
+        for name, r in report.backends.items():
+            mine = BackendReport(name, r.budgets, [o for o in r.outcomes if o.conversation in ids])
+            mine.shadowed_evidence = sum(r.shadowed_by_conversation.get(i, 0) for i in ids)
+            backends[name] = mine
+        out.append(RecallReport(d.name, report.budgets, backends))
+    return out

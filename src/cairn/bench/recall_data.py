@@ -19,6 +19,7 @@ ids are subject ids (``[A-Za-z0-9_.-:]``). Datasets shipped with Cairn live in
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
@@ -116,6 +117,44 @@ def resolve(spec: str) -> Path:
         f"no dataset file {spec!r} and no built-in dataset of that name "
         f"(built-in: {', '.join(builtin_names()) or 'none'})"
     )
+
+
+def dataset_specs(spec: str) -> list[str]:
+    """The datasets one ``--dataset`` value names: comma-separated paths or built-in names,
+    a name with ``*`` or ``?`` standing for every built-in dataset it matches
+    (``multilingual3-*``), in the order given, each once."""
+    out: list[str] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if any(c in part for c in "*?[") and not Path(part).is_file():
+            matched = fnmatch.filter(builtin_names(), part)
+            if not matched:
+                raise InvalidInput(f"no built-in dataset matches {part!r}")
+            out += matched
+        else:
+            out.append(part)
+    if not out:
+        raise InvalidInput("no dataset named")
+    return list(dict.fromkeys(out))
+
+
+def combined(datasets: list[Dataset]) -> Dataset:
+    """One dataset holding every conversation of ``datasets`` (each still its own subject),
+    to load them all into one server; conversation ids must not repeat."""
+    if len(datasets) == 1:
+        return datasets[0]
+    seen: dict[str, str] = {}
+    for d in datasets:
+        for c in d.conversations:
+            if c.id in seen:
+                raise InvalidInput(
+                    f"conversation {c.id!r} is in both {seen[c.id]!r} and {d.name!r}: "
+                    "run them one at a time"
+                )
+            seen[c.id] = d.name
+    name = "+".join(d.name for d in datasets)
+    return Dataset(name, [c for d in datasets for c in d.conversations])
 
 
 def load_dataset(spec: str) -> Dataset:

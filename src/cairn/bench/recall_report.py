@@ -50,6 +50,7 @@ class BackendReport:
     compile_s: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
     shadowed_evidence: int = 0
+    shadowed_by_conversation: dict[str, int] = field(default_factory=dict)
 
     @property
     def questions(self) -> int:
@@ -175,3 +176,20 @@ def format_report(report: RecallReport) -> str:
     if over:
         parts.append(f"FAIL: {over} contexts were over their budget (cl100k)")
     return "\n\n".join(parts)
+
+
+def format_summary(reports: list[RecallReport]) -> str:
+    """Several datasets run in one server: one row per dataset and backend, recall per
+    budget (the per-category tables are in ``--json``)."""
+    budgets = reports[0].budgets
+    head = ["dataset", "backend", "questions"] + [f"{b:,}" for b in budgets]
+    lines = [_row(head), _row(["---"] * len(head))]
+    for report in reports:
+        for name, r in report.backends.items():
+            cells = [report.dataset, name, str(r.questions)]
+            cells += [f"{r.recall(b):.3f}" for b in budgets]
+            lines.append(_row(cells))
+    over = sum(r.over_budget_total() for r in reports)
+    if over:
+        lines.append(f"\nFAIL: {over} contexts were over their budget (cl100k)")
+    return "\n".join(lines)

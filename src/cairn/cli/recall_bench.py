@@ -97,17 +97,20 @@ def run_http(
     pool: bool = False,
 ) -> None:
     """Run the HTTP harness and print the report; exit 1 if a context was over budget."""
-    from cairn.bench.recall import run
-    from cairn.bench.recall_data import load_dataset
-    from cairn.bench.recall_report import format_report
+    from cairn.bench.recall import run, split
+    from cairn.bench.recall_data import combined, dataset_specs, load_dataset
+    from cairn.bench.recall_report import format_report, format_summary
 
     wanted_budgets, wanted_backends = _budgets(budgets), _backends(backend)
     try:
-        dataset = load_dataset(spec).limited(conversations or None, questions or None)
+        datasets = [
+            load_dataset(one).limited(conversations or None, questions or None)
+            for one in dataset_specs(spec)
+        ]
         if pool:
-            dataset = dataset.pooled()
+            datasets = [d.pooled() for d in datasets]
         report = run(
-            dataset,
+            combined(datasets),
             backends=wanted_backends,
             budgets=wanted_budgets,
             pg_url=pg_url,
@@ -123,17 +126,25 @@ def run_http(
                 for o in r.outcomes:
                     out.write(json.dumps({"backend": name, **o.to_json()}, ensure_ascii=False))
                     out.write("\n")
-    if as_json:
-        sys.stdout.write(json.dumps(report.to_json()) + "\n")
+    if len(datasets) == 1:
+        text = format_report(report)
+        data = report.to_json()
     else:
-        sys.stdout.write(format_report(report) + "\n")
+        parts = split(report, datasets)
+        text = format_summary(parts)
+        data = {"datasets": {p.dataset: p.to_json() for p in parts}, **report.to_json()}
+    sys.stdout.write((json.dumps(data) if as_json else text) + "\n")
     if report.over_budget_total():
         raise typer.Exit(1)
 
 
 def recall_command(
     dataset: str = typer.Option(
-        ..., "--dataset", help="A cairn-recall/1 (or LoCoMo) JSON file, or a built-in name."
+        ...,
+        "--dataset",
+        help="A cairn-recall/1 (or LoCoMo) JSON file or a built-in name; several, "
+        "comma-separated or with * (multilingual3-*), are loaded into one server and "
+        "reported per dataset.",
     ),
     backend: str = BACKEND,
     budgets: str = BUDGETS,
@@ -156,6 +167,7 @@ def recall_command(
     multilingual3-<lang> (en, zh, ja, ru, ar, de, ko, es; held out),
     multilingual4-<lang> (en, fr, it, pt, nl, pl, tr; held out).
     Example: cairn bench recall --dataset heldout-en --backend sqlite --budgets 500,1000
+    Every set at once: cairn bench recall --dataset 'heldout-en,multilingual*' --settle 90
     """
     run_http(
         dataset,
