@@ -211,33 +211,6 @@ def test_an_english_querys_halves_at_once_equal_a_stored_texts_vector(
     assert other.embed_query("Что пьёт пользователь?")[:384] == [0.0] * 384
 
 
-def test_the_word_cache_gives_the_packages_pieces() -> None:
-    """Pieces never hold the word mark but at their start, so word by word is exact: the
-    same ids as the package's tokenizer on every text of the recall sets (many scripts)."""
-    import json
-    from importlib.resources import files
-
-    from cairn.engine.use_model import WordCache
-
-    texts = [*TEXTS, " ", "  a  b ", "\u2581\u2581x", "x\u2581y", "\t\n", "tea tea tea"]
-    for path in files("cairn.bench").joinpath("data").iterdir():
-        if path.name.endswith(".json"):
-            texts += _strings(json.loads(path.read_text(encoding="utf-8")))
-    assert len(texts) > 1000
-    sp = UseEmbedder()._backend.sp
-    cache = WordCache(sp, size=50)  # small: cleared many times on the way
-    for text in texts:
-        assert cache.encode(text) == sp.encode(text, out_type=int, add_bos=True, add_eos=True)
-    assert 0 < len(cache._words) <= 50
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return [text for item in items for text in _strings(item)]
-
-
 def test_search_and_context_requests_count_themselves_in_flight(tmp_path: Path) -> None:
     """The pass knows a request is in flight: the query is embedded inside the count."""
     from fastapi.testclient import TestClient

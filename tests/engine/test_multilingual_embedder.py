@@ -166,11 +166,11 @@ def test_the_table_is_mapped_from_the_model_cache(tmp_path: Path, use: UseEmbedd
     as used); with no writable cache it stays in memory and the vectors are the same."""
     mapped = UseEmbedder(cache_dir=tmp_path / "cache")
     (written,) = (tmp_path / "cache").glob("use-m3-*.npy")
-    assert isinstance(mapped._model._model.table, np.memmap)
+    assert isinstance(mapped._backend.table, np.memmap)
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     in_memory = UseEmbedder(cache_dir=blocked / "cache")
-    assert not isinstance(in_memory._model._model.table, np.memmap)
+    assert not isinstance(in_memory._backend.table, np.memmap)
     texts = ["Я пью зелёный чай", "I prefer green tea"]
     assert np.allclose(mapped.embed(texts), in_memory.embed(texts), atol=1e-6)
     assert np.allclose(mapped.embed(texts), use.embed(texts), atol=1e-6)

