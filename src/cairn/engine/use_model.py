@@ -114,8 +114,9 @@ class SentencePieces:
       shortest first (its earliest-start rule on equal scores, which it adds exactly) where
       the library's order follows its float32 rounding.
 
-    Not reproduced (the library's cut is kept): other exact ties, as in ``lolololololo`` (``▁lo
-    lol o lol olo`` in the port, ``▁lo lol olo lol o`` in the library), and
+    Not reproduced (the library's cut is kept): other exact ties, as in ``so lolololololo yes``
+    (``▁lo lol o lol olo`` in the port, ``▁lo lol olo lol o`` in the library, whose float32
+    sums make the cut of a word depend on what comes before it), and
     ``<s>``, ``</s>`` or ``<unk>`` written in a text, which the port matches as those control
     pieces and sentencepiece as plain characters. A test compares the two on thousands of
     texts in every script and on edge cases, and checks each difference for its reason."""
