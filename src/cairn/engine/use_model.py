@@ -191,20 +191,21 @@ class SentencePieces:
 
 def _powers(sp: Any) -> dict[int, tuple[str, int]]:
     """``{id: (root, length)}`` for each piece that is a power (the first included) of a string
-    two pieces or more are powers of: ``!``, ``!!``, ``!!!``; ``la``, ``lala``."""
-    pieces = sp.id_to_piece(list(range(sp.get_piece_size())))
+    two pieces or more are powers of: ``!``, ``!!``, ``!!!``; ``la``, ``lala``. (One piece at a
+    time: a list of all 128,000 would leave ~2 MB of the heap behind.)"""
+    piece = sp.id_to_piece
     roots: dict[str, list[int]] = {}
-    for i, piece in enumerate(pieces):
-        period = (piece + piece).find(piece, 1)
-        if period < len(piece):
-            roots.setdefault(piece[:period], []).append(i)
+    for i in range(sp.get_piece_size()):
+        text = piece(i)
+        period = (text + text).find(text, 1)
+        if period < len(text):
+            roots.setdefault(text[:period], []).append(i)
     out: dict[int, tuple[str, int]] = {}
-    for i, piece in enumerate(pieces):
-        if piece in roots:
-            roots[piece].append(i)
     for root, ids in roots.items():
+        if piece(first := sp.piece_to_id(root)) == root:
+            ids.append(first)
         if len(ids) > 1:
-            out.update((i, (root, len(pieces[i]))) for i in ids)
+            out.update((i, (root, len(piece(i)))) for i in ids)
     return out
 
 
