@@ -383,6 +383,7 @@ def deterministic_cases(app: FastAPI, spec: dict[str, Any]) -> Iterator[tuple[st
                 yield label, {"method": method, "path": good, "body": {**base, field: value}}
 
 
+@pytest.mark.slow
 def test_nasty_table_never_500_and_writes_nothing(nasty_client: Any) -> None:
     client, services = nasty_client
     app = client.app
@@ -450,6 +451,7 @@ def test_lone_surrogate_is_refused_but_a_surrogate_pair_is_text(nasty_client: An
     assert send(client, "POST", "/v1/episodes", raw=raw.encode()).status_code in (200, 201)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_hypothesis_never_500(nasty_client: Any) -> None:
     client, _ = nasty_client

@@ -89,6 +89,7 @@ def failures_of(app: Any) -> list[str]:
     return list(found)
 
 
+@pytest.mark.slow
 def test_openapi_matches_behaviour(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -191,6 +191,7 @@ def server(tmp_path: Path) -> Iterator[str]:
             proc.stderr.close()
 
 
+@pytest.mark.slow
 def test_seed_request_against_a_fresh_server(server: str) -> None:
     ids = [t["id"] for t in httpx.get(f"{server}/v1/memory-templates").json()["templates"]]
     assert len(ids) == 6 and "sales-call-note" in ids
