@@ -31,6 +31,11 @@ from cairn.store import Store, open_store
 from cairn.store.database import normalize_url
 
 PG_ADMIN_URL = os.environ.get("CAIRN_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+# pytest-xdist starts its workers with COLUMNS=80 in the environment, and a Rich console takes
+# its width from COLUMNS once, when it is made (cairn.cli's, at import): the CLI tests set the
+# width a command needs in its own environment, as they can when COLUMNS is not set.
+os.environ.pop("COLUMNS", None)
 BACKENDS = ["sqlite", "postgres"]
 
 
