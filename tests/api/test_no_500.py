@@ -26,11 +26,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import func, select
+from sqlalchemy import func, select, union_all
 
 from cairn.app import create_app
+from cairn.core.scope import DEFAULT_RUNTIME
 from cairn.services import Services
-from cairn.store.schema import metadata
+from cairn.store.schema import episodes, memories, metadata
 from tests.conftest import database_url, make_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ladders"
@@ -215,8 +216,28 @@ def nasty_client(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -
 _COUNTS: dict[int, Any] = {}
 
 
+def subjects_total() -> Any:
+    """What GET /v1/subjects reports as ``total`` for tenant ``default`` (subjects with an
+    episode or a memory not deleted: ``SubjectRepository.list``), as a column: one more
+    subquery of the count below instead of a query of its own per snapshot (the store builds
+    that statement on each call, milliseconds each, thousands of calls)."""
+    parts = [
+        select(table.c.user_id.label("subject_id")).where(
+            table.c.tenant_id == "default",
+            table.c.runtime_id == DEFAULT_RUNTIME,
+            table.c.agent_id == "",
+            table.c.user_id != "",
+            *([table.c.status != "deleted"] if table is memories else []),
+        )
+        for table in (episodes, memories)
+    ]
+    rows = union_all(*parts).subquery()
+    return select(func.count(func.distinct(rows.c.subject_id))).scalar_subquery()
+
+
 def row_counts(services: Services) -> dict[str, int]:
-    """Rows of every table, in one query: the measure of "nothing was written"."""
+    """Rows of every table and the subjects total, in one query: the measure of "nothing was
+    written"."""
     with services.store.db.read() as conn:
         query = _COUNTS.get(id(services))
         if query is None:
@@ -227,7 +248,8 @@ def row_counts(services: Services) -> dict[str, int]:
                     select(func.count()).select_from(t).scalar_subquery().label(t.name)
                     for t in metadata.sorted_tables
                     if t.name in names
-                )
+                ),
+                subjects_total().label("_subjects"),
             )
         return dict(conn.execute(query).one()._mapping)
 
@@ -239,16 +261,12 @@ def slate_route(method: str, path: str) -> bool:
 
 
 def snapshot(client: TestClient, services: Services, method: str, path: str) -> dict[str, Any]:
-    """Row counts of every table; for a write route also the subjects total, and for one
-    that can touch slates the example slate's tree with its usage (catches in-place updates).
-    A GET is checked by row counts alone, to keep the module fast."""
+    """Row counts of every table and the subjects total; for a route that can touch slates
+    also the example slate's tree with its usage (catches in-place updates)."""
     if services.turn_compiler is not None:  # a committed turn is compiled in the background
         assert services.turn_compiler.wait_idle(), "the background compile did not finish"
     state: dict[str, Any] = dict(row_counts(services))
-    state["_subjects"] = state["_slates"] = None
-    if method != "GET":
-        # What GET /v1/subjects reports as ``total``, read from the store (faster than HTTP).
-        state["_subjects"] = services.store.subjects.list("default", limit=1)[1]
+    state["_slates"] = None
     if slate_route(method, path):
         tree = client.get("/v1/slates/memory-ladder/Memory")
         assert tree.status_code == 200, tree.text
@@ -273,6 +291,27 @@ def fill_path(path: str, override: str | None = None) -> str:
     return re.sub(r"\{([^}]+)\}", one, path)
 
 
+def request_of(
+    method: str, path: str, *, body: Any = ..., raw: bytes | None = None, query: str = ""
+) -> tuple[str, str, bytes | None, tuple[tuple[str, str], ...]]:
+    """The request ``send`` makes: method, URL, content and headers."""
+    url = path + (("?" + query) if query else "")
+    json_headers = (("content-type", "application/json"),)
+    if path.startswith("/ui") and method == "POST":
+        # Form posts: a valid CSRF pair so the form's own fields are what gets tested.
+        form = {"csrf": CSRF}
+        if isinstance(body, dict):
+            form.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()})
+        # Encoded by hand: a lone surrogate becomes invalid UTF-8, a case worth sending too.
+        encoded = urlencode(form, encoding="utf-8", errors="surrogatepass").encode()
+        return method, url, encoded, (("content-type", "application/x-www-form-urlencoded"),)
+    if raw is not None:
+        return method, url, raw, json_headers
+    if body is ...:
+        return method, url, None, ()
+    return method, url, json.dumps(body).encode(), json_headers
+
+
 def send(
     client: TestClient,
     method: str,
@@ -282,26 +321,8 @@ def send(
     raw: bytes | None = None,
     query: str = "",
 ) -> Any:
-    url = path + (("?" + query) if query else "")
-    headers = {"content-type": "application/json"}
-    if path.startswith("/ui") and method == "POST":
-        # Form posts: a valid CSRF pair so the form's own fields are what gets tested.
-        form = {"csrf": CSRF}
-        if isinstance(body, dict):
-            form.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()})
-        # Encoded by hand: a lone surrogate becomes invalid UTF-8, a case worth sending too.
-        encoded = urlencode(form, encoding="utf-8", errors="surrogatepass").encode()
-        return client.request(
-            method,
-            url,
-            content=encoded,
-            headers={"content-type": "application/x-www-form-urlencoded"},
-        )
-    if raw is not None:
-        return client.request(method, url, content=raw, headers=headers)
-    if body is ...:
-        return client.request(method, url)
-    return client.request(method, url, content=json.dumps(body).encode(), headers=headers)
+    method, url, content, headers = request_of(method, path, body=body, raw=raw, query=query)
+    return client.request(method, url, content=content, headers=dict(headers))
 
 
 def check(response: Any, case: str) -> None:
@@ -362,14 +383,23 @@ def deterministic_cases(app: FastAPI, spec: dict[str, Any]) -> Iterator[tuple[st
                 yield label, {"method": method, "path": good, "body": {**base, field: value}}
 
 
+@pytest.mark.slow
 def test_nasty_table_never_500_and_writes_nothing(nasty_client: Any) -> None:
     client, services = nasty_client
     app = client.app
     spec = client.get("/openapi.json").json()
     before: dict[str, Any] = {}
     failures: list[str] = []
+    sent: set[Any] = set()
     for label, case in deterministic_cases(app, spec):
         method, path = case.pop("method"), case.pop("path")
+        # A request byte for byte like one already sent is not sent again (about 250 of the
+        # 3,150 cases: a form route reads no JSON, so its raw bodies and "missing all" are all
+        # the same post of the CSRF field alone).
+        request = request_of(method, path, **case)
+        if request in sent:
+            continue
+        sent.add(request)
         if not before or (before["_slates"] is None and slate_route(method, path)):
             before = snapshot(client, services, method, path)
         response = send(client, method, path, **case)
@@ -389,6 +419,9 @@ def test_nasty_table_never_500_and_writes_nothing(nasty_client: Any) -> None:
             failures.append(f"{label}: {response.status_code} but wrote {str(changed)[:300]}")
         before = after
     assert not failures, "\n".join(failures[:40]) + f"\n({len(failures)} failures)"
+    # The snapshot's subjects total is the one the store reports (some subjects exist by now).
+    total = row_counts(services)["_subjects"]
+    assert total > 0 and total == services.store.subjects.list("default", limit=1)[1]
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])
@@ -418,6 +451,7 @@ def test_lone_surrogate_is_refused_but_a_surrogate_pair_is_text(nasty_client: An
     assert send(client, "POST", "/v1/episodes", raw=raw.encode()).status_code in (200, 201)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_hypothesis_never_500(nasty_client: Any) -> None:
     client, _ = nasty_client

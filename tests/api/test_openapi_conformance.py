@@ -57,16 +57,39 @@ def run_operation(operation: Any, mode: GenerationMode, found: dict[str, None]) 
         one()
 
 
+# Keys of a parameter's schema that only describe it; any other key constrains its values.
+ANNOTATIONS = {"title", "description", "examples", "example", "deprecated"}
+
+
+def nothing_to_negate(raw: dict[str, Any]) -> bool:
+    """Whether no request of the operation can be invalid: no body, and only path parameters
+    of plain string type (every text is a valid value, and a path segment is always text).
+    Negative generation then finds no case and ends in Unsatisfiable after some fifty rejected
+    draws: more than half of this module's time, measured, for no request sent."""
+    if "requestBody" in raw:
+        return False
+    return all(
+        param.get("in") == "path"
+        and param.get("schema", {}).get("type") == "string"
+        and set(param.get("schema", {})) <= ANNOTATIONS | {"type"}
+        for param in raw.get("parameters", [])
+    )
+
+
 def failures_of(app: Any) -> list[str]:
     """Every operation's generated cases, positive and negative; the distinct failures."""
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     found: dict[str, None] = {}
     for result in schema.get_all_operations():
+        operation = result.ok()
         for mode in GenerationMode:
-            run_operation(result.ok(), mode, found)
+            if mode == GenerationMode.NEGATIVE and nothing_to_negate(operation.definition.raw):
+                continue
+            run_operation(operation, mode, found)
     return list(found)
 
 
+@pytest.mark.slow
 def test_openapi_matches_behaviour(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

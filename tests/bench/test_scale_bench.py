@@ -8,6 +8,7 @@ import pytest
 from cairn.bench import scale
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_scale_table_runs_through_a_real_server(
     backend: str, request: pytest.FixtureRequest

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from cairn.app import create_app
 from cairn.cli.main import app
+from cairn.config import Settings
 from cairn.services import Services
 from tests.client.conftest import free_port, live_server
 from tests.conftest import make_settings
@@ -40,14 +41,23 @@ EPISODES = [
 ]
 
 
-def env_for(tmp_path: Path) -> dict[str, str]:
+def env_for(tmp_path: Path, embedder: str = "none") -> dict[str, str]:
+    """A user's environment with a data directory of the test's own. Lexical search only
+    unless a test asks for an embedder (as in tests/conftest.py): each command builds its own
+    services, and with the default embedder the background embedding pass they start loads
+    the model at once (its first sweep asks for the vector size), and the command waits for
+    that on exit: seconds per command, in tests that check no vector.
+    ``test_ingest_locomo_then_compile_search_and_timeline`` compiles and searches with the
+    default embedder; ``tests/cli/test_worker_cli.py`` checks the vectors ``cairn worker``
+    writes with it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     env["CAIRN_DATA_DIR"] = str(tmp_path / "data")
+    env["CAIRN_EMBEDDER"] = embedder
     return env
 
 
-def run(tmp_path: Path, *args: str, input: str | None = None) -> Any:
-    return runner.invoke(app, list(args), env=env_for(tmp_path), input=input)
+def run(tmp_path: Path, *args: str, input: str | None = None, embedder: str = "none") -> Any:
+    return runner.invoke(app, list(args), env=env_for(tmp_path, embedder), input=input)
 
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:
@@ -105,8 +115,11 @@ def locomo_file(path: Path) -> Path:
 
 
 def test_ingest_locomo_then_compile_search_and_timeline(tmp_path: Path) -> None:
+    """The compile and the first search run with the default embedder, as a user runs them
+    (each command loads the model: for the search's query, and in its background pass)."""
     src = locomo_file(tmp_path / "locomo.json")
-    result = run(tmp_path, "ingest", str(src), "--compile", "--json")
+    default = Settings.model_fields["embedder"].default
+    result = run(tmp_path, "ingest", str(src), "--compile", "--json", embedder=default)
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert (summary["format"], summary["created"]) == ("locomo", 3)
@@ -114,8 +127,8 @@ def test_ingest_locomo_then_compile_search_and_timeline(tmp_path: Path) -> None:
     timeline = json.loads(run(tmp_path, "timeline", "locomo:conv-1", "--json").stdout)
     assert [e["metadata"]["dia_id"] for e in timeline["episodes"]] == ["D1:1", "D1:2", "D2:1"]
     assert [e["session_id"] for e in timeline["episodes"]] == ["session_1"] * 2 + ["session_2"]
-    found = json.loads(run(tmp_path, "search", "locomo:conv-1", "dog Rex", "--json").stdout)
-    assert any("Rex" in m["content"] for m in found["memories"])
+    found = run(tmp_path, "search", "locomo:conv-1", "dog Rex", "--json", embedder=default)
+    assert any("Rex" in m["content"] for m in json.loads(found.stdout)["memories"])
     pretty = run(tmp_path, "search", "locomo:conv-1", "dog Rex")
     assert pretty.exit_code == 0 and "Rex" in pretty.stdout
     bad_kind = run(tmp_path, "search", "locomo:conv-1", "dog", "--kind", "nope")

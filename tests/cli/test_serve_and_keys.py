@@ -15,8 +15,15 @@ runner = CliRunner()
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A user's environment with a data directory of the test's own, for ``cairn serve`` and
+    ``cairn worker`` processes (here, tests/cli/test_serve_bind.py and tests/fleet). Lexical
+    search only unless ``extra`` names an embedder: a process with the default embedder loads
+    the model in the background as it starts (the embedding pass's first sweep asks for its
+    size), seconds of both cores while these tests, which check no vector, time a lease or
+    start the next process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     env["CAIRN_DATA_DIR"] = str(tmp_path / "data")
+    env["CAIRN_EMBEDDER"] = "none"
     env.update(extra)
     return env
 

@@ -81,6 +81,7 @@ def test_serve_without_key_refuses_every_non_loopback_bind(tmp_path: Path, host:
     assert "refusing to bind" in proc.stderr and "no API key" in proc.stderr
 
 
+@pytest.mark.slow
 def test_open_server_answers_only_loopback_host_names(tmp_path: Path) -> None:
     port = free_port()
     args = ["cairn.cli.main", "serve", "--port", str(port)]
@@ -95,6 +96,7 @@ def test_open_server_answers_only_loopback_host_names(tmp_path: Path) -> None:
             assert r.status_code == 400 and r.json()["error"]["code"] == "host_not_allowed"
 
 
+@pytest.mark.slow
 def test_open_mode_refuses_remote_peers_whatever_the_bind(tmp_path: Path) -> None:
     """A process manager may bind the ASGI app anywhere (``uvicorn cairn.asgi:app``); with
     no key, a peer reaching it over a non-loopback interface still gets nothing."""
@@ -113,6 +115,7 @@ def test_open_mode_refuses_remote_peers_whatever_the_bind(tmp_path: Path) -> Non
         assert httpx.get(f"http://127.0.0.1:{port}/ui/subjects").status_code == 200
 
 
+@pytest.mark.slow
 def test_serve_with_key_binds_everywhere_and_checks_allowed_hosts(tmp_path: Path) -> None:
     port = free_port()
     env = env_for(tmp_path, CAIRN_API_KEY="k-serve-test", CAIRN_ALLOWED_HOSTS="cairn.example")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
 
@@ -170,6 +171,7 @@ async def drive_stdio(env: dict[str, str]) -> None:
         assert "\n" not in listed.content[0].text
 
 
+@pytest.mark.slow
 def test_stdio_server_lists_tools_records_and_recalls(tmp_path: Path) -> None:
     asyncio.run(drive_stdio(env_for(tmp_path)))
 
@@ -194,6 +196,7 @@ async def drive_http(url: str) -> list[str]:
             return names
 
 
+@pytest.mark.slow
 def test_http_transport(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(

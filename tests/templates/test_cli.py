@@ -158,7 +158,9 @@ def server(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cairn.cli.main", "serve", "--port", str(port)],
-        env=env_for(tmp_path, CAIRN_TEMPLATE_DIRS=str(tmp_path / "ops")),
+        # Templates, no vector: without an embedder the server does not load the default
+        # model in the background as it starts (and its shutdown does not wait for that).
+        env=env_for(tmp_path, CAIRN_TEMPLATE_DIRS=str(tmp_path / "ops"), CAIRN_EMBEDDER="none"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -189,6 +191,7 @@ def server(tmp_path: Path) -> Iterator[str]:
             proc.stderr.close()
 
 
+@pytest.mark.slow
 def test_seed_request_against_a_fresh_server(server: str) -> None:
     ids = [t["id"] for t in httpx.get(f"{server}/v1/memory-templates").json()["templates"]]
     assert len(ids) == 6 and "sales-call-note" in ids
