@@ -38,7 +38,13 @@ def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
         lazy = services.embedder
         assert isinstance(lazy, LazyEmbedder) and lazy._inner is None
         assert services.embedding_backfill is not None
-        assert lazy.overlap and lazy.dim == 896
+        # The pass's size check at start (``dim``) reads no model: a CLI command that never
+        # embeds never waits for one.
+        services.embedding_backfill._drop_other_sizes()
+        assert lazy.dim == 896 and lazy._inner is None
+        for name, dim in (("onnx", 384), ("use", 512), ("local", 384)):
+            assert LazyEmbedder(make_settings(tmp_path, embedder=name)).dim == dim
+        assert lazy.overlap and lazy._inner is not None
         assert lazy.name == "all-MiniLM-L6-v2+use-multilingual-v3"
         inner = lazy._inner
         assert len(lazy.embed(["hello"])[0]) == 896 and lazy._inner is inner

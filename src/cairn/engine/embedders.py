@@ -455,7 +455,11 @@ class LazyEmbedder:
 
     @property
     def dim(self) -> int:
-        return self._get().dim
+        """Known without loading a built-in model: the background pass asks at every start,
+        and a process that never embeds (a CLI command) should not wait for a model."""
+        known = {"onnx": OnnxEmbedder.dim, "use": UseEmbedder.dim, "local": LocalEmbedder.dim}
+        known["multilingual"] = OnnxEmbedder.dim + UseEmbedder.dim
+        return known.get(self._settings.embedder) or self._get().dim
 
     @property
     def multilingual(self) -> bool:
