@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from cairn.core.analysis import (
     content_digest,
+    content_size,
     content_terms,
     fold,
     hash_key,
@@ -211,3 +212,27 @@ def test_chinese_and_japanese_questions_keep_their_content() -> None:
     assert query_terms("美咲は今どこで働いていますか？") == ["美咲", "今", "働", "美", "咲"]
     assert query_terms("ビスケは何を壊しましたか") == ["ビス", "スケ", "壊"]
     assert query_terms("什么") == ["什么"]  # nothing else left: the run itself
+
+
+def test_content_size_counts_what_a_text_says_in_every_script() -> None:
+    # The same statement says about as much in every script: a bigram of an unspaced
+    # script counts half, as a word of those scripts is about two characters.
+    same = ["I live in Beijing", "我住在北京", "Я живу в Москве", "أنا أعيش في عمان"]
+    assert [content_size(t) for t in same] == [2.0, 2.0, 2.0, 2.0]
+    # Only English, Russian and Arabic function words are known to the index side.
+    assert content_size("Ich wohne in München") == 3.0
+    # Filler and function words say nothing; emoji and punctuation are no words.
+    assert content_size("ok, so I am") == 0.0
+    assert content_size("👍🎉!!") == 0.0
+    assert content_size("go on") == 0.0
+    assert content_size("Bad news") == 2.0
+    # Repeats count once: it is what the text says, not how long it is.
+    assert content_size("tea tea tea tea") == 1.0
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=200, deadline=None)
+def test_content_size_is_the_content_terms_weighed(text: str) -> None:
+    size = content_size(text)
+    terms = content_terms(text)
+    assert 0.5 * len(terms) <= size <= len(terms)

@@ -288,3 +288,27 @@ def test_relative_dates_resolve_against_the_episode_time() -> None:
     assert resolve_dates("last month", at) == ["2023-04"]
     assert resolve_dates("on 20 July 2022", at) == ["2022-07-20"]
     assert resolve_dates("I may go", at) == []
+
+
+def test_a_turns_confidence_follows_how_much_it_says(store: Store) -> None:
+    """A brief turn ranks below an equally relevant one that states something (search
+    multiplies relevance by confidence): 0.5 for a turn of no content word, rising to 1 at ten,
+    in every script; a contentless message keeps 0.2."""
+    scope = Scope.for_subject("bob")
+    said = {
+        "go on": 0.5,
+        "Bad news": 0.6,
+        "ok 👍": 0.2,
+        "I finally quit the bank. I'm teaching high school chemistry at Lincoln now, "
+        "and the kids call me Mr. Beaker.": 1.0,
+        "我住在北京": 0.6,
+        "Я живу в Москве": 0.6,
+    }
+    items = [turn(scope, text, minutes=i, key=f"k{i}") for i, text in enumerate(said)]
+    store.episodes.append_many(TENANT, items)
+    compile_scope(store, TENANT, scope)
+    turns = {
+        m.content.removeprefix("Caroline: "): m.confidence
+        for m in store.memories.list(TENANT, scope, kind="turn", limit=100)
+    }
+    assert turns == said

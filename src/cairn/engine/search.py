@@ -382,7 +382,7 @@ def search_memories(
 
 def lane_weights(embedder: Embedder | None, query: str) -> dict[str, float]:
     """The default lane weights for ``query``: ``MULTILINGUAL_WEIGHTS`` when the embedder is
-    multilingual and the query's letters are not all ASCII, else ``DEFAULT_WEIGHTS``."""
+    multilingual and the query is not English (``english_script``), else ``DEFAULT_WEIGHTS``."""
     if not english_script(query) and getattr(embedder, "multilingual", False):
         return MULTILINGUAL_WEIGHTS
     return DEFAULT_WEIGHTS

@@ -33,7 +33,7 @@ from sqlalchemy import (
 from cairn.core.analysis import index_text
 from cairn.core.ids import utcnow, uuid7
 from cairn.core.scope import Scope
-from cairn.store import fts
+from cairn.store import fts, fts5_rank
 from cairn.store.episodes import scope_filter
 from cairn.store.repository import Repository
 from cairn.store.schema import (
@@ -279,30 +279,86 @@ class DocumentRepository(Repository):
             f"AND c.agent_id = :agent AND c.dataset_id IN ({', '.join(names)})"
         )
         if self.db.is_sqlite:
-            table = self.db.fts.table_if_exists(conn, fts.CHUNKS, tenant_id)
-            if table is None:
-                return []  # the tenant has never stored a chunk
-            part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
-            words = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
-            params["match"] = f'part : "{part}" AND ({words})'
-            # The tenant's own index, narrowed to the partition by its token (weight 0).
-            sql = (
-                f"SELECT {cols}, -bm25({table}, 1.0, 0.0) AS raw FROM {table} "
-                f"JOIN document_chunks c ON c.seq = {table}.rowid "
-                f"WHERE {table} MATCH :match AND {where} "
-                "ORDER BY raw DESC, c.seq LIMIT :limit"
-            )
-            unit = 1.0
-        else:
-            params["tsq"] = " | ".join("'" + w.replace("'", "''") + "'" for w in terms)
-            sql = (
-                f"SELECT {cols}, ts_rank_cd(c.tsv, q) AS raw FROM document_chunks c, "
-                "to_tsquery('english'::regconfig, :tsq) AS q "
-                f"WHERE c.tsv @@ q AND {where} ORDER BY raw DESC, c.seq LIMIT :limit"
-            )
-            unit = PG_CD_TO_BM25
+            return self._search_sqlite(conn, tenant_id, scope, terms, cols, where, params)
+        # Each chunk's ``ts_rank_cd`` scaled by the share of the query's IDF (in the chunks
+        # searched) it holds, as memories are ranked (``fts5_rank.coordination``).
+        quoted = ["'" + w.replace("'", "''") + "'" for w in terms]
+        queries = ", ".join(
+            f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in range(len(terms))
+        )
+        for i, q in enumerate(quoted):
+            params[f"t{i}"] = q
+        counted = ", ".join(f"count(*) FILTER (WHERE c.tsv @@ q{i})" for i in range(len(terms)))
+        got = conn.execute(
+            text(f"SELECT count(*), {counted} FROM document_chunks c, {queries} WHERE {where}"),
+            params,
+        ).one()
+        weights = [fts5_rank.idf(int(got[0]), int(n)) for n in got[1:]]
+        for i, w in enumerate(weights):
+            params[f"w{i}"] = w
+        params["mass"] = sum(weights) or 1.0
+        held = " + ".join(f":w{i} * CAST(c.tsv @@ q{i} AS integer)" for i in range(len(terms)))
+        params["tsq"] = " | ".join(quoted)
+        # (The share comes back on its own: ``ts_rank_cd`` is a ``real``, read as the text
+        # PostgreSQL prints for it, so a product taken in SQL would carry float4 noise.)
+        sql = (
+            f"SELECT * FROM (SELECT {cols}, c.seq AS chunk_seq, ts_rank_cd(c.tsv, q) AS raw, "
+            f"LEAST(1.0, ({held}) / :mass) AS share "
+            f"FROM document_chunks c, to_tsquery('english'::regconfig, :tsq) AS q, {queries} "
+            f"WHERE c.tsv @@ q AND {where}) r ORDER BY r.raw * r.share DESC, r.chunk_seq "
+            "LIMIT :limit"
+        )
         rows = [dict(r._mapping) for r in conn.execute(text(sql), params)]
-        return [_chunk(_coerce(m), max(float(m.pop("raw") or 0.0), 0.0) * unit) for m in rows]
+        for m in rows:
+            del m["chunk_seq"]
+        return [
+            _chunk(
+                _coerce(m),
+                max(float(m.pop("raw") or 0.0), 0.0) * float(m.pop("share")) * PG_CD_TO_BM25,
+            )
+            for m in rows
+        ]
+
+    def _search_sqlite(
+        self,
+        conn: Connection,
+        tenant_id: str,
+        scope: Scope,
+        terms: list[str],
+        cols: str,
+        where: str,
+        params: dict[str, Any],
+    ) -> list[ChunkRow]:
+        """SQLite: FTS5's ``bm25`` in the tenant's own index, narrowed to the partition by its
+        token (weight 0), over a window of the best matches, each scaled by the share of the
+        query's IDF (in the partition's chunks) it holds (``fts5_rank.QueryShare``)."""
+        table = self.db.fts.table_if_exists(conn, fts.CHUNKS, tenant_id)
+        if table is None:
+            return []  # the tenant has never stored a chunk
+        part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+        quoted = {w: '"' + w.replace('"', '""') + '"' for w in terms}
+        params["match"] = f'part : "{part}" AND ({" OR ".join(quoted.values())})'
+        params["window"] = int(params["limit"]) * 2 + 50
+        sql = (
+            f"SELECT {cols}, c.search_text, -bm25({table}, 1.0, 0.0) AS raw FROM {table} "
+            f"JOIN document_chunks c ON c.seq = {table}.rowid "
+            f"WHERE {table} MATCH :match AND {where} "
+            "ORDER BY raw DESC, c.seq LIMIT :window"
+        )
+        rows = [dict(r._mapping) for r in conn.execute(text(sql), params)]
+        counter = self.db.fts_counts.counter(conn, table)
+        in_part = f'part : "{part}"'
+        counts = {w: counter(f"{in_part} AND {q}") for w, q in quoted.items()}
+        share = fts5_rank.QueryShare(terms, counts, counter(in_part))
+        found = [
+            _chunk(
+                _coerce(m),
+                max(float(m.pop("raw") or 0.0), 0.0) * share.of(m.pop("search_text") or ""),
+            )
+            for m in rows
+        ]
+        found.sort(key=lambda c: -c.score)  # stable: equal scores keep chunk order
+        return found[: int(params["limit"])]
 
 
 # ``ts_rank_cd`` to BM25's scale: a chunk PostgreSQL scores 0.2 is worth what SQLite's BM25

@@ -195,24 +195,42 @@ def _fts5_ranked(
             conn, table, part, terms, total, where, params, limit, counter, SQLITE_FACTS
         )
         return [(seq, score, facts_of(got)) for seq, score, got in found]
+    counts = {t: counter(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
     if COMMON_TERM_SHARE and len(terms) > 1:
-        terms = _without_common_terms(counter, part, terms, total)
+        terms = _without_common_terms(counts, terms, total)
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
     params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
     inner = limit * 2 + 50
     while True:
         params["inner"] = inner
         sql = (
-            f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS} FROM (SELECT rowid, rank FROM {table} "
+            f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS}, m.search_text, "
+            "JSON_EXTRACT(m.metadata, '$.context_terms') "
+            f"FROM (SELECT rowid, rank FROM {table} "
             f"WHERE {table} MATCH :q ORDER BY rank LIMIT :inner) f "
             f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
-            "ORDER BY f.rank, m.seq LIMIT :limit"
+            "ORDER BY f.rank, m.seq"
         )
         rows = conn.execute(text(sql), params).all()
         if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= inner:
             # (Fewer than asked: either that is all there is, or filters ate the window.)
-            return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in rows]
+            return _coordinated(rows, terms, counts, total)[:limit]
         inner *= 4
+
+
+def _coordinated(
+    rows: Sequence[Any], terms: Sequence[str], counts: dict[str, int], total: int
+) -> list[Ranked]:
+    """The big-partition window (``seq, score, facts…, search_text, context_terms`` rows,
+    best by BM25) with each score scaled by the share of the query the row holds
+    (``fts5_rank.QueryShare``), best first."""
+    share = fts5_rank.QueryShare(terms, counts, total)
+    out = [
+        (int(r[0]), float(r[1]) * share.of(f"{r[-2] or ''} {r[-1] or ''}"), facts_of(r[2:-2]))
+        for r in rows
+    ]
+    out.sort(key=lambda got: (-got[1], got[0]))
+    return out
 
 
 def _pg_ranked(
@@ -224,7 +242,8 @@ def _pg_ranked(
     kinds: list[str],
 ) -> list[Ranked]:
     """PostgreSQL: each term's ``ts_rank`` weighted by its rarity in the partition (BM25's
-    IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed. ``ts_rank`` alone reads no corpus
+    IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed, and scaled by the share of the query's
+    IDF the row holds (``fts5_rank.coordination``, as on SQLite). ``ts_rank`` alone reads no corpus
     statistics, so a word in most rows (a speaker's name, in every one of their turns) would
     weigh as much as the rare word a question is about, and PostgreSQL would rank unlike
     SQLite's BM25. ``N`` and ``n`` come from ``memory_term_stats`` (``_pg_counts``); as on
@@ -249,7 +268,11 @@ def _pg_ranked(
         params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
     queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in keep)
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
-    score = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in keep)
+    summed = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in keep)
+    # Scaled by the share of the query the row matches, as on SQLite (``fts5_rank``).
+    held = " + ".join(f":w{i} * CAST(m.fts @@ q{i} AS integer)" for i in keep)
+    params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
+    score = f"({summed}) * LEAST(1.0, ({held}) / :mass)"
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
     kind_sql = " AND m.kind = ANY(:kinds)" if kinds else ""
     params["kinds"] = kinds
@@ -413,14 +436,11 @@ def _pg_counts(
     return total, counts
 
 
-def _without_common_terms(
-    counter: fts5_rank.Counter, part: str, terms: Sequence[str], total: int
-) -> list[str]:
+def _without_common_terms(counts: dict[str, int], terms: Sequence[str], total: int) -> list[str]:
     """In a partition of ``COMMON_TERM_MIN_ROWS`` (``total``) rows or more, drop terms found
     in more than ``COMMON_TERM_SHARE`` of its rows when rarer terms remain: their BM25 weight
     is small, yet scoring their matches is most of a query's cost (e.g. a speaker's name, in
     every one of their turns). Measured on LoCoMo (where it is off: ~630 rows a subject),
     forcing it on costs about 0.013 of recall at 1,000 tokens."""
-    share = {t: counter(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
-    keep = [t for t in terms if share[t] <= COMMON_TERM_SHARE * total]
+    keep = [t for t in terms if counts[t] <= COMMON_TERM_SHARE * total]
     return keep or list(terms)

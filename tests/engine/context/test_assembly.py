@@ -307,3 +307,19 @@ def test_the_lanes_and_the_search_read_one_snapshot(
     result = assembly.context(request(query="what colour was the boat"))
     assert [i.content for i in result.items][:1] == ["the lighthouse keeper painted the boat red"]
     assert len(opened) == 1  # one pool checkout and one commit for the whole request
+
+
+def test_chunks_are_coordinated_like_memories(assembly: CairnAssembly) -> None:
+    """A chunk is scaled by the share of the query it holds, as a memory is: a brief chunk
+    holding one of the words does not outrank a long one holding both."""
+    long = (
+        "The quarterly review covers the warehouse dashboards in detail: which figures the "
+        "night shift reads first, how the loading bays are scheduled, and why the old "
+        "spreadsheet export was retired after the audit in March."
+    )
+    add_document(assembly, "Warehouse.", doc="d0")
+    add_document(assembly, long, doc="d1")
+    for i in range(8):
+        add_document(assembly, f"Minutes of meeting {i}: lunch order and parking.", doc=f"m{i}")
+    result = assembly.context(request(query="warehouse dashboards", dataset_ids=["docs"]))
+    assert result.items[0].content == long

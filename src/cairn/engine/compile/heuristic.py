@@ -3,8 +3,9 @@
 From each episode it makes the units recall needs:
 
 - ``turn``: one per conversation message, ``"Speaker: text"`` with the speaker, role, absolute
-  date, resolved relative dates and entities in metadata; a contentless message ("Noted.",
-  "haha", see ``filler``) gets a low confidence and none of its neighbours' words;
+  date, resolved relative dates and entities in metadata; its confidence follows how much it
+  says (``turn_confidence``), and a contentless message ("Noted.", "haha", see ``filler``)
+  gets a low one and none of its neighbours' words;
 - ``note``: a text payload (template episodes included), chunked by sentences when long;
 - ``profile_fact``: first-person statements matched by patterns (name, employer, location,
   age, favourites, likes), single-valued ones carrying a ``slot`` for supersession; the
@@ -24,7 +25,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from cairn.core.analysis import content_terms
+from cairn.core.analysis import content_size, content_terms
 from cairn.core.episodes import Episode
 from cairn.core.ids import as_utc
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
@@ -49,6 +50,10 @@ CONTEXT_AFTER = 1
 CONTEXT_WORDS = 40
 # Confidence of a contentless turn ("Noted.", "haha"): search multiplies relevance by it.
 CONTENTLESS_CONFIDENCE = 0.2
+# A turn with content has confidence by how much it says (``turn_confidence``): full from
+# this many content words, down to ``BRIEF_TURN_CONFIDENCE`` for one with none.
+FULL_TURN_WORDS = 10
+BRIEF_TURN_CONFIDENCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -415,11 +420,25 @@ def _turn(
         source_episode_ids=(ep.id,),
         valid_from=msg.at,
         summary=msg.text[:200],
-        confidence=CONTENTLESS_CONFIDENCE if empty else 1.0,
+        confidence=turn_confidence(msg.text),
         session_id=ep.session_id,
         refresh=refresh,
         metadata=metadata,
     )
+
+
+def turn_confidence(text: str) -> float:
+    """A turn's confidence: search multiplies its relevance by it. A contentless message
+    ("Noted.", "haha") gets ``CONTENTLESS_CONFIDENCE``; any other rises with how much it says
+    (``cairn.core.analysis.content_size``), from ``BRIEF_TURN_CONFIDENCE`` to 1 at
+    ``FULL_TURN_WORDS`` content words. Both lanes favour brief turns otherwise: BM25's length
+    normalisation lifts a short turn that holds a question's one common word (a name), and a
+    turn embedded with its neighbours' words is mostly those words when it says little of
+    its own ("go on", "Bad news"), so it sits near whatever they were about."""
+    if is_contentless(text):
+        return CONTENTLESS_CONFIDENCE
+    size = min(1.0, content_size(text) / FULL_TURN_WORDS)
+    return round(BRIEF_TURN_CONFIDENCE + (1.0 - BRIEF_TURN_CONFIDENCE) * size, 4)
 
 
 class HeuristicCompiler:

@@ -1,0 +1,92 @@
+"""Lexical ranking is coordinated on both backends: a row's score is scaled by the share of the
+query's IDF it holds, so a short row that holds one common term of a question (a speaker's
+name, in every one of their turns) does not outrank a longer one holding the rare words the
+question is about. Also for SQLite's big partitions, ranked by one ``bm25`` query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.core.scope import Scope
+from cairn.engine.query import ranking_terms
+from cairn.store import Store, fts5_rank, memory_search, open_store
+from tests.store.test_partition_idf import _row
+
+A = Scope.for_subject("maya")
+
+# Maya's brief turns each hold her name once in a few words; one long turn is about work.
+BRIEF = [f"Maya: ok {w}" for w in ("sure", "fine", "haha", "right", "later", "yes", "cool")]
+LONG = (
+    "Maya: Busy week, honestly. I still work at Acme Logistics, mostly building dashboards for "
+    "the warehouse team, and since the office moved to the old harbour depot last month the "
+    "commute takes forty minutes each way, so I listen to podcasts about shipping and sleep."
+)
+OTHERS = [f"Tom: the {w} was nice today {i}" for w in ("ferry", "walk", "lunch") for i in range(10)]
+
+
+def _ranked(store: Store, query: str) -> list[str]:
+    with store.snapshot() as tx:
+        found = tx.memories.lexical("acme", A, ranking_terms(query), limit=20)
+        rows = tx.memories.by_seqs("acme", A, [seq for seq, _ in found])
+    return [rows[seq].content for seq, _ in found]
+
+
+def test_a_row_holding_the_question_outranks_brief_rows_holding_its_name(store: Store) -> None:
+    with store.transaction() as tx:
+        tx.memories.insert_new([_row(A, c) for c in [*BRIEF, LONG, *OTHERS]])
+    ranked = _ranked(store, "Where does Maya work?")
+    assert ranked[0] == LONG
+    assert set(ranked[1:]) == set(BRIEF)  # the rest hold the name only
+
+
+def test_rows_holding_more_of_the_query_rank_higher(store: Store) -> None:
+    rows = ["harbour ferry oslo", "harbour ferry", "harbour"] + [f"walk {i}" for i in range(20)]
+    with store.transaction() as tx:
+        tx.memories.insert_new([_row(A, c) for c in rows])
+    assert _ranked(store, "oslo harbour ferry") == rows[:3]
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    s = open_store(f"sqlite:///{tmp_path / 'cairn.db'}")
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["per-term", "one-query"])
+def test_sqlite_without_coordination_a_brief_row_would_win(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch, big: bool
+) -> None:
+    """Both SQLite paths: the long row holding both words leads because of coordination
+    (plain BM25 puts the brief row holding one of them first), in a small partition (ranked
+    term by term) and in a big one (one ``bm25`` query, coordinated from the rows' indexed
+    text)."""
+    store = sqlite_store
+    if big:
+        monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 10)
+    with store.transaction() as tx:
+        tx.memories.insert_new([_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
+    assert _ranked(store, "acme dashboards")[0] == LONG
+    monkeypatch.setattr(fts5_rank, "coordination", lambda held, mass: 1.0)
+    assert _ranked(store, "acme dashboards")[0] == "Maya: acme"
+
+
+def test_porter_terms_stem_as_fts5_does() -> None:
+    stems = fts5_rank.porter_terms(["working", "works", "worked", "москв", "北京"])
+    assert stems == {
+        "working": "work",
+        "works": "work",
+        "worked": "work",
+        "москв": "москв",  # the analysis stemmed it; FTS5's porter leaves non-ASCII alone
+        "北京": "北京",
+    }
+
+
+def test_coordination_is_the_held_share() -> None:
+    assert fts5_rank.coordination(2.0, 4.0) == 0.5
+    assert fts5_rank.coordination(4.0, 4.0) == 1.0
+    assert fts5_rank.coordination(0.0, 0.0) == 1.0
+    assert fts5_rank.idf(100, 100) > 0  # never negative, even for a term in every row
