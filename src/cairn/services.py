@@ -25,6 +25,7 @@ from cairn.engine.llm_compiler import LLMCompiler
 from cairn.engine.retention import RetentionClock
 from cairn.engine.search import SearchCaches
 from cairn.engine.worker import CompileWorker, JobRunner, ScopeCompiler
+from cairn.engine.yielding import RequestGate
 from cairn.ladders.registry import LadderRegistry
 from cairn.ladders.runtime import LadderRuntime
 from cairn.ladders.watcher import LadderWatcher
@@ -91,7 +92,7 @@ class Services:
         use) and the background pass that writes memories' vectors after a compile, so no
         request waits for the model (this process's compiles notify it; a sweep finds the
         rest)."""
-        self.search_caches = SearchCaches()
+        requests = RequestGate()
         self._own_embedder: LazyEmbedder | None = None
         if embedder is None and settings.embedder != "none":
             embedder = self._own_embedder = LazyEmbedder(settings)
@@ -102,10 +103,16 @@ class Services:
                 self.store,
                 embedder,
                 batch=settings.embed_batch,
-                gate=self.search_caches.requests if settings.embed_yield else None,
+                gate=requests if settings.embed_yield else None,
             )
             self.on_start.append(self.embedding_backfill.start)
             self.on_stop.append(self.embedding_backfill.stop)
+        # A search that finds memories without a vector moves their partition to the front
+        # of the background pass.
+        self.search_caches = SearchCaches(
+            requests=requests,
+            on_missing_vectors=self.embedding_backfill.prefer if self.embedding_backfill else None,
+        )
 
     def _build_compile(self, settings: Settings) -> None:
         """The compiler (None: the heuristic default), the job runner, the in-process worker

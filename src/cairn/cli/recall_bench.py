@@ -166,7 +166,8 @@ def recall_command(
     multilingual2-<lang> (en, de, zh, ja, ru, ar; held out),
     multilingual3-<lang> (en, zh, ja, ru, ar, de, ko, es; held out),
     multilingual4-<lang> (en, fr, it, pt, nl, pl, tr; held out),
-    longform-en (three long conversations, about 580 turns each).
+    longform-en, longform2-en (long conversations, about 550 turns each),
+    longform-zh, longform-ru (one long conversation each, about 375 turns).
     Example: cairn bench recall --dataset heldout-en --backend sqlite --budgets 500,1000
     Every set at once: cairn bench recall --dataset 'heldout-en,multilingual*' --settle 90
     """

@@ -3,9 +3,12 @@
 A compile stores memories and makes them lexically searchable in the same transaction; the
 vectors follow here. A compile (in the server or in ``cairn worker``) names its partition with
 ``notify``; a thread embeds that partition's memories that have no vector yet, in batches of
-``CAIRN_EMBED_BATCH``, until none is left. At start and every ``sweep_s`` it also looks for any
-partition with memories lacking a vector (memories compiled by another process, such as
-``cairn compile``, or before a restart, or before the embedder was switched on).
+``CAIRN_EMBED_BATCH``, until none is left, taking turns between the partitions pending, except
+that a partition in which a search found memories without a vector goes first and stays first
+until it is done (``prefer``). At
+start and every ``sweep_s`` it also looks for any partition with memories lacking a vector
+(memories compiled by another process, such as ``cairn compile``, or before a restart, or before
+the embedder was switched on).
 
 Nothing waits for this: a search or context request uses the vectors that exist and finds the
 other memories lexically. Two processes may embed the same rows; the vectors are the same.
@@ -65,6 +68,8 @@ class EmbeddingBackfill:
         # Partition -> how often it was asked for; a batch that finds the partition done
         # drops it only if nobody asked again meanwhile.
         self._pending: dict[Partition, int] = {}
+        # Partitions a search asked for (``prefer``): kept first until they are done.
+        self._preferred: set[Partition] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -81,6 +86,19 @@ class EmbeddingBackfill:
         with self._lock:
             self._pending[key] = self._pending.get(key, 0) + 1
             self._idle.clear()
+        self._wake.set()
+
+    def prefer(self, tenant_id: str, scope: Scope) -> None:
+        """A search found memories of the partition without a vector: embed it before the
+        others pending (a subject asked about right after its compile gets its vectors first,
+        instead of its turn among every partition compiled at the same time)."""
+        key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
+        with self._lock:
+            self._preferred.add(key)
+            if next(iter(self._pending), None) != key:
+                asked = self._pending.pop(key, 0) + 1
+                self._pending = {key: asked, **self._pending}
+                self._idle.clear()
         self._wake.set()
 
     def start(self) -> None:
@@ -181,6 +199,8 @@ class EmbeddingBackfill:
         with self._lock:
             if done < self.batch and self._pending.get(key) == asked:
                 del self._pending[key]
-            elif key in self._pending:  # more to do: let other partitions have a turn
+                self._preferred.discard(key)
+            elif key in self._pending and key not in self._preferred:
+                # More to do: let other partitions have a turn (a preferred one keeps its).
                 self._pending[key] = self._pending.pop(key)
         return True

@@ -159,11 +159,21 @@ class QueryCache:
 class SearchCaches:
     """What searches of one process share: partition matrices and query embeddings."""
 
-    def __init__(self, max_partitions: int = 64, queries: int = 1024) -> None:
+    def __init__(
+        self,
+        max_partitions: int = 64,
+        queries: int = 1024,
+        *,
+        requests: RequestGate | None = None,
+        on_missing_vectors: Callable[[str, Scope], None] | None = None,
+    ) -> None:
         self.vectors = VectorIndex(max_partitions)
         self.queries = QueryCache(queries)
         # Search and context requests in flight: the background embedding pass steps aside.
-        self.requests = RequestGate()
+        self.requests = requests or RequestGate()
+        # Told when a search finds memories of a partition without a vector yet (the
+        # background pass then embeds that partition first).
+        self.on_missing_vectors = on_missing_vectors
 
     def close(self) -> None:
         self.queries.close()
@@ -362,7 +372,10 @@ def search_memories(
                 query_vector=query_vector,
                 caches=caches,
             )
-        fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix))
+        unseen = _unseen(scores, matrix)
+        if unseen.get("vector") and caches is not None and caches.on_missing_vectors:
+            caches.on_missing_vectors(tenant_id, scope)
+        fused = fuse(scores, lanes, weights, FUSION, unseen)
         facts = _facts(tx, tenant_id, scope, fused, known)
         named = named_speakers(query, {got[3] for got in facts.values()})
         final = _final_scores(fused, facts, allowed, kinds, named)

@@ -1,0 +1,90 @@
+"""The background embedding pass takes turns between the partitions waiting for vectors, but a
+partition in which a search found memories without a vector goes first: a subject asked about
+right after its compile gets its vectors before the others compiled at the same time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.backfill import EmbeddingBackfill
+from cairn.engine.compile import compile_scope
+from cairn.engine.embedders import HashingEmbedder
+from cairn.engine.search import search_memories
+from cairn.services import Services
+from tests.conftest import make_settings
+
+SUBJECTS = [Scope.for_subject(f"s{i}") for i in range(4)]
+
+
+class _Counting(HashingEmbedder):
+    """Records which texts each call embedded (a batch is one partition's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def _compiled(services: Services) -> None:
+    for n, scope in enumerate(SUBJECTS):
+        notes = [
+            NewEpisode(
+                scope=scope, source="chat", type="note", payload={"text": f"s{n} note {i} tea"}
+            )
+            for i in range(12)
+        ]
+        services.store.episodes.append_many("default", notes)
+        while compile_scope(services.store, "default", scope).has_more:
+            pass
+
+
+def test_a_searched_partition_is_embedded_first(tmp_path: Path) -> None:
+    embedder = _Counting()
+    services = Services.from_settings(make_settings(tmp_path), embedder=embedder)
+    try:
+        _compiled(services)
+        backfill = services.embedding_backfill
+        assert isinstance(backfill, EmbeddingBackfill)
+        for scope in SUBJECTS:  # as the compiles would, in order
+            backfill.notify("default", scope)
+        # A hybrid search in the last subject finds memories without vectors.
+        found = search_memories(
+            services.store,
+            "default",
+            SUBJECTS[3],
+            "tea",
+            embedder=embedder,
+            caches=services.search_caches,
+        )
+        assert found
+        backfill.batch = 4
+        backfill.run_until_idle()
+        owners = [call[0].split()[0] for call in embedder.calls]
+        assert owners[:3] == ["s3", "s3", "s3"]  # its 12 notes first, in batches of 4
+        assert set(owners[3:]) == {"s0", "s1", "s2"}
+        assert owners[3:6] == ["s0", "s1", "s2"]  # then the others take turns
+    finally:
+        services.close()
+
+
+def test_without_a_search_the_partitions_take_turns(tmp_path: Path) -> None:
+    embedder = _Counting()
+    services = Services.from_settings(make_settings(tmp_path), embedder=embedder)
+    try:
+        _compiled(services)
+        backfill = services.embedding_backfill
+        assert isinstance(backfill, EmbeddingBackfill)
+        for scope in SUBJECTS:
+            backfill.notify("default", scope)
+        backfill.batch = 4
+        backfill.run_until_idle()
+        owners = [call[0].split()[0] for call in embedder.calls]
+        assert owners[:4] == ["s0", "s1", "s2", "s3"]
+    finally:
+        services.close()
