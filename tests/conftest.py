@@ -222,7 +222,8 @@ def onnx_embedder() -> Any:
 def default_embedder(onnx_embedder: Any) -> Any:
     """The default ``multilingual`` embedder (MiniLM beside the multilingual USE), loaded once
     for the test session."""
-    from cairn.engine.embedders import MultilingualEmbedder, UseEmbedder
+    from cairn.engine.embedders import UseEmbedder
+    from cairn.engine.multilingual import MultilingualEmbedder
 
     return MultilingualEmbedder(onnx_embedder, UseEmbedder())
 

@@ -35,8 +35,9 @@ def test_a_bulk_call_shrinks_the_arena_after_its_last_model_call(
     recorder = _Recorder(onnx_embedder._session)
     monkeypatch.setattr(onnx_embedder, "_session", recorder)
     texts = [f"memory number {i} about tea and {'words ' * i}" for i in range(20)]
-    bulk = onnx_embedder.embed(texts)  # batches of 8: three model calls
-    assert [o is not None for o in recorder.options] == [False, False, True]
+    bulk = onnx_embedder.embed(texts)  # batches of 4: five model calls, the last one shrinks
+    assert onnx_embedder.batch_size == 4
+    assert [o is not None for o in recorder.options] == [False] * 4 + [True]
     assert recorder.options[-1].get_run_config_entry(SHRINK) == "cpu:0"
     recorder.options.clear()
     onnx_embedder.embed(["a query"])  # a single call (a query) keeps the arena

@@ -16,7 +16,8 @@ import pytest
 
 from cairn.core.scope import Scope
 from cairn.engine.backfill import EmbeddingBackfill
-from cairn.engine.embedders import HashingEmbedder, MultilingualEmbedder, OnnxEmbedder
+from cairn.engine.embedders import HashingEmbedder, OnnxEmbedder
+from cairn.engine.multilingual import MultilingualEmbedder
 from cairn.engine.use_model import UseEmbedder
 from cairn.engine.yielding import RequestGate, pause_point, pausing
 from cairn.services import Services
@@ -151,7 +152,8 @@ def test_minilm_batches_go_by_tokens_and_vectors_come_back_in_input_order() -> N
     random.Random(3).shuffle(texts)
     got = embedder.embed(texts)
     flat = [n for batch in widths for n in batch]
-    assert len(widths) == 3 and flat == sorted(flat)  # by tokens, so padding stays small
+    batches = -(-len(texts) // embedder.batch_size)
+    assert len(widths) == batches and flat == sorted(flat)  # by tokens: padding stays small
     embedder._embed_batch = inner  # type: ignore[method-assign]
     for text, vector in zip(texts, got, strict=True):
         (alone,) = embedder.embed([text])
@@ -200,11 +202,11 @@ def test_an_english_querys_halves_at_once_equal_a_stored_texts_vector(
     (stored,) = default_embedder.embed([text])
     assert default_embedder.embed_query(text) == stored
     if len(os.sched_getaffinity(0)) > 1:  # the halves ran at once
-        assert default_embedder._helper is not None
+        assert default_embedder._pools.get("query") is not None
     other = MultilingualEmbedder(default_embedder._english, default_embedder._multilingual)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
     assert other.embed_query(text) == stored  # one CPU: one after the other, no helper
-    assert other._helper is None
+    assert "query" not in other._pools
     monkeypatch.undo()
     other.close()  # closed: the halves run one after the other, the same vector
     assert other.embed_query(text) == stored
@@ -262,3 +264,33 @@ def test_the_pass_steps_aside_only_when_configured(tmp_path: Path, setting: bool
         assert (backfill.gate is None) is not setting
     finally:
         services.close()
+
+
+def test_a_bulk_call_runs_the_halves_at_once_with_the_same_vectors(
+    default_embedder: MultilingualEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several texts on more than one CPU: the multilingual half runs on a background thread
+    (at the background's priority) while the English half runs in the caller's; the vectors
+    are those of the halves run one after the other."""
+    import sys
+    import threading
+
+    from cairn.engine import niceness
+
+    texts = ["I prefer green tea in the morning.", "Mi hermana vive en Bilbao.", "我住在北京"]
+    pair = MultilingualEmbedder(default_embedder._english, default_embedder._multilingual)
+    try:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
+        one_after_the_other = pair.embed(texts)
+        assert "bulk" not in pair._pools
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+        assert pair.embed(texts) == one_after_the_other
+        bulk = pair._pools["bulk"]
+        if sys.platform.startswith("linux"):
+            nice = bulk.submit(
+                lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            ).result()
+            assert nice >= niceness.NICE
+    finally:
+        pair.close()
+    assert pair.embed(texts) == one_after_the_other  # closed: one after the other again

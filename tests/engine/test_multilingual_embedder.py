@@ -12,16 +12,11 @@ import numpy as np
 import pytest
 
 from cairn.config import Settings
+from cairn.core.languages import english_text
 from cairn.core.scope import Scope
 from cairn.engine.backfill import EmbeddingBackfill
-from cairn.engine.embedders import (
-    HashingEmbedder,
-    MultilingualEmbedder,
-    UseEmbedder,
-    english_script,
-    get_embedder,
-    query_vector,
-)
+from cairn.engine.embedders import HashingEmbedder, UseEmbedder, get_embedder, query_vector
+from cairn.engine.multilingual import MultilingualEmbedder
 from cairn.engine.search import search_memories
 from cairn.services import Services
 
@@ -67,8 +62,8 @@ def test_use_matches_meaning_outside_english(
         ("", True),
     ],
 )
-def test_english_script(text: str, english: bool) -> None:
-    assert english_script(text) is english
+def test_english_text(text: str, english: bool) -> None:
+    assert english_text(text) is english
 
 
 class _Fixed:
@@ -184,7 +179,7 @@ def test_the_background_pass_runs_below_the_requests_priority() -> None:
     import sys
     import threading
 
-    from cairn.engine import backfill
+    from cairn.engine import niceness
 
     if not sys.platform.startswith("linux"):
         pytest.skip("a thread's own nice value is Linux's")
@@ -193,11 +188,11 @@ def test_the_background_pass_runs_below_the_requests_priority() -> None:
 
     def probe() -> None:
         before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        backfill.lower_priority()
+        niceness.lower_priority()
         seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) - before)
 
     thread = threading.Thread(target=probe)
     thread.start()
     thread.join()
-    assert seen == [backfill.NICE]
+    assert seen == [niceness.NICE]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # untouched

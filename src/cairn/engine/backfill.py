@@ -16,33 +16,20 @@ other memories lexically. Two processes may embed the same rows; the vectors are
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import threading
 import time
 from contextlib import nullcontext
 
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
+from cairn.engine.niceness import lower_priority
 from cairn.engine.yielding import RequestGate, Yielder, pause_point, pausing
 from cairn.store import Store
 
 log = logging.getLogger("cairn.embedding")
 
 Partition = tuple[str, str, str, str]
-
-
-# The pass yields the CPU to requests: on a busy machine a request never waits behind a batch
-# being embedded, and on an idle one the pass still gets every spare cycle.
-NICE = 10
-
-
-def lower_priority() -> None:
-    """Lower the calling thread's scheduling priority by ``NICE`` (Linux, where a thread has its
-    own nice value; elsewhere nothing happens)."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
 
 
 class EmbeddingBackfill:

@@ -35,14 +35,12 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
 from cairn.config import Settings
-from cairn.core.languages import english_text
 from cairn.engine.onnx_model import arena_shrinkage
 from cairn.engine.use_model import UseEmbedder
 from cairn.engine.yielding import pause_point
@@ -186,7 +184,7 @@ class OnnxEmbedder:
     def __init__(
         self,
         threads: int = 1,
-        batch_size: int = 8,
+        batch_size: int = 4,
         *,
         matmul: str = "int8",
         cache_dir: Path | None = None,
@@ -244,8 +242,8 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         # Similar lengths run together, so little of each model call is padding: the texts
         # are tokenized once and sorted by their number of tokens (by characters, a batch of
-        # LoCoMo turns was 17% padding; by tokens, 8%). Calls of 8 measured faster per text
-        # than 32 or 64 (the int8 kernels' working set stays small).
+        # LoCoMo turns was 17% padding; by tokens, 8%). Calls of 4 measured faster per text
+        # than 8 (about 7%), 32 or 64 (the int8 kernels' working set stays small).
         if not texts:
             return []
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -279,82 +277,6 @@ class OnnxEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit = pooled / np.clip(norms, 1e-12, None)
         return [[float(x) for x in row] for row in unit]
-
-
-def english_script(text: str) -> bool:
-    """Whether ``text`` reads as English (``cairn.core.languages.english_text``): every letter
-    ASCII and no other Latin-script language's function words outnumbering English's."""
-    return english_text(text)
-
-
-class MultilingualEmbedder:
-    """all-MiniLM-L6-v2 and the multilingual USE side by side: the default (see the module)."""
-
-    # Hybrid search embeds a query on a helper thread while its lexical lane runs.
-    overlap = True
-    # Its similarities mean the same in every language it knows: search weighs the vector
-    # lane more for queries outside English script (``search.lane_weights``).
-    multilingual = True
-
-    def __init__(self, english: Embedder, multilingual: Embedder) -> None:
-        self._english = english
-        self._multilingual = multilingual
-        self.name = f"{english.name}+{multilingual.name}"
-        self.dim = english.dim + multilingual.dim
-        self._lock = threading.Lock()
-        self._helper: ThreadPoolExecutor | None = None
-        self._closed = False
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        english = self._english.embed(texts)
-        pause_point()
-        return _joined(english, self._multilingual.embed(texts))
-
-    def embed_query(self, text: str) -> list[float]:
-        """English (``english_script``): both halves (the mean of the two similarities); any
-        other language: the multilingual half alone (its similarity, on the same scale). The
-        two halves of an English query run at once, the multilingual one on a helper thread
-        (both models release the GIL while they compute): the same vector as ``embed``, in
-        the time of the slower model rather than of both."""
-        if not english_script(text):
-            b = self._multilingual.embed([text])[0]
-            return [0.0] * self._english.dim + [x * math.sqrt(2.0) for x in b]
-        helper = self._helper_pool() if _cpus() > 1 else None
-        if helper is None:  # closed, or one CPU: the halves one after the other
-            return self.embed([text])[0]
-        multilingual = helper.submit(self._multilingual.embed, [text])
-        english = self._english.embed([text])
-        return _joined(english, multilingual.result())[0]
-
-    def _helper_pool(self) -> ThreadPoolExecutor | None:
-        with self._lock:
-            if self._helper is None and not self._closed:
-                self._helper = ThreadPoolExecutor(2, thread_name_prefix="cairn-query-half")
-            return self._helper
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            helper, self._helper = self._helper, None
-        if helper is not None:
-            helper.shutdown(wait=True)
-
-
-def _cpus() -> int:
-    """The CPUs this process may run on now (pinned by ``taskset`` or the bench)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
-
-
-def _joined(english: list[list[float]], multilingual: list[list[float]]) -> list[list[float]]:
-    """Each text's two unit vectors side by side, both scaled by 1/sqrt(2)."""
-    half = math.sqrt(0.5)
-    return [
-        [x * half for x in a] + [x * half for x in b]
-        for a, b in zip(english, multilingual, strict=True)
-    ]
 
 
 class OpenAIEmbedder:
@@ -416,6 +338,8 @@ def get_embedder(settings: Settings) -> Embedder | None:
         )
         if settings.embedder == "onnx":
             return onnx
+        from cairn.engine.multilingual import MultilingualEmbedder
+
         use = UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
         return MultilingualEmbedder(onnx, use)
     if settings.embedder == "use":

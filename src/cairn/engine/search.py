@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cairn.core.languages import english_text
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
-from cairn.engine.embedders import Embedder, english_script
+from cairn.engine.embedders import Embedder
 from cairn.engine.embedders import query_vector as vector_of_query
 from cairn.engine.query import named_speakers, ranking_terms
 from cairn.engine.ranking import MEMORY_HALF, calibrate
@@ -372,31 +373,32 @@ def search_memories(
                 query_vector=query_vector,
                 caches=caches,
             )
-        unseen = _unseen(scores, matrix)
-        if unseen.get("vector") and caches is not None and caches.on_missing_vectors:
-            caches.on_missing_vectors(tenant_id, scope)
-        fused = fuse(scores, lanes, weights, FUSION, unseen)
+        fused = fuse(
+            scores, lanes, weights, FUSION, _unseen(scores, matrix, caches, tenant_id, scope)
+        )
         facts = _facts(tx, tenant_id, scope, fused, known)
         named = named_speakers(query, {got[3] for got in facts.values()})
         final = _final_scores(fused, facts, allowed, kinds, named)
         order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
         found = tx.memories.by_seqs(tenant_id, scope, order)
-        out = [
-            ScoredMemory(
-                memory=found[seq],
-                score=round(final[seq], 6),
-                lanes={lane: round(scores[lane].get(seq, 0.0), 6) for lane in lanes},
-            )
-            for seq in order
-            if seq in found
-        ]
-    return out
+    return [_scored(found[seq], final[seq], scores, lanes) for seq in order if seq in found]
+
+
+def _scored(
+    memory: Memory, score: float, scores: dict[str, dict[int, float]], lanes: Sequence[str]
+) -> ScoredMemory:
+    """A result: the fused score and each lane's, rounded to six decimals."""
+    return ScoredMemory(
+        memory=memory,
+        score=round(score, 6),
+        lanes={lane: round(scores[lane].get(memory.seq, 0.0), 6) for lane in lanes},
+    )
 
 
 def lane_weights(embedder: Embedder | None, query: str) -> dict[str, float]:
     """The default lane weights for ``query``: ``MULTILINGUAL_WEIGHTS`` when the embedder is
-    multilingual and the query is not English (``english_script``), else ``DEFAULT_WEIGHTS``."""
-    if not english_script(query) and getattr(embedder, "multilingual", False):
+    multilingual and the query is not English (``english_text``), else ``DEFAULT_WEIGHTS``."""
+    if not english_text(query) and getattr(embedder, "multilingual", False):
         return MULTILINGUAL_WEIGHTS
     return DEFAULT_WEIGHTS
 
@@ -411,14 +413,22 @@ def _facts(
 
 
 def _unseen(
-    scores: dict[str, dict[int, float]], matrix: _Matrix | None
+    scores: dict[str, dict[int, float]],
+    matrix: _Matrix | None,
+    caches: SearchCaches | None,
+    tenant_id: str,
+    scope: Scope,
 ) -> dict[str, Collection[int]]:
     """Per lane, the candidates it could not see: for the vector lane, those without a vector
-    yet (all of them when the lane found nothing), so they are ranked by the other lanes."""
+    yet (all of them when the lane found nothing), so they are ranked by the other lanes. When
+    there are some, the caches' ``on_missing_vectors`` hears of the partition."""
     if "vector" not in scores:
         return {}
     candidates = set(scores.get("lexical", {})) | set(scores["vector"])
-    return {"vector": without_vectors(matrix, candidates) if scores["vector"] else candidates}
+    blind = without_vectors(matrix, candidates) if scores["vector"] else candidates
+    if blind and caches is not None and caches.on_missing_vectors is not None:
+        caches.on_missing_vectors(tenant_id, scope)
+    return {"vector": blind}
 
 
 def _pick_lanes(lanes: Sequence[str] | None, embedder: Any) -> list[str]:

@@ -59,6 +59,7 @@ class UseEmbedder:
         self._backend: Any = backend_module.NumpyBackend(
             str(resources / "weights.npz"), self._pieces, threads=max(1, threads)
         )
+        self.threads = max(1, threads)
         self._lock = threading.Lock()
         self._token_budget = int(getattr(backend_module, "_TOKEN_BUDGET", 384))
         self._mapped = _map_table(self._backend, cache_dir)
