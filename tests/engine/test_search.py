@@ -431,3 +431,40 @@ def test_a_partition_matrix_grows_with_the_vectors_written_after_it(tmp_path: An
             assert m.vectors[:, 0].tolist() == [3.0, 3.0]
     finally:
         store.close()
+
+
+def test_the_lexical_lane_is_coordinated_only_beside_a_vector_lane(store: Store) -> None:
+    """Alone, the lexical lane ranks by plain BM25 (a brief row holding one word of the
+    question keeps its partial match); once the partition has vectors, each lexical score is
+    scaled by the share of the question the row holds, and the row holding both words wins
+    the lexical lane."""
+    scope = Scope.for_subject("coordinated")
+    brief = "acme"
+    full = (
+        "I still work at acme, building dashboards for the warehouse team, since the office "
+        "moved to the old harbour depot last month and the commute got longer"
+    )
+    others = [f"the {w} was nice today {i}" for w in ("ferry", "walk", "lunch") for i in range(8)]
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
+            for text in [brief, full, *others]
+        ],
+    )
+    compile_scope(store, TENANT, scope)
+    query = "acme dashboards"
+
+    def lexical(**kwargs: Any) -> dict[str, float]:
+        found = search_memories(store, TENANT, scope, query, **kwargs)
+        return {r.memory.content: r.lanes["lexical"] for r in found if r.lanes["lexical"] > 0}
+
+    emb = HashingEmbedder()
+    alone = lexical()
+    assert alone[brief] > alone[full]
+    without_vectors = lexical(embedder=emb)  # a vector lane that sees nothing yet
+    assert without_vectors == alone
+    assert embed_memories(store, emb, TENANT, scope) > 0
+    beside = lexical(embedder=emb)
+    assert beside[full] > beside[brief]
+    assert beside[full] == pytest.approx(alone[full])  # it holds the whole question

@@ -5,14 +5,11 @@ question is about. Also for SQLite's big partitions, ranked by one ``bm25`` quer
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from cairn.core.scope import Scope
 from cairn.engine.query import ranking_terms
-from cairn.store import Store, fts5_rank, memory_search, open_store
+from cairn.store import Store, fts5_rank, memory_search
 from tests.store.test_partition_idf import _row
 
 A = Scope.for_subject("maya")
@@ -27,9 +24,11 @@ LONG = (
 OTHERS = [f"Tom: the {w} was nice today {i}" for w in ("ferry", "walk", "lunch") for i in range(10)]
 
 
-def _ranked(store: Store, query: str) -> list[str]:
+def _ranked(store: Store, query: str, coordinate: bool = True) -> list[str]:
     with store.snapshot() as tx:
-        found = tx.memories.lexical("acme", A, ranking_terms(query), limit=20)
+        found = tx.memories.lexical(
+            "acme", A, ranking_terms(query), limit=20, coordinate=coordinate
+        )
         rows = tx.memories.by_seqs("acme", A, [seq for seq, _ in found])
     return [rows[seq].content for seq, _ in found]
 
@@ -49,29 +48,20 @@ def test_rows_holding_more_of_the_query_rank_higher(store: Store) -> None:
     assert _ranked(store, "oslo harbour ferry") == rows[:3]
 
 
-@pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(f"sqlite:///{tmp_path / 'cairn.db'}")
-    yield s
-    s.close()
-
-
 @pytest.mark.parametrize("big", [False, True], ids=["per-term", "one-query"])
-def test_sqlite_without_coordination_a_brief_row_would_win(
-    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch, big: bool
+def test_without_coordination_a_brief_row_wins(
+    store: Store, monkeypatch: pytest.MonkeyPatch, big: bool
 ) -> None:
-    """Both SQLite paths: the long row holding both words leads because of coordination
-    (plain BM25 puts the brief row holding one of them first), in a small partition (ranked
-    term by term) and in a big one (one ``bm25`` query, coordinated from the rows' indexed
-    text)."""
-    store = sqlite_store
+    """The long row holding both words leads because of coordination; asked without it
+    (``coordinate=False``, as search asks when there is no vector lane), plain BM25 puts the
+    brief row holding one of them first. On SQLite in a small partition (ranked term by
+    term) and in a big one (one ``bm25`` query, coordinated from the rows' indexed text)."""
     if big:
         monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 10)
     with store.transaction() as tx:
         tx.memories.insert_new([_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
     assert _ranked(store, "acme dashboards")[0] == LONG
-    monkeypatch.setattr(fts5_rank, "coordination", lambda held, mass: 1.0)
-    assert _ranked(store, "acme dashboards")[0] == "Maya: acme"
+    assert _ranked(store, "acme dashboards", coordinate=False)[0] == "Maya: acme"
 
 
 def test_porter_terms_stem_as_fts5_does() -> None:

@@ -1,7 +1,11 @@
 """Search memories of one partition: lexical and vector lanes, calibrated to [0, 1], fused.
 
 - **lexical**: the backend's full-text index (SQLite FTS5 BM25 / PostgreSQL ``ts_rank``) over
-  the query's terms, OR-ed (see ``cairn.engine.query``). The raw score is calibrated by
+  the query's terms, OR-ed (see ``cairn.engine.query``). Beside a vector lane (the partition
+  has vectors) each raw score is scaled by the share of the query's IDF the match holds
+  (``cairn.store.fts5_rank.coordination``): meaning carries a paraphrase, so words reward
+  matching all of the question; alone, lexical search keeps BM25's partial matches, which
+  coordination cost 1 to 3 points on every set (docs/benchmarks.md). The raw score is calibrated by
   ``cairn.engine.ranking`` (``s / (s + 6)`` on BM25's scale): monotone, 0 for no match,
   approaching 1 for strong matches.
 - **vector**: cosine similarity between the query's embedding and each memory's, exact (all
@@ -77,10 +81,12 @@ def lexical_lane(
     kinds: Sequence[str] | None,
     include_superseded: bool,
     facts: Facts | None = None,
+    coordinate: bool = False,
 ) -> dict[int, float]:
     """``seq → calibrated lexical score`` for the best ``pool`` matches; ``repos`` is a
     ``Store`` or a unit of work. ``facts``, if given, gets the matches' ranking facts (as
-    ``rank_facts`` reads them)."""
+    ``rank_facts`` reads them). ``coordinate``: scores scaled by the share of the query a
+    match holds (beside a vector lane: see ``search_memories``)."""
     raw = repos.memories.lexical(
         tenant_id,
         scope,
@@ -89,6 +95,7 @@ def lexical_lane(
         kinds=kinds,
         include_superseded=include_superseded,
         facts=facts,
+        coordinate=coordinate,
     )
     return calibrate(raw, MEMORY_HALF)
 
@@ -358,6 +365,7 @@ def search_memories(
                 kinds=kinds,
                 include_superseded=include_superseded,
                 facts=known,
+                coordinate=matrix is not None and len(matrix.seqs) > 0,
             )
         if "vector" in lanes:
             assert embedder is not None

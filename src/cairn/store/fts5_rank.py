@@ -46,11 +46,13 @@ def ranked(
     limit: int,
     counter: Counter | None = None,
     facts: str = "NULL",
+    coordinate: bool = True,
 ) -> list[tuple[int, float, tuple[Any, ...]]]:
     """``(seq, score, facts)`` of the partition's best ``limit`` rows passing ``where``:
     ``facts`` are the values of the SQL ``facts`` over ``m``, the memory row. ``total`` is
     the partition's row count in the index; ``counter`` counts a MATCH query's rows
-    (``MatchCounts.counter``; by default a ``count`` query each time)."""
+    (``MatchCounts.counter``; by default a ``count`` query each time). ``coordinate``: scale
+    each score by the share of the query the row holds (``coordination``)."""
     counted = counter or (lambda query: count(conn, table, query))
     part_q = f'part : "{part}"'
     rows_in_table = _table_rows(conn, table)
@@ -79,7 +81,7 @@ def ranked(
             seq = int(rowid)
             scores[seq] = scores.get(seq, 0.0) + float(score) * weight
             held[seq] = held.get(seq, 0.0) + term_idf
-    for seq in scores:
+    for seq in scores if coordinate else ():
         scores[seq] *= coordination(held[seq], mass)
     order = sorted(scores, key=lambda seq: (-scores[seq], seq))
     out: list[tuple[int, float, tuple[Any, ...]]] = []

@@ -368,12 +368,13 @@ class MemoryRepository(MemoryVectors):
         kinds: Sequence[str] | None = None,
         include_superseded: bool = False,
         facts: dict[int, tuple[float, str, str, str]] | None = None,
+        coordinate: bool = True,
     ) -> _list[tuple[int, float]]:
         """``(seq, raw score)`` of the best full-text matches, any term matching (OR), and
         their ``rank_facts`` into ``facts`` if given: see ``cairn.store.memory_search``."""
         with self._reading() as conn:
             found = lexical_ranked(
-                conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded
+                conn, self.db, tenant_id, scope, terms, limit, kinds, include_superseded, coordinate
             )
         if facts is not None:
             facts.update({seq: got for seq, _, got in found})

@@ -115,10 +115,13 @@ def lexical(
     limit: int,
     kinds: Sequence[str] | None = None,
     include_superseded: bool = False,
+    coordinate: bool = True,
 ) -> list[tuple[int, float]]:
     """``(seq, raw score)`` of the best full-text matches (``lexical_ranked`` without the
     facts)."""
-    found = lexical_ranked(conn, db, tenant_id, scope, terms, limit, kinds, include_superseded)
+    found = lexical_ranked(
+        conn, db, tenant_id, scope, terms, limit, kinds, include_superseded, coordinate
+    )
     return [(seq, score) for seq, score, _ in found]
 
 
@@ -131,9 +134,13 @@ def lexical_ranked(
     limit: int,
     kinds: Sequence[str] | None = None,
     include_superseded: bool = False,
+    coordinate: bool = True,
 ) -> list[Ranked]:
     """``(seq, raw score, facts)`` of the best full-text matches, any term matching (OR);
     ``facts`` are what ``MemoryRepository.rank_facts`` reads of the row (``FACTS``).
+    ``coordinate``: each score scaled by the share of the query's IDF the row holds
+    (``fts5_rank.coordination``); search asks for it only beside a vector lane (see
+    ``cairn.engine.search``).
 
     ``terms`` are terms of ``cairn.core.analysis`` (letters, marks and digits; CJK bigrams);
     the backend stems English words. SQLite scores are BM25 (larger is better), PostgreSQL's
@@ -163,13 +170,13 @@ def lexical_ranked(
         where.append(f"m.kind IN ({', '.join(names)})")
     if not db.is_sqlite:
         statuses = ("active", "superseded") if include_superseded else ("active",)
-        return _pg_ranked(conn, terms, where, params, statuses, list(kinds or []))
+        return _pg_ranked(conn, terms, where, params, statuses, list(kinds or []), coordinate)
     table = db.fts.table_if_exists(conn, fts.MEMORIES, tenant_id)
     if table is None:
         return []  # the tenant has never stored a memory
     part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
     counter = db.fts_counts.counter(conn, table)
-    return _fts5_ranked(conn, table, part, terms, where, params, limit, counter)
+    return _fts5_ranked(conn, table, part, terms, where, params, limit, counter, coordinate)
 
 
 def _fts5_ranked(
@@ -181,6 +188,7 @@ def _fts5_ranked(
     params: dict[str, Any],
     limit: int,
     counter: fts5_rank.Counter,
+    coordinate: bool = True,
 ) -> list[Ranked]:
     """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index; the
     rows returned pass partition, status and kind (``counter`` counts a query's rows: see
@@ -192,7 +200,7 @@ def _fts5_ranked(
     total = counter(f'part : "{part}"')
     if total < COMMON_TERM_MIN_ROWS:
         found = fts5_rank.ranked(
-            conn, table, part, terms, total, where, params, limit, counter, SQLITE_FACTS
+            conn, table, part, terms, total, where, params, limit, counter, SQLITE_FACTS, coordinate
         )
         return [(seq, score, facts_of(got)) for seq, score, got in found]
     counts = {t: counter(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
@@ -214,6 +222,8 @@ def _fts5_ranked(
         rows = conn.execute(text(sql), params).all()
         if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= inner:
             # (Fewer than asked: either that is all there is, or filters ate the window.)
+            if not coordinate:
+                return [(int(r[0]), float(r[1]), facts_of(r[2:-2])) for r in rows][:limit]
             return _coordinated(rows, terms, counts, total)[:limit]
         inner *= 4
 
@@ -240,6 +250,7 @@ def _pg_ranked(
     params: dict[str, Any],
     statuses: Sequence[str],
     kinds: list[str],
+    coordinate: bool = True,
 ) -> list[Ranked]:
     """PostgreSQL: each term's ``ts_rank`` weighted by its rarity in the partition (BM25's
     IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed, and scaled by the share of the query's
@@ -272,7 +283,7 @@ def _pg_ranked(
     # Scaled by the share of the query the row matches, as on SQLite (``fts5_rank``).
     held = " + ".join(f":w{i} * CAST(m.fts @@ q{i} AS integer)" for i in keep)
     params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
-    score = f"({summed}) * LEAST(1.0, ({held}) / :mass)"
+    score = f"({summed}) * LEAST(1.0, ({held}) / :mass)" if coordinate else f"({summed})"
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
     kind_sql = " AND m.kind = ANY(:kinds)" if kinds else ""
     params["kinds"] = kinds
