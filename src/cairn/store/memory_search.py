@@ -209,11 +209,12 @@ def _fts5_ranked(
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
     params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
     inner = limit * 2 + 50
+    # Coordination reads the share a row holds off its indexed text (``_coordinated``).
+    indexed = ", m.search_text, JSON_EXTRACT(m.metadata, '$.context_terms')" if coordinate else ""
     while True:
         params["inner"] = inner
         sql = (
-            f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS}, m.search_text, "
-            "JSON_EXTRACT(m.metadata, '$.context_terms') "
+            f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS}{indexed} "
             f"FROM (SELECT rowid, rank FROM {table} "
             f"WHERE {table} MATCH :q ORDER BY rank LIMIT :inner) f "
             f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
@@ -222,9 +223,9 @@ def _fts5_ranked(
         rows = conn.execute(text(sql), params).all()
         if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= inner:
             # (Fewer than asked: either that is all there is, or filters ate the window.)
-            if not coordinate:
-                return [(int(r[0]), float(r[1]), facts_of(r[2:-2])) for r in rows][:limit]
-            return _coordinated(rows, terms, counts, total)[:limit]
+            if coordinate:
+                return _coordinated(rows, terms, counts, total)[:limit]
+            return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in rows[:limit]]
         inner *= 4
 
 
@@ -280,10 +281,11 @@ def _pg_ranked(
     queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in keep)
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
     summed = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in keep)
-    # Scaled by the share of the query the row matches, as on SQLite (``fts5_rank``).
-    held = " + ".join(f":w{i} * CAST(m.fts @@ q{i} AS integer)" for i in keep)
-    params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
-    score = f"({summed}) * LEAST(1.0, ({held}) / :mass)" if coordinate else f"({summed})"
+    score = f"({summed})"
+    if coordinate:  # scaled by the share of the query the row matches, as on SQLite
+        held = " + ".join(f":w{i} * CAST(m.fts @@ q{i} AS integer)" for i in keep)
+        params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
+        score = f"{score} * LEAST(1.0, ({held}) / :mass)"
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
     kind_sql = " AND m.kind = ANY(:kinds)" if kinds else ""
     params["kinds"] = kinds
