@@ -1,7 +1,7 @@
-"""PostgreSQL's lexical search reads its BM25 counts from ``memory_term_stats`` (migration
-0013): the triggers keep the counts equal to a pass over the rows through inserts, status and
-kind changes, deletes and a partition's erasure, and the ranking equals the one computed from
-such a pass."""
+"""PostgreSQL's lexical search reads its BM25 statistics from ``memory_term_stats``
+(migrations 0013 and 0016): the triggers keep the counts and the partitions' lexeme sums equal
+to a pass over the rows through inserts, status and kind changes, deletes and a partition's
+erasure, and the ranking equals BM25 computed from such a pass."""
 
 from __future__ import annotations
 
@@ -14,11 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, delete, text, update
+from alembic import command
+from sqlalchemy import Connection, create_engine, delete, text, update
 
 from cairn.core.scope import Scope
 from cairn.store import Store, open_store
-from cairn.store.memory_search import PG_CONTEXT_WEIGHT, PG_TO_BM25, lexical, search_text
+from cairn.store.database import normalize_url
+from cairn.store.memory_search import (
+    BM25_B,
+    BM25_K1,
+    PG_CONTEXT_WEIGHT,
+    RANK_ONE,
+    lexical,
+    search_text,
+)
+from cairn.store.migrations import _config, current_revisions
 from cairn.store.partitions import PartitionSelector, erase
 from cairn.store.schema import memories
 from tests.conftest import database_url
@@ -61,9 +71,9 @@ def _row(tenant: str, scope: Scope, i: int, kind: str = "turn") -> dict[str, Any
 def _counts_by_pass(conn: Connection) -> set[tuple[Any, ...]]:
     rows = conn.execute(
         text(
-            "SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, count(*) "
-            "FROM (SELECT m.*, u.lexeme AS term FROM memories m, unnest(m.fts) u "
-            "UNION ALL SELECT m.*, '' FROM memories m) t "
+            "SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, count(*), "
+            "sum(l) FROM (SELECT m.*, u.lexeme AS term, 0 AS l FROM memories m, unnest(m.fts) u "
+            "UNION ALL SELECT m.*, '', length(m.fts) FROM memories m) t "
             "WHERE status IN ('active', 'superseded') GROUP BY 1, 2, 3, 4, 5, 6, 7"
         )
     )
@@ -73,7 +83,7 @@ def _counts_by_pass(conn: Connection) -> set[tuple[Any, ...]]:
 def _counts_kept(conn: Connection) -> set[tuple[Any, ...]]:
     rows = conn.execute(
         text(
-            "SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, n "
+            "SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, n, lexemes "
             "FROM memory_term_stats"
         )
     )
@@ -83,8 +93,8 @@ def _counts_kept(conn: Connection) -> set[tuple[Any, ...]]:
 def _ranked_by_pass(
     conn: Connection, tenant: str, scope: Scope, terms: Sequence[str], kinds: list[str] | None
 ) -> list[tuple[int, float]]:
-    """The ranking computed from one pass over the rows (as before migration 0013), each
-    row's sum coordinated by the share of the query it holds."""
+    """BM25 computed from one pass over the rows (no kept statistics), each row's sum
+    coordinated by the share of the query it holds."""
     params: dict[str, Any] = {
         "tenant": tenant,
         "runtime": scope.runtime_id,
@@ -103,14 +113,23 @@ def _ranked_by_pass(
         params[f"t{i}"] = q
     counts = ", ".join(f"count(*) FILTER (WHERE m.fts @@ q{i})" for i in range(len(terms)))
     row = conn.execute(
-        text(f"SELECT count(*), {counts} FROM memories m, {queries} WHERE {where}"), params
+        text(
+            f"SELECT count(*), avg(length(m.fts)), {counts} FROM memories m, {queries} "
+            f"WHERE {where}"
+        ),
+        params,
     ).one()
     for i in range(len(terms)):
-        n = int(row[i + 1])
+        n = int(row[i + 2])
         params[f"w{i}"] = math.log(1.0 + (int(row[0]) - n + 0.5) / (n + 0.5))
     params["q"] = " | ".join(quoted)
+    params["avgdl"] = float(row[1])
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
-    summed = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in range(len(terms)))
+    # BM25 (k1, b as FTS5's): a term's weighted frequency is its unnormalised ts_rank over
+    # that of one occurrence, a row's length its count of lexemes.
+    freq = [f"(ts_rank({weights}, m.fts, q{i}, 0) / {RANK_ONE!r})" for i in range(len(terms))]
+    norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(m.fts) / :avgdl)"
+    summed = " + ".join(f":w{i} * {f} * {BM25_K1 + 1} / ({f} + {norm})" for i, f in enumerate(freq))
     # Coordinated: times the share of the query's IDF the row holds.
     held = " + ".join(f":w{i} * CAST(m.fts @@ q{i} AS integer)" for i in range(len(terms)))
     params["mass"] = sum(params[f"w{i}"] for i in range(len(terms)))
@@ -186,8 +205,7 @@ def test_ranking_equals_a_pass_over_the_rows(
         want = _ranked_by_pass(conn, "acme", A, terms, kinds)
     assert got or kinds, query  # every query matches some memory of any kind
     assert [s for s, _ in got] == [s for s, _ in want]
-    # The store brings PostgreSQL's scores to BM25's scale (``PG_TO_BM25``).
-    assert [round(x, 9) for _, x in got] == [round(x * PG_TO_BM25, 9) for _, x in want]
+    assert [round(x, 9) for _, x in got] == [round(x, 9) for _, x in want]
 
 
 def test_a_big_partition_ranks_a_bounded_candidate_set(
@@ -265,3 +283,45 @@ def test_a_big_partition_ranks_a_bounded_candidate_set(
 def _kinds(store: Store) -> list[Any]:
     with store.db.read() as conn:
         return list(conn.execute(text("SELECT seq, kind FROM memories WHERE tenant_id='acme'")))
+
+
+def test_0016_sums_the_lengths_of_stored_rows_and_down_keeps_counting(
+    pg_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Rows written under 0015's triggers (no lengths) get their partitions' sums when 0016
+    runs, and the triggers keep them after; going down drops the column and keeps counting."""
+    url = database_url("postgres", tmp_path, request)
+    open_store(url).close()
+    engine = create_engine(normalize_url(url))
+    with engine.connect() as conn:
+        command.downgrade(_config(conn), "0015_turn_confidence")
+        conn.commit()
+        assert "0016_memory_lengths" not in current_revisions(conn)
+    store = open_store(url, migrate=False)
+    try:
+        _load(store)  # counted by 0013's triggers, without lengths
+    finally:
+        store.close()
+    with engine.connect() as conn:
+        columns = conn.execute(
+            text(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'memory_term_stats'"
+            )
+        ).scalars()
+        assert "lexemes" not in set(columns)
+        assert conn.execute(text("SELECT sum(n) FROM memory_term_stats")).scalar()
+    store = open_store(url)  # migrates: 0016 sums the stored rows
+    try:
+        with store.db.read() as conn:
+            assert _counts_kept(conn) == _counts_by_pass(conn)
+            assert conn.execute(text("SELECT sum(lexemes) FROM memory_term_stats")).scalar()
+        with store.transaction() as tx:
+            tx.memories.insert_new([_row("acme", A, i) for i in range(60, 70)])
+        with store.db.write() as conn:
+            conn.execute(delete(memories).where(memories.c.content.like("ferry%")))
+        with store.db.read() as conn:
+            assert _counts_kept(conn) == _counts_by_pass(conn)
+    finally:
+        store.close()
+    engine.dispose()

@@ -1,13 +1,13 @@
 """Full-text search of memories on each backend: the candidate query of the lexical lane.
 
-SQLite ranks with FTS5's BM25 inside the partition, in the tenant's own index; PostgreSQL sums
-each term's ``ts_rank`` weighted by the term's BM25 IDF in the partition, so both backends
-rank alike; its scores are brought to BM25's scale (``PG_TO_BM25``), so the engine calibrates
-both backends' scores one way. Terms come from the engine (``cairn.engine.query``: the same
-analysis that built the index, ``cairn.core.analysis``).
+SQLite ranks with FTS5's BM25 inside the partition, in the tenant's own index; PostgreSQL
+computes BM25 over the stored ``tsvector`` with the partition's statistics, so both backends
+rank alike and on one scale, which the engine calibrates one way. Terms come from the engine
+(``cairn.engine.query``: the same analysis that built the index, ``cairn.core.analysis``).
 
-On PostgreSQL the IDF counts are read from ``memory_term_stats`` (kept exact by triggers,
-migration ``0013_memory_term_stats``) and the matching rows are found through the
+On PostgreSQL the IDF counts and the partition's average length are read from
+``memory_term_stats`` (kept exact by triggers, migrations ``0013_memory_term_stats`` and
+``0016_memory_lengths``) and the matching rows are found through the
 partition's own GIN posting lists (``ix_memories_part_fts``), so a query's cost follows the
 rows its terms match in the partition, not the partition's or the tenant's size.
 """
@@ -49,7 +49,15 @@ CANDIDATE_TERMS = 8
 # PostgreSQL's IDF-weighted ``ts_rank`` sum to BM25's scale: a memory PostgreSQL scores 0.7 is
 # worth what SQLite's BM25 scores 6 (the half-saturation points the engine's calibration had
 # per backend before it had one).
-PG_TO_BM25 = 6.0 / 0.7
+# PostgreSQL ranks by BM25 as FTS5 does (``fts5_aux.c``: k1 1.2, b 0.75). A row's length is
+# its count of distinct lexemes (``length(fts)``), the partition's average from
+# ``memory_term_stats`` (migration ``0016_memory_lengths``).
+BM25_K1 = 1.2
+BM25_B = 0.75
+# ``ts_rank`` without normalisation of a term at one position of weight 1 (PostgreSQL's
+# ``calc_rank_or``: ``(w + w - w) / 1.64493406685``): a term's weighted frequency in a row is its
+# ``ts_rank`` over this (1 for one occurrence in the memory's own words, 0.5 in a neighbour's).
+RANK_ONE = 1.0 / 1.64493406685
 
 # PostgreSQL: per partition, term, kind and status, how many memories hold the term (its
 # lexeme in ``fts``; ``term`` '' counts the memories). Kept by triggers (migration 0013); empty
@@ -65,6 +73,8 @@ term_stats = Table(
     Column("kind", String(64), nullable=False),
     Column("status", String(16), nullable=False),
     Column("n", BigInteger(), nullable=False),
+    # On term ``''``: the sum of those memories' ``length(fts)`` (0 on every other term).
+    Column("lexemes", BigInteger(), nullable=False, server_default="0"),
     PrimaryKeyConstraint(
         "tenant_id",
         "runtime_id",
@@ -143,8 +153,7 @@ def lexical_ranked(
     ``cairn.engine.search``).
 
     ``terms`` are terms of ``cairn.core.analysis`` (letters, marks and digits; CJK bigrams);
-    the backend stems English words. SQLite scores are BM25 (larger is better), PostgreSQL's
-    the IDF-weighted ``ts_rank`` sum times ``PG_TO_BM25``.
+    the backend stems English words. Scores are BM25 on both backends (larger is better).
     """
     if not terms:
         return []
@@ -253,17 +262,23 @@ def _pg_ranked(
     kinds: list[str],
     coordinate: bool = True,
 ) -> list[Ranked]:
-    """PostgreSQL: each term's ``ts_rank`` weighted by its rarity in the partition (BM25's
-    IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))``), summed, and scaled by the share of the query's
-    IDF the row holds (``fts5_rank.coordination``, as on SQLite). ``ts_rank`` alone reads no corpus
-    statistics, so a word in most rows (a speaker's name, in every one of their turns) would
-    weigh as much as the rare word a question is about, and PostgreSQL would rank unlike
-    SQLite's BM25. ``N`` and ``n`` come from ``memory_term_stats`` (``_pg_counts``); as on
-    SQLite, a big partition's common terms are left out (``COMMON_TERM_SHARE``).
+    """PostgreSQL: BM25, as FTS5 ranks, summed over the terms: each term's IDF in the
+    partition (``ln(1 + (N - n + 0.5) / (n + 0.5))``) times its saturated, length-normalised
+    frequency in the row, ``f (k1 + 1) / (f + k1 (1 - b + b L / avgL))``, and the sum scaled by
+    the share of the query's IDF the row holds (``fts5_rank.coordination``, as on SQLite).
+    ``f`` counts the memory's own words once and a neighbour's half (``PG_CONTEXT_WEIGHT``),
+    read with ``ts_rank`` (``RANK_ONE``); ``L`` is the row's ``length(fts)``. ``N``, ``n`` and
+    ``avgL`` come from ``memory_term_stats`` (``_pg_counts``); as on SQLite, a big partition's
+    common terms are left out (``COMMON_TERM_SHARE``).
+
+    (It ranked with ``ts_rank``'s own normalisation before, dividing by the log of a row's
+    length: longer rows came first, fewer fitted a budget, and recall was 1 to 2 points below
+    SQLite's at small budgets: docs/benchmarks.md, session 10.)
 
     The candidates are the partition's rows that match a term, read through
     ``ix_memories_part_fts`` (a materialised CTE, so the plan does not depend on the table's
-    statistics being current); the outer query re-checks partition, status and kind."""
+    statistics being current); the outer query scores them and re-checks partition, status
+    and kind."""
     # Each term quoted as a tsquery lexeme: analysed terms are words, but quoting keeps any
     # character of any script from being read as tsquery syntax.
     quoted = ["'" + term.replace("'", "''") + "'" for term in terms]
@@ -271,7 +286,7 @@ def _pg_ranked(
     for i, term in enumerate(quoted):
         params[f"t{i}"] = term
     limit = int(params["limit"])
-    total, counts = _pg_counts(conn, len(terms), params, statuses, kinds)
+    total, lexemes, counts = _pg_counts(conn, len(terms), params, statuses, kinds)
     keep = list(range(len(terms)))
     if COMMON_TERM_SHARE and len(terms) > 1 and total >= COMMON_TERM_MIN_ROWS:
         keep = [i for i in keep if counts[i] <= COMMON_TERM_SHARE * total] or keep
@@ -280,10 +295,15 @@ def _pg_ranked(
         params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
     queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in keep)
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
-    summed = " + ".join(f":w{i} * ts_rank({weights}, m.fts, q{i}, 1)" for i in keep)
+    # Each term's weighted frequency in the row (``RANK_ONE``), read in the candidate query;
+    # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
+    freqs = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) / {RANK_ONE!r} AS r{i}" for i in keep)
+    params["avgdl"] = max(1.0, lexemes / total) if total else 1.0
+    norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * m.len / :avgdl)"
+    summed = " + ".join(f":w{i} * m.r{i} * {BM25_K1 + 1} / (m.r{i} + {norm})" for i in keep)
     score = f"({summed})"
     if coordinate:  # scaled by the share of the query the row matches, as on SQLite
-        held = " + ".join(f":w{i} * CAST(m.fts @@ q{i} AS integer)" for i in keep)
+        held = " + ".join(f":w{i} * CAST(m.r{i} > 0 AS integer)" for i in keep)
         params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
         score = f"{score} * LEAST(1.0, ({held}) / :mass)"
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
@@ -294,21 +314,18 @@ def _pg_ranked(
     for b, (clause, bound) in enumerate(_candidate_sets(quoted, keep, counts, idf, total, limit)):
         params[f"q_{b}"] = clause
         branches.append(
-            f"(SELECT {_CANDIDATE_COLUMNS}, {score} AS s "
+            f"(SELECT {_CANDIDATE_COLUMNS}, length(m.fts) AS len, {freqs} "
             f"FROM memories m, to_tsquery('english'::regconfig, :q_{b}) q, {queries} "
             f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
             + (f" LIMIT {int(bound)})" if bound is not None else ")")
         )
     sql = (
         f"WITH m AS MATERIALIZED ({' UNION ALL '.join(branches)}) "
-        f"SELECT r.seq, r.s, {PG_FACTS} FROM (SELECT m.seq, max(m.s) AS s FROM m "
+        f"SELECT r.seq, r.s, {PG_FACTS} FROM (SELECT m.seq, max({score}) AS s FROM m "
         f"WHERE {' AND '.join(where)} GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT :limit) r "
         "JOIN memories m ON m.seq = r.seq ORDER BY r.s DESC, r.seq"
     )
-    return [
-        (int(r[0]), float(r[1]) * PG_TO_BM25, facts_of(r[2:]))
-        for r in conn.execute(text(sql), params)
-    ]
+    return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in conn.execute(text(sql), params)]
 
 
 def _candidate_sets(
@@ -395,9 +412,10 @@ def _pg_counts(
     params: dict[str, Any],
     statuses: Sequence[str],
     kinds: list[str],
-) -> tuple[int, list[int]]:
-    """``N`` (the partition's rows in ``statuses`` and kinds) and each term's ``n`` (those
-    rows whose ``fts`` matches it), as a pass over the rows would count them. A term whose
+) -> tuple[int, int, list[int]]:
+    """``N`` (the partition's rows in ``statuses`` and kinds), the sum of those rows'
+    ``length(fts)``, and each term's ``n`` (those rows whose ``fts`` matches it), as a pass
+    over the rows would count them. A term whose
     query is one lexeme (every word) is read from ``memory_term_stats``; a term that parses
     to several (a phrase) is counted through the partition index; a stop word matches
     nothing."""
@@ -408,27 +426,28 @@ def _pg_counts(
     # primary-key read per term, in a lateral subquery: with ``term = ANY`` the planner may
     # scan the partition's whole key range); the row of ordinality 0 counts the partition.
     count_of = (
-        "(SELECT sum(s.n) FROM memory_term_stats s WHERE s.tenant_id = :tenant "
+        "(SELECT sum(s.{}) FROM memory_term_stats s WHERE s.tenant_id = :tenant "
         "AND s.runtime_id = :runtime AND s.user_id = :user AND s.agent_id = :agent "
         f"AND s.term = {{}} AND s.status = ANY(:statuses){kind_sql})"
     )
+    partition = f"{count_of.format('n', chr(39) * 2)}, {count_of.format('lexemes', chr(39) * 2)}"
     rows = conn.execute(
         text(
-            f"SELECT 0, 0, CAST(NULL AS text[]), {count_of.format(chr(39) * 2)} UNION ALL "
+            f"SELECT 0, 0, CAST(NULL AS text[]), {partition} UNION ALL "
             "SELECT t.i, v.nodes, v.lexes, CASE WHEN v.nodes = 1 AND cardinality(v.lexes) = 1 "
-            f"THEN {count_of.format('v.lexes[1]')} END "
+            f"THEN {count_of.format('n', 'v.lexes[1]')} END, NULL "
             "FROM unnest(CAST(:quoted AS text[])) WITH ORDINALITY t(q, i) CROSS JOIN LATERAL "
             "(SELECT numnode(to_tsquery('english'::regconfig, t.q)) AS nodes, "
             "tsvector_to_array(to_tsvector('english'::regconfig, t.q)) AS lexes) v"
         ),
         stats,
     ).all()
-    total = 0
+    total = lexemes = 0
     counts = [0] * n_terms
     phrases: list[int] = []
-    for i, nodes, array, n in rows:
+    for i, nodes, array, n, size in rows:
         if i == 0:
-            total = int(n or 0)
+            total, lexemes = int(n or 0), int(size or 0)
         elif nodes == 1 and len(array or []) == 1:
             counts[i - 1] = int(n or 0)
         elif nodes > 0:
@@ -446,7 +465,7 @@ def _pg_counts(
                 stats,
             ).scalar_one()
         )
-    return total, counts
+    return total, lexemes, counts
 
 
 def _without_common_terms(counts: dict[str, int], terms: Sequence[str], total: int) -> list[str]:
