@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import bindparam, create_engine, text
 from typer.testing import CliRunner
 
 from cairn.bench import recall as harness
@@ -34,7 +35,12 @@ from cairn.bench.recall_report import (
     format_summary,
 )
 from cairn.cli.main import app
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.compile import compile_scope
 from cairn.errors import InvalidInput
+from cairn.store import open_store
+from cairn.store.database import normalize_url
 from tests.conftest import PG_ADMIN_URL
 
 TINY: dict[str, Any] = {
@@ -259,7 +265,10 @@ def test_harness_through_real_servers_on_both_backends() -> None:
         assert backend.recall(1000) == 1.0, name  # the whole conversation fits
         assert all(o.tokens[60] <= 60 for o in backend.outcomes)
         assert backend.recall(60) <= backend.recall(1000)
+        shares = [o.vectors for o in backend.outcomes]
+        assert all(v is not None and 0.0 <= v <= 1.0 for v in shares), shares
     out = report.to_json()
+    assert 0.0 <= out["backends"]["sqlite"]["vectors_when_asked"] <= 1.0
     assert out["backends"]["postgres"]["by_category"]["b"]["questions"] == 2
 
 
@@ -278,3 +287,61 @@ def test_cli_json_keys_and_details(tmp_path: Path) -> None:
     assert {"budget_recall", "by_category", "provenance_recall", "over_budget"} <= set(sqlite)
     lines = [json.loads(line) for line in details.read_text().splitlines()]
     assert len(lines) == 2 and lines[0]["backend"] == "sqlite"
+
+
+def test_the_vector_probe_counts_the_subjects_active_memories_with_vectors(db_url: str) -> None:
+    """What "vectors when asked" reports: of one subject's active memories (no other
+    subject's, no superseded one), the share whose vector is written."""
+    store = open_store(db_url)
+    try:
+        store.episodes.append_many(
+            "default",
+            [
+                NewEpisode(
+                    scope=Scope.for_subject(subject),
+                    source="test",
+                    type="conversation.turn",
+                    payload={"messages": [{"role": "user", "name": "Ana", "content": said}]},
+                    session_id="s1",
+                )
+                for subject in ("ana", "bo")
+                for said in (
+                    "I moved to Lisbon in May.",
+                    "My sister Rita plays cello.",
+                    "We adopted a grey cat.",
+                    "I work at the harbour office.",
+                )
+            ],
+        )
+        for subject in ("ana", "bo"):
+            compile_scope(store, "default", Scope.for_subject(subject))
+    finally:
+        store.close()
+    probe = harness.VectorProbe(db_url)
+    try:
+        assert probe.share("ana") == 0.0
+        engine = create_engine(normalize_url(db_url))
+        with engine.begin() as conn:
+            seqs = (
+                conn.execute(text("SELECT seq FROM memories WHERE user_id = 'ana' ORDER BY seq"))
+                .scalars()
+                .all()
+            )
+            assert len(seqs) >= 4
+            marked = seqs[: len(seqs) // 2]
+            conn.execute(
+                text("UPDATE memories SET embedding = :e WHERE seq IN :s").bindparams(
+                    bindparam("s", expanding=True)
+                ),
+                {"e": b"\0" * 8, "s": marked},
+            )
+            conn.execute(
+                text("UPDATE memories SET status = 'superseded' WHERE seq = :s"),
+                {"s": seqs[-1]},
+            )
+        engine.dispose()
+        assert probe.share("ana") == len(marked) / (len(seqs) - 1)
+        assert probe.share("bo") == 0.0
+        assert probe.share("nobody") == 0.0
+    finally:
+        probe.close()

@@ -13,6 +13,11 @@ A question is recalled at a budget when the text of one of its evidence turns is
 the budget counted with cl100k; an over-budget context never counts and fails the run. The
 secondary, provenance count is a hit when an evidence turn's episode is in the response's
 provenance, whatever text of it was shown. Only the scoring reads the evidence.
+
+The server writes vectors in the background after a compile, so a question asked at once
+(``--settle 0``) may meet few of them: for each question the harness also records the share
+of its subject's active memories that had a vector when it was asked (read from the server's
+database, beside the API), reported as "vectors when asked".
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import create_engine, text
 
 from cairn.bench.evidence import contains_turn, normalize_context, normalize_turn, shadowed_turns
 from cairn.bench.recall_data import Conversation, Dataset
 from cairn.bench.recall_report import BackendReport, Outcome, RecallReport
 from cairn.bench.server import running_server, scratch_postgres
+from cairn.core.scope import Scope
+from cairn.core.tenants import DEFAULT_TENANT
 from cairn.core.tokens import get_tokenizer
+from cairn.store.database import normalize_url
 
 BUDGETS = (250, 500, 1000, 2000, 4000)
 BACKENDS = ("sqlite", "postgres")
@@ -116,13 +125,49 @@ class Scorer:
         outcome.items[budget] = len((response.get("provenance") or {}).get("items") or [])
 
 
+class VectorProbe:
+    """The share of a subject's active memories that have a vector, read from the server's
+    database (a read beside the server's own; it changes nothing)."""
+
+    SQL = text(
+        "SELECT count(*), count(embedding) FROM memories WHERE tenant_id = :tenant "
+        "AND runtime_id = :runtime AND user_id = :user AND agent_id = :agent "
+        "AND status = 'active'"
+    )
+
+    def __init__(self, database_url: str) -> None:
+        self.engine = create_engine(normalize_url(database_url))
+
+    def share(self, subject_id: str) -> float:
+        scope = Scope.for_subject(subject_id)
+        params = {
+            "tenant": DEFAULT_TENANT,
+            "runtime": scope.runtime_id,
+            "user": scope.user_id,
+            "agent": scope.agent_id,
+        }
+        with self.engine.connect() as conn:
+            total, embedded = conn.execute(self.SQL, params).one()
+        return int(embedded) / int(total) if total else 0.0
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
 def ask(
-    client: httpx.Client, conv: Conversation, scorer: Scorer, budgets: tuple[int, ...]
+    client: httpx.Client,
+    conv: Conversation,
+    scorer: Scorer,
+    budgets: tuple[int, ...],
+    probe: VectorProbe | None = None,
 ) -> tuple[list[Outcome], list[float]]:
-    """Every question of the conversation at every budget."""
+    """Every question of the conversation at every budget (``probe``: record the share of
+    the subject's memories with vectors as each question is asked)."""
     outcomes, latencies = [], []
     for q in conv.questions:
         outcome = Outcome(conv.id, q.question, q.category, q.evidence)
+        if probe is not None:
+            outcome.vectors = probe.share(conv.id)
         for budget in budgets:
             body = {"subject_id": conv.id, "task": q.question, "max_tokens": budget}
             t0 = time.perf_counter()
@@ -186,12 +231,16 @@ def run_backend(
         if progress:
             progress(f"{backend}: {len(scorers)} conversations loaded, {report.memories} memories")
         time.sleep(settle_s)
-        for conv, scorer in zip(dataset.conversations, scorers, strict=True):
-            outcomes, latencies = ask(client, conv, scorer, budgets)
-            report.outcomes += outcomes
-            report.latencies_ms += latencies
-            if progress:
-                progress(f"{backend}: {conv.id} asked, {report.questions} questions so far")
+        probe = VectorProbe(url or f"sqlite:///{Path(data_dir) / 'cairn.db'}")
+        try:
+            for conv, scorer in zip(dataset.conversations, scorers, strict=True):
+                outcomes, latencies = ask(client, conv, scorer, budgets, probe)
+                report.outcomes += outcomes
+                report.latencies_ms += latencies
+                if progress:
+                    progress(f"{backend}: {conv.id} asked, {report.questions} questions so far")
+        finally:
+            probe.close()
     return report
 
 

@@ -19,6 +19,8 @@ class Outcome:
     provenance_hits: dict[int, bool] = field(default_factory=dict)
     tokens: dict[int, int] = field(default_factory=dict)
     items: dict[int, int] = field(default_factory=dict)
+    # The share of the subject's active memories that had a vector when it was asked.
+    vectors: float | None = None
 
     def over_budget(self, budget: int) -> bool:
         return self.tokens[budget] > budget
@@ -33,6 +35,7 @@ class Outcome:
             "provenance_hits": {str(b): v for b, v in self.provenance_hits.items()},
             "tokens": {str(b): v for b, v in self.tokens.items()},
             "items": {str(b): v for b, v in self.items.items()},
+            "vectors": self.vectors,
         }
 
 
@@ -75,6 +78,12 @@ class BackendReport:
     def over_budget(self) -> dict[str, int]:
         return {str(b): sum(o.over_budget(b) for o in self.outcomes) for b in self.budgets}
 
+    def vectors_when_asked(self) -> float | None:
+        """The mean share of the asked subject's memories that had a vector, over the
+        questions (``None`` when it was not recorded)."""
+        shares = [o.vectors for o in self.outcomes if o.vectors is not None]
+        return round(statistics.fmean(shares), 3) if shares else None
+
     def mean_tokens(self, budget: int) -> float:
         return round(statistics.fmean(o.tokens[budget] for o in self.outcomes), 1)
 
@@ -103,6 +112,7 @@ class BackendReport:
             "ingest_s": round(self.ingest_s, 2),
             "compile_s": round(self.compile_s, 2),
             "context_p50_ms": round(statistics.median(lat), 1) if lat else 0.0,
+            "vectors_when_asked": self.vectors_when_asked(),
         }
 
 
@@ -141,11 +151,13 @@ def format_backend(report: BackendReport) -> str:
     cats = report.categories()
     head = ["budget", "recall"] + [f"cat {c} ({n})" for c, n in cats.items()]
     head += ["provenance (secondary)", "over budget", "mean tokens", "mean items"]
+    vectors = report.vectors_when_asked()
     lines = [
         f"{report.backend}: {report.questions} questions, {report.memories} memories, "
         f"ingest {data['ingest_s']} s, compile {data['compile_s']} s, "
         f"context p50 {data['context_p50_ms']} ms, shadowed evidence turns "
-        f"{report.shadowed_evidence}",
+        f"{report.shadowed_evidence}"
+        + (f", vectors when asked {vectors:.1%}" if vectors is not None else ""),
         _row(head),
         _row(["---"] * len(head)),
     ]
