@@ -297,10 +297,17 @@ def _pg_ranked(
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
     # Each term's weighted frequency in the row (``RANK_ONE``), read in the candidate query;
     # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
-    freqs = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) / {RANK_ONE!r} AS r{i}" for i in keep)
-    params["avgdl"] = max(1.0, lexemes / total) if total else 1.0
-    norm = f"{BM25_K1} * (1 - {BM25_B} + {BM25_B} * m.len / :avgdl)"
-    summed = " + ".join(f":w{i} * m.r{i} * {BM25_K1 + 1} / (m.r{i} + {norm})" for i in keep)
+    per_rank = _F8.format("per_rank")
+    freqs = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} AS r{i}" for i in keep)
+    # BM25's length normalisation ``k1 (1 - b + b L / avgL)`` as ``na + nb L``, in ``float8``
+    # (a bound float may reach the server as a ``numeric`` literal: slower per row).
+    average = max(1.0, lexemes / total) if total else 1.0
+    params["na"] = BM25_K1 * (1.0 - BM25_B)
+    params["nb"] = BM25_K1 * BM25_B / average
+    params["k1p1"] = BM25_K1 + 1.0
+    params["per_rank"] = 1.0 / RANK_ONE
+    norm = f"{_F8.format('na')} + {_F8.format('nb')} * length(m.fts)"
+    summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
     score = f"({summed})"
     if coordinate:  # scaled by the share of the query the row matches, as on SQLite
         held = " + ".join(f":w{i} * CAST(m.r{i} > 0 AS integer)" for i in keep)
@@ -314,7 +321,7 @@ def _pg_ranked(
     for b, (clause, bound) in enumerate(_candidate_sets(quoted, keep, counts, idf, total, limit)):
         params[f"q_{b}"] = clause
         branches.append(
-            f"(SELECT {_CANDIDATE_COLUMNS}, length(m.fts) AS len, {freqs} "
+            f"(SELECT {_CANDIDATE_COLUMNS}, {norm} AS norm, {freqs} "
             f"FROM memories m, to_tsquery('english'::regconfig, :q_{b}) q, {queries} "
             f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
             + (f" LIMIT {int(bound)})" if bound is not None else ")")
@@ -393,6 +400,7 @@ def _bits(mask: int) -> list[int]:
     return [k for k in range(mask.bit_length()) if mask >> k & 1]
 
 
+_F8 = "CAST(:{} AS float8)"
 _CANDIDATE_COLUMNS = ", ".join(
     f"m.{c}" for c in ("seq", "tenant_id", "runtime_id", "user_id", "agent_id", "kind", "status")
 )
