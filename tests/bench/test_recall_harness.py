@@ -289,9 +289,9 @@ def test_cli_json_keys_and_details(tmp_path: Path) -> None:
     assert len(lines) == 2 and lines[0]["backend"] == "sqlite"
 
 
-def test_the_vector_probe_counts_the_subjects_active_memories_with_vectors(db_url: str) -> None:
-    """What "vectors when asked" reports: of one subject's active memories (no other
-    subject's, no superseded one), the share whose vector is written."""
+def test_the_vector_probe_counts_the_subjects_memories_with_vectors(db_url: str) -> None:
+    """What "vectors when asked" reports: of one subject's memories (no other subject's, no
+    deleted one; a superseded one counts), the share whose vector is written."""
     store = open_store(db_url)
     try:
         store.episodes.append_many(
@@ -339,7 +339,11 @@ def test_the_vector_probe_counts_the_subjects_active_memories_with_vectors(db_ur
                 text("UPDATE memories SET status = 'superseded' WHERE seq = :s"),
                 {"s": seqs[-1]},
             )
+            conn.execute(
+                text("UPDATE memories SET status = 'deleted' WHERE seq = :s"), {"s": seqs[-2]}
+            )
         engine.dispose()
+        assert seqs[-2] not in marked
         assert probe.share("ana") == len(marked) / (len(seqs) - 1)
         assert probe.share("bo") == 0.0
         assert probe.share("nobody") == 0.0

@@ -219,7 +219,7 @@ def seed_two_speakers(store: Store) -> Scope:
     t0 = datetime(2023, 5, 1, tzinfo=UTC)
     texts = [
         ("Ann", "Ben and I love pottery: pottery class, pottery wheel, pottery every week."),
-        ("Ben", "I tried a pottery class once, Ann."),
+        ("Ben", "I tried a pottery class once with Ann, at the studio downtown."),
         ("Ann", "The weather was lovely today."),
     ]
     store.episodes.append_many(
@@ -261,7 +261,9 @@ def test_a_named_speaker_keeps_full_score_and_others_are_discounted(
     for content, score in flat.items():
         factor = 1.0 if content.startswith("Ben:") else search_module.OTHER_SPEAKER_WEIGHT
         assert abs(discounted[content] - score * factor) <= 2e-6, content
-    # Ann's turn says "pottery" four times and names Ben too; what Ben said now comes first.
+    # Ann's turn says "pottery" four times and names Ben too: it leads (by about a tenth on
+    # both backends); discounted, what Ben said comes first.
+    assert next(iter(flat)).startswith("Ann: Ben and I love pottery")
     assert next(iter(discounted)).startswith("Ben: I tried a pottery class")
 
 

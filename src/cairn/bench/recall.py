@@ -16,7 +16,7 @@ provenance, whatever text of it was shown. Only the scoring reads the evidence.
 
 The server writes vectors in the background after a compile, so a question asked at once
 (``--settle 0``) may meet few of them: for each question the harness also records the share
-of its subject's active memories that had a vector when it was asked (read from the server's
+of its subject's memories that had a vector when it was asked (read from the server's
 database, beside the API), reported as "vectors when asked".
 """
 
@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, text
 
 from cairn.bench.evidence import contains_turn, normalize_context, normalize_turn, shadowed_turns
 from cairn.bench.recall_data import Conversation, Dataset
@@ -39,7 +38,7 @@ from cairn.bench.server import running_server, scratch_postgres
 from cairn.core.scope import Scope
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.core.tokens import get_tokenizer
-from cairn.store.database import normalize_url
+from cairn.store import open_store
 
 BUDGETS = (250, 500, 1000, 2000, 4000)
 BACKENDS = ("sqlite", "postgres")
@@ -126,32 +125,22 @@ class Scorer:
 
 
 class VectorProbe:
-    """The share of a subject's active memories that have a vector, read from the server's
-    database (a read beside the server's own; it changes nothing)."""
-
-    SQL = text(
-        "SELECT count(*), count(embedding) FROM memories WHERE tenant_id = :tenant "
-        "AND runtime_id = :runtime AND user_id = :user AND agent_id = :agent "
-        "AND status = 'active'"
-    )
+    """The share of a subject's memories (not deleted) that have a vector, read from the
+    server's database through the store (a read beside the server's own; it changes
+    nothing)."""
 
     def __init__(self, database_url: str) -> None:
-        self.engine = create_engine(normalize_url(database_url))
+        self.store = open_store(database_url, pool_size=1, migrate=False)
 
     def share(self, subject_id: str) -> float:
         scope = Scope.for_subject(subject_id)
-        params = {
-            "tenant": DEFAULT_TENANT,
-            "runtime": scope.runtime_id,
-            "user": scope.user_id,
-            "agent": scope.agent_id,
-        }
-        with self.engine.connect() as conn:
-            total, embedded = conn.execute(self.SQL, params).one()
-        return int(embedded) / int(total) if total else 0.0
+        total = self.store.memories.count(DEFAULT_TENANT, scope)
+        with self.store.snapshot() as tx:
+            embedded = tx.memories.vector_count(DEFAULT_TENANT, scope)
+        return min(1.0, embedded / total) if total else 0.0
 
     def close(self) -> None:
-        self.engine.dispose()
+        self.store.close()
 
 
 def ask(

@@ -19,7 +19,7 @@ class Outcome:
     provenance_hits: dict[int, bool] = field(default_factory=dict)
     tokens: dict[int, int] = field(default_factory=dict)
     items: dict[int, int] = field(default_factory=dict)
-    # The share of the subject's active memories that had a vector when it was asked.
+    # The share of the subject's memories that had a vector when it was asked.
     vectors: float | None = None
 
     def over_budget(self, budget: int) -> bool:

@@ -5,16 +5,15 @@ row's length), which favours long rows more than SQLite's BM25 and fits fewer tu
 budget. It now computes BM25 itself (``cairn.store.memory_search``), which needs the
 partition's average row length: ``memory_term_stats`` gains ``lexemes``, on the row of term
 ``''`` (the one that counts a partition's memories per kind and status) the sum of those
-memories' ``length(fts)`` (distinct lexemes), and 0 on every term's row. The triggers of
-migration ``0013_memory_term_stats`` are replaced by the same ones adding that sum, and the
-sums of the rows already stored are written. SQLite gets the column (the table is empty there:
-FTS5 keeps its own statistics).
-
-The SQL is written out here as it is when this runs (a later change of the search does not
-change what this migration did); the downgrade restores 0013's functions.
+memories' ``length(fts)`` (distinct lexemes), and 0 on every term's row. The triggers (as
+migration ``0014_compile_indexes`` left them) are replaced by the same ones adding that sum,
+and the sums of the rows already stored are written; the downgrade puts 0014's functions back.
+SQLite gets the column (the table is empty there: FTS5 keeps its own statistics).
 
 Revision ID: 0016_memory_lengths
 """
+
+import importlib
 
 import sqlalchemy as sa
 from alembic import op
@@ -24,69 +23,64 @@ down_revision = "0015_turn_confidence"
 branch_labels = None
 depends_on = None
 
-KEY = "tenant_id, runtime_id, user_id, agent_id, term, kind, status"
+# 0014's triggers (grouped by hash, ordered by ``term COLLATE "C"``, pruning only the keys a
+# statement changed) are the ones this extends, and the ones a downgrade puts back.
+_0014 = importlib.import_module("cairn.store.migrations.versions.0014_compile_indexes")
+KEY = _0014.KEY
 
-
-def _counts(rows: str, lengths: bool) -> str:
-    """Rows of ``rows`` as (partition, term, kind, status, count[, lexemes]): every lexeme,
-    and ``''`` per row (with the row's ``length(fts)`` when ``lengths``)."""
-    size = ", 0 AS l" if lengths else ""
-    row_size = ", length(r.fts) AS l" if lengths else ""
-    total = ", sum(l) AS lexemes" if lengths else ""
-    return f"""
-    SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, count(*) AS n{total}
+# Rows of ``rows`` as (partition, term, kind, status, count, lexemes): every lexeme (0
+# lexemes), and '' per row (its ``length(fts)``).
+_COUNTS = """
+    SELECT tenant_id, runtime_id, user_id, agent_id, term, kind, status, count(*) AS n,
+           sum(l) AS lexemes
     FROM (
         SELECT r.tenant_id, r.runtime_id, r.user_id, r.agent_id, u.lexeme AS term, r.kind,
-               r.status{size}
+               r.status, 0 AS l
         FROM {rows} AS r CROSS JOIN LATERAL unnest(r.fts) u
         WHERE r.status IN ('active', 'superseded')
         UNION ALL
-        SELECT r.tenant_id, r.runtime_id, r.user_id, r.agent_id, '', r.kind, r.status{row_size}
+        SELECT r.tenant_id, r.runtime_id, r.user_id, r.agent_id, '', r.kind, r.status,
+               length(r.fts)
         FROM {rows} AS r WHERE r.status IN ('active', 'superseded')
     ) t
     GROUP BY tenant_id, runtime_id, user_id, agent_id, term, kind, status
 """
 
+_ADD = f"""
+    INSERT INTO memory_term_stats AS s ({KEY}, n, lexemes)
+    SELECT * FROM ({_COUNTS}) c
+    ORDER BY tenant_id, runtime_id, user_id, agent_id, term COLLATE "C", kind, status
+    ON CONFLICT ({KEY}) DO UPDATE SET n = s.n + excluded.n, lexemes = s.lexemes + excluded.lexemes
+"""
 
-def _functions(lengths: bool) -> str:
-    extra = ", lexemes" if lengths else ""
-    add = f"""
-    INSERT INTO memory_term_stats AS s ({KEY}, n{extra})
-    SELECT * FROM ({_counts("{rows}", lengths)}) c ORDER BY {KEY}
-    ON CONFLICT ({KEY}) DO UPDATE SET n = s.n + excluded.n"""
-    add += ", lexemes = s.lexemes + excluded.lexemes" if lengths else ""
-    less = ", lexemes = s.lexemes - c.lexemes" if lengths else ""
-    subtract = f"""
-    UPDATE memory_term_stats s SET n = s.n - c.n{less}
-    FROM ({_counts("{rows}", lengths)}) c
+_SUBTRACT = f"""
+    UPDATE memory_term_stats s SET n = s.n - c.n, lexemes = s.lexemes - c.lexemes
+    FROM ({_COUNTS}) c
     WHERE (s.tenant_id, s.runtime_id, s.user_id, s.agent_id, s.term, s.kind, s.status)
-        = (c.tenant_id, c.runtime_id, c.user_id, c.agent_id, c.term, c.kind, c.status)"""
-    prune = """
-    DELETE FROM memory_term_stats s
-    USING (SELECT DISTINCT r.tenant_id, r.runtime_id, r.user_id, r.agent_id FROM {rows} AS r) p
-    WHERE (s.tenant_id, s.runtime_id, s.user_id, s.agent_id)
-        = (p.tenant_id, p.runtime_id, p.user_id, p.agent_id)
-      AND s.n <= 0"""
-    old, new = "(SELECT OLD.*)", "(SELECT NEW.*)"
-    return f"""
+        = (c.tenant_id, c.runtime_id, c.user_id, c.agent_id, c.term, c.kind, c.status)
+"""
+
+_PRUNE = _0014._PRUNE  # keys only: the same with or without the lengths
+
+FUNCTIONS = f"""
 CREATE OR REPLACE FUNCTION cairn_memory_terms_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    {add.format(rows="new_rows")};
+    {_ADD.format(rows="new_rows")};
     RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION cairn_memory_terms_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    {subtract.format(rows="old_rows")};
-    {prune.format(rows="old_rows")};
+    {_SUBTRACT.format(rows="old_rows")};
+    {_PRUNE.format(rows="old_rows")};
     RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION cairn_memory_terms_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    {subtract.format(rows=old)};
-    {prune.format(rows=old)};
-    {add.format(rows=new)};
+    {_SUBTRACT.format(rows="(SELECT OLD.*)")};
+    {_PRUNE.format(rows="(SELECT OLD.*)")};
+    {_ADD.format(rows="(SELECT NEW.*)")};
     RETURN NULL;
 END $$;
 """
@@ -112,11 +106,11 @@ def upgrade() -> None:
     )
     if op.get_bind().dialect.name != "postgresql":
         return
-    op.execute(_functions(lengths=True))
+    op.execute(FUNCTIONS)
     op.execute(_BACKFILL)
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.execute(_functions(lengths=False))
+        op.execute(_0014.FUNCTIONS)
     op.drop_column("memory_term_stats", "lexemes")
