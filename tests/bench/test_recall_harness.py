@@ -339,8 +339,10 @@ def test_the_vector_probe_counts_the_subjects_memories_with_vectors(db_url: str)
                 text("UPDATE memories SET status = 'superseded' WHERE seq = :s"),
                 {"s": seqs[-1]},
             )
+            # Forgetting a memory wipes its vector (``cairn.store.lifecycle``): it counts nowhere.
             conn.execute(
-                text("UPDATE memories SET status = 'deleted' WHERE seq = :s"), {"s": seqs[-2]}
+                text("UPDATE memories SET status = 'deleted', embedding = NULL WHERE seq = :s"),
+                {"s": seqs[-2]},
             )
         engine.dispose()
         assert seqs[-2] not in marked

@@ -189,7 +189,15 @@ def test_counts_follow_every_write(pg_store: Store) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ["ferry", "oslo ferry coffee", "кофе tea", "咖啡馆", "don't bike", "mountain harbour bergen"],
+    [
+        "ferry",
+        "oslo ferry coffee",
+        "кофе tea",
+        "咖啡馆",
+        "don't bike",
+        "mountain harbour bergen",
+        "2e5kg ferry",  # a term that parses to a phrase ('2e5' <-> 'kg') no row holds
+    ],
 )
 @pytest.mark.parametrize("kinds", [None, ["profile_fact"]])
 def test_ranking_equals_a_pass_over_the_rows(

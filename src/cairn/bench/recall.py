@@ -134,9 +134,10 @@ class VectorProbe:
 
     def share(self, subject_id: str) -> float:
         scope = Scope.for_subject(subject_id)
-        total = self.store.memories.count(DEFAULT_TENANT, scope)
-        with self.store.snapshot() as tx:
+        with self.store.snapshot() as tx:  # both counts from one snapshot
+            total = tx.memories.count(DEFAULT_TENANT, scope)
             embedded = tx.memories.vector_count(DEFAULT_TENANT, scope)
+        # (A forgotten memory loses its vector, so ``embedded`` counts no deleted one.)
         return min(1.0, embedded / total) if total else 0.0
 
     def close(self) -> None:

@@ -46,17 +46,17 @@ COMMON_TERM_MIN_ROWS = 2000
 # see ``_candidate_sets``.
 CANDIDATE_ROWS = 1000
 CANDIDATE_TERMS = 8
-# PostgreSQL's IDF-weighted ``ts_rank`` sum to BM25's scale: a memory PostgreSQL scores 0.7 is
-# worth what SQLite's BM25 scores 6 (the half-saturation points the engine's calibration had
-# per backend before it had one).
 # PostgreSQL ranks by BM25 as FTS5 does (``fts5_aux.c``: k1 1.2, b 0.75). A row's length is
 # its count of distinct lexemes (``length(fts)``), the partition's average from
 # ``memory_term_stats`` (migration ``0016_memory_lengths``).
 BM25_K1 = 1.2
 BM25_B = 0.75
 # ``ts_rank`` without normalisation of a term at one position of weight 1 (PostgreSQL's
-# ``calc_rank_or``: ``(w + w - w) / 1.64493406685``): a term's weighted frequency in a row is its
-# ``ts_rank`` over this (1 for one occurrence in the memory's own words, 0.5 in a neighbour's).
+# ``calc_rank_or``: ``(w + w - w) / 1.64493406685``). A term's frequency in a row is its
+# ``ts_rank`` over this: 1 for one occurrence in the memory's own words, 0.5 in a neighbour's.
+# ``ts_rank`` weighs the j-th occurrence by 1/j², so repeats add less than FTS5's count does
+# (two occurrences 1.25, any number at most 1.64, against 2, 3, ...): BM25's saturation then
+# applies on top, and a word said several times weighs somewhat less than on SQLite.
 RANK_ONE = 1.0 / 1.64493406685
 
 # PostgreSQL: per partition, term, kind and status, how many memories hold the term (its
@@ -262,12 +262,14 @@ def _pg_ranked(
     kinds: list[str],
     coordinate: bool = True,
 ) -> list[Ranked]:
-    """PostgreSQL: BM25, as FTS5 ranks, summed over the terms: each term's IDF in the
+    """PostgreSQL: BM25 with FTS5's constants, summed over the terms: each term's IDF in the
     partition (``ln(1 + (N - n + 0.5) / (n + 0.5))``) times its saturated, length-normalised
     frequency in the row, ``f (k1 + 1) / (f + k1 (1 - b + b L / avgL))``, and the sum scaled by
     the share of the query's IDF the row holds (``fts5_rank.coordination``, as on SQLite).
-    ``f`` counts the memory's own words once and a neighbour's half (``PG_CONTEXT_WEIGHT``),
-    read with ``ts_rank`` (``RANK_ONE``); ``L`` is the row's ``length(fts)``. ``N``, ``n`` and
+    ``f`` counts an occurrence in the memory's own words 1 and in a neighbour's half
+    (``PG_CONTEXT_WEIGHT``), read with ``ts_rank`` (``RANK_ONE``: repeats count less than
+    FTS5 counts them); ``L`` is the row's ``length(fts)``, its distinct lexemes (FTS5 counts
+    tokens). ``N``, ``n`` and
     ``avgL`` come from ``memory_term_stats`` (``_pg_counts``); as on SQLite, a big partition's
     common terms are left out (``COMMON_TERM_SHARE``).
 
@@ -310,7 +312,10 @@ def _pg_ranked(
     summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
     score = f"({summed})"
     if coordinate:  # scaled by the share of the query the row matches, as on SQLite
-        held = " + ".join(f":w{i} * CAST(m.r{i} > 0 AS integer)" for i in keep)
+        # (``@@``, not ``r > 0``: a phrase term's ``ts_rank`` is a tiny positive number in a
+        # row that lacks it.)
+        freqs += ", " + ", ".join(f"CAST(m.fts @@ q{i} AS integer) AS h{i}" for i in keep)
+        held = " + ".join(f":w{i} * m.h{i}" for i in keep)
         params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
         score = f"{score} * LEAST(1.0, ({held}) / :mass)"
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.

@@ -106,6 +106,9 @@ def upgrade() -> None:
     )
     if op.get_bind().dialect.name != "postgresql":
         return
+    # No write may run the old triggers after the backfill has read the rows: writers wait
+    # (and those in flight finish first) until this commits.
+    op.execute("LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE")
     op.execute(FUNCTIONS)
     op.execute(_BACKFILL)
 
@@ -113,4 +116,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute(_0014.FUNCTIONS)
-    op.drop_column("memory_term_stats", "lexemes")
+    with op.batch_alter_table("memory_term_stats") as batch:  # SQLite before 3.35 too
+        batch.drop_column("lexemes")
