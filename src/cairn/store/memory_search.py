@@ -296,11 +296,41 @@ def _pg_ranked(
         n = counts[i]
         params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
     queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in keep)
+    columns, norm, score = _bm25(keep, params, total, lexemes, coordinate)
+    # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
+    kind_sql = " AND m.kind = ANY(:kinds)" if kinds else ""
+    params["kinds"] = kinds
+    branches = []
+    idf = {i: float(params[f"w{i}"]) for i in keep}
+    for b, (clause, bound) in enumerate(_candidate_sets(quoted, keep, counts, idf, total, limit)):
+        params[f"q_{b}"] = clause
+        branches.append(
+            f"(SELECT {_CANDIDATE_COLUMNS}, {norm} AS norm, {columns} "
+            f"FROM memories m, to_tsquery('english'::regconfig, :q_{b}) q, {queries} "
+            f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
+            + (f" LIMIT {int(bound)})" if bound is not None else ")")
+        )
+    sql = (
+        f"WITH m AS MATERIALIZED ({' UNION ALL '.join(branches)}) "
+        f"SELECT r.seq, r.s, {PG_FACTS} FROM (SELECT m.seq, max({score}) AS s FROM m "
+        f"WHERE {' AND '.join(where)} GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT :limit) r "
+        "JOIN memories m ON m.seq = r.seq ORDER BY r.s DESC, r.seq"
+    )
+    return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in conn.execute(text(sql), params)]
+
+
+def _bm25(
+    keep: Sequence[int], params: dict[str, Any], total: int, lexemes: int, coordinate: bool
+) -> tuple[str, str, str]:
+    """SQL of ``_pg_ranked``'s scores for the terms ``keep`` (their IDF bound as ``w<i>``, the
+    queries as ``q<i>``): the candidate query's columns (each term's frequency ``r<i>``, and
+    with ``coordinate`` whether the row holds it, ``h<i>``), its length normalisation ``norm``,
+    and the outer query's score over those columns. Binds what they use into ``params``."""
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
     # Each term's weighted frequency in the row (``RANK_ONE``), read in the candidate query;
     # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
     per_rank = _F8.format("per_rank")
-    freqs = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} AS r{i}" for i in keep)
+    columns = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} AS r{i}" for i in keep)
     # BM25's length normalisation ``k1 (1 - b + b L / avgL)`` as ``na + nb L``, in ``float8``
     # (a bound float may reach the server as a ``numeric`` literal: slower per row).
     average = max(1.0, lexemes / total) if total else 1.0
@@ -314,30 +344,11 @@ def _pg_ranked(
     if coordinate:  # scaled by the share of the query the row matches, as on SQLite
         # (``@@``, not ``r > 0``: a phrase term's ``ts_rank`` is a tiny positive number in a
         # row that lacks it.)
-        freqs += ", " + ", ".join(f"CAST(m.fts @@ q{i} AS integer) AS h{i}" for i in keep)
+        columns += ", " + ", ".join(f"CAST(m.fts @@ q{i} AS integer) AS h{i}" for i in keep)
         held = " + ".join(f":w{i} * m.h{i}" for i in keep)
         params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
         score = f"{score} * LEAST(1.0, ({held}) / :mass)"
-    # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
-    kind_sql = " AND m.kind = ANY(:kinds)" if kinds else ""
-    params["kinds"] = kinds
-    branches = []
-    idf = {i: float(params[f"w{i}"]) for i in keep}
-    for b, (clause, bound) in enumerate(_candidate_sets(quoted, keep, counts, idf, total, limit)):
-        params[f"q_{b}"] = clause
-        branches.append(
-            f"(SELECT {_CANDIDATE_COLUMNS}, {norm} AS norm, {freqs} "
-            f"FROM memories m, to_tsquery('english'::regconfig, :q_{b}) q, {queries} "
-            f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
-            + (f" LIMIT {int(bound)})" if bound is not None else ")")
-        )
-    sql = (
-        f"WITH m AS MATERIALIZED ({' UNION ALL '.join(branches)}) "
-        f"SELECT r.seq, r.s, {PG_FACTS} FROM (SELECT m.seq, max({score}) AS s FROM m "
-        f"WHERE {' AND '.join(where)} GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT :limit) r "
-        "JOIN memories m ON m.seq = r.seq ORDER BY r.s DESC, r.seq"
-    )
-    return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in conn.execute(text(sql), params)]
+    return columns, norm, score
 
 
 def _candidate_sets(
