@@ -20,16 +20,10 @@ from sqlalchemy import Connection, create_engine, delete, text, update
 from cairn.core.scope import Scope
 from cairn.store import Store, open_store
 from cairn.store.database import normalize_url
-from cairn.store.memory_search import (
-    BM25_B,
-    BM25_K1,
-    PG_CONTEXT_WEIGHT,
-    RANK_ONE,
-    lexical,
-    search_text,
-)
+from cairn.store.memory_search import lexical, search_text
 from cairn.store.migrations import _config, current_revisions
 from cairn.store.partitions import PartitionSelector, erase
+from cairn.store.pg_bm25 import BM25_B, BM25_K1, PG_CONTEXT_WEIGHT, RANK_ONE
 from cairn.store.schema import memories
 from tests.conftest import database_url
 

@@ -31,13 +31,10 @@ from sqlalchemy import (
 
 from cairn.core.analysis import index_text
 from cairn.core.scope import Scope
-from cairn.store import fts, fts5_rank
+from cairn.store import fts, fts5_rank, pg_bm25
 from cairn.store.database import Database
 from cairn.store.schema import metadata
 
-# Weight of the words of neighbouring messages (indexed with a turn, not part of it)
-# relative to the memory's own words (SQLite's is the FTS5 rank ``cairn.store.fts`` sets).
-PG_CONTEXT_WEIGHT = 0.5
 # A query term in more than this share of a partition's rows is left out (see
 # ``_without_common_terms``); 0 keeps every term.
 COMMON_TERM_SHARE = 0.2
@@ -46,19 +43,6 @@ COMMON_TERM_MIN_ROWS = 2000
 # see ``_candidate_sets``.
 CANDIDATE_ROWS = 1000
 CANDIDATE_TERMS = 8
-# PostgreSQL ranks by BM25 as FTS5 does (``fts5_aux.c``: k1 1.2, b 0.75). A row's length is
-# its count of distinct lexemes (``length(fts)``), the partition's average from
-# ``memory_term_stats`` (migration ``0016_memory_lengths``).
-BM25_K1 = 1.2
-BM25_B = 0.75
-# ``ts_rank`` without normalisation of a term at one position of weight 1 (PostgreSQL's
-# ``calc_rank_or``: ``(w + w - w) / 1.64493406685``). A term's frequency in a row is its
-# ``ts_rank`` over this: 1 for one occurrence in the memory's own words, 0.5 in a neighbour's.
-# ``ts_rank`` weighs the j-th occurrence by 1/j², so repeats add less than FTS5's count does
-# (two occurrences 1.25, any number at most 1.64, against 2, 3, ...): BM25's saturation then
-# applies on top, and a word said several times weighs somewhat less than on SQLite.
-RANK_ONE = 1.0 / 1.64493406685
-
 # PostgreSQL: per partition, term, kind and status, how many memories hold the term (its
 # lexeme in ``fts``; ``term`` '' counts the memories). Kept by triggers (migration 0013); empty
 # on SQLite, where FTS5 keeps its own statistics.
@@ -266,12 +250,11 @@ def _pg_ranked(
     partition (``ln(1 + (N - n + 0.5) / (n + 0.5))``) times its saturated, length-normalised
     frequency in the row, ``f (k1 + 1) / (f + k1 (1 - b + b L / avgL))``, and the sum scaled by
     the share of the query's IDF the row holds (``fts5_rank.coordination``, as on SQLite).
-    ``f`` counts an occurrence in the memory's own words 1 and in a neighbour's half
-    (``PG_CONTEXT_WEIGHT``), read with ``ts_rank`` (``RANK_ONE``: repeats count less than
-    FTS5 counts them); ``L`` is the row's ``length(fts)``, its distinct lexemes (FTS5 counts
-    tokens). ``N``, ``n`` and
-    ``avgL`` come from ``memory_term_stats`` (``_pg_counts``); as on SQLite, a big partition's
-    common terms are left out (``COMMON_TERM_SHARE``).
+    ``f`` counts an occurrence in the memory's own words 1 and in a neighbour's half, read
+    with ``ts_rank`` (repeats count less than FTS5 counts them: ``cairn.store.pg_bm25``);
+    ``L`` is the row's ``length(fts)``, its distinct lexemes (FTS5 counts tokens). ``N``,
+    ``n`` and ``avgL`` come from ``memory_term_stats`` (``_pg_counts``); as on SQLite, a big
+    partition's common terms are left out (``COMMON_TERM_SHARE``).
 
     (It ranked with ``ts_rank``'s own normalisation before, dividing by the log of a row's
     length: longer rows came first, fewer fitted a budget, and recall was 1 to 2 points below
@@ -296,7 +279,7 @@ def _pg_ranked(
         n = counts[i]
         params[f"w{i}"] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
     queries = ", ".join(f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in keep)
-    columns, norm, score = _bm25(keep, params, total, lexemes, coordinate)
+    columns, norm, score = pg_bm25.score_sql(keep, params, total, lexemes, coordinate)
     # ``fts`` is the stored tsvector (migration 0006): ranking reads it, no re-parse.
     kind_sql = " AND m.kind = ANY(:kinds)" if kinds else ""
     params["kinds"] = kinds
@@ -317,38 +300,6 @@ def _pg_ranked(
         "JOIN memories m ON m.seq = r.seq ORDER BY r.s DESC, r.seq"
     )
     return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in conn.execute(text(sql), params)]
-
-
-def _bm25(
-    keep: Sequence[int], params: dict[str, Any], total: int, lexemes: int, coordinate: bool
-) -> tuple[str, str, str]:
-    """SQL of ``_pg_ranked``'s scores for the terms ``keep`` (their IDF bound as ``w<i>``, the
-    queries as ``q<i>``): the candidate query's columns (each term's frequency ``r<i>``, and
-    with ``coordinate`` whether the row holds it, ``h<i>``), its length normalisation ``norm``,
-    and the outer query's score over those columns. Binds what they use into ``params``."""
-    weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
-    # Each term's weighted frequency in the row (``RANK_ONE``), read in the candidate query;
-    # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
-    per_rank = _F8.format("per_rank")
-    columns = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} AS r{i}" for i in keep)
-    # BM25's length normalisation ``k1 (1 - b + b L / avgL)`` as ``na + nb L``, in ``float8``
-    # (a bound float may reach the server as a ``numeric`` literal: slower per row).
-    average = max(1.0, lexemes / total) if total else 1.0
-    params["na"] = BM25_K1 * (1.0 - BM25_B)
-    params["nb"] = BM25_K1 * BM25_B / average
-    params["k1p1"] = BM25_K1 + 1.0
-    params["per_rank"] = 1.0 / RANK_ONE
-    norm = f"{_F8.format('na')} + {_F8.format('nb')} * length(m.fts)"
-    summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
-    score = f"({summed})"
-    if coordinate:  # scaled by the share of the query the row matches, as on SQLite
-        # (``@@``, not ``r > 0``: a phrase term's ``ts_rank`` is a tiny positive number in a
-        # row that lacks it.)
-        columns += ", " + ", ".join(f"CAST(m.fts @@ q{i} AS integer) AS h{i}" for i in keep)
-        held = " + ".join(f":w{i} * m.h{i}" for i in keep)
-        params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
-        score = f"{score} * LEAST(1.0, ({held}) / :mass)"
-    return columns, norm, score
 
 
 def _candidate_sets(
@@ -416,7 +367,6 @@ def _bits(mask: int) -> list[int]:
     return [k for k in range(mask.bit_length()) if mask >> k & 1]
 
 
-_F8 = "CAST(:{} AS float8)"
 _CANDIDATE_COLUMNS = ", ".join(
     f"m.{c}" for c in ("seq", "tenant_id", "runtime_id", "user_id", "agent_id", "kind", "status")
 )

@@ -1,0 +1,59 @@
+"""PostgreSQL's BM25 for the lexical lane of memories (``cairn.store.memory_search``): the SQL
+that scores a candidate row from its stored ``tsvector`` the way FTS5's ``bm25`` scores a row
+on SQLite, with the partition's statistics (``memory_term_stats``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Weight of the words of neighbouring messages (indexed with a turn, not part of it)
+# relative to the memory's own words (SQLite's is the FTS5 rank ``cairn.store.fts`` sets).
+PG_CONTEXT_WEIGHT = 0.5
+# PostgreSQL ranks by BM25 as FTS5 does (``fts5_aux.c``: k1 1.2, b 0.75). A row's length is
+# its count of distinct lexemes (``length(fts)``), the partition's average from
+# ``memory_term_stats`` (migration ``0016_memory_lengths``).
+BM25_K1 = 1.2
+BM25_B = 0.75
+# ``ts_rank`` without normalisation of a term at one position of weight 1 (PostgreSQL's
+# ``calc_rank_or``: ``(w + w - w) / 1.64493406685``). A term's frequency in a row is its
+# ``ts_rank`` over this: 1 for one occurrence in the memory's own words, 0.5 in a neighbour's.
+# ``ts_rank`` weighs the j-th occurrence by 1/j², so repeats add less than FTS5's count does
+# (two occurrences 1.25, any number at most 1.64, against 2, 3, ...): BM25's saturation then
+# applies on top, and a word said several times weighs somewhat less than on SQLite.
+RANK_ONE = 1.0 / 1.64493406685
+# A bound float may reach the server as a ``numeric`` literal, several times slower per row.
+F8 = "CAST(:{} AS float8)"
+
+
+def score_sql(
+    keep: Sequence[int], params: dict[str, Any], total: int, lexemes: int, coordinate: bool
+) -> tuple[str, str, str]:
+    """SQL of ``memory_search._pg_ranked``'s scores for the terms ``keep`` (their IDF bound
+    as ``w<i>``, the queries as ``q<i>``): the candidate query's columns (each term's
+    frequency ``r<i>``, and with ``coordinate`` whether the row holds it, ``h<i>``), its length
+    normalisation ``norm``, and the outer query's score over those columns. Binds what they
+    use into ``params``."""
+    weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
+    # Each term's weighted frequency in the row (``RANK_ONE``), read in the candidate query;
+    # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
+    per_rank = F8.format("per_rank")
+    columns = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} AS r{i}" for i in keep)
+    # BM25's length normalisation ``k1 (1 - b + b L / avgL)`` as ``na + nb L``, in ``float8``
+    # (a bound float may reach the server as a ``numeric`` literal: slower per row).
+    average = max(1.0, lexemes / total) if total else 1.0
+    params["na"] = BM25_K1 * (1.0 - BM25_B)
+    params["nb"] = BM25_K1 * BM25_B / average
+    params["k1p1"] = BM25_K1 + 1.0
+    params["per_rank"] = 1.0 / RANK_ONE
+    norm = f"{F8.format('na')} + {F8.format('nb')} * length(m.fts)"
+    summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
+    score = f"({summed})"
+    if coordinate:  # scaled by the share of the query the row matches, as on SQLite
+        # (``@@``, not ``r > 0``: a phrase term's ``ts_rank`` is a tiny positive number in a
+        # row that lacks it.)
+        columns += ", " + ", ".join(f"CAST(m.fts @@ q{i} AS integer) AS h{i}" for i in keep)
+        held = " + ".join(f":w{i} * m.h{i}" for i in keep)
+        params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
+        score = f"{score} * LEAST(1.0, ({held}) / :mass)"
+    return columns, norm, score
