@@ -147,8 +147,13 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A fresh page in its own browser context (no cookies from other tests)."""
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport=VIEWPORT, base_url=None)
     context.set_default_timeout(10_000)
+    # Assertions wait as long as actions do: under the whole suite's load (two workers on two
+    # cores) Swagger UI's megabyte of JavaScript took more than expect's default 5 s to render.
+    expect.set_options(timeout=10_000)
     p = context.new_page()
     try:
         yield p
