@@ -35,6 +35,7 @@ from cairn.bench.evidence import contains_turn, normalize_context, normalize_tur
 from cairn.bench.recall_data import Conversation, Dataset
 from cairn.bench.recall_report import BackendReport, Outcome, RecallReport
 from cairn.bench.server import running_server, scratch_postgres
+from cairn.config import Settings
 from cairn.core.scope import Scope
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.core.tokens import get_tokenizer
@@ -221,7 +222,9 @@ def run_backend(
         if progress:
             progress(f"{backend}: {len(scorers)} conversations loaded, {report.memories} memories")
         time.sleep(settle_s)
-        probe = VectorProbe(url or f"sqlite:///{Path(data_dir) / 'cairn.db'}")
+        probe = VectorProbe(
+            Settings(data_dir=Path(data_dir), database_url=url).resolved_database_url()
+        )
         try:
             for conv, scorer in zip(dataset.conversations, scorers, strict=True):
                 outcomes, latencies = ask(client, conv, scorer, budgets, probe)

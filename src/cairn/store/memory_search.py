@@ -389,10 +389,9 @@ def _pg_counts(
 ) -> tuple[int, int, list[int]]:
     """``N`` (the partition's rows in ``statuses`` and kinds), the sum of those rows'
     ``length(fts)``, and each term's ``n`` (those rows whose ``fts`` matches it), as a pass
-    over the rows would count them. A term whose
-    query is one lexeme (every word) is read from ``memory_term_stats``; a term that parses
-    to several (a phrase) is counted through the partition index; a stop word matches
-    nothing."""
+    over the rows would count them. A term whose query is one lexeme (every word) is read
+    from ``memory_term_stats``; a term that parses to several (a phrase) is counted through
+    the partition index; a stop word matches nothing."""
     stats = dict(params, statuses=list(statuses), kinds=kinds)
     stats["quoted"] = [params[f"t{i}"] for i in range(n_terms)]
     kind_sql = " AND s.kind = ANY(:kinds)" if kinds else ""

@@ -60,28 +60,36 @@ _PRUNE = f"""
       AND s.n <= 0
 """
 
-FUNCTIONS = f"""
+
+def functions(add: str, subtract: str, prune: str) -> str:
+    """The three trigger functions of ``memory_term_stats`` from their statements (SQL over
+    ``{rows}``); migration 0016 builds its own from the same frame."""
+    old, new = "(SELECT OLD.*)", "(SELECT NEW.*)"
+    return f"""
 CREATE OR REPLACE FUNCTION cairn_memory_terms_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    {_ADD.format(rows="new_rows")};
+    {add.format(rows="new_rows")};
     RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION cairn_memory_terms_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    {_SUBTRACT.format(rows="old_rows")};
-    {_PRUNE.format(rows="old_rows")};
+    {subtract.format(rows="old_rows")};
+    {prune.format(rows="old_rows")};
     RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION cairn_memory_terms_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    {_SUBTRACT.format(rows="(SELECT OLD.*)")};
-    {_PRUNE.format(rows="(SELECT OLD.*)")};
-    {_ADD.format(rows="(SELECT NEW.*)")};
+    {subtract.format(rows=old)};
+    {prune.format(rows=old)};
+    {add.format(rows=new)};
     RETURN NULL;
 END $$;
 """
+
+
+FUNCTIONS = functions(_ADD, _SUBTRACT, _PRUNE)
 
 
 def upgrade() -> None:

@@ -62,28 +62,7 @@ _SUBTRACT = f"""
 
 _PRUNE = _0014._PRUNE  # keys only: the same with or without the lengths
 
-FUNCTIONS = f"""
-CREATE OR REPLACE FUNCTION cairn_memory_terms_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    {_ADD.format(rows="new_rows")};
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION cairn_memory_terms_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    {_SUBTRACT.format(rows="old_rows")};
-    {_PRUNE.format(rows="old_rows")};
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION cairn_memory_terms_update() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    {_SUBTRACT.format(rows="(SELECT OLD.*)")};
-    {_PRUNE.format(rows="(SELECT OLD.*)")};
-    {_ADD.format(rows="(SELECT NEW.*)")};
-    RETURN NULL;
-END $$;
-"""
+FUNCTIONS = _0014.functions(_ADD, _SUBTRACT, _PRUNE)
 
 
 # The sums of the memories stored before this ran.
