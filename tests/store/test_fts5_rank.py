@@ -48,3 +48,23 @@ def test_rows_of_any_count_are_read_with_one_statement(sqlite_store: Store) -> N
     assert [len(found[t]) for t in ("oslo", "bergen", "harbour", "nowhere")] == [1, 7, 23, 0]
     assert len(seen) == 3  # one read per term that matched
     assert len(set(seen)) == 1
+
+
+def test_ranking_statements_are_built_once(sqlite_store: Store) -> None:
+    """A repeated search builds no new statement (``cairn.store.statements``): the same
+    string gives the same ``TextClause``, and the ranking is unchanged by the reuse."""
+    from cairn.store import statements
+
+    store = sqlite_store
+    with store.transaction() as tx:
+        tx.memories.insert_new([_row("Zürich harbour"), _row("harbour 北京 crane")])
+    assert statements.statement("SELECT 1") is statements.statement("SELECT 1")
+    with store.db.read() as conn:
+        first = lexical(conn, store.db, "acme", A, ["harbour", "北京"], limit=10)
+    built = statements.statement.cache_info().misses
+    with store.db.read() as conn:
+        again = lexical(conn, store.db, "acme", A, ["harbour", "北京"], limit=10)
+    assert statements.statement.cache_info().misses == built
+    assert again == first
+    assert len(first) == 2
+    assert first[0][1] >= first[1][1] > 0

@@ -29,7 +29,9 @@ import hashlib
 import threading
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
+
+from cairn.store.statements import statement
 
 # The indexed text is already analysed (``cairn.core.analysis``): terms separated by spaces.
 # Marks (``M*``) count as token characters so that FTS5 splits it only where the analysis did
@@ -203,7 +205,7 @@ class TenantIndexes:
     def _exists(conn: Connection, index: FtsIndex, tenant_id: str) -> bool:
         return (
             conn.execute(
-                text("SELECT 1 FROM fts_tenants WHERE base = :b AND tenant_id = :t"),
+                statement("SELECT 1 FROM fts_tenants WHERE base = :b AND tenant_id = :t"),
                 {"b": index.base, "t": tenant_id},
             ).first()
             is not None

@@ -24,7 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import Stemmer
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
+
+from cairn.store.statements import statement
 
 # At most this many of a term's rows (its best by its own BM25) are read; a term with more
 # (a common one, kept in a partition too small for ``COMMON_TERM_SHARE``, or just under the
@@ -62,7 +64,7 @@ def ranked(
     for term in dict.fromkeys(terms):
         quoted = '"' + term.replace('"', '""') + '"'
         rows = conn.execute(
-            text(
+            statement(
                 f"SELECT rowid, -rank FROM {table} WHERE {table} MATCH :q ORDER BY rank LIMIT :cap"
             ),
             {"q": f"{part_q} AND {quoted}", "cap": TERM_ROWS},
@@ -95,7 +97,7 @@ def ranked(
         passed = {
             int(r[0]): tuple(r[1:])
             for r in conn.execute(
-                text(
+                statement(
                     f"SELECT m.seq, {facts} FROM memories m WHERE m.seq IN ({names}) AND {checks}"
                 ),
                 bound,
@@ -157,7 +159,7 @@ def count(conn: Connection, table: str, query: str) -> int:
     """Rows of the FTS5 ``table`` matching ``query``."""
     return int(
         conn.execute(
-            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": query}
+            statement(f"SELECT count(*) FROM {table} WHERE {table} MATCH :q"), {"q": query}
         ).scalar_one()
     )
 
@@ -165,7 +167,7 @@ def count(conn: Connection, table: str, query: str) -> int:
 def _table_rows(conn: Connection, table: str) -> int:
     """The row count FTS5's ``bm25`` uses: the first varint of the index's "averages" record
     (rowid 1 of ``<table>_data``); a count of the table if that cannot be read."""
-    block = conn.execute(text(f"SELECT block FROM {table}_data WHERE id = 1")).scalar()
+    block = conn.execute(statement(f"SELECT block FROM {table}_data WHERE id = 1")).scalar()
     if isinstance(block, bytes) and block:
         value = 0
         for i, byte in enumerate(block[:9]):
@@ -174,7 +176,7 @@ def _table_rows(conn: Connection, table: str) -> int:
             value = (value << 7) | (byte & 0x7F)
             if not byte & 0x80:
                 return value
-    return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    return int(conn.execute(statement(f"SELECT count(*) FROM {table}")).scalar_one())
 
 
 class MatchCounts:
@@ -229,7 +231,7 @@ def _stamp(conn: Connection, table: str) -> tuple[Any, ...] | None:
     """What changes whenever the rows of the FTS5 ``table`` change (see ``MatchCounts``);
     None (nothing is remembered) if the index's records cannot be read."""
     row = conn.execute(
-        text(
+        statement(
             "SELECT (SELECT schema_version FROM pragma_schema_version), "
             f"(SELECT block FROM {table}_data WHERE id = 10), "
             f"(SELECT block FROM {table}_data WHERE id = 1)"

@@ -26,7 +26,6 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    text,
 )
 
 from cairn.core.analysis import index_text
@@ -34,6 +33,7 @@ from cairn.core.scope import Scope
 from cairn.store import fts, fts5_rank, pg_bm25
 from cairn.store.database import Database
 from cairn.store.schema import metadata
+from cairn.store.statements import statement
 
 # A query term in more than this share of a partition's rows is left out (see
 # ``_without_common_terms``); 0 keeps every term.
@@ -213,7 +213,7 @@ def _fts5_ranked(
             f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
             "ORDER BY f.rank, m.seq"
         )
-        rows = conn.execute(text(sql), params).all()
+        rows = conn.execute(statement(sql), params).all()
         if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= inner:
             # (Fewer than asked: either that is all there is, or filters ate the window.)
             if coordinate:
@@ -299,7 +299,7 @@ def _pg_ranked(
         f"WHERE {' AND '.join(where)} GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT :limit) r "
         "JOIN memories m ON m.seq = r.seq ORDER BY r.s DESC, r.seq"
     )
-    return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in conn.execute(text(sql), params)]
+    return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in conn.execute(statement(sql), params)]
 
 
 def _candidate_sets(
@@ -405,7 +405,7 @@ def _pg_counts(
     )
     partition = f"{count_of.format('n', chr(39) * 2)}, {count_of.format('lexemes', chr(39) * 2)}"
     rows = conn.execute(
-        text(
+        statement(
             f"SELECT 0, 0, CAST(NULL AS text[]), {partition} UNION ALL "
             "SELECT t.i, v.nodes, v.lexes, CASE WHEN v.nodes = 1 AND cardinality(v.lexes) = 1 "
             f"THEN {count_of.format('n', 'v.lexes[1]')} END, NULL "
@@ -429,7 +429,7 @@ def _pg_counts(
     for i in phrases:
         counts[i] = int(
             conn.execute(
-                text(
+                statement(
                     f"SELECT count(*) FROM memories m WHERE {PART_KEY} && "
                     f"({_part_keys(statuses)}) AND m.fts @@ to_tsquery('english'::regconfig, "
                     f":t{i}) AND m.tenant_id = :tenant AND m.runtime_id = :runtime "
