@@ -187,6 +187,10 @@ ALLOWED = {
     "engine/query.py": {"@_name_terms"},
     "engine/compile/heuristic.py": {"@_content_words"},
     "templates/loader.py": {"@_bundled"},
+    # Memos of constant data: a model class's field names; immutable SQL statements (their
+    # text holds no tenant's data: names of FTS tables are hashes, values are bound).
+    "core/construct.py": {"_FIELDS"},
+    "store/statements.py": {"@statement"},
 }
 MUTABLE_CALLS = {"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter"}
 THREAD_CALLS = {"ThreadPoolExecutor", "ProcessPoolExecutor", "Thread", "Timer"}
