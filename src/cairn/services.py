@@ -23,7 +23,7 @@ from cairn.engine.embedders import Embedder, LazyEmbedder
 from cairn.engine.ingest import IngestListener
 from cairn.engine.llm_compiler import LLMCompiler
 from cairn.engine.retention import RetentionClock
-from cairn.engine.search import SearchCaches
+from cairn.engine.search_caches import SearchCaches
 from cairn.engine.worker import CompileWorker, JobRunner, ScopeCompiler
 from cairn.engine.yielding import RequestGate
 from cairn.ladders.registry import LadderRegistry

@@ -17,7 +17,8 @@ from cairn.engine import vectors as vectors_module
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
 from cairn.engine.query import named_speakers, query_terms
-from cairn.engine.search import ScoredMemory, SearchCaches, embed_memories, search_memories
+from cairn.engine.search import ScoredMemory, embed_memories, search_memories
+from cairn.engine.search_caches import SearchCaches
 from cairn.store import Store
 
 TENANT = "t1"

@@ -27,10 +27,7 @@ a search without one (a script, a test) caches nothing and starts no thread.
 from __future__ import annotations
 
 import itertools
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,8 +41,8 @@ from cairn.engine.embedders import Embedder
 from cairn.engine.embedders import query_vector as vector_of_query
 from cairn.engine.query import named_speakers, ranking_terms
 from cairn.engine.ranking import MEMORY_HALF, calibrate
+from cairn.engine.search_caches import SearchCaches
 from cairn.engine.vectors import VectorIndex, _Matrix, without_vectors
-from cairn.engine.yielding import RequestGate
 from cairn.errors import InvalidInput
 from cairn.store import Store
 
@@ -101,91 +98,6 @@ def lexical_lane(
 
 
 # --------------------------------------------------------------------------- vectors
-
-
-class QueryCache:
-    """Query embeddings of recent searches, and the helper threads that embed a query while
-    the lexical lane runs (started on first use, ended by ``close``)."""
-
-    def __init__(self, size: int = 1024, workers: int = 2) -> None:
-        self._lock = threading.Lock()
-        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._size = size
-        self._workers = workers
-        self._pool: ThreadPoolExecutor | None = None
-        self._closed = False
-
-    def cached(self, embedder: Embedder, query: str) -> np.ndarray | None:
-        key = (embedder.name, query)
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def get(self, embedder: Embedder, query: str) -> np.ndarray:
-        got = self.cached(embedder, query)
-        if got is not None:
-            return got
-        key = (embedder.name, query)
-        vec = np.asarray(vector_of_query(embedder, query), dtype="<f4")
-        with self._lock:
-            self._items[key] = vec
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return vec
-
-    def prefetch(self, embedder: Embedder, query: str) -> Callable[[], np.ndarray]:
-        """Start embedding ``query`` on a helper thread (unless cached) and return a call
-        that waits for it, so the lexical lane runs while the model does: both release the
-        GIL (SQLite while it steps, torch while it computes). Only for embedders that set
-        ``overlap`` (the local model, which embeds one text at a time anyway): a remote
-        embedder's requests would queue behind the pool's few threads. Once closed, the
-        query is embedded when the caller waits for it."""
-        got = self.cached(embedder, query)
-        if got is not None:
-            return lambda: got
-        with self._lock:
-            if self._closed:
-                return lambda: self.get(embedder, query)
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    max_workers=self._workers, thread_name_prefix="cairn-query-embed"
-                )
-            return self._pool.submit(self.get, embedder, query).result
-
-    def close(self) -> None:
-        """End the helper threads (waiting for embeddings under way) and drop the cache."""
-        with self._lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
-            self._items.clear()
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-class SearchCaches:
-    """What searches of one process share: partition matrices and query embeddings."""
-
-    def __init__(
-        self,
-        max_partitions: int = 64,
-        queries: int = 1024,
-        *,
-        requests: RequestGate | None = None,
-        on_missing_vectors: Callable[[str, Scope], None] | None = None,
-    ) -> None:
-        self.vectors = VectorIndex(max_partitions)
-        self.queries = QueryCache(queries)
-        # Search and context requests in flight: the background embedding pass steps aside.
-        self.requests = requests or RequestGate()
-        # Told when a search finds memories of a partition without a vector yet (the
-        # background pass then embeds that partition first).
-        self.on_missing_vectors = on_missing_vectors
-
-    def close(self) -> None:
-        self.queries.close()
-        self.vectors.clear()
 
 
 def vector_lane(
@@ -316,6 +228,31 @@ def fuse(
     return fused
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """A search's order before any memory is read: ``order`` the seqs best first, ``final``
+    their fused scores, ``scores`` each lane's calibrated scores. ``results`` reads what a
+    caller needs of it, so a caller that uses only the first few (context packing) reads
+    only those (``cairn.engine.context.lanes.LongTermLane``)."""
+
+    order: list[int]
+    final: dict[int, float]
+    scores: dict[str, dict[int, float]]
+    lanes: list[str]
+
+    def results(
+        self, tx: UnitOfWork, tenant_id: str, scope: Scope, seqs: Sequence[int]
+    ) -> list[ScoredMemory]:
+        """``seqs`` (of ``order``) as results, read in ``tx``; a memory deleted since the
+        ranking is left out."""
+        found = tx.memories.by_seqs(tenant_id, scope, list(seqs))
+        return [
+            _scored(found[seq], self.final[seq], self.scores, self.lanes)
+            for seq in seqs
+            if seq in found
+        ]
+
+
 def search_memories(
     store: Store,
     tenant_id: str,
@@ -339,57 +276,90 @@ def search_memories(
     matrices and query embeddings; ``tx``: a read of ``store`` to search in, or its own."""
     if limit <= 0:
         return []
+    with nullcontext(tx) if tx is not None else store.snapshot() as tx:
+        ranking = rank_memories(
+            store,
+            tenant_id,
+            scope,
+            query,
+            limit=limit,
+            kinds=kinds,
+            include_superseded=include_superseded,
+            embedder=embedder,
+            lanes=lanes,
+            weights=weights,
+            pool=pool,
+            caches=caches,
+            tx=tx,
+        )
+        return ranking.results(tx, tenant_id, scope, ranking.order)
+
+
+def rank_memories(
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    query: str,
+    *,
+    limit: int,
+    tx: UnitOfWork,
+    kinds: list[str] | None = None,
+    include_superseded: bool = False,
+    embedder: Embedder | None = None,
+    lanes: Sequence[str] | None = None,
+    weights: dict[str, float] | None = None,
+    pool: int | None = None,
+    caches: SearchCaches | None = None,
+) -> Ranking:
+    """``search_memories`` up to reading the memories: the ``limit`` best seqs and their
+    scores, in ``tx``."""
     lanes = _pick_lanes(lanes, embedder)
     weights = weights or lane_weights(embedder, query)
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
-    with nullcontext(tx) if tx is not None else store.snapshot() as tx:
-        matrix = query_vector = None
-        if "vector" in lanes:
-            vectors = caches.vectors if caches is not None else VectorIndex(1)
-            matrix = vectors.matrix(store, tx, tenant_id, scope)
-            if caches is not None and len(matrix.seqs) and getattr(embedder, "overlap", False):
-                # A CPU model (the slow part of hybrid search) embeds the query while the
-                # lexical lane runs.
-                assert embedder is not None
-                query_vector = caches.queries.prefetch(embedder, query)
-        scores: dict[str, dict[int, float]] = {}
-        known: Facts = {}  # the lexical lane's rows come with their facts
-        if "lexical" in lanes:
-            scores["lexical"] = lexical_lane(
-                tx,
-                tenant_id,
-                scope,
-                query,
-                pool=pool,
-                kinds=kinds,
-                include_superseded=include_superseded,
-                facts=known,
-                coordinate=matrix is not None and len(matrix.seqs) > 0,
-            )
-        if "vector" in lanes:
+    matrix = query_vector = None
+    if "vector" in lanes:
+        vectors = caches.vectors if caches is not None else VectorIndex(1)
+        matrix = vectors.matrix(store, tx, tenant_id, scope)
+        if caches is not None and len(matrix.seqs) and getattr(embedder, "overlap", False):
+            # A CPU model (the slow part of hybrid search) embeds the query while the
+            # lexical lane runs.
             assert embedder is not None
-            scores["vector"] = vector_lane(
-                store,
-                tenant_id,
-                scope,
-                query,
-                embedder,
-                pool=pool * 2,
-                tx=tx,
-                matrix=matrix,
-                query_vector=query_vector,
-                caches=caches,
-            )
-        fused = fuse(
-            scores, lanes, weights, FUSION, _unseen(scores, matrix, caches, tenant_id, scope)
+            query_vector = caches.queries.prefetch(embedder, query)
+    scores: dict[str, dict[int, float]] = {}
+    known: Facts = {}  # the lexical lane's rows come with their facts
+    if "lexical" in lanes:
+        scores["lexical"] = lexical_lane(
+            tx,
+            tenant_id,
+            scope,
+            query,
+            pool=pool,
+            kinds=kinds,
+            include_superseded=include_superseded,
+            facts=known,
+            coordinate=matrix is not None and len(matrix.seqs) > 0,
         )
-        facts = _facts(tx, tenant_id, scope, fused, known)
-        named = named_speakers(query, {got[3] for got in facts.values()})
-        final = _final_scores(fused, facts, allowed, kinds, named)
-        order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
-        found = tx.memories.by_seqs(tenant_id, scope, order)
-    return [_scored(found[seq], final[seq], scores, lanes) for seq in order if seq in found]
+    if "vector" in lanes:
+        assert embedder is not None
+        scores["vector"] = vector_lane(
+            store,
+            tenant_id,
+            scope,
+            query,
+            embedder,
+            pool=pool * 2,
+            tx=tx,
+            matrix=matrix,
+            query_vector=query_vector,
+            caches=caches,
+        )
+    fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix, caches, tenant_id, scope))
+    facts = _facts(tx, tenant_id, scope, fused, known)
+    named = named_speakers(query, {got[3] for got in facts.values()})
+    final = _final_scores(fused, facts, allowed, kinds, named)
+    order = sorted(final, key=lambda seq: (-final[seq], seq))[:limit]
+    return Ranking(order, {seq: final[seq] for seq in order}, scores, lanes)
 
 
 def _scored(

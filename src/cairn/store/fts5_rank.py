@@ -57,7 +57,7 @@ def ranked(
     each score by the share of the query the row holds (``coordination``)."""
     counted = counter or (lambda query: count(conn, table, query))
     part_q = f'part : "{part}"'
-    rows_in_table = _table_rows(conn, table)
+    rows_in_table = table_rows(conn, table)
     scores: dict[int, float] = {}
     held: dict[int, float] = {}  # the IDF of the query's terms each row holds
     mass = 0.0  # the IDF of all of them
@@ -164,7 +164,7 @@ def count(conn: Connection, table: str, query: str) -> int:
     )
 
 
-def _table_rows(conn: Connection, table: str) -> int:
+def table_rows(conn: Connection, table: str) -> int:
     """The row count FTS5's ``bm25`` uses: the first varint of the index's "averages" record
     (rowid 1 of ``<table>_data``); a count of the table if that cannot be read."""
     block = conn.execute(statement(f"SELECT block FROM {table}_data WHERE id = 1")).scalar()

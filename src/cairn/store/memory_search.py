@@ -39,6 +39,12 @@ from cairn.store.statements import statement
 # ``_without_common_terms``); 0 keeps every term.
 COMMON_TERM_SHARE = 0.2
 COMMON_TERM_MIN_ROWS = 2000
+# SQLite: a big partition holding at least this share of its tenant's index is matched
+# without its ``part`` token, the window widened by the index's rows per partition row and
+# the partition checked in the join: BM25 gives the partition token no weight, so the scores
+# are the same, and FTS5 no longer walks the token's posting list (one entry per row of the
+# partition) beside the terms' (measured at 10,000 memories: 2.9 -> 1.9 ms p50 for the query).
+DOMINANT_SHARE = 0.5
 # PostgreSQL: a query ranks at most about this many rows of a big partition (or ``4 * limit``):
 # see ``_candidate_sets``.
 CANDIDATE_ROWS = 1000
@@ -200,21 +206,28 @@ def _fts5_ranked(
     if COMMON_TERM_SHARE and len(terms) > 1:
         terms = _without_common_terms(counts, terms, total)
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
-    params["q"] = f'part : "{part}" AND (' + " OR ".join(quoted) + ")"
+    match = "(" + " OR ".join(quoted) + ")"
+    # A partition holding most of the tenant's index is matched without its token (see
+    # ``DOMINANT_SHARE``): ``scale`` is how many rows of the index stand for one of its own.
+    rows_in_table = fts5_rank.table_rows(conn, table)
+    dominant = total >= DOMINANT_SHARE * rows_in_table
+    scale = rows_in_table / total if dominant else 1.0
+    params["q"] = match if dominant else f'part : "{part}" AND {match}'
     inner = limit * 2 + 50
     # Coordination reads the share a row holds off its indexed text (``_coordinated``).
     indexed = ", m.search_text, JSON_EXTRACT(m.metadata, '$.context_terms')" if coordinate else ""
+    sql = (
+        f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS}{indexed} "
+        f"FROM (SELECT rowid, rank FROM {table} "
+        f"WHERE {table} MATCH :q ORDER BY rank LIMIT :wide) f "
+        f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
+        "ORDER BY f.rank, m.seq LIMIT :inner"
+    )
     while True:
         params["inner"] = inner
-        sql = (
-            f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS}{indexed} "
-            f"FROM (SELECT rowid, rank FROM {table} "
-            f"WHERE {table} MATCH :q ORDER BY rank LIMIT :inner) f "
-            f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
-            "ORDER BY f.rank, m.seq"
-        )
+        params["wide"] = int(inner * scale) + 10 if dominant else inner
         rows = conn.execute(statement(sql), params).all()
-        if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= inner:
+        if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= params["wide"]:
             # (Fewer than asked: either that is all there is, or filters ate the window.)
             if coordinate:
                 return _coordinated(rows, terms, counts, total)[:limit]

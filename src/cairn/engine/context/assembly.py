@@ -28,18 +28,26 @@ from cairn.core.memory import (
 )
 from cairn.core.tokens import CountingTokenizer, Tokenizer, get_tokenizer
 from cairn.engine.context import lanes
-from cairn.engine.context.packing import Overhead, apply_min_score, pack_context
+from cairn.engine.context.packing import Overhead, apply_min_score, pack_with_cost
 from cairn.engine.documents import ChunkSettings, put_document
 from cairn.engine.embedders import Embedder
 from cairn.engine.ingest import IngestListener
 from cairn.engine.turns import commit_turn
-from cairn.store import Store
+from cairn.store import Store, UnitOfWork
 from cairn.store.documents import ChunkRow
 
 if TYPE_CHECKING:
     from cairn.config import Settings
-    from cairn.engine.search import SearchCaches
+    from cairn.engine.search_caches import SearchCaches
     from cairn.metrics import Metrics
+
+
+# The long-term lane is read in pages (``CairnAssembly.assemble``): the first holds about
+# as many memories as the budget at ``PAGE_TOKENS`` each; more are read while the packed items
+# charge less than ``FILL`` of the budget.
+PAGE_TOKENS = 40
+MIN_PAGE = 10
+FILL = 0.95
 
 
 def candidate_limit(budget: Budget) -> int:
@@ -139,67 +147,63 @@ class CairnAssembly:
         return put_document(self.store, self.tenant_id, document, self._chunking, self.tokenizer)
 
     def candidates(self, request: ContextRequest) -> Assembled:
-        """Every lane's candidates, before ``min_score`` and packing."""
+        """Every lane's candidates, before ``min_score`` and packing (the long-term lane read
+        to its limit)."""
+        with self.store.snapshot() as tx:
+            gathered = self._gather(request, tx)
+            if gathered.lane is not None:
+                with self._lane("long_term"):
+                    gathered.lane.read(gathered.lane.unread)
+        return gathered.assembled()
+
+    def _gather(self, request: ContextRequest, tx: UnitOfWork) -> _Gathered:
+        """Every lane's candidates in ``tx``, the long-term lane ranked but not read yet."""
         s, tok, scope = self.settings, self.tokenizer, request.scope
         limit = s.candidates or candidate_limit(request.budget)
-        out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
-        items: list[ContextItem] = []
-        # The lanes and the search share one read (a pool checkout and a commit less).
-        with self.store.snapshot() as tx:
-            with self._lane("recent"):
-                recent, episodes = lanes.recent_items(
-                    self.store,
-                    self.tenant_id,
-                    scope,
-                    request.conversation_id,
-                    request.recent_turns,
-                    tok,
-                )
-            items += recent
-            out.episodes = {str(e.id): e for e in episodes}
-            if request.recent_only:
-                out.result = ContextResult(items=items, token_count=0, truncated=False)
-                return out
-            # Without a query, the conversation's latest turn is what to recall for.
-            query = request.query or (recent[0].content if recent else "")
-            with self._lane("summary"):
-                sm, smems = lanes.summary_items(
-                    tx,
-                    self.tenant_id,
-                    scope,
-                    request.conversation_id,
-                    s.summary_score,
-                    s.summaries,
-                    self.memory_counts,
-                )
-            # Each long-term lane is asked for one more than it may give: the extra one
-            # tells whether the limit cut anything off.
-            with self._lane("documents"):
-                ch, chunks = lanes.chunk_items(
-                    tx, self.tenant_id, scope, request.dataset_ids, query, limit + 1
-                )
-            with self._lane("long_term"):
-                lt, mems = lanes.long_term_items(
-                    self.store,
-                    self.tenant_id,
-                    scope,
-                    query,
-                    limit + 1,
-                    self.memory_counts,
-                    embedder=self.embedder,
-                    exclude_episodes={e.id for e in episodes},
-                    caches=self.search_caches,
-                    tx=tx,
-                )
-        out.overflow = [*lt[limit : limit + 1], *ch[limit : limit + 1]]
-        lt, ch = lt[:limit], ch[:limit]
-        mems = {i.id: mems[i.id] for i in lt}
-        chunks = {i.id: chunks[i.id] for i in ch}
-        # A summary found by both lanes keeps its better score (packing keeps the first).
-        items += sorted([*lt, *sm], key=lambda i: -i.score) + ch
-        out.memories = {**smems, **mems}
-        out.chunks = chunks
-        out.result = ContextResult(items=items, token_count=0, truncated=False)
+        with self._lane("recent"):
+            recent, episodes = lanes.recent_items(
+                self.store,
+                self.tenant_id,
+                scope,
+                request.conversation_id,
+                request.recent_turns,
+                tok,
+            )
+        out = _Gathered(recent=recent, episodes={str(e.id): e for e in episodes}, limit=limit)
+        if request.recent_only:
+            out.recent_only = True
+            return out
+        # Without a query, the conversation's latest turn is what to recall for.
+        query = request.query or (recent[0].content if recent else "")
+        with self._lane("summary"):
+            out.summaries, out.summary_memories = lanes.summary_items(
+                tx,
+                self.tenant_id,
+                scope,
+                request.conversation_id,
+                s.summary_score,
+                s.summaries,
+                self.memory_counts,
+            )
+        # Each long-term lane is asked for one more than it may give: the extra one tells
+        # whether the limit cut anything off.
+        with self._lane("documents"):
+            out.chunk_items, out.chunks = lanes.chunk_items(
+                tx, self.tenant_id, scope, request.dataset_ids, query, limit + 1
+            )
+        with self._lane("long_term"):
+            out.lane = lanes.long_term_lane(
+                self.store,
+                self.tenant_id,
+                scope,
+                query,
+                limit + 1,
+                self.memory_counts,
+                tx=tx,
+                embedder=self.embedder,
+                exclude_episodes={e.id for e in episodes},
+                caches=self.search_caches,
+            )
         return out
 
     def assemble(
@@ -210,14 +214,113 @@ class CairnAssembly:
         overhead: Overhead | None = None,
     ) -> Assembled:
         """Candidates → ``min_score`` → packing, with the stored objects behind the items.
-        ``reserved`` and ``overhead`` charge a rendering's tokens (see ``pack_context``)."""
-        found = self.candidates(request)
-        with self._lane("pack"):
-            kept = apply_min_score(found.result.items, request.min_score)
-            found.result = pack_context(kept, request.budget, reserved=reserved, overhead=overhead)
-        if not found.result.truncated and apply_min_score(found.overflow, request.min_score):
-            found.result = found.result.model_copy(update={"truncated": True})
+        ``reserved`` and ``overhead`` charge a rendering's tokens (see ``pack_context``).
+
+        The long-term lane is read in pages: first about as many memories as the budget
+        holds at ``PAGE_TOKENS`` each, then more while the packed items charge less than
+        ``FILL`` of the budget, unread memories could pass ``min_score`` and the tokens left
+        would hold the shortest memory read so far. Reading the whole lane packs
+        the same items except where a shorter memory ranked beyond the pages read would have
+        filled the last few tokens."""
+        limits = request.budget.resolved()
+        with self.store.snapshot() as tx:
+            gathered = self._gather(request, tx)
+            lane = gathered.lane
+            page = first_page(limits, gathered.limit)
+            while True:
+                if lane is not None and lane.unread and len(lane.items) <= gathered.limit:
+                    with self._lane("long_term"):
+                        lane.read(page)
+                found = gathered.assembled()
+                with self._lane("pack"):
+                    kept = apply_min_score(found.result.items, request.min_score)
+                    packed, charged = pack_with_cost(
+                        kept, request.budget, reserved=reserved, overhead=overhead
+                    )
+                if not gathered.wants_more(packed, charged, limits, request.min_score):
+                    break
+                page = next_page(limits, charged, lane)
+        found.result = packed
+        best_unread = lane.best_unread() if lane is not None else None
+        left_out = bool(apply_min_score(found.overflow, request.min_score)) or (
+            best_unread is not None and best_unread >= request.min_score
+        )
+        if left_out and not packed.truncated:
+            found.result = packed.model_copy(update={"truncated": True})
         return found
+
+
+@dataclass
+class _Gathered:
+    """The lanes' candidates of one request (``CairnAssembly._gather``), the long-term lane
+    read in pages (``assembled`` combines what is read so far)."""
+
+    recent: list[ContextItem]
+    episodes: dict[str, Episode]
+    limit: int
+    recent_only: bool = False
+    summaries: list[ContextItem] = field(default_factory=list)
+    summary_memories: dict[str, Memory] = field(default_factory=dict)
+    chunk_items: list[ContextItem] = field(default_factory=list)
+    chunks: dict[str, ChunkRow] = field(default_factory=dict)
+    lane: lanes.LongTermLane | None = None
+
+    def assembled(self) -> Assembled:
+        """The candidates read so far: recent items, then the long-term lane's (up to the
+        limit) and summaries by score, then document chunks; the best one beyond each lane's
+        limit is the overflow."""
+        out = Assembled(ContextResult(items=[], token_count=0, truncated=False))
+        out.episodes = self.episodes
+        if self.recent_only:
+            out.result = ContextResult(items=list(self.recent), token_count=0, truncated=False)
+            return out
+        limit = self.limit
+        lt = self.lane.items if self.lane is not None else []
+        ch = self.chunk_items
+        out.overflow = [*lt[limit : limit + 1], *ch[limit : limit + 1]]
+        lt, ch = lt[:limit], ch[:limit]
+        mems = self.lane.memories if self.lane is not None else {}
+        out.memories = {**self.summary_memories, **{i.id: mems[i.id] for i in lt}}
+        out.chunks = {i.id: self.chunks[i.id] for i in ch}
+        # A summary found by both lanes keeps its better score (packing keeps the first).
+        items = [*self.recent, *sorted([*lt, *self.summaries], key=lambda i: -i.score), *ch]
+        out.result = ContextResult(items=items, token_count=0, truncated=False)
+        return out
+
+    def wants_more(
+        self, packed: ContextResult, charged: int, limits: Budget, min_score: float
+    ) -> bool:
+        """Whether reading more of the long-term lane could add to ``packed``: the lane has
+        unread memories within its limit that pass ``min_score``, and the packed items fill
+        neither ``max_items`` nor ``FILL`` of the tokens (or characters), and the tokens left
+        would hold a memory as short as the shortest one read so far."""
+        lane = self.lane
+        if lane is None or not lane.unread or len(lane.items) > self.limit:
+            return False
+        best = lane.best_unread()
+        if best is None or best < min_score or len(packed.items) >= limits.max_items:
+            return False
+        if charged >= FILL * limits.max_tokens:
+            return False
+        if lane.items and limits.max_tokens - charged < min(i.token_count for i in lane.items):
+            return False
+        chars = sum(len(i.content) for i in packed.items)
+        return not (limits.max_chars and chars >= FILL * limits.max_chars)
+
+
+def first_page(limits: Budget, limit: int) -> int:
+    """How many long-term memories to read first: about as many as ``limits`` holds at
+    ``PAGE_TOKENS`` each, plus a few, at least ``MIN_PAGE``."""
+    return min(limit + 1, max(MIN_PAGE, limits.max_tokens // PAGE_TOKENS + 5))
+
+
+def next_page(limits: Budget, charged: int, lane: lanes.LongTermLane | None) -> int:
+    """How many more to read: twice as many as the tokens left would hold at the average
+    size of the memories read so far, at least ``MIN_PAGE``."""
+    read = lane.items if lane is not None else []
+    average = max(8.0, sum(i.token_count for i in read) / len(read)) if read else PAGE_TOKENS
+    left = max(0, limits.max_tokens - charged)
+    return max(MIN_PAGE, int(2 * left / average) + 1)
 
 
 class AssemblyHost(Protocol):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from cairn.core.construct import construct
@@ -31,7 +32,7 @@ from cairn.store.documents import ChunkRow
 Repos = Store | UnitOfWork
 
 if TYPE_CHECKING:
-    from cairn.engine.search import SearchCaches
+    from cairn.engine.search_caches import SearchCaches
 
 SUMMARY_KINDS = frozenset({"episode_summary", "session_summary", "conversation_summary", "summary"})
 
@@ -98,16 +99,93 @@ def memory_item(
     )
 
 
-SearchFn = Callable[..., Sequence[Any]]
+SearchFn = Callable[..., Any]
 
 
-def search_function() -> SearchFn | None:
-    """The compile/search engine's ``search_memories``, if that engine is installed."""
+def rank_function() -> SearchFn | None:
+    """The compile/search engine's ``rank_memories``, if that engine is installed."""
     try:
-        from cairn.engine.search import search_memories
+        from cairn.engine.search import rank_memories
     except ImportError:
         return None
-    return search_memories
+    return rank_memories
+
+
+class LongTermLane:
+    """The long-term lane: memories ranked at once, then read and built into items in pages
+    (``read``). A context request packs a third or less of the candidates its budget allows
+    for (22 of 72 at 1,000 tokens in the scale benchmark), and reading and building a memory
+    was a third of the request; packing reads more only while the budget has room
+    (``CairnAssembly.assemble``). A memory made only from episodes of the recent lane adds
+    nothing and is left out."""
+
+    def __init__(
+        self,
+        tx: UnitOfWork,
+        tenant_id: str,
+        scope: Scope,
+        ranking: Any,
+        tokenizer: Tokenizer,
+        exclude_episodes: set[uuid.UUID],
+    ) -> None:
+        self._tx, self._tenant_id, self._scope = tx, tenant_id, scope
+        self._ranking = ranking  # a cairn.engine.search.Ranking
+        self._unread: list[int] = list(ranking.order)
+        self._tokenizer = tokenizer
+        self._exclude = exclude_episodes
+        self.items: list[ContextItem] = []
+        self.memories: dict[str, Memory] = {}
+
+    @property
+    def unread(self) -> int:
+        return len(self._unread)
+
+    def best_unread(self) -> float | None:
+        """The score of the best memory not read yet (ranked first among them), if any."""
+        return float(self._ranking.final[self._unread[0]]) if self._unread else None
+
+    def read(self, n: int) -> list[ContextItem]:
+        """Read the next ``n`` ranked memories; returns their items (in rank order)."""
+        take, self._unread = self._unread[:n], self._unread[n:]
+        new = []
+        for s in self._ranking.results(self._tx, self._tenant_id, self._scope, take):
+            m = s.memory
+            ids = m.source_episode_ids
+            if self._exclude and ids and set(ids) <= self._exclude:
+                continue
+            item = memory_item(m, s.score, self._tokenizer)
+            new.append(item)
+            self.memories[item.id] = m
+        self.items += new
+        return new
+
+
+def long_term_lane(
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    query: str,
+    limit: int,
+    tokenizer: Tokenizer,
+    *,
+    tx: UnitOfWork,
+    embedder: Any = None,
+    exclude_episodes: set[uuid.UUID],
+    caches: SearchCaches | None = None,
+) -> LongTermLane | None:
+    """The ``limit`` memories the search ranks best for ``query``, none read yet (None when
+    there is nothing to search: no query, no search engine, or ``limit`` 0). ``caches`` are
+    the search's (``SearchCaches``); ``tx`` the read the ranking and the reads happen in."""
+    rank = rank_function()
+    if rank is None or not query or limit <= 0:
+        return None
+    kwargs: dict[str, Any] = {"limit": limit, "tx": tx}
+    if embedder is not None:
+        kwargs["embedder"] = embedder
+    if caches is not None:
+        kwargs["caches"] = caches
+    ranking = rank(store, tenant_id, scope, query, **kwargs)
+    return LongTermLane(tx, tenant_id, scope, ranking, tokenizer, exclude_episodes)
 
 
 def long_term_items(
@@ -123,34 +201,24 @@ def long_term_items(
     caches: SearchCaches | None = None,
     tx: UnitOfWork | None = None,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
-    """Memories the search ranks for ``query``. A memory made only from episodes already in
-    the recent lane adds nothing and is left out. ``caches`` are the search's
-    (``SearchCaches``) and ``tx`` the read to search in (a snapshot of ``store``), passed on
-    when given."""
-    search = search_function()
-    if search is None or not query or limit <= 0:
-        return [], {}
-    kwargs: dict[str, Any] = {"limit": limit}
-    if embedder is not None:
-        kwargs["embedder"] = embedder
-    if caches is not None:
-        kwargs["caches"] = caches
-    if tx is not None:
-        kwargs["tx"] = tx
-    scored = search(store, tenant_id, scope, query, **kwargs)
-    items, sources = [], {}
-    for s in scored:
-        m = s.memory
-        if (
-            exclude_episodes
-            and m.source_episode_ids
-            and set(m.source_episode_ids) <= exclude_episodes
-        ):
-            continue
-        item = memory_item(m, s.score, tokenizer)
-        items.append(item)
-        sources[item.id] = m
-    return items, sources
+    """Every memory of ``long_term_lane``, read: their items and the memories by item id."""
+    with nullcontext(tx) if tx is not None else store.snapshot() as read:
+        lane = long_term_lane(
+            store,
+            tenant_id,
+            scope,
+            query,
+            limit,
+            tokenizer,
+            tx=read,
+            embedder=embedder,
+            exclude_episodes=exclude_episodes,
+            caches=caches,
+        )
+        if lane is None:
+            return [], {}
+        lane.read(lane.unread)
+    return lane.items, lane.memories
 
 
 def chunk_items(

@@ -59,6 +59,18 @@ def pack_context(
     rendered, ``reserved`` tokens of ``max_tokens`` go to the rendering's frame and
     ``overhead(item, taken)`` is charged per item besides its own tokens (``token_count`` stays the
     items' own)."""
+    return pack_with_cost(candidates, budget, reserved=reserved, overhead=overhead)[0]
+
+
+def pack_with_cost(
+    candidates: Sequence[ContextItem],
+    budget: Budget,
+    *,
+    reserved: int = 0,
+    overhead: Overhead | None = None,
+) -> tuple[ContextResult, int]:
+    """``pack_context``, and the tokens the packed result charges against ``max_tokens``
+    (``reserved`` plus each item's tokens and overhead)."""
     limits = budget.resolved()
     items: list[ContextItem] = []
     tokens = chars = 0
@@ -79,4 +91,4 @@ def pack_context(
         charged += cost
         tokens += c.token_count
         chars += len(c.content)
-    return ContextResult(items=items, token_count=tokens, truncated=truncated)
+    return ContextResult(items=items, token_count=tokens, truncated=truncated), charged

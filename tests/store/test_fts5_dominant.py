@@ -1,0 +1,114 @@
+"""SQLite: a big partition holding most of its tenant's index is matched without its
+partition token; it ranks exactly as the token-filtered query does, never returns another
+partition's rows, and still finds every match when the other partitions crowd the window."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.core.scope import Scope
+from cairn.engine.query import ranking_terms
+from cairn.store import Store, memory_search, open_store
+from tests.store.test_partition_idf import _row
+
+BIG = Scope.for_subject("big")
+SMALL = Scope.for_subject("small")
+WORDS = ("harbour", "ferry", "lunch", "garden", "violin", "tortoise", "bees", "scooter")
+
+
+def _texts(prefix: str, n: int) -> list[str]:
+    return [
+        f"{prefix} {WORDS[i % 8]} {WORDS[(i * 3) % 8]} note {i} " + "filler " * (i % 5)
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    s = open_store(f"sqlite:///{tmp_path / 'cairn.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def spied(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The one-query path's statements, and after each search its MATCH expression."""
+    seen: list[str] = []
+    original = memory_search.statement
+
+    def spy(sql: str) -> Any:
+        if "LIMIT :wide" in sql:
+            seen.append(sql)
+        return original(sql)
+
+    ranked = memory_search._fts5_ranked
+
+    def matched(*args: Any, **kwargs: Any) -> Any:
+        found = ranked(*args, **kwargs)
+        seen.append("MATCH " + args[5]["q"])  # params: the last query's MATCH expression
+        return found
+
+    monkeypatch.setattr(memory_search, "statement", spy)
+    monkeypatch.setattr(memory_search, "_fts5_ranked", matched)
+    monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 50)
+    yield seen
+
+
+def _ranked(store: Store, scope: Scope, query: str, coordinate: bool = False) -> list[Any]:
+    with store.snapshot() as tx:
+        return tx.memories.lexical(
+            "acme", scope, ranking_terms(query), limit=30, coordinate=coordinate
+        )
+
+
+@pytest.mark.parametrize("coordinate", [False, True])
+def test_a_dominant_partition_ranks_as_the_filtered_query(
+    sqlite_store: Store, spied: list[str], monkeypatch: pytest.MonkeyPatch, coordinate: bool
+) -> None:
+    with sqlite_store.transaction() as tx:
+        tx.memories.insert_new(
+            [_row(BIG, c) for c in _texts("big", 300)]
+            + [_row(SMALL, c) for c in _texts("small", 60)]
+        )
+    query = "harbour ferry violin bees"
+    dominant = _ranked(sqlite_store, BIG, query, coordinate)
+    assert spied[-1].startswith("MATCH (") and "part :" not in spied[-1]
+    monkeypatch.setattr(memory_search, "DOMINANT_SHARE", 2.0)  # never: the token filters
+    filtered = _ranked(sqlite_store, BIG, query, coordinate)
+    assert spied[-1].startswith('MATCH part : "p')
+    assert dominant == filtered and len(dominant) == 30
+    assert [s for s, _ in dominant] == [s for s, _ in filtered]
+    with sqlite_store.snapshot() as tx:
+        rows = tx.memories.by_seqs("acme", BIG, [seq for seq, _ in dominant])
+    assert len(rows) == 30 and all(m.content.startswith("big ") for m in rows.values())
+
+
+def test_other_partitions_crowding_the_window_widen_it(
+    sqlite_store: Store, spied: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The small partition's rows match the query better than the big one's (short, with
+    every term), so the first window over the whole index holds mostly theirs: the window
+    widens until the big partition's best rows are all in it."""
+    monkeypatch.setattr(memory_search, "DOMINANT_SHARE", 0.5)
+    crowd = [f"harbour ferry violin bees {i}" for i in range(350)]
+    with sqlite_store.transaction() as tx:
+        tx.memories.insert_new(
+            [_row(BIG, c) for c in _texts("big", 400)] + [_row(SMALL, c) for c in crowd]
+        )
+    query = "harbour ferry violin bees"
+    dominant = _ranked(sqlite_store, BIG, query)
+    # The first window held the small partition's rows only: a second, wider one ran.
+    assert [x.startswith("SELECT") for x in spied] == [True, True, False]
+    monkeypatch.setattr(memory_search, "DOMINANT_SHARE", 2.0)
+    assert dominant == _ranked(sqlite_store, BIG, query) and len(dominant) == 30
+    # The small partition is not dominant: its own query keeps the token.
+    monkeypatch.setattr(memory_search, "DOMINANT_SHARE", 0.5)
+    small = _ranked(sqlite_store, SMALL, query)
+    assert "part :" in spied[-1]
+    with sqlite_store.snapshot() as tx:
+        rows = tx.memories.by_seqs("acme", SMALL, [seq for seq, _ in small])
+    assert len(rows) == len(small) == 30
