@@ -20,7 +20,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
 from cairn.errors import ConfigError, Unavailable
-from cairn.store import jsoncodec
 from cairn.store.fts import TenantIndexes
 from cairn.store.fts5_rank import MatchCounts
 
@@ -73,11 +72,7 @@ class Database:
             self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         else:
             self.engine = create_engine(
-                self.url,
-                pool_size=pool_size,
-                max_overflow=pool_size * 2,
-                echo=echo,
-                json_deserializer=jsoncodec.loads,
+                self.url, pool_size=pool_size, max_overflow=pool_size * 2, echo=echo
             )
             _ping_when_idle(self.engine)
             self._write_engine = self.engine  # type: ignore[assignment]
@@ -101,7 +96,6 @@ class Database:
             # page cache instead of warming every pooled connection's own.
             pool_use_lifo=True,
             echo=echo,
-            json_deserializer=jsoncodec.loads,
         )
 
         @event.listens_for(engine, "connect")

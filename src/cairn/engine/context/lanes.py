@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from cairn.core.construct import construct
@@ -186,39 +185,6 @@ def long_term_lane(
         kwargs["caches"] = caches
     ranking = rank(store, tenant_id, scope, query, **kwargs)
     return LongTermLane(tx, tenant_id, scope, ranking, tokenizer, exclude_episodes)
-
-
-def long_term_items(
-    store: Store,
-    tenant_id: str,
-    scope: Scope,
-    query: str,
-    limit: int,
-    tokenizer: Tokenizer,
-    *,
-    embedder: Any = None,
-    exclude_episodes: set[uuid.UUID],
-    caches: SearchCaches | None = None,
-    tx: UnitOfWork | None = None,
-) -> tuple[list[ContextItem], dict[str, Memory]]:
-    """Every memory of ``long_term_lane``, read: their items and the memories by item id."""
-    with nullcontext(tx) if tx is not None else store.snapshot() as read:
-        lane = long_term_lane(
-            store,
-            tenant_id,
-            scope,
-            query,
-            limit,
-            tokenizer,
-            tx=read,
-            embedder=embedder,
-            exclude_episodes=exclude_episodes,
-            caches=caches,
-        )
-        if lane is None:
-            return [], {}
-        lane.read(lane.unread)
-    return lane.items, lane.memories
 
 
 def chunk_items(
