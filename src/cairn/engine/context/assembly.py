@@ -7,7 +7,7 @@ store, for one tenant.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -150,14 +150,14 @@ class CairnAssembly:
         """Every lane's candidates, before ``min_score`` and packing (the long-term lane read
         to its limit)."""
         with self.store.snapshot() as tx:
-            gathered = self._gather(request, tx)
-            if gathered.lane is not None:
-                with self._lane("long_term"):
-                    gathered.lane.read(gathered.lane.unread)
+            gathered = self._gather(request, tx, lambda _limits, limit: limit + 1)
         return gathered.assembled()
 
-    def _gather(self, request: ContextRequest, tx: UnitOfWork) -> _Gathered:
-        """Every lane's candidates in ``tx``, the long-term lane ranked but not read yet."""
+    def _gather(
+        self, request: ContextRequest, tx: UnitOfWork, page: Callable[[Budget, int], int]
+    ) -> _Gathered:
+        """Every lane's candidates in ``tx``, the long-term lane ranked and its first
+        ``page(limits, limit)`` memories read."""
         s, tok, scope = self.settings, self.tokenizer, request.scope
         limit = s.candidates or candidate_limit(request.budget)
         with self._lane("recent"):
@@ -204,6 +204,8 @@ class CairnAssembly:
                 exclude_episodes={e.id for e in episodes},
                 caches=self.search_caches,
             )
+            if out.lane is not None:
+                out.lane.read(page(request.budget.resolved(), limit))
         return out
 
     def assemble(
@@ -224,27 +226,24 @@ class CairnAssembly:
         filled the last few tokens."""
         limits = request.budget.resolved()
         with self.store.snapshot() as tx:
-            gathered = self._gather(request, tx)
+            gathered = self._gather(request, tx, first_page)
             lane = gathered.lane
-            page = first_page(limits, gathered.limit)
-            while True:
-                if lane is not None and lane.unread and len(lane.items) <= gathered.limit:
-                    with self._lane("long_term"):
-                        lane.read(page)
-                found = gathered.assembled()
-                with self._lane("pack"):
+            # Pages read after the first count as packing's time (each lane is timed once).
+            with self._lane("pack"):
+                while True:
+                    found = gathered.assembled()
                     kept = apply_min_score(found.result.items, request.min_score)
                     packed, charged = pack_with_cost(
                         kept, request.budget, reserved=reserved, overhead=overhead
                     )
-                if not gathered.wants_more(packed, charged, limits, request.min_score):
-                    break
-                page = next_page(limits, charged, lane)
+                    if lane is None or not gathered.wants_more(
+                        packed, charged, limits, request.min_score
+                    ):
+                        break
+                    lane.read(next_page(limits, charged, lane))
         found.result = packed
-        best_unread = lane.best_unread() if lane is not None else None
-        left_out = bool(apply_min_score(found.overflow, request.min_score)) or (
-            best_unread is not None and best_unread >= request.min_score
-        )
+        unread_passes = lane is not None and lane.unread and lane.best_unread() >= request.min_score
+        left_out = unread_passes or bool(apply_min_score(found.overflow, request.min_score))
         if left_out and not packed.truncated:
             found.result = packed.model_copy(update={"truncated": True})
         return found
@@ -297,8 +296,7 @@ class _Gathered:
         lane = self.lane
         if lane is None or not lane.unread or len(lane.items) > self.limit:
             return False
-        best = lane.best_unread()
-        if best is None or best < min_score or len(packed.items) >= limits.max_items:
+        if lane.best_unread() < min_score or len(packed.items) >= limits.max_items:
             return False
         if charged >= FILL * limits.max_tokens:
             return False
@@ -314,10 +312,10 @@ def first_page(limits: Budget, limit: int) -> int:
     return min(limit + 1, max(MIN_PAGE, limits.max_tokens // PAGE_TOKENS + 5))
 
 
-def next_page(limits: Budget, charged: int, lane: lanes.LongTermLane | None) -> int:
+def next_page(limits: Budget, charged: int, lane: lanes.LongTermLane) -> int:
     """How many more to read: twice as many as the tokens left would hold at the average
     size of the memories read so far, at least ``MIN_PAGE``."""
-    read = lane.items if lane is not None else []
+    read = lane.items
     average = max(8.0, sum(i.token_count for i in read) / len(read)) if read else PAGE_TOKENS
     left = max(0, limits.max_tokens - charged)
     return max(MIN_PAGE, int(2 * left / average) + 1)

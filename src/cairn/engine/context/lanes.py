@@ -31,6 +31,7 @@ from cairn.store.documents import ChunkRow
 Repos = Store | UnitOfWork
 
 if TYPE_CHECKING:
+    from cairn.engine.search import Ranking
     from cairn.engine.search_caches import SearchCaches
 
 SUMMARY_KINDS = frozenset({"episode_summary", "session_summary", "conversation_summary", "summary"})
@@ -123,12 +124,12 @@ class LongTermLane:
         tx: UnitOfWork,
         tenant_id: str,
         scope: Scope,
-        ranking: Any,
+        ranking: Ranking,
         tokenizer: Tokenizer,
         exclude_episodes: set[uuid.UUID],
     ) -> None:
         self._tx, self._tenant_id, self._scope = tx, tenant_id, scope
-        self._ranking = ranking  # a cairn.engine.search.Ranking
+        self._ranking = ranking
         self._unread: list[int] = list(ranking.order)
         self._tokenizer = tokenizer
         self._exclude = exclude_episodes
@@ -139,24 +140,22 @@ class LongTermLane:
     def unread(self) -> int:
         return len(self._unread)
 
-    def best_unread(self) -> float | None:
-        """The score of the best memory not read yet (ranked first among them), if any."""
-        return float(self._ranking.final[self._unread[0]]) if self._unread else None
+    def best_unread(self) -> float:
+        """The score of the best memory not read yet (ranked first among them); 0 when every
+        one is read."""
+        return self._ranking.final[self._unread[0]] if self._unread else 0.0
 
-    def read(self, n: int) -> list[ContextItem]:
-        """Read the next ``n`` ranked memories; returns their items (in rank order)."""
+    def read(self, n: int) -> None:
+        """Read the next ``n`` ranked memories into ``items`` and ``memories``."""
         take, self._unread = self._unread[:n], self._unread[n:]
-        new = []
         for s in self._ranking.results(self._tx, self._tenant_id, self._scope, take):
             m = s.memory
             ids = m.source_episode_ids
             if self._exclude and ids and set(ids) <= self._exclude:
                 continue
             item = memory_item(m, s.score, self._tokenizer)
-            new.append(item)
+            self.items.append(item)
             self.memories[item.id] = m
-        self.items += new
-        return new
 
 
 def long_term_lane(
