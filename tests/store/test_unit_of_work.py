@@ -75,6 +75,19 @@ def test_a_snapshot_refuses_writes_and_steps_need_a_unit(store: Store) -> None:
     assert store.episodes.count("t", SCOPE) == 1
 
 
+def test_a_snapshot_does_not_see_a_commit_that_lands_during_it(store: Store) -> None:
+    """Every read of a snapshot sees the database as it was at its first read, on both
+    backends (PostgreSQL's default READ COMMITTED would show the new episode to the second)."""
+    store.episodes.append_many("t", [episode("before")])
+    with store.snapshot() as tx:
+        assert tx.episodes.count("t", SCOPE) == 1
+        store.episodes.append_many("t", [episode("during")])  # commits on its own
+        assert store.episodes.count("t", SCOPE) == 2
+        assert tx.episodes.count("t", SCOPE) == 1
+    with store.snapshot() as tx:
+        assert tx.episodes.count("t", SCOPE) == 2
+
+
 def test_capabilities_not_dialects(store: Store, backend: str) -> None:
     assert store.single_writer is (backend == "sqlite")
     assert store.backend == ("sqlite" if backend == "sqlite" else "postgresql")

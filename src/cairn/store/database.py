@@ -76,6 +76,19 @@ class Database:
             )
             _ping_when_idle(self.engine)
             self._write_engine = self.engine  # type: ignore[assignment]
+        self._read_engine = self._reader(self.engine, self.dialect)
+
+    @staticmethod
+    def _reader(engine: Engine, dialect: str) -> Engine:
+        """The engine reads go through. SQLite's ``BEGIN`` already holds one snapshot for the
+        whole transaction; PostgreSQL's default (READ COMMITTED) takes a new one per statement,
+        so a context request's lanes could see a compile land between them. REPEATABLE READ
+        READ ONLY holds one snapshot from the first statement on, and a write there fails
+        instead of passing unnoticed. psycopg2 sends both in the ``BEGIN`` itself (no extra
+        round trip); the pool resets the connection when it is returned."""
+        if dialect == "sqlite":
+            return engine
+        return engine.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
 
     @property
     def is_sqlite(self) -> bool:
@@ -116,9 +129,10 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read transaction (a consistent snapshot on both backends)."""
+        """A read transaction: one consistent snapshot for the whole block, on both backends
+        (see ``_reader``)."""
         try:
-            with self.engine.begin() as conn:
+            with self._read_engine.begin() as conn:
                 yield conn
         except SQLAlchemyError as exc:
             if _is_connection_error(exc):

@@ -197,6 +197,8 @@ def _fts5_ranked(
     IDF is the tenant's (one query instead of one per term: at 100,000 memories the per-term
     ranking doubled a request's time)."""
     total = counter(f'part : "{part}"')
+    if not total:  # nothing indexed in the partition (a new subject): no term can match
+        return []
     if total < COMMON_TERM_MIN_ROWS:
         found = fts5_rank.ranked(
             conn, table, part, terms, total, where, params, limit, counter, SQLITE_FACTS, coordinate
