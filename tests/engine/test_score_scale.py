@@ -73,3 +73,59 @@ def test_both_backends_give_close_absolute_scores(both: dict[str, Store]) -> Non
         assert top["sqlite"].memory.content == top["pg"].memory.content, query
         assert abs(top["sqlite"].score - top["pg"].score) < 0.2, (query, top)
         assert all(0.1 < t.score < 0.6 for t in top.values()), (query, top)
+
+
+DOCS = {
+    "ferries": "The Oslo ferry leaves at nine. The Bergen ferry leaves at noon on Sundays.",
+    "trains": "Night trains from Oslo to Bergen take seven hours and sell out in summer.",
+    "museum": "The Munch museum in Oslo opens at ten and closes early on Mondays.",
+    "hotel": "Our hotel in Bergen has a harbour view and serves breakfast until eleven.",
+    "food": "Try the fish soup at the Bergen market; it is the best in Norway.",
+    "weather": "Bergen sees rain on most days of the year, so pack a good jacket.",
+    "budget": "Norway is expensive: a coffee costs about fifty kroner in Oslo.",
+    "hikes": "Preikestolen is a four hour hike; start early to avoid the crowds.",
+}
+CHUNK_QUERIES = [
+    "When does the ferry to Bergen leave?",
+    "When is the Oslo museum open?",
+    "Where is the best fish soup?",
+    "Should I pack a rain jacket?",
+    "How long is the hike, and when are the crowds?",
+]
+
+
+def test_both_backends_score_document_chunks_alike(tmp_path: Path, pg_url: str) -> None:
+    """Chunks are ranked by BM25 on both backends (FTS5's on SQLite, the same formula over
+    ``tsvector`` on PostgreSQL): the same best chunk and raw scores within a fifth of each
+    other, so one calibration (``CHUNK_HALF``) means the same on both."""
+    from cairn.engine.query import ranking_terms
+    from cairn.store.documents import NewChunk
+
+    _truncate_all(pg_url)
+    stores = {"sqlite": open_store(f"sqlite:///{tmp_path / 'c.db'}"), "pg": open_store(pg_url)}
+    try:
+        for store in stores.values():
+            for key, text in DOCS.items():
+                store.documents.put(
+                    TENANT,
+                    SCOPE,
+                    dataset_id="kb",
+                    document_id=key,
+                    idempotency_key=key,
+                    title="",
+                    metadata_={},
+                    chunks=[NewChunk(text, 0, len(text), 16)],
+                )
+        for query in CHUNK_QUERIES:
+            terms = ranking_terms(query)
+            got = {
+                k: s.documents.search_chunks(TENANT, SCOPE, ["kb"], terms, limit=3)
+                for k, s in stores.items()
+            }
+            best = {k: r[0] for k, r in got.items()}
+            assert best["sqlite"].document_id == best["pg"].document_id, (query, got)
+            lo, hi = sorted((best["sqlite"].score, best["pg"].score))
+            assert hi <= lo * 1.2, (query, best)
+    finally:
+        for store in stores.values():
+            store.close()

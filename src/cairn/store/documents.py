@@ -5,7 +5,8 @@ own FTS5 table kept in step by triggers (``cairn.store.fts``, migration ``0007_f
 on PostgreSQL a generated ``tsvector`` column with a GIN index (migrations ``0004_context``,
 ``0009_text_analysis``). Both index ``search_text``, the content as ``cairn.core.analysis``
 cuts it, and queries are cut the same way (the engine's terms, ``cairn.engine.query``).
-Scores are raw, on BM25's scale on both backends; the engine calibrates them to [0, 1].
+Scores are raw BM25, computed as FTS5 does on both backends; the engine calibrates them to
+[0, 1].
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from sqlalchemy import (
 from cairn.core.analysis import index_text
 from cairn.core.ids import utcnow, uuid7
 from cairn.core.scope import Scope
-from cairn.store import fts, fts5_rank
+from cairn.store import fts, fts5_rank, pg_bm25
 from cairn.store.episodes import scope_filter
 from cairn.store.repository import Repository
 from cairn.store.schema import (
@@ -243,8 +244,8 @@ class DocumentRepository(Repository):
     ) -> list[ChunkRow]:
         """Chunks of the named datasets matching any of ``terms`` (the engine's query terms,
         ``cairn.engine.query``), best first; ties break by chunk order. ``score`` is the raw
-        full-text score on BM25's scale (``PG_CD_TO_BM25``): the engine calibrates it, as it
-        does the memories'."""
+        full-text score, BM25 as FTS5 computes it on both backends (PostgreSQL:
+        ``pg_bm25.chunk_score_sql``): the engine calibrates it, as it does the memories'."""
         if not terms or not dataset_ids or limit <= 0:
             return []
         with self._reading() as conn:
@@ -280,8 +281,9 @@ class DocumentRepository(Repository):
         )
         if self.db.is_sqlite:
             return self._search_sqlite(conn, tenant_id, scope, terms, cols, where, params)
-        # Each chunk's ``ts_rank_cd`` scaled by the share of the query's IDF (in the chunks
-        # searched) it holds, as memories are ranked (``fts5_rank.coordination``).
+        # Each chunk's BM25 as FTS5 computes it on SQLite (``pg_bm25.chunk_score_sql``),
+        # scaled by the share of the query's IDF (in the chunks searched) it holds, as
+        # memories are ranked (``fts5_rank.coordination``).
         quoted = ["'" + w.replace("'", "''") + "'" for w in terms]
         queries = ", ".join(
             f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in range(len(terms))
@@ -290,34 +292,32 @@ class DocumentRepository(Repository):
             params[f"t{i}"] = q
         counted = ", ".join(f"count(*) FILTER (WHERE c.tsv @@ q{i})" for i in range(len(terms)))
         got = conn.execute(
-            text(f"SELECT count(*), {counted} FROM document_chunks c, {queries} WHERE {where}"),
+            text(
+                f"SELECT count(*), coalesce(sum(length(c.tsv)), 0), {counted} "
+                f"FROM document_chunks c, {queries} WHERE {where}"
+            ),
             params,
         ).one()
-        weights = [fts5_rank.idf(int(got[0]), int(n)) for n in got[1:]]
-        for i, w in enumerate(weights):
-            params[f"w{i}"] = w
+        total, lexemes = int(got[0]), int(got[1])
+        weights = [fts5_rank.idf(total, int(n)) for n in got[2:]]
+        for i, (w, n) in enumerate(zip(weights, got[2:], strict=True)):
+            params[f"w{i}"], params[f"n{i}"] = w, int(n)
         params["mass"] = sum(weights) or 1.0
+        columns, bm25 = pg_bm25.chunk_score_sql(len(terms), params, total, lexemes)
         held = " + ".join(f":w{i} * CAST(c.tsv @@ q{i} AS integer)" for i in range(len(terms)))
         params["tsq"] = " | ".join(quoted)
-        # (The share comes back on its own: ``ts_rank_cd`` is a ``real``, read as the text
-        # PostgreSQL prints for it, so a product taken in SQL would carry float4 noise.)
         sql = (
-            f"SELECT * FROM (SELECT {cols}, c.seq AS chunk_seq, ts_rank_cd(c.tsv, q) AS raw, "
-            f"LEAST(1.0, ({held}) / :mass) AS share "
+            f"SELECT r.*, {bm25} * r.share AS score FROM (SELECT {cols}, c.seq AS chunk_seq, "
+            f"{columns}, LEAST(1.0, ({held}) / :mass) AS share "
             f"FROM document_chunks c, to_tsquery('english'::regconfig, :tsq) AS q, {queries} "
-            f"WHERE c.tsv @@ q AND {where}) r ORDER BY r.raw * r.share DESC, r.chunk_seq "
-            "LIMIT :limit"
+            f"WHERE c.tsv @@ q AND {where}) r ORDER BY score DESC, r.chunk_seq LIMIT :limit"
         )
-        rows = [dict(r._mapping) for r in conn.execute(text(sql), params)]
-        for m in rows:
-            del m["chunk_seq"]
-        return [
-            _chunk(
-                _coerce(m),
-                max(float(m.pop("raw") or 0.0), 0.0) * float(m.pop("share")) * PG_CD_TO_BM25,
-            )
-            for m in rows
-        ]
+        keep = _CHUNK_COLUMNS
+        found = []
+        for r in conn.execute(text(sql), params):
+            m = r._mapping
+            found.append(_chunk(_coerce({k: m[k] for k in keep}), max(float(m["score"]), 0.0)))
+        return found
 
     def _search_sqlite(
         self,
@@ -361,9 +361,17 @@ class DocumentRepository(Repository):
         return found[: int(params["limit"])]
 
 
-# ``ts_rank_cd`` to BM25's scale: a chunk PostgreSQL scores 0.2 is worth what SQLite's BM25
-# scores 4 (measured when the two calibrations were set apart: 0.2 and 4).
-PG_CD_TO_BM25 = 20.0
+# The columns of a chunk row read back from a search (``_chunk``'s fields but the score).
+_CHUNK_COLUMNS = (
+    "id",
+    "dataset_id",
+    "document_id",
+    "document_uid",
+    "ordinal",
+    "content",
+    "token_count",
+    "created_at",
+)
 
 
 def _coerce(m: dict[str, Any]) -> dict[str, Any]:

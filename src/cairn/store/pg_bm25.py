@@ -4,6 +4,7 @@ on SQLite, with the partition's statistics (``memory_term_stats``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,3 +58,36 @@ def score_sql(
         params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
         score = f"{score} * LEAST(1.0, ({held}) / :mass)"
     return columns, norm, score
+
+
+def fts5_idf(total: int, n: int) -> float:
+    """FTS5's own IDF of a term held by ``n`` of ``total`` rows (``fts5_aux.c``: never below
+    1e-6), which its ``bm25`` ranks document chunks by on SQLite."""
+    return max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
+
+
+def chunk_score_sql(
+    n_terms: int, params: dict[str, Any], total: int, lexemes: int
+) -> tuple[str, str]:
+    """SQL of a document chunk's BM25 (``c.tsv`` against ``q0``…) as FTS5's ``bm25`` scores
+    it on SQLite: each term's FTS5 IDF in the chunks searched (``total`` of them, ``lexemes``
+    the sum of their ``length(tsv)``) times its saturated, length-normalised frequency, the
+    frequency read with ``ts_rank`` as for memories (``RANK_ONE``; every lexeme of a chunk
+    has weight D). Returns the inner query's columns (each term's frequency ``f<i>`` and the
+    length normalisation ``norm``) and the score over them (as ``r.``); binds ``b<i>`` from
+    ``params["n<i>"]`` (each term's rows) and the constants it uses."""
+    average = max(1.0, lexemes / total) if total else 1.0
+    params["na"] = BM25_K1 * (1.0 - BM25_B)
+    params["nb"] = BM25_K1 * BM25_B / average
+    params["k1p1"] = BM25_K1 + 1.0
+    params["per_rank"] = 1.0 / RANK_ONE
+    columns = [f"{F8.format('na')} + {F8.format('nb')} * length(c.tsv) AS norm"]
+    summed = []
+    for i in range(n_terms):
+        params[f"b{i}"] = fts5_idf(total, int(params[f"n{i}"]))
+        columns.append(
+            f"CAST(ts_rank('{{1, 1, 1, 1}}', c.tsv, q{i}, 0) AS float8) "
+            f"* {F8.format('per_rank')} AS f{i}"
+        )
+        summed.append(f"{F8.format(f'b{i}')} * r.f{i} * {F8.format('k1p1')} / (r.f{i} + r.norm)")
+    return ", ".join(columns), "(" + " + ".join(summed) + ")"
