@@ -27,9 +27,9 @@ from typing import Any
 
 from cairn.core.analysis import content_size, content_terms
 from cairn.core.episodes import Episode
+from cairn.core.filler import is_contentless
 from cairn.core.ids import as_utc
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
-from cairn.engine.compile.filler import is_contentless
 from cairn.engine.compile.text import (
     STOP_WORDS,
     date_keywords,

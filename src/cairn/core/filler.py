@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001 -- filler words in many scripts
+# ruff: noqa: RUF001, RUF003 -- filler words in many scripts
 """Contentless messages: acknowledgements, greetings, laughter ("Noted.", "Great, thanks.",
 "haha", "ok", "👍"). They carry nothing to recall, so the compiler neither indexes their
 neighbours' words with them (which would let them match questions about those neighbours) nor
@@ -51,6 +51,15 @@ _FILLER_TEXT = """
     شكراً تمام ماشي اوكي اه ايوه أيوه اكيد أكيد طبعا طبعاً يلا باي سلام أهلا اهلا هلا صباح
     الخير مسا مساء تصبح تصبحي على خير وانت وانتِ من أهله اهله حلو رائع ممتاز برافو مبروك
     يسلمو
+    جزيلا مشكور مشكورة تسلم تسلمي يعطيك العافية طيب خلاص أوكي اوكي إي اي ايه إيه
+    أيوا ايوا أجل والله فعلا صح صحيح اكيد بالتأكيد نشوفك منشوفك بشوفك أشوفك اشوفك
+    نشوفكم نتقابل نلتقي قريبا بعدين لاحقا نحكي منحكي بنحكي نتكلم وداعا مع السلامة المهم
+    عموما كتير كثير جدا السلام عليكم وعليكم كيفك كيف حالك الحمد لله الحمدلله بخير أهلين
+    اهلين مرحبتين النور واو يا سلام إن ان شاء الله
+    네 예 응 어 아 오 와 우와 헐 하이 안녕 안녕하세요 안녕히 잘가 잘가요 잘자 잘자요 좋은 아침
+    저녁 밤 또 봐 봐요 나중에 다음에 그래 그래요 그럼 좋아 좋아요 알겠어 알겠어요 알겠습니다
+    알았어 오케이 고마워 고마워요 감사 감사해요 감사합니다 맞아 맞아요 그니까 그러니까 진짜
+    정말 대박 멋있다 최고 축하해 축하해요
 """
 FILLER_WORDS = frozenset(_FILLER_TEXT.split())
 # Whole messages in scripts written without spaces.
@@ -133,10 +142,11 @@ FILLER_PHRASES = frozenset(
 # Characters that make a message of an unspaced script filler when it has no other:
 # laughter, interjections, agreement and sentence-final particles (好好好, 嗯嗯, 哈哈哈).
 FILLER_CHARACTERS = frozenset("哈嘿嘻呵嗯哦噢喔啊呀啦哇耶好的对是吧呢嘛了行嗨拜谢哎唉嘞哟")
-# haha, hehe, lol, lmao, xD, jaja, the Cyrillic kha-a, 哈哈, www and 草 (Japanese).
+# haha, hehe, lol, lmao, xD, jaja, the Cyrillic kha-a, 哈哈, www and 草 (Japanese), ههه, ㅋㅋ/ㅎㅎ.
 _LAUGHTER = re.compile(
     r"^(?:(?:h[aeiou])+h?|l+o+l+|lmao|rofl|x+d+|j[aeiou](?:j[aeiou])+"
-    r"|\u0445\u0430(?:\u0445\u0430)+|\u0430?(?:\u0445\u0430)+\u0445?|哈+|w+|草|\u0647{3,})$"
+    r"|\u0445\u0430(?:\u0445\u0430)+|\u0430?(?:\u0445\u0430)+\u0445?|哈+|w+|草|\u0647{3,}"
+    r"|[\u110f\u1112\u314b\u314e]{2,})$"
 )
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.engine.compile.filler import is_contentless
+from cairn.core.filler import is_contentless
 
 
 @pytest.mark.parametrize(
@@ -47,6 +47,18 @@ from cairn.engine.compile.filler import is_contentless
         "嗯嗯",
         "晚安",
         "おやすみ！",
+        # Arabic and Korean counterparts of the English list: see you soon, talk later,
+        # anyway, by God yes, God willing, good evening, oh cool, lol right.
+        "منشوفك قريباً",
+        "كتير. المهم، منحكي بعدين",
+        "إي والله",
+        "إن شاء الله",
+        "مع السلامة",
+        "좋은 저녁!",
+        "오 멋있다",
+        "ㅋㅋ 그니까",
+        "ㅎㅎㅎ",
+        "응, 또 봐요",
     ],
 )
 def test_filler_is_contentless(text: str) -> None:
@@ -72,6 +84,10 @@ def test_filler_is_contentless(text: str) -> None:
         "好的，我养了一只猫",
         "Спокойной ночи, Маша",
         "おやすみ、ビスケ",
+        "منشوفك بالقاهرة بكرا",
+        "صرت الشيف الرئيسي",
+        "ㅋㅋ 귀엽다",
+        "서연아 좋은 아침! 잠깐 시간 돼?",
     ],
 )
 def test_a_message_with_any_other_word_has_content(text: str) -> None:

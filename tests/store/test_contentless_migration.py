@@ -1,0 +1,129 @@
+"""Migration 0017 on both backends: turns compiled under the older filler rule whose text the
+rule now finds contentless (Arabic and Korean chat filler) get confidence 0.2, the
+``contentless`` mark, no neighbour words, and lose their vector (to be embedded again); turns
+with content, corrected turns and other kinds keep what they had."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from alembic import command
+from sqlalchemy import create_engine, text
+
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.compile import compile_scope
+from cairn.engine.search import search_memories
+from cairn.store import open_store
+from cairn.store.database import normalize_url
+from cairn.store.migrations import _config, current_revisions
+
+TENANT = "t1"
+SCOPE = Scope.for_subject("nour")
+T0 = datetime(2024, 2, 3, 19, 0, tzinfo=UTC)
+SAID = [
+    "تركت مطعم الزعتر، وصرت أشتغل بعربية أكل مع توم",
+    "منشوفك قريباً",  # see you soon
+    "إي والله",  # yes, by God (corrected below: stays as its editor left it)
+    "ㅋㅋ 그니까",  # lol, right
+]
+
+
+def _rows(db_url: str) -> dict[str, tuple[float, bool, str, bool]]:
+    """Turn text → (confidence, contentless, context terms, has a vector)."""
+    engine = create_engine(normalize_url(db_url))
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT content, confidence, metadata, embedding FROM memories WHERE kind = 'turn'"
+            )
+        ).all()
+    engine.dispose()
+    out = {}
+    for content, confidence, raw, embedding in rows:
+        meta = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        out[str(content).removeprefix("Nour: ")] = (
+            float(confidence),
+            bool(meta.get("contentless")),
+            str(meta.get("context_terms") or ""),
+            embedding is not None,
+        )
+    return out
+
+
+def test_0017_marks_stored_filler_turns_contentless(db_url: str) -> None:
+    store = open_store(db_url)
+    try:
+        store.episodes.append_many(
+            TENANT,
+            [
+                NewEpisode(
+                    scope=SCOPE,
+                    source="test",
+                    type="conversation.turn",
+                    payload={"messages": [{"role": "user", "name": "Nour", "content": t}]},
+                    session_id="s1",
+                    occurred_at=T0 + timedelta(minutes=i),
+                )
+                for i, t in enumerate(SAID)
+            ],
+        )
+        compile_scope(store, TENANT, SCOPE)
+    finally:
+        store.close()
+    now = _rows(db_url)
+    assert [now[t][:2] for t in SAID] == [(0.9, False)] + [(0.2, True)] * 3
+
+    engine = create_engine(normalize_url(db_url))
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as conn:
+        command.downgrade(_config(conn), "0016_memory_lengths")
+        conn.commit()
+        assert "0017_contentless_turns" not in current_revisions(conn)
+        # As the older rule compiled them: full-ish confidence, neighbour words, a vector.
+        for t in SAID[1:]:
+            conn.execute(
+                text(
+                    "UPDATE memories SET confidence = 0.6, embedding = :v, metadata = "
+                    + (
+                        "json_set(json_remove(metadata, '$.contentless'), "
+                        "'$.context_terms', 'mat3am zaatar')"
+                        if sqlite
+                        else "(metadata - 'contentless') || "
+                        '\'{"context_terms": "mat3am zaatar"}\'::jsonb'
+                    )
+                    + " WHERE content = :c"
+                ),
+                {"c": f"Nour: {t}", "v": b"\x00" * 8},
+            )
+        # Someone corrected one of them: it stays as they left it.
+        conn.execute(
+            text(
+                "UPDATE memories SET metadata = "
+                + (
+                    "json_set(metadata, '$.correction', json('{\"editor\": \"ana\"}'))"
+                    if sqlite
+                    else 'metadata || \'{"correction": {"editor": "ana"}}\'::jsonb'
+                )
+                + " WHERE content = :c"
+            ),
+            {"c": f"Nour: {SAID[2]}"},
+        )
+        conn.commit()
+    engine.dispose()
+    before = _rows(db_url)
+    assert [before[t] for t in SAID[1:]] == [(0.6, False, "mat3am zaatar", True)] * 3
+
+    open_store(db_url).close()  # migrates: 0017 runs over the stored rows
+    after = _rows(db_url)
+    assert after[SAID[0]] == before[SAID[0]]
+    assert after[SAID[1]] == after[SAID[3]] == (0.2, True, "", False)
+    assert after[SAID[2]] == before[SAID[2]]
+    # The index follows: the neighbour words are no longer searchable in the filler turns.
+    store = open_store(db_url)
+    try:
+        found = search_memories(store, TENANT, SCOPE, "zaatar", limit=10)
+    finally:
+        store.close()
+    assert [r.memory.content.removeprefix("Nour: ") for r in found] == [SAID[2]]
