@@ -312,11 +312,11 @@ class DocumentRepository(Repository):
             f"FROM document_chunks c, to_tsquery('english'::regconfig, :tsq) AS q, {queries} "
             f"WHERE c.tsv @@ q AND {where}) r ORDER BY score DESC, r.chunk_seq LIMIT :limit"
         )
-        keep = _CHUNK_COLUMNS
         found = []
         for r in conn.execute(text(sql), params):
             m = r._mapping
-            found.append(_chunk(_coerce({k: m[k] for k in keep}), max(float(m["score"]), 0.0)))
+            chunk = _coerce({k: m[k] for k in _CHUNK_COLUMNS})
+            found.append(_chunk(chunk, max(float(m["score"]), 0.0)))
         return found
 
     def _search_sqlite(

@@ -74,8 +74,8 @@ def ranked(
             continue
         n = len(rows) if len(rows) < TERM_ROWS else counted(f"{part_q} AND {quoted}")
         n_table = counted(quoted)
-        # FTS5's own IDF of the term (``fts5_aux.c``), to take back out of its score.
-        fts_idf = max(1e-6, math.log((rows_in_table - n_table + 0.5) / (n_table + 0.5)))
+        # FTS5's own IDF of the term, to take back out of its score.
+        fts_idf = fts5_idf(rows_in_table, n_table)
         term_idf = idf(total, n)
         mass += term_idf
         weight = term_idf / fts_idf
@@ -113,6 +113,12 @@ def idf(total: int, n: int) -> float:
     """A term's BM25 IDF in a partition of ``total`` rows, ``n`` of which hold it (the form
     PostgreSQL's ranking uses too: never negative)."""
     return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+
+
+def fts5_idf(total: int, n: int) -> float:
+    """FTS5's own IDF of a term held by ``n`` of ``total`` rows (``fts5_aux.c``: never below
+    1e-6), which its ``bm25`` ranks by; PostgreSQL uses it for document chunks too."""
+    return max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
 
 
 def coordination(held: float, mass: float) -> float:

@@ -4,9 +4,10 @@ on SQLite, with the partition's statistics (``memory_term_stats``)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
+
+from cairn.store import fts5_rank
 
 # Weight of the words of neighbouring messages (indexed with a turn, not part of it)
 # relative to the memory's own words (SQLite's is the FTS5 rank ``cairn.store.fts`` sets).
@@ -60,12 +61,6 @@ def score_sql(
     return columns, norm, score
 
 
-def fts5_idf(total: int, n: int) -> float:
-    """FTS5's own IDF of a term held by ``n`` of ``total`` rows (``fts5_aux.c``: never below
-    1e-6), which its ``bm25`` ranks document chunks by on SQLite."""
-    return max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
-
-
 def chunk_score_sql(
     n_terms: int, params: dict[str, Any], total: int, lexemes: int
 ) -> tuple[str, str]:
@@ -84,7 +79,7 @@ def chunk_score_sql(
     columns = [f"{F8.format('na')} + {F8.format('nb')} * length(c.tsv) AS norm"]
     summed = []
     for i in range(n_terms):
-        params[f"b{i}"] = fts5_idf(total, int(params[f"n{i}"]))
+        params[f"b{i}"] = fts5_rank.fts5_idf(total, int(params[f"n{i}"]))
         columns.append(
             f"CAST(ts_rank('{{1, 1, 1, 1}}', c.tsv, q{i}, 0) AS float8) "
             f"* {F8.format('per_rank')} AS f{i}"
