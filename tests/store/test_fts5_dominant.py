@@ -112,3 +112,45 @@ def test_other_partitions_crowding_the_window_widen_it(
     with sqlite_store.snapshot() as tx:
         rows = tx.memories.by_seqs("acme", SMALL, [seq for seq, _ in small])
     assert len(rows) == len(small) == 30
+
+
+@pytest.mark.parametrize("rows", [300, 30])  # the one-query path, and term by term
+@pytest.mark.parametrize("coordinate", [False, True])
+def test_a_partition_that_is_the_whole_index_is_counted_without_its_token(
+    sqlite_store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    rows: int,
+    coordinate: bool,
+) -> None:
+    """A tenant with one scope: every row of the index is the partition's, so its terms are
+    counted and ranked without the partition token, with the same result as with it."""
+    from cairn.store import fts5_rank
+
+    monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 50)
+    with sqlite_store.transaction() as tx:
+        tx.memories.insert_new([_row(BIG, c) for c in _texts("big", rows)])
+    counted: list[str] = []
+    original_count = fts5_rank.count
+
+    def count(conn: Any, table: str, query: str) -> int:
+        counted.append(query)
+        return original_count(conn, table, query)
+
+    monkeypatch.setattr(fts5_rank, "count", count)
+    query = "harbour ferry violin bees"
+    whole = _ranked(sqlite_store, BIG, query, coordinate)
+    assert whole and counted
+    # Only the partition's own size is counted with its token; its terms are counted alone.
+    assert not any(" AND " in q for q in counted)
+    # With the token, as for a partition among others: the same ranking and scores.
+    token = fts5_rank.in_partition
+
+    def always(part: str, total: int, rows_in_table: int) -> str:
+        return token(part, total, rows_in_table + 1)
+
+    monkeypatch.setattr(fts5_rank, "in_partition", always)
+    counted.clear()
+    filtered = _ranked(sqlite_store, BIG, query, coordinate)
+    if rows >= 50:  # (term by term, a term's rows are counted from its ranked rows)
+        assert any("part :" in q and " AND " in q for q in counted)
+    assert filtered == whole

@@ -56,8 +56,8 @@ def ranked(
     (``MatchCounts.counter``; by default a ``count`` query each time). ``coordinate``: scale
     each score by the share of the query the row holds (``coordination``)."""
     counted = counter or (lambda query: count(conn, table, query))
-    part_q = f'part : "{part}"'
     rows_in_table = table_rows(conn, table)
+    part_q = in_partition(part, total, rows_in_table)
     scores: dict[int, float] = {}
     held: dict[int, float] = {}  # the IDF of the query's terms each row holds
     mass = 0.0  # the IDF of all of them
@@ -67,12 +67,12 @@ def ranked(
             statement(
                 f"SELECT rowid, -rank FROM {table} WHERE {table} MATCH :q ORDER BY rank LIMIT :cap"
             ),
-            {"q": f"{part_q} AND {quoted}", "cap": TERM_ROWS},
+            {"q": part_q + quoted, "cap": TERM_ROWS},
         ).all()
         if not rows:  # a word the partition lacks: no row holds that share of the query
             mass += idf(total, 0)
             continue
-        n = len(rows) if len(rows) < TERM_ROWS else counted(f"{part_q} AND {quoted}")
+        n = len(rows) if len(rows) < TERM_ROWS else counted(part_q + quoted)
         n_table = counted(quoted)
         # FTS5's own IDF of the term, to take back out of its score.
         fts_idf = fts5_idf(rows_in_table, n_table)
@@ -107,6 +107,16 @@ def ranked(
         if len(out) >= limit:
             break
     return out[:limit]
+
+
+def in_partition(part: str, total: int, rows_in_table: int) -> str:
+    """The MATCH prefix that keeps a term's rows to partition ``part`` (``total`` of the
+    index's ``rows_in_table`` rows): its token, ANDed; nothing when the partition is the
+    whole index (a tenant with one scope), where a term's rows are all the partition's and
+    FTS5 need not walk the token's posting list beside the term's (a count then takes a
+    fifth of the time; the ``part`` column weighs nothing in ``bm25``, so scores are the
+    same)."""
+    return "" if total >= rows_in_table else f'part : "{part}" AND '
 
 
 def idf(total: int, n: int) -> float:

@@ -199,19 +199,20 @@ def _fts5_ranked(
     total = counter(f'part : "{part}"')
     if not total:  # nothing indexed in the partition (a new subject): no term can match
         return []
+    rows_in_table = fts5_rank.table_rows(conn, table)
     if total < COMMON_TERM_MIN_ROWS:
         found = fts5_rank.ranked(
             conn, table, part, terms, total, where, params, limit, counter, SQLITE_FACTS, coordinate
         )
         return [(seq, score, facts_of(got)) for seq, score, got in found]
-    counts = {t: counter(f'part : "{part}" AND "' + t.replace('"', '""') + '"') for t in terms}
+    in_part = fts5_rank.in_partition(part, total, rows_in_table)
+    counts = {t: counter(in_part + '"' + t.replace('"', '""') + '"') for t in terms}
     if COMMON_TERM_SHARE and len(terms) > 1:
         terms = _without_common_terms(counts, terms, total)
     quoted = ('"' + term.replace('"', '""') + '"' for term in terms)
     match = "(" + " OR ".join(quoted) + ")"
     # A partition holding most of the tenant's index is matched without its token (see
     # ``DOMINANT_SHARE``): ``scale`` is how many rows of the index stand for one of its own.
-    rows_in_table = fts5_rank.table_rows(conn, table)
     dominant = total >= DOMINANT_SHARE * rows_in_table
     scale = rows_in_table / total if dominant else 1.0
     params["q"] = match if dominant else f'part : "{part}" AND {match}'
