@@ -48,13 +48,12 @@ from cairn.core.filler import is_contentless
         "晚安",
         "おやすみ！",
         # Arabic and Korean counterparts of the English list: see you soon, talk later,
-        # anyway, by God yes, God willing, good evening, oh cool, lol right.
+        # anyway, by God yes, God willing, goodbye, oh cool, lol right.
         "منشوفك قريباً",
         "كتير. المهم، منحكي بعدين",
         "إي والله",
         "إن شاء الله",
         "مع السلامة",
-        "좋은 저녁!",
         "오 멋있다",
         "ㅋㅋ 그니까",
         "ㅎㅎㅎ",
@@ -87,6 +86,12 @@ def test_filler_is_contentless(text: str) -> None:
         "منشوفك بالقاهرة بكرا",
         "صرت الشيف الرئيسي",
         "ㅋㅋ 귀엽다",
+        # Words that are filler in one sense and content in another stay content:
+        # "dinner sounds good", "I like mornings", "it's over", the name al-Nour.
+        "저녁 좋아요",
+        "아침 좋아",
+        "خلاص",
+        "النور",
         "서연아 좋은 아침! 잠깐 시간 돼?",
     ],
 )

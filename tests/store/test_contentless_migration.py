@@ -1,6 +1,7 @@
 """Migration 0017 on both backends: turns compiled under the older filler rule whose text the
 rule now finds contentless (Arabic and Korean chat filler) get confidence 0.2, the
-``contentless`` mark, no neighbour words, and lose their vector (to be embedded again); turns
+``contentless`` mark, no neighbour words, and lose their vector (to be embedded again; the
+partition's vector version moves on); turns
 with content, corrected turns and other kinds keep what they had."""
 
 from __future__ import annotations
@@ -97,6 +98,15 @@ def test_0017_marks_stored_filler_turns_contentless(db_url: str) -> None:
                 ),
                 {"c": f"Nour: {t}", "v": b"\x00" * 8},
             )
+        # The partition has vectors a running process may hold in its cache (version 1).
+        conn.execute(text("DELETE FROM memory_vector_versions"))
+        conn.execute(
+            text(
+                "INSERT INTO memory_vector_versions (tenant_id, runtime_id, user_id, agent_id, "
+                "version) SELECT DISTINCT tenant_id, runtime_id, user_id, agent_id, 1 "
+                "FROM memories"
+            )
+        )
         # Someone corrected one of them: it stays as they left it.
         conn.execute(
             text(
@@ -117,6 +127,11 @@ def test_0017_marks_stored_filler_turns_contentless(db_url: str) -> None:
 
     open_store(db_url).close()  # migrates: 0017 runs over the stored rows
     after = _rows(db_url)
+    engine = create_engine(normalize_url(db_url))
+    with engine.connect() as conn:
+        versions = conn.execute(text("SELECT version FROM memory_vector_versions")).scalars()
+        assert [v > 1 for v in versions] == [True]  # caches of the old vectors are stale
+    engine.dispose()
     assert after[SAID[0]] == before[SAID[0]]
     assert after[SAID[1]] == after[SAID[3]] == (0.2, True, "", False)
     assert after[SAID[2]] == before[SAID[2]]

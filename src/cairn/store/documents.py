@@ -275,15 +275,17 @@ class DocumentRepository(Repository):
             "c.id, c.dataset_id, c.document_id, c.document_uid, c.ordinal, c.content, "
             "c.token_count, c.created_at"
         )
-        where = (
+        in_scope = (
             "c.tenant_id = :tenant AND c.runtime_id = :runtime AND c.user_id = :user "
-            f"AND c.agent_id = :agent AND c.dataset_id IN ({', '.join(names)})"
+            "AND c.agent_id = :agent"
         )
+        where = f"{in_scope} AND c.dataset_id IN ({', '.join(names)})"
         if self.db.is_sqlite:
             return self._search_sqlite(conn, tenant_id, scope, terms, cols, where, params)
         # Each chunk's BM25 as FTS5 computes it on SQLite (``pg_bm25.chunk_score_sql``),
-        # scaled by the share of the query's IDF (in the chunks searched) it holds, as
-        # memories are ranked (``fts5_rank.coordination``).
+        # scaled by the share of the query's IDF it holds, as memories are ranked
+        # (``fts5_rank.coordination``). Both from the partition's chunks, every dataset of
+        # it, as on SQLite (where FTS5's own statistics are the tenant's whole index).
         quoted = ["'" + w.replace("'", "''") + "'" for w in terms]
         queries = ", ".join(
             f"to_tsquery('english'::regconfig, :t{i}) q{i}" for i in range(len(terms))
@@ -294,7 +296,7 @@ class DocumentRepository(Repository):
         got = conn.execute(
             text(
                 f"SELECT count(*), coalesce(sum(length(c.tsv)), 0), {counted} "
-                f"FROM document_chunks c, {queries} WHERE {where}"
+                f"FROM document_chunks c, {queries} WHERE {in_scope}"
             ),
             params,
         ).one()

@@ -49,14 +49,17 @@ def ranked(
     counter: Counter | None = None,
     facts: str = "NULL",
     coordinate: bool = True,
+    rows_in_table: int | None = None,
 ) -> list[tuple[int, float, tuple[Any, ...]]]:
     """``(seq, score, facts)`` of the partition's best ``limit`` rows passing ``where``:
     ``facts`` are the values of the SQL ``facts`` over ``m``, the memory row. ``total`` is
     the partition's row count in the index; ``counter`` counts a MATCH query's rows
     (``MatchCounts.counter``; by default a ``count`` query each time). ``coordinate``: scale
-    each score by the share of the query the row holds (``coordination``)."""
+    each score by the share of the query the row holds (``coordination``); ``rows_in_table``:
+    the index's rows, when the caller has read them (``table_rows``)."""
     counted = counter or (lambda query: count(conn, table, query))
-    rows_in_table = table_rows(conn, table)
+    if rows_in_table is None:
+        rows_in_table = table_rows(conn, table)
     part_q = in_partition(part, total, rows_in_table)
     scores: dict[int, float] = {}
     held: dict[int, float] = {}  # the IDF of the query's terms each row holds
@@ -115,7 +118,8 @@ def in_partition(part: str, total: int, rows_in_table: int) -> str:
     whole index (a tenant with one scope), where a term's rows are all the partition's and
     FTS5 need not walk the token's posting list beside the term's (a count then takes a
     fifth of the time; the ``part`` column weighs nothing in ``bm25``, so scores are the
-    same)."""
+    same). For a read snapshot: inside a write transaction the averages record
+    ``rows_in_table`` comes from lags the rows written in it."""
     return "" if total >= rows_in_table else f'part : "{part}" AND '
 
 

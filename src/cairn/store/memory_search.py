@@ -202,7 +202,18 @@ def _fts5_ranked(
     rows_in_table = fts5_rank.table_rows(conn, table)
     if total < COMMON_TERM_MIN_ROWS:
         found = fts5_rank.ranked(
-            conn, table, part, terms, total, where, params, limit, counter, SQLITE_FACTS, coordinate
+            conn,
+            table,
+            part,
+            terms,
+            total,
+            where,
+            params,
+            limit,
+            counter,
+            SQLITE_FACTS,
+            coordinate,
+            rows_in_table,
         )
         return [(seq, score, facts_of(got)) for seq, score, got in found]
     in_part = fts5_rank.in_partition(part, total, rows_in_table)

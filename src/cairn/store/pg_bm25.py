@@ -65,7 +65,7 @@ def chunk_score_sql(
     n_terms: int, params: dict[str, Any], total: int, lexemes: int
 ) -> tuple[str, str]:
     """SQL of a document chunk's BM25 (``c.tsv`` against ``q0``…) as FTS5's ``bm25`` scores
-    it on SQLite: each term's FTS5 IDF in the chunks searched (``total`` of them, ``lexemes``
+    it on SQLite: each term's FTS5 IDF in the partition's chunks (``total`` of them, ``lexemes``
     the sum of their ``length(tsv)``) times its saturated, length-normalised frequency, the
     frequency read with ``ts_rank`` as for memories (``RANK_ONE``; every lexeme of a chunk
     has weight D). Returns the inner query's columns (each term's frequency ``f<i>`` and the

@@ -1,12 +1,18 @@
 """Turns: chat filler of more languages is contentless.
 
 The contentless rule (``cairn.core.filler``) now knows the Arabic and Korean counterparts of
-its English words (see you soon, talk later, anyway, God willing, good evening, oh cool) and
-Korean laughter (ㅋㅋ, ㅎㅎ). The compiler gives a contentless turn confidence 0.2, marks it
+its English words (see you soon, talk later, anyway, God willing, goodbye, oh cool) and Korean
+laughter (ㅋㅋ, ㅎㅎ). The compiler gives a contentless turn confidence 0.2, marks it
 ``contentless`` and indexes it without its neighbours' words; this brings the turns compiled
 before to the same rule: a turn of the heuristic compiler, not contentless yet and not
 corrected by someone, whose text the rule now finds contentless gets all three, and loses its
-vector (the background pass embeds it again, without the neighbours' words).
+vector (the background pass embeds it again, without the neighbours' words; the partition's
+vector version moves on, so no process keeps serving the old one from its cache).
+
+It applies the rule as ``cairn.core.filler`` has it when it runs: a later, longer list only
+finds more filler, which is what this migration is for. Left as they are (the compiler does
+both for turns it compiles now): the stated name among a converted turn's keywords, and the
+filler words among its neighbours' indexed words; both only add words of little weight.
 
 Going down changes nothing: the older rule keeps a contentless turn as the compiler made it.
 
@@ -14,6 +20,7 @@ Revision ID: 0017_contentless_turns
 """
 
 import json
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -40,22 +47,21 @@ def turn_text(content: str, metadata: dict[str, Any]) -> str:
 def upgrade() -> None:
     bind = op.get_bind()
     last = 0
+    touched: set[tuple[str, str, str, str]] = set()
     while True:
         rows = bind.execute(
             sa.text(
-                "SELECT seq, content, metadata FROM memories WHERE kind = 'turn' "
-                "AND confidence > :floor AND seq > :last ORDER BY seq LIMIT :batch"
+                "SELECT seq, content, metadata, tenant_id, runtime_id, user_id, agent_id "
+                "FROM memories WHERE kind = 'turn' AND confidence > :floor AND seq > :last "
+                "ORDER BY seq LIMIT :batch"
             ),
             {"floor": CONTENTLESS_CONFIDENCE, "last": last, "batch": BATCH},
         ).all()
         if not rows:
+            _bump_vector_versions(bind, touched)
             return
         changes = []
-        for (
-            seq,
-            content,
-            raw,
-        ) in rows:
+        for seq, content, raw, tenant, runtime, user, agent in rows:
             metadata = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
             if (
                 metadata.get("compiler") != "heuristic"
@@ -67,6 +73,7 @@ def upgrade() -> None:
             metadata["contentless"] = True
             metadata["context_terms"] = ""
             changes.append({"seq": seq, "value": CONTENTLESS_CONFIDENCE, "m": json.dumps(metadata)})
+            touched.add((tenant, runtime, user, agent))
         if changes:
             bind.execute(
                 sa.text(
@@ -76,6 +83,21 @@ def upgrade() -> None:
                 changes,
             )
         last = rows[-1][0]
+
+
+def _bump_vector_versions(bind: Any, partitions: set[tuple[str, str, str, str]]) -> None:
+    """Move on the vector version of each partition whose vectors were cleared (a clock
+    value, as ``cairn.store.memory_vectors`` writes it); a partition without one has no
+    vectors anyone could have cached."""
+    version = time.time_ns() // 1000
+    for tenant, runtime, user, agent in sorted(partitions):
+        bind.execute(
+            sa.text(
+                "UPDATE memory_vector_versions SET version = :v WHERE tenant_id = :t "
+                "AND runtime_id = :r AND user_id = :u AND agent_id = :a"
+            ),
+            {"v": version, "t": tenant, "r": runtime, "u": user, "a": agent},
+        )
 
 
 def downgrade() -> None:
