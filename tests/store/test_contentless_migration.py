@@ -1,28 +1,24 @@
 """Migration 0017 on both backends: turns compiled under the older filler rule whose text the
 rule now finds contentless (Arabic and Korean chat filler) get confidence 0.2, the
 ``contentless`` mark, no neighbour words, and lose their vector (to be embedded again; the
-partition's vector version moves on); turns
-with content, corrected turns and other kinds keep what they had."""
+partition's vector version moves on); turns with content, corrected turns and other kinds keep
+what they had."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 
 from alembic import command
 from sqlalchemy import create_engine, text
 
-from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
-from cairn.engine.compile import compile_scope
 from cairn.engine.search import search_memories
 from cairn.store import open_store
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config, current_revisions
+from tests.store.test_turn_confidence_migration import TENANT, compile_turns
 
-TENANT = "t1"
 SCOPE = Scope.for_subject("nour")
-T0 = datetime(2024, 2, 3, 19, 0, tzinfo=UTC)
 SAID = [
     "تركت مطعم الزعتر، وصرت أشتغل بعربية أكل مع توم",
     "منشوفك قريباً",  # see you soon
@@ -56,21 +52,7 @@ def _rows(db_url: str) -> dict[str, tuple[float, bool, str, bool]]:
 def test_0017_marks_stored_filler_turns_contentless(db_url: str) -> None:
     store = open_store(db_url)
     try:
-        store.episodes.append_many(
-            TENANT,
-            [
-                NewEpisode(
-                    scope=SCOPE,
-                    source="test",
-                    type="conversation.turn",
-                    payload={"messages": [{"role": "user", "name": "Nour", "content": t}]},
-                    session_id="s1",
-                    occurred_at=T0 + timedelta(minutes=i),
-                )
-                for i, t in enumerate(SAID)
-            ],
-        )
-        compile_scope(store, TENANT, SCOPE)
+        compile_turns(store, SCOPE, "Nour", SAID)
     finally:
         store.close()
     now = _rows(db_url)

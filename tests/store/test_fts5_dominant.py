@@ -119,6 +119,7 @@ def test_other_partitions_crowding_the_window_widen_it(
 def test_a_partition_that_is_the_whole_index_is_counted_without_its_token(
     sqlite_store: Store,
     monkeypatch: pytest.MonkeyPatch,
+    counted: list[str],
     rows: int,
     coordinate: bool,
 ) -> None:
@@ -129,14 +130,7 @@ def test_a_partition_that_is_the_whole_index_is_counted_without_its_token(
     monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 50)
     with sqlite_store.transaction() as tx:
         tx.memories.insert_new([_row(BIG, c) for c in _texts("big", rows)])
-    counted: list[str] = []
-    original_count = fts5_rank.count
-
-    def count(conn: Any, table: str, query: str) -> int:
-        counted.append(query)
-        return original_count(conn, table, query)
-
-    monkeypatch.setattr(fts5_rank, "count", count)
+    counted.clear()
     query = "harbour ferry violin bees"
     whole = _ranked(sqlite_store, BIG, query, coordinate)
     assert whole and counted

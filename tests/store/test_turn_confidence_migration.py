@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, text
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
-from cairn.store import open_store
+from cairn.store import Store, open_store
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config, current_revisions
 
@@ -39,24 +39,29 @@ def _turns(db_url: str) -> dict[str, float]:
     return {str(c).removeprefix("Maya: "): float(v) for c, v in rows}
 
 
+def compile_turns(store: Store, scope: Scope, speaker: str, said: list[str]) -> None:
+    """One session of ``speaker``'s messages, a minute apart, ingested and compiled."""
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(
+                scope=scope,
+                source="test",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "name": speaker, "content": t}]},
+                session_id="s1",
+                occurred_at=T0 + timedelta(minutes=i),
+            )
+            for i, t in enumerate(said)
+        ],
+    )
+    compile_scope(store, TENANT, scope)
+
+
 def test_0015_recomputes_stored_turns_and_down_restores_them(db_url: str) -> None:
     store = open_store(db_url)
     try:
-        store.episodes.append_many(
-            TENANT,
-            [
-                NewEpisode(
-                    scope=SCOPE,
-                    source="test",
-                    type="conversation.turn",
-                    payload={"messages": [{"role": "user", "name": "Maya", "content": t}]},
-                    session_id="s1",
-                    occurred_at=T0 + timedelta(minutes=i),
-                )
-                for i, t in enumerate(SAID)
-            ],
-        )
-        compile_scope(store, TENANT, SCOPE)
+        compile_turns(store, SCOPE, "Maya", SAID)
         facts = {m.content: m.confidence for m in store.memories.list(TENANT, SCOPE, limit=100)}
     finally:
         store.close()

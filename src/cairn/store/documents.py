@@ -300,12 +300,12 @@ class DocumentRepository(Repository):
             ),
             params,
         ).one()
-        total, lexemes = int(got[0]), int(got[1])
-        weights = [fts5_rank.idf(total, int(n)) for n in got[2:]]
-        for i, (w, n) in enumerate(zip(weights, got[2:], strict=True)):
-            params[f"w{i}"], params[f"n{i}"] = w, int(n)
+        total, lexemes, counts = int(got[0]), int(got[1]), [int(n) for n in got[2:]]
+        weights = [fts5_rank.idf(total, n) for n in counts]
+        for i, w in enumerate(weights):
+            params[f"w{i}"] = w
         params["mass"] = sum(weights) or 1.0
-        columns, bm25 = pg_bm25.chunk_score_sql(len(terms), params, total, lexemes)
+        columns, bm25 = pg_bm25.chunk_score_sql(counts, params, total, lexemes)
         held = " + ".join(f":w{i} * CAST(c.tsv @@ q{i} AS integer)" for i in range(len(terms)))
         params["tsq"] = " | ".join(quoted)
         sql = (

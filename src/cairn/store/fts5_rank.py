@@ -43,23 +43,21 @@ def ranked(
     part: str,
     terms: Sequence[str],
     total: int,
+    rows_in_table: int,
     where: list[str],
     params: dict[str, Any],
     limit: int,
     counter: Counter | None = None,
     facts: str = "NULL",
     coordinate: bool = True,
-    rows_in_table: int | None = None,
 ) -> list[tuple[int, float, tuple[Any, ...]]]:
     """``(seq, score, facts)`` of the partition's best ``limit`` rows passing ``where``:
     ``facts`` are the values of the SQL ``facts`` over ``m``, the memory row. ``total`` is
-    the partition's row count in the index; ``counter`` counts a MATCH query's rows
-    (``MatchCounts.counter``; by default a ``count`` query each time). ``coordinate``: scale
-    each score by the share of the query the row holds (``coordination``); ``rows_in_table``:
-    the index's rows, when the caller has read them (``table_rows``)."""
+    the partition's row count in the index, ``rows_in_table`` the index's (``table_rows``);
+    ``counter`` counts a MATCH query's rows (``MatchCounts.counter``; by default a ``count``
+    query each time). ``coordinate``: scale each score by the share of the query the row
+    holds (``coordination``)."""
     counted = counter or (lambda query: count(conn, table, query))
-    if rows_in_table is None:
-        rows_in_table = table_rows(conn, table)
     part_q = in_partition(part, total, rows_in_table)
     scores: dict[int, float] = {}
     held: dict[int, float] = {}  # the IDF of the query's terms each row holds

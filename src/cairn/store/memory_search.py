@@ -207,13 +207,13 @@ def _fts5_ranked(
             part,
             terms,
             total,
+            rows_in_table,
             where,
             params,
             limit,
             counter,
             SQLITE_FACTS,
             coordinate,
-            rows_in_table,
         )
         return [(seq, score, facts_of(got)) for seq, score, got in found]
     in_part = fts5_rank.in_partition(part, total, rows_in_table)

@@ -41,14 +41,7 @@ def score_sql(
     # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
     per_rank = F8.format("per_rank")
     columns = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} AS r{i}" for i in keep)
-    # BM25's length normalisation ``k1 (1 - b + b L / avgL)`` as ``na + nb L``, in ``float8``
-    # (a bound float may reach the server as a ``numeric`` literal: slower per row).
-    average = max(1.0, lexemes / total) if total else 1.0
-    params["na"] = BM25_K1 * (1.0 - BM25_B)
-    params["nb"] = BM25_K1 * BM25_B / average
-    params["k1p1"] = BM25_K1 + 1.0
-    params["per_rank"] = 1.0 / RANK_ONE
-    norm = f"{F8.format('na')} + {F8.format('nb')} * length(m.fts)"
+    norm = _bind_norm(params, total, lexemes).format(tsv="m.fts")
     summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
     score = f"({summed})"
     if coordinate:  # scaled by the share of the query the row matches, as on SQLite
@@ -61,25 +54,33 @@ def score_sql(
     return columns, norm, score
 
 
-def chunk_score_sql(
-    n_terms: int, params: dict[str, Any], total: int, lexemes: int
-) -> tuple[str, str]:
-    """SQL of a document chunk's BM25 (``c.tsv`` against ``q0``…) as FTS5's ``bm25`` scores
-    it on SQLite: each term's FTS5 IDF in the partition's chunks (``total`` of them, ``lexemes``
-    the sum of their ``length(tsv)``) times its saturated, length-normalised frequency, the
-    frequency read with ``ts_rank`` as for memories (``RANK_ONE``; every lexeme of a chunk
-    has weight D). Returns the inner query's columns (each term's frequency ``f<i>`` and the
-    length normalisation ``norm``) and the score over them (as ``r.``); binds ``b<i>`` from
-    ``params["n<i>"]`` (each term's rows) and the constants it uses."""
+def _bind_norm(params: dict[str, Any], total: int, lexemes: int) -> str:
+    """Binds BM25's constants into ``params`` and returns the SQL of its length normalisation
+    ``k1 (1 - b + b L / avgL)`` as ``na + nb L`` for a ``{tsv}`` column, in ``float8`` (a bound
+    float may reach the server as a ``numeric`` literal: slower per row). ``lexemes`` is the
+    sum of the ``total`` rows' ``length(tsv)``."""
     average = max(1.0, lexemes / total) if total else 1.0
     params["na"] = BM25_K1 * (1.0 - BM25_B)
     params["nb"] = BM25_K1 * BM25_B / average
     params["k1p1"] = BM25_K1 + 1.0
     params["per_rank"] = 1.0 / RANK_ONE
-    columns = [f"{F8.format('na')} + {F8.format('nb')} * length(c.tsv) AS norm"]
+    return f"{F8.format('na')} + {F8.format('nb')} * length({{tsv}})"
+
+
+def chunk_score_sql(
+    counts: Sequence[int], params: dict[str, Any], total: int, lexemes: int
+) -> tuple[str, str]:
+    """SQL of a document chunk's BM25 (``c.tsv`` against ``q0``…) as FTS5's ``bm25`` scores
+    it on SQLite: each term's FTS5 IDF in the partition's chunks (``total`` of them,
+    ``counts`` holding each term, ``lexemes`` the sum of their ``length(tsv)``) times its
+    saturated, length-normalised frequency, the frequency read with ``ts_rank`` as for
+    memories (``RANK_ONE``; every lexeme of a chunk has weight D). Returns the inner query's
+    columns (each term's frequency ``f<i>`` and the length normalisation ``norm``) and the
+    score over them (as ``r.``); binds ``b<i>`` and the constants they use."""
+    columns = [_bind_norm(params, total, lexemes).format(tsv="c.tsv") + " AS norm"]
     summed = []
-    for i in range(n_terms):
-        params[f"b{i}"] = fts5_rank.fts5_idf(total, int(params[f"n{i}"]))
+    for i, n in enumerate(counts):
+        params[f"b{i}"] = fts5_rank.fts5_idf(total, n)
         columns.append(
             f"CAST(ts_rank('{{1, 1, 1, 1}}', c.tsv, q{i}, 0) AS float8) "
             f"* {F8.format('per_rank')} AS f{i}"
