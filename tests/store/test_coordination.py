@@ -80,3 +80,40 @@ def test_coordination_is_the_held_share() -> None:
     assert fts5_rank.coordination(4.0, 4.0) == 1.0
     assert fts5_rank.coordination(0.0, 0.0) == 1.0
     assert fts5_rank.idf(100, 100) > 0  # never negative, even for a term in every row
+
+
+def _share_by_row(terms: list[str], counts: dict[str, int], total: int, text: str) -> float:
+    """The share a row holds, computed the plain way: every word of it stemmed."""
+    stem = fts5_rank.porter_terms([*terms, *text.split()])
+    held = {stem[w] for w in text.split()}
+    weights = {t: fts5_rank.idf(total, counts.get(t, 0)) for t in dict.fromkeys(terms)}
+    found = sum(w for t, w in weights.items() if stem[t] in held)
+    return fts5_rank.coordination(found, sum(weights.values()))
+
+
+def test_a_window_of_rows_is_coordinated_as_row_by_row() -> None:
+    """``QueryShare.all`` (each distinct word of the window stemmed once, through the
+    database's remembered stems) gives each row the share the row-by-row computation gives,
+    for inflected English, other scripts and repeated words; also once the remembered stems
+    start again (``size`` reached) between and within calls."""
+    terms = ["work", "dashboards", "москв", "北京", "acme"]
+    counts = {"work": 3, "dashboards": 1, "москв": 2, "北京": 1}
+    texts = [
+        "maya working dashboard acme",
+        "tom worked москв москв",
+        "北京 works",
+        "",
+        "nothing here at all",
+        "dashboards dashboarding acmes acme",
+    ]
+    expected = [_share_by_row(terms, counts, 40, t) for t in texts]
+    assert expected[3] == 0.0 and expected[0] > expected[4] == 0.0  # the check can fail
+    for size in (200_000, 5, 1):
+        stems = fts5_rank.PorterStems(size=size)
+        for _ in range(2):  # remembered, then read back
+            share = fts5_rank.QueryShare(terms, counts, 40, stems)
+            assert share.all(texts) == pytest.approx(expected)
+            assert [share.of(t) for t in texts] == pytest.approx(expected)
+        assert len(stems._stems) <= max(size, len(set(" ".join(texts).split()) | set(terms)))
+    # Without remembered stems the same.
+    assert fts5_rank.QueryShare(terms, counts, 40).all(texts) == pytest.approx(expected)

@@ -21,7 +21,7 @@ from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 
 from cairn.errors import ConfigError, Unavailable
 from cairn.store.fts import TenantIndexes
-from cairn.store.fts5_rank import MatchCounts
+from cairn.store.fts5_rank import MatchCounts, PorterStems
 
 SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -67,6 +67,8 @@ class Database:
         self.fts = TenantIndexes()
         # SQLite: counts of full-text queries while the index is unchanged (the IDF inputs).
         self.fts_counts = MatchCounts()
+        # SQLite: the Porter stems of indexed words (coordination compares them).
+        self.porter_stems = PorterStems()
         if self.dialect == "sqlite":
             self.engine = self._sqlite_engine(parsed.database, echo)
             self._write_engine = self.engine.execution_options(sqlite_begin="IMMEDIATE")

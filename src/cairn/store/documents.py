@@ -351,13 +351,11 @@ class DocumentRepository(Repository):
         counter = self.db.fts_counts.counter(conn, table)
         in_part = f'part : "{part}"'
         counts = {w: counter(f"{in_part} AND {q}") for w, q in quoted.items()}
-        share = fts5_rank.QueryShare(terms, counts, counter(in_part))
+        share = fts5_rank.QueryShare(terms, counts, counter(in_part), self.db.porter_stems)
+        shares = share.all([m.pop("search_text") or "" for m in rows])
         found = [
-            _chunk(
-                _coerce(m),
-                max(float(m.pop("raw") or 0.0), 0.0) * share.of(m.pop("search_text") or ""),
-            )
-            for m in rows
+            _chunk(_coerce(m), max(float(m.pop("raw") or 0.0), 0.0) * held)
+            for m, held in zip(rows, shares, strict=True)
         ]
         found.sort(key=lambda c: -c.score)  # stable: equal scores keep chunk order
         return found[: int(params["limit"])]

@@ -175,7 +175,8 @@ def lexical_ranked(
         return []  # the tenant has never stored a memory
     part = fts.part_token(tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
     counter = db.fts_counts.counter(conn, table)
-    return _fts5_ranked(conn, table, part, terms, where, params, limit, counter, coordinate)
+    stems = db.porter_stems if coordinate else None
+    return _fts5_ranked(conn, table, part, terms, where, params, limit, counter, stems)
 
 
 def _fts5_ranked(
@@ -187,7 +188,7 @@ def _fts5_ranked(
     params: dict[str, Any],
     limit: int,
     counter: fts5_rank.Counter,
-    coordinate: bool = True,
+    stems: fts5_rank.PorterStems | None = None,
 ) -> list[Ranked]:
     """FTS5 ranks inside the partition (its ``part`` token) in the tenant's own index; the
     rows returned pass partition, status and kind (``counter`` counts a query's rows: see
@@ -195,7 +196,9 @@ def _fts5_ranked(
     ``COMMON_TERM_MIN_ROWS`` rows is ranked term by term with the partition's IDF, as
     PostgreSQL ranks (``cairn.store.fts5_rank``); a bigger one by one ``bm25`` query, whose
     IDF is the tenant's (one query instead of one per term: at 100,000 memories the per-term
-    ranking doubled a request's time)."""
+    ranking doubled a request's time). With ``stems`` scores are coordinated (the share of
+    the query a row holds: ``fts5_rank.QueryShare``), without them plain BM25."""
+    coordinate = stems is not None
     total = counter(f'part : "{part}"')
     if not total:  # nothing indexed in the partition (a new subject): no term can match
         return []
@@ -243,22 +246,28 @@ def _fts5_ranked(
         rows = conn.execute(statement(sql), params).all()
         if len(rows) >= limit or inner >= 1_000_000 or counter(params["q"]) <= params["wide"]:
             # (Fewer than asked: either that is all there is, or filters ate the window.)
-            if coordinate:
-                return _coordinated(rows, terms, counts, total)[:limit]
+            if stems is not None:
+                return _coordinated(rows, terms, counts, total, stems)[:limit]
             return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in rows[:limit]]
         inner *= 4
 
 
 def _coordinated(
-    rows: Sequence[Any], terms: Sequence[str], counts: dict[str, int], total: int
+    rows: Sequence[Any],
+    terms: Sequence[str],
+    counts: dict[str, int],
+    total: int,
+    stems: fts5_rank.PorterStems,
 ) -> list[Ranked]:
     """The big-partition window (``seq, score, facts…, search_text, context_terms`` rows,
     best by BM25) with each score scaled by the share of the query the row holds
     (``fts5_rank.QueryShare``), best first."""
-    share = fts5_rank.QueryShare(terms, counts, total)
+    shares = fts5_rank.QueryShare(terms, counts, total, stems).all(
+        [f"{r[-2] or ''} {r[-1] or ''}" for r in rows]
+    )
     out = [
-        (int(r[0]), float(r[1]) * share.of(f"{r[-2] or ''} {r[-1] or ''}"), facts_of(r[2:-2]))
-        for r in rows
+        (int(r[0]), float(r[1]) * held, facts_of(r[2:-2]))
+        for r, held in zip(rows, shares, strict=True)
     ]
     out.sort(key=lambda got: (-got[1], got[0]))
     return out
