@@ -90,6 +90,11 @@ class Settings(BaseSettings):
         False,
         description="The background embedding pass steps aside for requests in flight.",
     )
+    vector_cache_mb: int = Field(
+        256,
+        gt=0,
+        description="Memory the vector lane's partition matrices may keep, in MB (10^6 bytes).",
+    )
     embedding_model: str = Field("", description="Model name for the openai embedder.")
     compiler: Literal["heuristic", "llm"] = Field("heuristic", description="Memory compiler.")
     compile_on_ingest: bool = Field(False, description="Compile a subject after each ingest.")

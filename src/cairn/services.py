@@ -110,6 +110,7 @@ class Services:
         # A search that finds memories without a vector moves their partition to the front
         # of the background pass.
         self.search_caches = SearchCaches(
+            max_vector_bytes=settings.vector_cache_mb * 1_000_000,
             requests=requests,
             on_missing_vectors=self.embedding_backfill.prefer if self.embedding_backfill else None,
         )

@@ -87,10 +87,11 @@ class SearchCaches:
         max_partitions: int = 64,
         queries: int = 1024,
         *,
+        max_vector_bytes: int | None = None,
         requests: RequestGate | None = None,
         on_missing_vectors: Callable[[str, Scope], None] | None = None,
     ) -> None:
-        self.vectors = VectorIndex(max_partitions)
+        self.vectors = VectorIndex(max_partitions, max_vector_bytes)
         self.queries = QueryCache(queries)
         # Search and context requests in flight: the background embedding pass steps aside.
         self.requests = requests or RequestGate()

@@ -26,15 +26,31 @@ class _Matrix:
     seqs: np.ndarray
     vectors: np.ndarray
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.seqs.nbytes + self.vectors.nbytes)
+
 
 class VectorIndex:
     """Exact nearest neighbours per partition, cached in memory while the vectors are the
-    same (checked by one read of the partition's vector version on every search)."""
+    same (checked by one read of the partition's vector version on every search).
 
-    def __init__(self, max_partitions: int = 64) -> None:
+    At most ``max_partitions`` matrices and ``max_bytes`` of them are kept, the least recently
+    searched dropped first (the one just searched is kept whatever its size): a partition of
+    10,000 memories is 37 MB with the default embedder, so a count alone would let a server
+    with many large subjects grow without bound."""
+
+    def __init__(self, max_partitions: int = 64, max_bytes: int | None = None) -> None:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[Any, ...], _Matrix] = OrderedDict()
         self._max = max_partitions
+        self._max_bytes = max_bytes
+        self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the matrices kept."""
+        return self._bytes
 
     @staticmethod
     def _key(store: Store, tenant_id: str, scope: Scope) -> tuple[Any, ...]:
@@ -43,11 +59,13 @@ class VectorIndex:
     def drop(self, store: Store, tenant_id: str, scope: Scope) -> None:
         """Forget the partition's matrix (its data was erased)."""
         with self._lock:
-            self._cache.pop(self._key(store, tenant_id, scope), None)
+            gone = self._cache.pop(self._key(store, tenant_id, scope), None)
+            self._bytes -= gone.nbytes if gone is not None else 0
 
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._bytes = 0
 
     def matrix(self, store: Store, tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
         """The partition's vectors, read in ``tx`` (a unit of work of ``store``)."""
@@ -62,10 +80,14 @@ class VectorIndex:
         if built is None:
             built = _read_matrix(stamp, tx, tenant_id, scope)
         with self._lock:
+            replaced = self._cache.pop(key, None)
+            self._bytes += built.nbytes - (replaced.nbytes if replaced is not None else 0)
             self._cache[key] = built
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._max:
-                self._cache.popitem(last=False)
+            while len(self._cache) > 1 and (
+                len(self._cache) > self._max
+                or (self._max_bytes is not None and self._bytes > self._max_bytes)
+            ):
+                self._bytes -= self._cache.popitem(last=False)[1].nbytes
         return built
 
 

@@ -1,0 +1,97 @@
+"""The vector lane's partition matrices are kept within a byte budget
+(``CAIRN_VECTOR_CACHE_MB``): the least recently searched partition goes first, the one being
+searched always stays, and a dropped partition is read again when searched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine.compile import compile_scope
+from cairn.engine.vectors import VectorIndex
+from cairn.store import Store, open_store
+from cairn.store.memory_vectors import MemoryVectors
+
+TENANT = "default"
+DIM = 4
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    s = open_store(f"sqlite:///{tmp_path / 'v.db'}")
+    yield s
+    s.close()
+
+
+def _partition(store: Store, name: str, memories: int) -> Scope:
+    """A partition of ``memories`` memories, each with a vector of ``DIM`` floats."""
+    scope = Scope.for_subject(name)
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(scope=scope, source="s", type="note", payload={"text": f"{name} fact {i}"})
+            for i in range(memories)
+        ],
+    )
+    while compile_scope(store, TENANT, scope).has_more:
+        pass
+    with store.snapshot() as tx:
+        seqs = [seq for seq, _, _ in tx.memories.without_embedding(TENANT, scope)]
+    blob = np.ones(DIM, dtype="<f4").tobytes()
+    with store.transaction() as tx:
+        tx.memories.set_embeddings(TENANT, scope, [(s, blob) for s in seqs])
+    return scope
+
+
+def test_matrices_stay_within_the_byte_budget(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = [_partition(store, f"p{i}", 3) for i in range(3)]
+    big = _partition(store, "big", 12)
+    per_row = 8 + 4 * DIM  # a seq (int64) and its vector
+    reads: list[str] = []
+    original = MemoryVectors.vectors
+
+    def counted(self: Any, tenant_id: str, scope: Scope, after: int = 0) -> Any:
+        reads.append(scope.user_id)
+        return original(self, tenant_id, scope, after)
+
+    monkeypatch.setattr(MemoryVectors, "vectors", counted)
+    index = VectorIndex(max_partitions=64, max_bytes=2 * 3 * per_row)
+
+    def search(scope: Scope) -> Any:
+        with store.snapshot() as tx:
+            return index.matrix(store, tx, TENANT, scope)
+
+    sizes = {len(search(scope).seqs) for scope in small}
+    assert sizes == {3}
+    assert index.nbytes == 2 * 3 * per_row  # the third pushed the first out
+    assert reads == ["p0", "p1", "p2"]
+    search(small[2])
+    search(small[1])
+    assert reads == ["p0", "p1", "p2"]  # both still kept: no read
+    search(small[0])
+    assert reads[-1] == "p0"  # it was dropped, so it is read again
+    # A partition bigger than the whole budget is kept alone while it is searched.
+    assert len(search(big).seqs) == 12
+    assert index.nbytes == 12 * per_row
+    search(big)
+    assert reads[-1] == "big" and reads.count("big") == 1
+    index.drop(store, TENANT, big)
+    assert index.nbytes == 0
+
+
+def test_without_a_byte_budget_the_count_bounds(store: Store) -> None:
+    scopes = [_partition(store, f"q{i}", 2) for i in range(3)]
+    index = VectorIndex(max_partitions=2)
+    for scope in scopes:
+        with store.snapshot() as tx:
+            index.matrix(store, tx, TENANT, scope)
+    assert index.nbytes == 2 * 2 * (8 + 4 * DIM)
+    index.clear()
+    assert index.nbytes == 0
