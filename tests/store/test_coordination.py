@@ -108,7 +108,7 @@ def test_a_window_of_rows_is_coordinated_as_row_by_row() -> None:
     ]
     expected = [_share_by_row(terms, counts, 40, t) for t in texts]
     assert expected[3] == 0.0 and expected[0] > expected[4] == 0.0  # the check can fail
-    for size in (200_000, 5, 1):
+    for size in (50_000, 5, 1):
         stems = fts5_rank.PorterStems(size=size)
         for _ in range(2):  # remembered, then read back
             share = fts5_rank.QueryShare(terms, counts, 40, stems)

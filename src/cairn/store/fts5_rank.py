@@ -153,7 +153,7 @@ class PorterStems:
     was most of a hybrid context request's time (some 10,000 words a request, 1.5 µs each).
     Up to ``size`` words, then it starts again. Owned by the ``Database``; thread-safe."""
 
-    def __init__(self, size: int = 200_000) -> None:
+    def __init__(self, size: int = 50_000) -> None:
         self.size = size
         self._lock = threading.Lock()
         self._stems: dict[str, str] = {}
