@@ -77,6 +77,25 @@ def test_matrices_stay_within_the_byte_budget(
     assert reads == ["p0", "p1", "p2"]  # both still kept: no read
     search(small[0])
     assert reads[-1] == "p0"  # it was dropped, so it is read again
+    assert index.nbytes == 2 * 3 * per_row
+    # p0's return pushed out p2, searched before p1: the least recently searched goes.
+    search(small[1])
+    assert reads[-1] == "p0"  # kept
+    search(small[2])
+    assert reads[-1] == "p2"  # read again (and p0 pushed out)
+    # A partition that grows is replaced in place: its bytes counted once, at the new size.
+    blob = np.ones(DIM, dtype="<f4").tobytes()
+    store.episodes.append_many(
+        TENANT,
+        [NewEpisode(scope=small[2], source="s", type="note", payload={"text": "p2 one more"})],
+    )
+    compile_scope(store, TENANT, small[2])
+    with store.snapshot() as tx:
+        (seq,) = [row[0] for row in tx.memories.without_embedding(TENANT, small[2])]
+    with store.transaction() as tx:
+        tx.memories.set_embeddings(TENANT, small[2], [(seq, blob)])
+    assert len(search(small[2]).seqs) == 4
+    assert index.nbytes == 4 * per_row  # p2 alone: with p1 beside it, 7 rows overrun 6
     # A partition bigger than the whole budget is kept alone while it is searched.
     assert len(search(big).seqs) == 12
     assert index.nbytes == 12 * per_row

@@ -96,7 +96,7 @@ def test_a_window_of_rows_is_coordinated_as_row_by_row() -> None:
     database's remembered stems) gives each row the share the row-by-row computation gives,
     for inflected English, other scripts and repeated words; also once the remembered stems
     start again (``size`` reached) between and within calls."""
-    terms = ["work", "dashboards", "москв", "北京", "acme"]
+    terms = ["work", "dashboards", "москв", "北京", "acme", "works", "acme"]  # one stem twice
     counts = {"work": 3, "dashboards": 1, "москв": 2, "北京": 1}
     texts = [
         "maya working dashboard acme",

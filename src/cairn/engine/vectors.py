@@ -37,7 +37,7 @@ class VectorIndex:
 
     At most ``max_partitions`` matrices and ``max_bytes`` of them are kept, the least recently
     searched dropped first (the one just searched is kept whatever its size): a partition of
-    10,000 memories is 37 MB with the default embedder, so a count alone would let a server
+    10,000 memories is 36 MB with the default embedder, so a count alone would let a server
     with many large subjects grow without bound."""
 
     def __init__(self, max_partitions: int = 64, max_bytes: int | None = None) -> None:

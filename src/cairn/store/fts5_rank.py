@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import Stemmer
@@ -158,8 +158,9 @@ class PorterStems:
         self._lock = threading.Lock()
         self._stems: dict[str, str] = {}
 
-    def of(self, words: Collection[str]) -> dict[str, str]:
-        """``word → stem`` for each of ``words``."""
+    def of(self, words: Collection[str]) -> Mapping[str, str]:
+        """``word → stem`` for each of ``words`` (to look words up in, not to iterate: it may
+        be the memo itself, which other threads add to)."""
         known = self._stems  # (replaced, never cleared, when full: a read keeps its own)
         new = [w for w in words if w not in known]
         if not new:
@@ -168,7 +169,8 @@ class PorterStems:
         with self._lock:
             if len(self._stems) + len(got) > self.size:
                 self._stems = {}
-            self._stems.update(got)
+            if len(got) <= self.size:
+                self._stems.update(got)
         got.update((w, known[w]) for w in words if w in known)
         return got
 
