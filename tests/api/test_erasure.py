@@ -159,6 +159,12 @@ def test_delete_scopes_erases_a_person_everywhere(world: Any) -> None:
     sqlite = services.store.db.is_sqlite
     if sqlite:  # the probe can fail: before the erasure it finds the marker everywhere
         assert found_in(marker, *sqlite_evidence(services)) == ["dump", "file"]
+    # A search of the user's document: on SQLite its words' stems are remembered in memory.
+    scope = {"runtime_id": "rt-erase", "user_id": USER, "agent_id": "helper"}
+    body = {"scope": scope, "query": f"handbook {marker}", "dataset_ids": ["ds"]}
+    assert _ok(client.post("/v1/scopes/context", json=body))["items"]
+    if sqlite:  # (the probe below can fail)
+        assert marker in services.store.db.porter_stems._stems
 
     r = _ok(client.delete("/v1/scopes", params={"user_id": USER}))
     assert {(p["runtime_id"], p["agent_id"]) for p in r["partitions"]} == {
@@ -172,6 +178,7 @@ def test_delete_scopes_erases_a_person_everywhere(world: Any) -> None:
 
     everything = rows_text(services)
     assert marker not in everything
+    assert marker not in services.store.db.porter_stems._stems
     assert USER not in everything
     assert kept in everything  # another user's data stays
     if sqlite:

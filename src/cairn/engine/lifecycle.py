@@ -272,8 +272,10 @@ def _after_erase(
     store: Store, vectors: VectorIndex | None, tenant_id: str, scopes: list[Scope]
 ) -> None:
     """Drop what caches and logs still hold of erased data: the partitions' cached vector
-    matrices are dropped, and SQLite's write-ahead log is checkpointed."""
+    matrices and the remembered stems of indexed words are dropped, and SQLite's write-ahead
+    log is checkpointed."""
     if vectors is not None:
         for scope in scopes:
             vectors.drop(store, tenant_id, scope)
+    store.lifecycle.forget_cached_text()
     store.lifecycle.checkpoint()

@@ -158,6 +158,11 @@ class PorterStems:
         self._lock = threading.Lock()
         self._stems: dict[str, str] = {}
 
+    def clear(self) -> None:
+        """Forget every word (after an erasure: the memo holds words of indexed text)."""
+        with self._lock:
+            self._stems = {}
+
     def of(self, words: Collection[str]) -> Mapping[str, str]:
         """``word → stem`` for each of ``words`` (to look words up in, not to iterate: it may
         be the memo itself, which other threads add to)."""

@@ -195,6 +195,11 @@ class LifecycleRepository(Repository):
             if table is not None:
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
+    def forget_cached_text(self) -> None:
+        """Drop what this process remembers of indexed words (the Porter stems coordination
+        compares), so no word of erased data stays in memory."""
+        self.db.porter_stems.clear()
+
     def checkpoint(self) -> None:
         """SQLite: copy the write-ahead log into the database and truncate it, so page images
         holding deleted text leave the ``-wal`` file (best effort: a reader still inside an
