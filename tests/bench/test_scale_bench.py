@@ -35,3 +35,16 @@ def test_scale_table_runs_through_a_real_server(
     table = scale.markdown([result])
     assert f"| {backend} lexical |" in table
     assert "200-episode subject" in table and "server RSS" in table
+
+
+@pytest.mark.slow
+def test_hybrid_mode_can_wait_for_the_vectors() -> None:
+    """``--settle``: hybrid mode measures once every vector is written, and says how many
+    were (without it, right after the compile, the share is whatever the background wrote)."""
+    result = scale.run_one(
+        "sqlite", "hybrid", sizes=(40, 120), contexts=6, searches=6, settle_s=120
+    )
+    assert result["vectors"] == 1.0
+    assert result["search"]["found"] >= 3
+    table = scale.markdown([result])
+    assert "| vectors written when measured, largest subject | 100 % |" in table

@@ -11,11 +11,14 @@ most memories of a big subject have none yet), one fresh server and database:
 2. each measured subject (1,000 and 10,000 episodes by default, more with ``--size``):
    ``POST /v1/episodes/batch`` of 100 episodes (4 in flight; the 10,000 subject's rate is the
    ingest row), then ``POST /v1/memories/compile`` until ``has_more`` is false;
-3. right after (no VACUUM, no ANALYZE, no settling): ``contexts`` sequential
+3. right after (no VACUUM, no ANALYZE, no settling; with ``settle_s``, hybrid mode first waits
+   until every measured subject's memories have vectors, for at most that long): ``contexts``
+   sequential
    ``POST /v1/context {"subject_id", "task", "max_tokens": 1000}`` per subject and ``searches``
    sequential ``GET /v1/memories/search?subject_id=&q=`` (``hybrid=true`` in hybrid mode) on
    the largest subject, after 20 unmeasured warm-up calls of each;
-4. the server's RSS (``/proc``) at the end, and its peak.
+4. the server's RSS (``/proc``) at the end, and its peak; in hybrid mode also the share of the
+   largest subject's memories that had a vector when the measuring began.
 
 Episodes are one user turn each: a speaker and an 8-24 word sentence over a Zipf vocabulary
 (``cairn.bench.context``); queries are 3-7 content words of it (searches 1-3).
@@ -38,8 +41,9 @@ import httpx
 
 from cairn.bench.context import percentiles, query_text, sentence
 from cairn.bench.ingest import post_concurrently
-from cairn.bench.recall import HarnessError, compile_subject
+from cairn.bench.recall import HarnessError, VectorProbe, compile_subject
 from cairn.bench.server import rss_mb, scratch_postgres, server_process
+from cairn.config import Settings
 
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 SIZES = (1_000, 10_000)
@@ -158,6 +162,7 @@ def run_one(
     contexts: int = 250,
     searches: int = 200,
     pg_url: str = PG_DEFAULT,
+    settle_s: float = 0.0,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """One backend in one mode: a fresh server and database, every step of the table."""
@@ -184,6 +189,10 @@ def run_one(
             subject = f"subject-{n}"
             out["subjects"][n] = load_subject(base, client, subject, n, seed=n)
             say(f"{backend}/{mode}: {n:,} episodes → {out['subjects'][n]['memories']:,} memories")
+        if mode == "hybrid":
+            database = Settings(data_dir=Path(data_dir), database_url=url).resolved_database_url()
+            out["vectors"] = _vectors_when_measured(database, sizes, settle_s)
+            say(f"{backend}/{mode}: {out['vectors']:.1%} of the vectors written, measuring")
         for n in sizes:
             ctx = measure_context(client, f"subject-{n}", contexts, 11)
             out["subjects"][n]["context"] = ctx
@@ -196,6 +205,19 @@ def run_one(
         mem = rss_mb(pid)
         out["rss_mb"], out["rss_peak_mb"] = mem.get("rss"), mem.get("hwm")
     return out
+
+
+def _vectors_when_measured(database_url: str, sizes: tuple[int, ...], settle_s: float) -> float:
+    """The share of the largest subject's memories with a vector, after waiting up to
+    ``settle_s`` for every measured subject's vectors (read beside the server: a snapshot)."""
+    probe = VectorProbe(database_url)
+    try:
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline and any(probe.share(f"subject-{n}") < 1.0 for n in sizes):
+            time.sleep(1.0)
+        return probe.share(f"subject-{max(sizes)}")
+    finally:
+        probe.close()
 
 
 def _cell(value: float | None, fmt: str = "{:.1f}") -> str:
@@ -234,6 +256,11 @@ def markdown(results: list[dict[str, Any]]) -> str:
         lambda r: _cell(r["subjects"][max(r["subjects"])]["compile_eps"], "{:,.0f}"),
     )
     row("other episodes in the tenant", lambda r: f"{r['fill']:,}")
+    if any("vectors" in r for r in results):
+        row(
+            "vectors written when measured, largest subject",
+            lambda r: _cell(100 * r["vectors"], "{:.0f} %") if "vectors" in r else "n/a",
+        )
     row("server RSS after the run MB (peak)", lambda r: _rss(r))
     return "\n".join(lines)
 
@@ -256,6 +283,7 @@ def run(
     contexts: int = 250,
     searches: int = 200,
     pg_url: str = PG_DEFAULT,
+    settle_s: float = 0.0,
     as_json: bool = False,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
@@ -270,6 +298,7 @@ def run(
             contexts=contexts,
             searches=searches,
             pg_url=pg_url,
+            settle_s=settle_s,
             progress=progress,
         )
         for mode in modes

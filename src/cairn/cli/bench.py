@@ -197,13 +197,21 @@ def scale(
         "postgresql://postgres@127.0.0.1:5432/postgres",
         help="PostgreSQL server (a scratch database is made on it and dropped).",
     ),
+    settle: float = typer.Option(
+        0.0,
+        "--settle",
+        min=0.0,
+        help="Hybrid mode: first wait up to this many seconds for every vector to be written.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Also print the results as JSON."),
 ) -> None:
     """The issue's HTTP table (context at 1k/10k, keyword search, batch ingest, server RSS)
-    through a real server on loopback, measured right after the compile.
+    through a real server on loopback, measured right after the compile (hybrid mode with
+    --settle: once the vectors are written).
 
     Example: cairn bench scale --backend both --mode both
     Larger: cairn bench scale --backend postgres --size 50000 --fill 500000
+    Steady state: cairn bench scale --backend sqlite --mode hybrid --size 10000 --settle 900
     """
     from cairn.bench.recall import HarnessError
     from cairn.bench.scale import MODES, run
@@ -227,6 +235,7 @@ def scale(
             contexts=contexts,
             searches=searches,
             pg_url=pg_url,
+            settle_s=settle,
             as_json=as_json,
             progress=lambda line: err_console.print(line, style="dim", markup=False),
         )
