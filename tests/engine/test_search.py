@@ -432,6 +432,13 @@ def test_a_partition_matrix_grows_with_the_vectors_written_after_it(tmp_path: An
             m = matrix()
             assert reads[-1] == 0 and m.vectors.shape == (2, 4)  # read whole again
             assert m.vectors[:, 0].tolist() == [3.0, 3.0]
+            # Cleared and written again for the same rows: the count is as it was, the
+            # vectors are not; the matrix is read again, not extended.
+            with store.transaction() as tx:
+                tx.memories.drop_vectors_of_other_size(8)
+            write(seqs[4:], 4.0)
+            m = matrix()
+            assert reads[-1] == 0 and m.vectors[:, 0].tolist() == [4.0, 4.0]
     finally:
         store.close()
 

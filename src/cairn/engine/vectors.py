@@ -96,9 +96,11 @@ def _appended(
 ) -> _Matrix | None:
     """``old`` plus the vectors written after its last row, when those are all that changed:
     the background pass embeds a partition's memories in ``seq`` order, so after each batch only
-    the new rows are read (not the whole partition again). None when anything else changed
-    (a count that does not add up: rows deleted or embedded out of order; another size)."""
-    if not len(old.seqs):
+    the new rows are read (not the whole partition again). None when anything else changed: a
+    vector cleared since (the stamp's ``rewrites``: it may have been written again for the same
+    row, which no count shows), a count that does not add up (rows deleted or embedded out of
+    order), another size."""
+    if not len(old.seqs) or old.stamp[1] != stamp[1]:
         return None
     newer = tx.memories.vectors(tenant_id, scope, after=int(old.seqs[-1]))
     if len(old.seqs) + len(newer.seqs) != tx.memories.vector_count(tenant_id, scope):

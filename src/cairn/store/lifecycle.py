@@ -9,7 +9,6 @@ wiped. A deleted episode is removed outright, with the memories derived from it 
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -20,7 +19,7 @@ from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.memory_rows import row_to_memory
-from cairn.store.memory_vectors import vector_versions
+from cairn.store.memory_vectors import bump_vector_version
 from cairn.store.partitions import PartitionSelector, erase, partitions
 from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
@@ -178,11 +177,7 @@ class LifecycleRepository(Repository):
             "user_id": scope.user_id,
             "agent_id": scope.agent_id,
         }
-        version = time.time_ns() // 1000
-        stmt = self.db.insert(vector_versions).values(**key, version=version)
-        conn.execute(
-            stmt.on_conflict_do_update(index_elements=list(key), set_={"version": version})
-        )
+        bump_vector_version(conn, self.db.insert, key, cleared=True)
 
     def purge_index(self, tenant_id: str) -> None:
         """SQLite: merge the tenant's FTS5 segments so deleted terms leave the index files

@@ -27,7 +27,23 @@ vector_versions = Table(
     Column("user_id", String(256), primary_key=True, server_default=""),
     Column("agent_id", String(256), primary_key=True, server_default=""),
     Column("version", BigInteger(), nullable=False),
+    # Grows whenever a vector of the partition is cleared (not only added): a cached matrix
+    # may then only be read again, not extended (``cairn.engine.vectors``).
+    Column("rewrites", BigInteger(), nullable=False, server_default="0"),
 )
+
+
+def bump_vector_version(conn: Any, insert: Any, key: dict[str, Any], *, cleared: bool) -> None:
+    """Move the partition's vector version on (``key``: its four columns); ``cleared``: a
+    vector was cleared, so ``rewrites`` grows too. The version is a clock value, not a
+    counter: a subject deleted and rebuilt never repeats a version a cache may still hold.
+    ``insert`` is the database's dialect ``insert`` (for its upsert)."""
+    version = time.time_ns() // 1000
+    stmt = insert(vector_versions).values(**key, version=version, rewrites=int(cleared))
+    grown: dict[str, Any] = {"version": version}
+    if cleared:
+        grown["rewrites"] = vector_versions.c.rewrites + 1
+    conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=grown))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,32 +92,28 @@ class MemoryVectors(Repository):
                 [{"s": r[0]} for r in found],
             )
         for tenant_id, runtime_id, user_id, agent_id in {tuple(r[1:]) for r in found}:
-            self._bump_vectors(
-                {
-                    "tenant_id": tenant_id,
-                    "runtime_id": runtime_id,
-                    "user_id": user_id,
-                    "agent_id": agent_id,
-                }
-            )
+            key = {
+                "tenant_id": tenant_id,
+                "runtime_id": runtime_id,
+                "user_id": user_id,
+                "agent_id": agent_id,
+            }
+            bump_vector_version(self._tx_write, self.db.insert, key, cleared=True)
         return len(found)
 
     def _bump_vectors(self, key: dict[str, Any]) -> None:
-        conn = self._tx_write
-        # A clock value, not a counter: a subject deleted and rebuilt never repeats a version
-        # that a cache may still hold.
-        version = time.time_ns() // 1000
-        stmt = self.db.insert(vector_versions).values(**key, version=version)
-        stmt = stmt.on_conflict_do_update(index_elements=list(key), set_={"version": version})
-        conn.execute(stmt)
+        bump_vector_version(self._tx_write, self.db.insert, key, cleared=False)
 
     def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
-        """The partition's vector version (0: none yet): changes when its vectors do."""
+        """The partition's vector version (0: none yet), which changes when its vectors do,
+        and how many times a vector of it was cleared (``rewrites``)."""
         conn = self._tx_read
-        version = conn.execute(
-            select(vector_versions.c.version).where(scope_filter(vector_versions, tenant_id, scope))
-        ).scalar()
-        return int(version or 0), 0
+        row = conn.execute(
+            select(vector_versions.c.version, vector_versions.c.rewrites).where(
+                scope_filter(vector_versions, tenant_id, scope)
+            )
+        ).first()
+        return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
     def vectors(self, tenant_id: str, scope: Scope, after: int = 0) -> VectorRows:
         """The partition's vectors in ``seq`` order (only rows after ``after`` if given)."""
