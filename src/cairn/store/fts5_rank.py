@@ -184,29 +184,22 @@ class QueryShare:
     """The share of a query (``coordination``) that a row holds, read off the row's indexed
     text: for rows ranked by one ``bm25`` query, where FTS5 cannot say which terms of an OR
     matched without a query per term (1 to 3 ms each at 100,000 rows). Terms are compared as
-    FTS5's ``porter`` stems them (``PorterStems``, or ``porter_terms`` when none is given);
-    ``counts`` are each term's rows among ``total``."""
+    FTS5's ``porter`` stems them (through the database's ``PorterStems``); ``counts`` are each
+    term's rows among ``total``."""
 
     def __init__(
-        self,
-        terms: Sequence[str],
-        counts: dict[str, int],
-        total: int,
-        stems: PorterStems | None = None,
+        self, terms: Sequence[str], counts: dict[str, int], total: int, stems: PorterStems
     ) -> None:
         self._weights = {t: idf(total, counts.get(t, 0)) for t in dict.fromkeys(terms)}
         self._stems = stems
         self._mass = sum(self._weights.values())
 
-    def of(self, indexed: str) -> float:
-        """The share held by a row whose indexed text (analysed terms) is ``indexed``."""
-        return self.all([indexed])[0]
-
     def all(self, texts: Sequence[str]) -> list[float]:
-        """``of`` for every text, each distinct word among them stemmed once."""
+        """The share each of ``texts`` (a row's analysed terms) holds, each distinct word
+        among them stemmed once."""
         rows = [set(text.split()) for text in texts]
         words = set(self._weights).union(*rows)
-        stem = self._stems.of(words) if self._stems is not None else porter_terms(list(words))
+        stem = self._stems.of(words)
         wanted = [(stem[t], w) for t, w in self._weights.items()]
         stems = {s for s, _ in wanted}
         # The words that stem to a query term's stem; a row holds what it shares with them.

@@ -168,16 +168,9 @@ class LifecycleRepository(Repository):
         return scopes, counts
 
     def bump_vectors(self, tenant_id: str, scope: Scope) -> None:
-        """Move the partition's vector version on, so no cached matrix outlives a removed
-        vector (a clock value, as ``MemoryRepository.set_embeddings`` uses)."""
-        conn = self._tx_write
-        key = {
-            "tenant_id": tenant_id,
-            "runtime_id": scope.runtime_id,
-            "user_id": scope.user_id,
-            "agent_id": scope.agent_id,
-        }
-        bump_vector_version(conn, self.db.insert, key, cleared=True)
+        """Move the partition's vector version (and its count of clearings) on, so no cached
+        matrix outlives a removed vector."""
+        bump_vector_version(self._tx_write, self.db, tenant_id, scope, cleared=True)
 
     def purge_index(self, tenant_id: str) -> None:
         """SQLite: merge the tenant's FTS5 segments so deleted terms leave the index files

@@ -7,15 +7,28 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import BigInteger, Column, String, Table, bindparam, func, select, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    String,
+    Table,
+    bindparam,
+    func,
+    select,
+    update,
+)
 
 from cairn.core.scope import Scope
 from cairn.store.episodes import scope_filter
 from cairn.store.repository import Repository
 from cairn.store.schema import memories as t
 from cairn.store.schema import metadata
+
+if TYPE_CHECKING:
+    from cairn.store.database import Database
 
 # One row per partition with vectors; ``version`` grows whenever its vectors change, so the
 # vector lane's in-memory matrix is checked with one primary-key read.
@@ -33,13 +46,20 @@ vector_versions = Table(
 )
 
 
-def bump_vector_version(conn: Any, insert: Any, key: dict[str, Any], *, cleared: bool) -> None:
-    """Move the partition's vector version on (``key``: its four columns); ``cleared``: a
-    vector was cleared, so ``rewrites`` grows too. The version is a clock value, not a
-    counter: a subject deleted and rebuilt never repeats a version a cache may still hold.
-    ``insert`` is the database's dialect ``insert`` (for its upsert)."""
+def bump_vector_version(
+    conn: Connection, db: Database, tenant_id: str, scope: Scope, *, cleared: bool
+) -> None:
+    """Move the partition's vector version on; ``cleared``: a vector of it was cleared, so
+    ``rewrites`` grows too. The version is a clock value, not a counter: a subject deleted and
+    rebuilt never repeats a version a cache may still hold."""
+    key = {
+        "tenant_id": tenant_id,
+        "runtime_id": scope.runtime_id,
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+    }
     version = time.time_ns() // 1000
-    stmt = insert(vector_versions).values(**key, version=version, rewrites=int(cleared))
+    stmt = db.insert(vector_versions).values(**key, version=version, rewrites=int(cleared))
     grown: dict[str, Any] = {"version": version}
     if cleared:
         grown["rewrites"] = vector_versions.c.rewrites + 1
@@ -69,14 +89,7 @@ class MemoryVectors(Repository):
             update(t).where(t.c.seq == bindparam("s")).values(embedding=bindparam("e")),
             params,
         )
-        self._bump_vectors(
-            {
-                "tenant_id": tenant_id,
-                "runtime_id": scope.runtime_id,
-                "user_id": scope.user_id,
-                "agent_id": scope.agent_id,
-            }
-        )
+        bump_vector_version(conn, self.db, tenant_id, scope, cleared=False)
 
     def drop_vectors_of_other_size(self, nbytes: int, limit: int = 5_000) -> int:
         """Forget up to ``limit`` vectors that are not ``nbytes`` long (another embedder's),
@@ -92,17 +105,9 @@ class MemoryVectors(Repository):
                 [{"s": r[0]} for r in found],
             )
         for tenant_id, runtime_id, user_id, agent_id in {tuple(r[1:]) for r in found}:
-            key = {
-                "tenant_id": tenant_id,
-                "runtime_id": runtime_id,
-                "user_id": user_id,
-                "agent_id": agent_id,
-            }
-            bump_vector_version(self._tx_write, self.db.insert, key, cleared=True)
+            scope = Scope.model_construct(runtime_id=runtime_id, user_id=user_id, agent_id=agent_id)
+            bump_vector_version(self._tx_write, self.db, tenant_id, scope, cleared=True)
         return len(found)
-
-    def _bump_vectors(self, key: dict[str, Any]) -> None:
-        bump_vector_version(self._tx_write, self.db.insert, key, cleared=False)
 
     def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet), which changes when its vectors do,
