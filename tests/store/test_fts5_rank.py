@@ -68,3 +68,31 @@ def test_ranking_statements_are_built_once(sqlite_store: Store) -> None:
     assert again == first
     assert len(first) == 2
     assert first[0][1] >= first[1][1] > 0
+
+
+def test_the_explicit_rank_scores_as_the_rank_column(sqlite_store: Store) -> None:
+    """``FtsIndex.rank_sql`` (what the ranking queries sort by) is the index's configured
+    ``rank``: the same score for every row, body and neighbour words weighed as configured."""
+    from sqlalchemy import text
+
+    from cairn.store import fts
+
+    with sqlite_store.transaction() as tx:
+        tx.memories.insert_new(
+            [_row(f"harbour {'ferry ' * (i % 4)}note {i}") for i in range(40)]
+            + [
+                {**_row(f"quay note {i}"), "metadata": {"context_terms": "harbour ferry"}}
+                for i in range(10)
+            ]
+        )
+    table = fts.MEMORIES.table("acme")
+    rank = fts.MEMORIES.rank_sql(table)
+    assert rank == f"bm25({table}, 1.0, 0.5, 0.0)"
+    with sqlite_store.db.read() as conn:
+        rows = conn.execute(
+            text(f"SELECT rowid, rank, {rank} FROM {table} WHERE {table} MATCH :q"),
+            {"q": '"harbour" OR "ferry"'},
+        ).all()
+    assert len(rows) == 50
+    assert all(r[1] == pytest.approx(r[2], rel=1e-12) for r in rows)
+    assert len({round(r[1], 9) for r in rows}) > 3  # lengths and neighbour words score apart

@@ -90,6 +90,15 @@ class FtsIndex:
             f"ON {self.base} WHEN {when.format(r='old')} BEGIN {delete} {insert} END",
         ]
 
+    def rank_sql(self, table: str) -> str:
+        """The index's ``rank`` as an explicit call for ``table``, e.g. ``bm25(t, 1.0, 0.5, 0.0)``.
+
+        The same scores as FTS5's ``rank`` column, sorted by SQLite's own sorter: FTS5 orders
+        by ``rank`` through a nested statement of its own, which made the ranking queries of a
+        10,000-memory partition 30-40 % slower (docs/benchmarks.md, session 15)."""
+        name, _, args = self.rank.partition("(")
+        return f"{name}({table}, {args}"
+
     def drop_ddl(self, tenant_id: str) -> list[str]:
         name = self.table(tenant_id)
         return [f"DROP TRIGGER IF EXISTS {name}_{s}" for s in ("ai", "ad", "au")] + [

@@ -217,6 +217,7 @@ def _fts5_ranked(
             counter,
             SQLITE_FACTS,
             coordinate,
+            fts.MEMORIES.rank_sql(table),
         )
         return [(seq, score, facts_of(got)) for seq, score, got in found]
     in_part = fts5_rank.in_partition(part, total, rows_in_table)
@@ -230,15 +231,18 @@ def _fts5_ranked(
     dominant = total >= DOMINANT_SHARE * rows_in_table
     scale = rows_in_table / total if dominant else 1.0
     params["q"] = match if dominant else f'part : "{part}" AND {match}'
-    inner = limit * 2 + 50
+    # Coordination re-ranks the window, so its size is part of the ranking; plain BM25 takes
+    # the window's first ``limit`` rows that pass ``where``, so its window only leaves room for
+    # the rows the join drops (superseded, other kinds) and widens below when that is short.
+    inner = limit * 2 + 50 if coordinate else limit + limit // 8 + 10
     # Coordination reads the share a row holds off its indexed text (``_coordinated``).
     indexed = ", m.search_text, JSON_EXTRACT(m.metadata, '$.context_terms')" if coordinate else ""
     sql = (
-        f"SELECT m.seq, -f.rank AS s, {SQLITE_FACTS}{indexed} "
-        f"FROM (SELECT rowid, rank FROM {table} "
-        f"WHERE {table} MATCH :q ORDER BY rank LIMIT :wide) f "
+        f"SELECT m.seq, -f.r AS s, {SQLITE_FACTS}{indexed} "
+        f"FROM (SELECT rowid, {fts.MEMORIES.rank_sql(table)} AS r FROM {table} "
+        f"WHERE {table} MATCH :q ORDER BY r, rowid LIMIT :wide) f "
         f"JOIN memories m ON m.seq = f.rowid WHERE {' AND '.join(where)} "
-        "ORDER BY f.rank, m.seq LIMIT :inner"
+        "ORDER BY f.r, m.seq LIMIT :inner"
     )
     while True:
         params["inner"] = inner

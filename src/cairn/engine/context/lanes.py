@@ -196,6 +196,8 @@ def chunk_items(
 ) -> tuple[list[ContextItem], dict[str, ChunkRow]]:
     """Chunks of the named datasets that match ``query``, ranked as memories are (the same
     terms, ``cairn.engine.query``, and calibration, ``cairn.engine.ranking``)."""
+    if not dataset_ids:  # no dataset named: nothing to analyse the query for
+        return [], {}
     rows = repos.documents.search_chunks(
         tenant_id, scope, dataset_ids, ranking_terms(query), limit=limit
     )
