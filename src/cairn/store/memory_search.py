@@ -333,10 +333,17 @@ def _pg_ranked(
             f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
             + (f" LIMIT {int(bound)})" if bound is not None else ")")
         )
+    # Rows in several candidate sets are scored once; one set holds each row once, and
+    # sorting and grouping its rows by seq cost about a tenth of the query.
+    best = (
+        f"{score} AS s FROM m WHERE {' AND '.join(where)}"
+        if len(branches) == 1
+        else f"max({score}) AS s FROM m WHERE {' AND '.join(where)} GROUP BY m.seq"
+    )
     sql = (
         f"WITH m AS MATERIALIZED ({' UNION ALL '.join(branches)}) "
-        f"SELECT r.seq, r.s, {PG_FACTS} FROM (SELECT m.seq, max({score}) AS s FROM m "
-        f"WHERE {' AND '.join(where)} GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT :limit) r "
+        f"SELECT r.seq, r.s, {PG_FACTS} FROM (SELECT m.seq, {best} "
+        "ORDER BY s DESC, m.seq LIMIT :limit) r "
         "JOIN memories m ON m.seq = r.seq ORDER BY r.s DESC, r.seq"
     )
     return [(int(r[0]), float(r[1]), facts_of(r[2:])) for r in conn.execute(statement(sql), params)]
