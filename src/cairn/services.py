@@ -183,15 +183,27 @@ class Services:
         False is re-checked after a second, so a key made by another process (``cairn keys
         create``) closes an open server within a second without a query per request.
         """
+        known = self.auth_required_known()
+        if known is not None:
+            return known
+        keys = self.store.keys
+        self._auth_generation = keys.generation
+        self._auth_required = bool(self.settings.api_key) or keys.any_key_exists()
+        self._auth_checked_at = time.monotonic()
+        return self._auth_required
+
+    def auth_required_known(self) -> bool | None:
+        """``auth_required()`` when answering needs no query (True for good, or a False
+        checked within the second with no key made here since); None when it must be asked
+        again. The event loop asks this first and goes to a worker thread only on None."""
         if self._auth_required:
             return True
-        now = time.monotonic()
-        keys = self.store.keys
-        if now - self._auth_checked_at > 1.0 or keys.generation != self._auth_generation:
-            self._auth_generation = keys.generation
-            self._auth_required = bool(self.settings.api_key) or keys.any_key_exists()
-            self._auth_checked_at = now
-        return self._auth_required
+        if (
+            time.monotonic() - self._auth_checked_at > 1.0
+            or self.store.keys.generation != self._auth_generation
+        ):
+            return None
+        return False
 
     def close(self) -> None:
         """Stop every thread the parts started (waiting for each), release what they hold,

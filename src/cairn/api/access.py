@@ -18,6 +18,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cairn.http.auth import auth_required
 from cairn.services import Services
 
 # The inspector renders on the server and loads one same-origin script; inline style
@@ -106,7 +107,9 @@ class AccessMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        refusal = self._refusal(scope) if network_peer(scope) else None
+        refusal = None
+        if network_peer(scope):
+            refusal = self._refusal(scope, await auth_required(self.services))
         if refusal is not None:
             await _send_refusal(scope, send, *refusal)
             return
@@ -119,9 +122,11 @@ class AccessMiddleware:
 
         await self.app(scope, receive, with_headers)
 
-    def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+    def _refusal(self, scope: Scope, keyed: bool) -> tuple[int, str, str] | None:
+        """Why a network peer is refused (status, code, message), if it is; ``keyed``: the
+        server needs keys (``auth_required``)."""
         name = host_name(_header(scope, b"host"))
-        if not self.services.auth_required():
+        if not keyed:
             if not peer_is_loopback(scope):
                 return (
                     403,

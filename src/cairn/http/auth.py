@@ -6,6 +6,7 @@ import ipaddress
 import time
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.errors import InvalidApiKey, MissingApiKey, RateLimited, TenantMismatch
@@ -52,19 +53,44 @@ def tenant_for_key(services: Services, key: str | None, server_host: str | None 
 async def require_tenant(request: Request) -> str:
     """FastAPI dependency: the caller's tenant.
 
-    Async on purpose: the lookup is one indexed read (well under a millisecond), cheaper than
-    the thread hand-off FastAPI would make for a sync dependency on every request.
+    The database work (the key's lookup, its rate count, the open-mode check once a second)
+    runs on a worker thread, never on the event loop: a lookup may wait for a pooled
+    connection and a rate count for SQLite's write lock (held by a compile step), and either
+    would stall every request of the process, ``/healthz`` included. A request without a key
+    to an open server whose mode is known stays on the loop (no thread hand-off).
     """
+    services = services_of(request)
+    key = api_key_of(request)
     server = request.scope.get("server")
-    tenant = tenant_for_key(
-        services_of(request), api_key_of(request), server[0] if server else None
-    )
+    host = server[0] if server else None
     claimed = request.headers.get("x-tenant-id")
+    if key is None and services.auth_required_known() is False:
+        tenant = authenticate(services, None, host, claimed)  # no query: see above
+    else:
+        tenant = await run_in_threadpool(authenticate, services, key, host, claimed)
+    request.scope.setdefault("state", {})["tenant"] = tenant
+    return tenant
+
+
+def authenticate(services: Services, key: str | None, host: str | None, claimed: str | None) -> str:
+    """The tenant of a request with API key ``key`` (None: none sent) on a server bound to
+    ``host``, checked against the ``X-Tenant-ID`` it ``claimed`` and counted against the
+    key's rate limit; raises the errors of ``tenant_for_key``, ``TenantMismatch`` and
+    ``RateLimited``. May query the database: call it from a worker thread."""
+    tenant = tenant_for_key(services, key, host)
     if claimed is not None and claimed != tenant:
         raise TenantMismatch("X-Tenant-ID does not match the tenant of the API key")
-    request.scope.setdefault("state", {})["tenant"] = tenant
-    _count_request(services_of(request), tenant, api_key_of(request))
+    _count_request(services, tenant, key)
     return tenant
+
+
+async def auth_required(services: Services) -> bool:
+    """``Services.auth_required`` for the event loop: when the answer needs a query, it runs
+    on a worker thread."""
+    known = services.auth_required_known()
+    if known is None:
+        known = await run_in_threadpool(services.auth_required)
+    return known
 
 
 # The rate limit's clock (minute windows of Unix time); tests pin it.
