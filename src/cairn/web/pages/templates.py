@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
 
 from cairn.core.scope import Scope
 from cairn.core.subject_id import is_subject_id
@@ -103,8 +104,10 @@ async def apply_page(
         item = apply_template(
             template, Scope.for_subject(subject_id), values, session_id=session_id or None
         )
-        episode, created = record_episode(
-            services.store, viewer.tenant, item, services.ingest_listeners
+        # The write runs on a worker thread: on SQLite it may wait for the writer lock, and
+        # the event loop must keep serving (as ``POST /v1/episodes`` does).
+        episode, created = await run_in_threadpool(
+            record_episode, services.store, viewer.tenant, item, services.ingest_listeners
         )
     except InvalidInput as exc:
         return _form_page(request, template, form, error=exc, status=exc.status)
