@@ -242,3 +242,56 @@ def scale(
     except HarnessError as exc:  # e.g. a subject too small for its queries to find anything
         err_console.print(f"FAIL: {exc}", markup=False)
         raise typer.Exit(1) from exc
+
+
+@app.command("ab")
+def ab(
+    a: Path = typer.Option(..., "--a", help="Source tree of version A (a checkout's src)."),
+    b: str = typer.Option("", "--b", help="Source tree of version B (default: this install)."),
+    backend: str = typer.Option("sqlite", "--backend", help="sqlite or postgres."),
+    size: int = typer.Option(10_000, "--size", min=1, help="Episodes of the subject."),
+    calls: int = typer.Option(600, "--calls", min=1, help="Requests of each kind, each side."),
+    kind: str = typer.Option("both", "--kind", help="context, search or both."),
+    pg_url: str = typer.Option(
+        "postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL server (a scratch database is made on it for each side and dropped).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Also print the results as JSON."),
+) -> None:
+    """Two versions side by side on one machine (lexical, loopback): each loads the same
+    subject with its own code, then every request goes to both in alternating order, so a
+    machine whose speed drifts weighs on both alike.
+
+    Example: git worktree add /tmp/before HEAD~3 && cairn bench ab --a /tmp/before/src
+    """
+    import json
+
+    from cairn.bench.ab import KINDS, markdown, run
+    from cairn.bench.recall import HarnessError
+    from cairn.cli._common import err_console
+
+    if backend not in ("sqlite", "postgres"):
+        raise typer.BadParameter("--backend must be sqlite or postgres")
+    kinds = KINDS if kind == "both" else (kind,)
+    if any(k not in KINDS for k in kinds):
+        raise typer.BadParameter("--kind must be context, search or both")
+    for name, source in (("--a", str(a)), ("--b", b)):
+        if source and not (Path(source) / "cairn" / "__init__.py").is_file():
+            raise typer.BadParameter(f"{name} must be a source tree holding the cairn package")
+    try:
+        result = run(
+            str(a),
+            b,
+            backend=backend,
+            size=size,
+            calls=calls,
+            kinds=kinds,
+            pg_url=pg_url,
+            progress=lambda line: err_console.print(line, style="dim", markup=False),
+        )
+    except HarnessError as exc:
+        err_console.print(f"FAIL: {exc}", markup=False)
+        raise typer.Exit(1) from exc
+    typer.echo(markdown(result))
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
