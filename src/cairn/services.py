@@ -10,6 +10,7 @@ parts hold, then closes the store: no module keeps a cache, a pool or a thread o
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -57,6 +58,7 @@ class Services:
         self._auth_required = False
         self._auth_checked_at = float("-inf")
         self._auth_generation = -1
+        self._auth_lock = threading.Lock()  # worker threads refresh the answer concurrently
         # Bundled + CAIRN_TEMPLATE_DIRS; a bad file raises ConfigError: the server will not start.
         self.templates: TemplateCatalogue = load_catalogue(settings.template_dirs)
         # Token counts of context items are remembered here (the encoding itself is shared).
@@ -187,10 +189,16 @@ class Services:
         if known is not None:
             return known
         keys = self.store.keys
-        self._auth_generation = keys.generation
-        self._auth_required = bool(self.settings.api_key) or keys.any_key_exists()
-        self._auth_checked_at = time.monotonic()
-        return self._auth_required
+        generation = keys.generation  # read before the query: a key made during it re-asks
+        required = bool(self.settings.api_key) or keys.any_key_exists()
+        with self._auth_lock:
+            # Several threads may refresh at once: a True is never undone by an answer read
+            # before it, and the answer's time and generation are those of its own query.
+            self._auth_required = self._auth_required or required
+            if required or generation == keys.generation:
+                self._auth_generation = generation
+                self._auth_checked_at = time.monotonic()
+            return self._auth_required
 
     def auth_required_known(self) -> bool | None:
         """``auth_required()`` when answering needs no query (True for good, or a False

@@ -150,3 +150,39 @@ def test_a_partition_that_is_the_whole_index_is_counted_without_its_token(
     if rows >= 50:  # (term by term, a term's rows are counted from its ranked rows)
         assert any("part :" in q and " AND " in q for q in counted)
     assert filtered == whole
+
+
+@pytest.mark.parametrize("share", [0.3, 0.9])  # among other partitions, and dominant
+def test_a_short_window_filtered_short_widens_to_the_same_ranking(
+    sqlite_store: Store, spied: list[str], share: float
+) -> None:
+    """Plain BM25 reads a window just over ``limit``; when superseded rows and other kinds
+    fill it, it widens, and the rows returned are the first ``limit`` of the full ranking."""
+    from sqlalchemy import text
+
+    n_big = 400
+    other = int(n_big * (1 - share) / share)
+    with sqlite_store.transaction() as tx:
+        tx.memories.insert_new(
+            [_row(BIG, c) for c in _texts("big", n_big)]
+            + [_row(SMALL, c) for c in _texts("small", other)]
+        )
+    terms = ranking_terms("harbour ferry violin bees")
+    every = {"include_superseded": True, "coordinate": False}
+    with sqlite_store.snapshot() as tx:
+        best = [seq for seq, _ in tx.memories.lexical("acme", BIG, terms, limit=60, **every)]
+    # The 60 best rows: every other one superseded, the rest of another kind.
+    with sqlite_store.db.write() as conn:
+        for i, seq in enumerate(best):
+            change = "status = 'superseded'" if i % 2 == 0 else "kind = 'fact'"
+            conn.execute(text(f"UPDATE memories SET {change} WHERE seq = :s"), {"s": seq})
+    with sqlite_store.snapshot() as tx:
+        for kinds, superseded in ((None, False), (["turn"], True), (["turn"], False)):
+            asked = {"kinds": kinds, "include_superseded": superseded, "coordinate": False}
+            before = len(spied)
+            short = tx.memories.lexical("acme", BIG, terms, limit=30, **asked)
+            windows = sum(x.startswith("SELECT") for x in spied[before:])
+            full = tx.memories.lexical("acme", BIG, terms, limit=1000, **asked)
+            assert len(short) == 30 and short == full[:30]
+            assert windows >= 2  # the first window held too few rows that pass: it widened
+    assert ("part :" in spied[-1]) == (share < 0.5)

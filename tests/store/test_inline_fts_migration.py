@@ -86,4 +86,8 @@ def test_0019_keeps_fts_in_the_row(pg_url: str) -> None:
             conn.commit()
             assert _storage(conn) == "m"
     finally:
+        with engine.begin() as conn:  # the session's database: leave no rows for later tests
+            conn.execute(
+                text("DELETE FROM memories WHERE content LIKE 'alpha%' OR content LIKE 'beta%'")
+            )
         engine.dispose()

@@ -13,6 +13,7 @@ where B was faster.
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import tempfile
@@ -38,8 +39,11 @@ def _side(source: str, backend: str, pg_url: str) -> Iterator[str]:
     """A lexical server running the code of ``source`` ('': this install) on a fresh database;
     yields its base URL."""
     env = dict(MODES["lexical"])
-    if source:
-        env["PYTHONPATH"] = str(Path(source).resolve())
+    if source:  # first on the path, before this install (and anything inherited)
+        inherited = os.environ.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(Path(source).resolve()), inherited) if p
+        )
     with ExitStack() as stack:
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         url = ""

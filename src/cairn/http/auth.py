@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from typing import Any
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
@@ -32,14 +33,22 @@ def api_key_of(request: Request) -> str | None:
     return None
 
 
-def tenant_for_key(services: Services, key: str | None, server_host: str | None = None) -> str:
+def tenant_for_key(
+    services: Services,
+    key: str | None,
+    server_host: str | None = None,
+    required: bool | None = None,
+) -> str:
     """Resolve a tenant; raises MissingApiKey / InvalidApiKey.
 
     Without any key the server is open, but only to a server bound to loopback: however the
     app was started (``cairn serve`` checks this too), a non-loopback bind still needs a key.
+    ``required``: ``services.auth_required()`` if the caller already has it (else asked here).
     """
     if key is None:
-        if services.auth_required() or (server_host and _bound_beyond_loopback(server_host)):
+        if required is None:
+            required = services.auth_required()
+        if required or (server_host and _bound_beyond_loopback(server_host)):
             raise MissingApiKey(
                 "an API key is required: send 'X-API-Key: <key>' or 'Authorization: Bearer <key>'"
             )
@@ -57,29 +66,38 @@ async def require_tenant(request: Request) -> str:
     runs on a worker thread, never on the event loop: a lookup may wait for a pooled
     connection and a rate count for SQLite's write lock (held by a compile step), and either
     would stall every request of the process, ``/healthz`` included. A request without a key
-    to an open server whose mode is known stays on the loop (no thread hand-off).
+    to a server whose mode is known (open, or keyed: refused) stays on the loop.
     """
     services = services_of(request)
     key = api_key_of(request)
     server = request.scope.get("server")
     host = server[0] if server else None
     claimed = request.headers.get("x-tenant-id")
-    if key is None and services.auth_required_known() is False:
-        tenant = authenticate(services, None, host, claimed)  # no query: see above
-    else:
-        tenant = await run_in_threadpool(authenticate, services, key, host, claimed)
-    request.scope.setdefault("state", {})["tenant"] = tenant
-    return tenant
+    state = request.scope.setdefault("state", {})
+    known = services.auth_required_known()
+    if key is None and known is not None:  # no query, no rate count: see above
+        return authenticate(services, None, host, claimed, state, known)
+    return await run_in_threadpool(authenticate, services, key, host, claimed, state)
 
 
-def authenticate(services: Services, key: str | None, host: str | None, claimed: str | None) -> str:
+def authenticate(
+    services: Services,
+    key: str | None,
+    host: str | None,
+    claimed: str | None,
+    state: dict[str, Any],
+    required: bool | None = None,
+) -> str:
     """The tenant of a request with API key ``key`` (None: none sent) on a server bound to
-    ``host``, checked against the ``X-Tenant-ID`` it ``claimed`` and counted against the
-    key's rate limit; raises the errors of ``tenant_for_key``, ``TenantMismatch`` and
-    ``RateLimited``. May query the database: call it from a worker thread."""
-    tenant = tenant_for_key(services, key, host)
+    ``host``, checked against the ``X-Tenant-ID`` it ``claimed``, recorded in the request's
+    ``state`` (logs and traces name it, a refusal by the rate limit included) and counted
+    against the key's rate limit; raises the errors of ``tenant_for_key``,
+    ``TenantMismatch`` and ``RateLimited``. May query the database (``required``: whether
+    keys are required, if known): call it from a worker thread."""
+    tenant = tenant_for_key(services, key, host, required)
     if claimed is not None and claimed != tenant:
         raise TenantMismatch("X-Tenant-ID does not match the tenant of the API key")
+    state["tenant"] = tenant
     _count_request(services, tenant, key)
     return tenant
 
