@@ -4,6 +4,7 @@ process on the database."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,3 +93,15 @@ def test_bad_limit_settings_are_refused(tmp_path: Path) -> None:
         make_settings(tmp_path, rate_limits="oops")
     with pytest.raises(ValueError):
         make_settings(tmp_path, rate_limits="a=-1")
+
+
+def test_a_refusal_by_the_limit_is_logged_with_its_tenant(
+    make_client, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    services, client = make_client(rate_limit_per_minute=1)
+    key, _ = services.store.keys.create("acme")
+    assert subjects(client, key) == 200
+    with caplog.at_level(logging.INFO, logger="cairn.access"):
+        assert subjects(client, key) == 429
+    lines = [r.getMessage() for r in caplog.records if r.name == "cairn.access"]
+    assert lines and lines[-1].endswith("tenant=acme") and "-> 429" in lines[-1]
