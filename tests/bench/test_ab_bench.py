@@ -21,8 +21,9 @@ def test_two_source_trees_answer_the_same_requests(tmp_path: Path) -> None:
     shutil.copytree(Path(cairn.__file__).parent, tree / "cairn")
     init = tree / "cairn" / "__init__.py"
     init.write_text(init.read_text().replace(cairn.__version__, "0.0.0+a", 1))
-    result = ab.run(str(tree), "", backend="sqlite", size=120, calls=12)
+    result = ab.run(str(tree), "", backend="sqlite", size=120, calls=12, keyed=True)
     assert result["versions"] == ["0.0.0+a", cairn.__version__]
+    assert "sqlite, keyed, 120-episode subject" in ab.markdown(result)
     for kind in ab.KINDS:
         r = result[kind]
         assert r["a"]["p50"] > 0 and r["b"]["p50"] > 0

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -35,9 +37,10 @@ Progress = Callable[[str], None]
 
 
 @contextmanager
-def _side(source: str, backend: str, pg_url: str) -> Iterator[str]:
+def _side(source: str, backend: str, pg_url: str, keyed: bool) -> Iterator[tuple[str, str]]:
     """A lexical server running the code of ``source`` ('': this install) on a fresh database;
-    yields its base URL."""
+    yields its base URL and, when ``keyed``, an API key of the tenant ``default`` made with
+    that code's ``cairn keys create`` (else '': open mode)."""
     env = dict(MODES["lexical"])
     if source:  # first on the path, before this install (and anything inherited)
         inherited = os.environ.get("PYTHONPATH", "")
@@ -51,10 +54,30 @@ def _side(source: str, backend: str, pg_url: str) -> Iterator[str]:
             url = stack.enter_context(scratch_postgres(pg_url, prefix="cairn_ab"))
         elif backend != "sqlite":
             raise ValueError(f"unknown backend {backend!r} (sqlite or postgres)")
+        key = _make_key(env, data_dir, url) if keyed else ""
         base, _pid = stack.enter_context(
             server_process(url, env=env, data_dir=data_dir, default_settings=True)
         )
-        yield base
+        yield base, key
+
+
+def _make_key(env: dict[str, str], data_dir: Path, url: str) -> str:
+    """A key of the tenant ``default`` made by ``cairn keys create`` with the side's code."""
+    child = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    child.update(env, CAIRN_DATA_DIR=str(data_dir), CAIRN_LOG_LEVEL="WARNING")
+    if url:
+        child["CAIRN_DATABASE_URL"] = url
+    made = subprocess.run(
+        [sys.executable, "-m", "cairn.cli.main", "keys", "create", "--tenant", "default"],
+        env=child,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    key = next((w for w in made.stdout.split() if w.startswith("cairn_")), "")
+    if made.returncode or not key:
+        raise HarnessError(f"cairn keys create failed: {made.stderr.strip()[-300:]}")
+    return key
 
 
 def _request(kind: str, subject: str, rng: random.Random) -> Callable[[httpx.Client], Any]:
@@ -110,17 +133,20 @@ def run(
     calls: int = 600,
     kinds: tuple[str, ...] = KINDS,
     pg_url: str = PG_DEFAULT,
+    keyed: bool = False,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Both sides loaded with the same ``size``-episode subject, then each kind measured."""
+    """Both sides loaded with the same ``size``-episode subject, then each kind measured;
+    ``keyed``: every request (the loading too) with an API key (else open mode)."""
     say = progress or (lambda _: None)
     subject = f"subject-{size}"
-    out: dict[str, Any] = {"backend": backend, "size": size, "calls": calls}
+    out: dict[str, Any] = {"backend": backend, "size": size, "calls": calls, "keyed": keyed}
     with ExitStack() as stack:
         clients = []
         for name, source in (("A", source_a), ("B", source_b)):
-            base = stack.enter_context(_side(source, backend, pg_url))
-            client = stack.enter_context(httpx.Client(base_url=base, timeout=600))
+            base, key = stack.enter_context(_side(source, backend, pg_url, keyed))
+            headers = {"X-API-Key": key} if key else {}
+            client = stack.enter_context(httpx.Client(base_url=base, timeout=600, headers=headers))
             version = client.get("/v1/version").json()["version"]
             out.setdefault("versions", []).append(version)
             loaded = load_subject(base, client, subject, size, seed=size)
@@ -134,7 +160,8 @@ def run(
 
 def markdown(result: dict[str, Any]) -> str:
     lines = [
-        f"| {result['backend']}, {result['size']:,}-episode subject, {result['calls']} calls "
+        f"| {result['backend']}{', keyed' if result.get('keyed') else ''}, "
+        f"{result['size']:,}-episode subject, {result['calls']} calls "
         "| A p50 / p95 / mean ms | B p50 / p95 / mean ms | A - B mean / median ms "
         "| B faster |",
         "|---|---|---|---|---|",

@@ -58,7 +58,12 @@ async def _sequential(base: str, n: int) -> list[float]:
     return latencies
 
 
-async def post_concurrently(base: str, bodies: list[tuple[str, Any]], concurrency: int) -> float:
+async def post_concurrently(
+    base: str,
+    bodies: list[tuple[str, Any]],
+    concurrency: int,
+    headers: dict[str, str] | None = None,
+) -> float:
     queue = list(reversed(bodies))
 
     async def worker(client: httpx.AsyncClient) -> None:
@@ -68,7 +73,9 @@ async def post_concurrently(base: str, bodies: list[tuple[str, Any]], concurrenc
             r.raise_for_status()
 
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
+    async with httpx.AsyncClient(
+        base_url=base, limits=limits, timeout=60, headers=headers
+    ) as client:
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
         return time.perf_counter() - t0

@@ -80,7 +80,9 @@ def load_subject(
     """Ingest ``n`` episodes in batches of 100 (4 in flight) and compile them."""
     items = list(episodes(subject, n, seed))
     batches = [("/v1/episodes/batch", {"episodes": items[i : i + 100]}) for i in range(0, n, 100)]
-    ingest_s = asyncio.run(post_concurrently(base, batches, 4))
+    key = client.headers.get("x-api-key")  # the client's API key, if it sends one
+    headers = {"X-API-Key": key} if key else None
+    ingest_s = asyncio.run(post_concurrently(base, batches, 4, headers))
     t0 = time.perf_counter()
     memories = compile_subject(client, subject)
     return {

@@ -256,6 +256,9 @@ def ab(
         "postgresql://postgres@127.0.0.1:5432/postgres",
         help="PostgreSQL server (a scratch database is made on it for each side and dropped).",
     ),
+    keyed: bool = typer.Option(
+        False, "--keyed", help="Every request with an API key (default: open mode)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Also print the results as JSON."),
 ) -> None:
     """Two versions side by side on one machine (lexical, loopback): each loads the same
@@ -287,6 +290,7 @@ def ab(
             calls=calls,
             kinds=kinds,
             pg_url=pg_url,
+            keyed=keyed,
             progress=lambda line: err_console.print(line, style="dim", markup=False),
         )
     except HarnessError as exc:
