@@ -342,7 +342,7 @@ class DocumentRepository(Repository):
         params["match"] = f'part : "{part}" AND ({" OR ".join(quoted.values())})'
         params["window"] = int(params["limit"]) * 2 + 50
         sql = (
-            f"SELECT {cols}, c.search_text, -bm25({table}, 1.0, 0.0) AS raw FROM {table} "
+            f"SELECT {cols}, c.search_text, -{fts.CHUNKS.rank_sql(table)} AS raw FROM {table} "
             f"JOIN document_chunks c ON c.seq = {table}.rowid "
             f"WHERE {table} MATCH :match AND {where} "
             "ORDER BY raw DESC, c.seq LIMIT :window"
