@@ -30,7 +30,7 @@ import httpx
 from cairn.bench.context import percentiles, query_text
 from cairn.bench.recall import HarnessError
 from cairn.bench.scale import MODES, PG_DEFAULT, WARMUP, load_subject
-from cairn.bench.server import scratch_postgres, server_process
+from cairn.bench.server import cairn_env, scratch_postgres, server_process
 
 KINDS = ("context", "search")
 Progress = Callable[[str], None]
@@ -63,10 +63,7 @@ def _side(source: str, backend: str, pg_url: str, keyed: bool) -> Iterator[tuple
 
 def _make_key(env: dict[str, str], data_dir: Path, url: str) -> str:
     """A key of the tenant ``default`` made by ``cairn keys create`` with the side's code."""
-    child = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
-    child.update(env, CAIRN_DATA_DIR=str(data_dir), CAIRN_LOG_LEVEL="WARNING")
-    if url:
-        child["CAIRN_DATABASE_URL"] = url
+    child = cairn_env(url, env=env, data_dir=data_dir, default_settings=True)
     made = subprocess.run(
         [sys.executable, "-m", "cairn.cli.main", "keys", "create", "--tenant", "default"],
         env=child,

@@ -55,6 +55,28 @@ def rss_mb(pid: int) -> dict[str, float]:
     return out
 
 
+def cairn_env(
+    database_url: str,
+    *,
+    env: dict[str, str] | None = None,
+    data_dir: Path | None = None,
+    default_settings: bool = False,
+) -> dict[str, str]:
+    """The environment of a ``cairn`` child process on ``database_url`` / ``data_dir``, quiet
+    below warnings; with ``default_settings`` no ``CAIRN_*`` variable of this process reaches
+    it; ``env`` last."""
+    inherited = {
+        k: v for k, v in os.environ.items() if not (default_settings and k.startswith("CAIRN_"))
+    }
+    child_env = {**inherited, "CAIRN_LOG_LEVEL": "WARNING"}
+    if database_url:
+        child_env["CAIRN_DATABASE_URL"] = database_url
+    if data_dir is not None:
+        child_env["CAIRN_DATA_DIR"] = str(data_dir)
+    child_env.update(env or {})
+    return child_env
+
+
 @contextmanager
 def server_process(
     database_url: str,
@@ -65,15 +87,9 @@ def server_process(
 ) -> Iterator[tuple[str, int]]:
     """``running_server``, yielding the base URL and the server's process id (for its RSS)."""
     port = free_port()
-    inherited = {
-        k: v for k, v in os.environ.items() if not (default_settings and k.startswith("CAIRN_"))
-    }
-    child_env = {**inherited, "CAIRN_LOG_LEVEL": "WARNING"}
-    if database_url:
-        child_env["CAIRN_DATABASE_URL"] = database_url
-    if data_dir is not None:
-        child_env["CAIRN_DATA_DIR"] = str(data_dir)
-    child_env.update(env or {})
+    child_env = cairn_env(
+        database_url, env=env, data_dir=data_dir, default_settings=default_settings
+    )
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -6,11 +6,34 @@ Each feature registers its command below with one ``app.command`` line pointing 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
 app = typer.Typer(help="Run benchmarks that print tables.", no_args_is_help=True)
+
+
+def _progress(line: str) -> None:
+    """A benchmark's progress line, dim on stderr."""
+    from cairn.cli._common import err_console
+
+    err_console.print(line, style="dim", markup=False)
+
+
+@contextmanager
+def _harness() -> Iterator[None]:
+    """Run a benchmark harness: a ``HarnessError`` (a run that cannot measure what it claims)
+    is printed as FAIL and exits 1."""
+    from cairn.bench.recall import HarnessError
+    from cairn.cli._common import err_console
+
+    try:
+        yield
+    except HarnessError as exc:
+        err_console.print(f"FAIL: {exc}", markup=False)
+        raise typer.Exit(1) from exc
 
 
 @app.command("ingest")
@@ -213,9 +236,7 @@ def scale(
     Larger: cairn bench scale --backend postgres --size 50000 --fill 500000
     Steady state: cairn bench scale --backend sqlite --mode hybrid --size 10000 --settle 900
     """
-    from cairn.bench.recall import HarnessError
     from cairn.bench.scale import MODES, run
-    from cairn.cli._common import err_console
 
     backends = {"sqlite": ("sqlite",), "postgres": ("postgres",), "both": ("sqlite", "postgres")}
     if backend not in backends:
@@ -225,7 +246,7 @@ def scale(
         raise typer.BadParameter("--mode must be lexical, hybrid or both")
     if not sizes or min(sizes) < 1:
         raise typer.BadParameter("--size takes positive episode counts")
-    try:
+    with _harness():  # e.g. a subject too small for its queries to find anything
         run(
             backends[backend],
             modes,
@@ -237,11 +258,8 @@ def scale(
             pg_url=pg_url,
             settle_s=settle,
             as_json=as_json,
-            progress=lambda line: err_console.print(line, style="dim", markup=False),
+            progress=_progress,
         )
-    except HarnessError as exc:  # e.g. a subject too small for its queries to find anything
-        err_console.print(f"FAIL: {exc}", markup=False)
-        raise typer.Exit(1) from exc
 
 
 @app.command("ab")
@@ -270,8 +288,6 @@ def ab(
     import json
 
     from cairn.bench.ab import KINDS, markdown, run
-    from cairn.bench.recall import HarnessError
-    from cairn.cli._common import err_console
 
     if backend not in ("sqlite", "postgres"):
         raise typer.BadParameter("--backend must be sqlite or postgres")
@@ -281,7 +297,7 @@ def ab(
     for name, source in (("--a", str(a)), ("--b", b)):
         if source and not (Path(source) / "cairn" / "__init__.py").is_file():
             raise typer.BadParameter(f"{name} must be a source tree holding the cairn package")
-    try:
+    with _harness():
         result = run(
             str(a),
             b,
@@ -291,11 +307,8 @@ def ab(
             kinds=kinds,
             pg_url=pg_url,
             keyed=keyed,
-            progress=lambda line: err_console.print(line, style="dim", markup=False),
+            progress=_progress,
         )
-    except HarnessError as exc:
-        err_console.print(f"FAIL: {exc}", markup=False)
-        raise typer.Exit(1) from exc
     typer.echo(markdown(result))
     if as_json:
         typer.echo(json.dumps(result, indent=2))

@@ -26,6 +26,7 @@ from typing import Any
 import Stemmer
 from sqlalchemy import Connection
 
+from cairn.store import fts
 from cairn.store.statements import statement
 
 # At most this many of a term's rows (its best by its own BM25) are read; a term with more
@@ -50,15 +51,15 @@ def ranked(
     counter: Counter | None = None,
     facts: str = "NULL",
     coordinate: bool = True,
-    rank: str = "rank",
 ) -> list[tuple[int, float, tuple[Any, ...]]]:
     """``(seq, score, facts)`` of the partition's best ``limit`` rows passing ``where``:
     ``facts`` are the values of the SQL ``facts`` over ``m``, the memory row. ``total`` is
     the partition's row count in the index, ``rows_in_table`` the index's (``table_rows``);
     ``counter`` counts a MATCH query's rows (``MatchCounts.counter``; by default a ``count``
     query each time). ``coordinate``: scale each score by the share of the query the row
-    holds (``coordination``). ``rank``: the index's ranking as SQL (``FtsIndex.rank_sql``,
-    faster than FTS5's ``rank`` column)."""
+    holds (``coordination``). Each term's rows are ranked by the memory index's own
+    ``bm25`` (``FtsIndex.rank_sql``: faster than FTS5's ``rank`` column)."""
+    rank = fts.MEMORIES.rank_sql(table)
     counted = counter or (lambda query: count(conn, table, query))
     part_q = in_partition(part, total, rows_in_table)
     scores: dict[int, float] = {}

@@ -217,7 +217,6 @@ def _fts5_ranked(
             counter,
             SQLITE_FACTS,
             coordinate,
-            fts.MEMORIES.rank_sql(table),
         )
         return [(seq, score, facts_of(got)) for seq, score, got in found]
     in_part = fts5_rank.in_partition(part, total, rows_in_table)
