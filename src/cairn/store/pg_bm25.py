@@ -33,22 +33,29 @@ def score_sql(
 ) -> tuple[str, str, str]:
     """SQL of ``memory_search._pg_ranked``'s scores for the terms ``keep`` (their IDF bound
     as ``w<i>``, the queries as ``q<i>``): the candidate query's columns (each term's
-    frequency ``r<i>``, and with ``coordinate`` whether the row holds it, ``h<i>``), its length
+    frequency ``r<i>``, 0 where the row lacks the term), its length
     normalisation ``norm``, and the outer query's score over those columns. Binds what they
     use into ``params``."""
     weights = f"'{{{PG_CONTEXT_WEIGHT}, 0.2, 0.4, 1.0}}'"
     # Each term's weighted frequency in the row (``RANK_ONE``), read in the candidate query;
     # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
     per_rank = F8.format("per_rank")
-    columns = ", ".join(f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} AS r{i}" for i in keep)
+    # ``ts_rank`` only where the row holds the term (``@@``, a lookup in the row's sorted
+    # lexemes, costs less than a ``ts_rank`` call, and most candidates hold one or two of the
+    # query's terms); elsewhere the frequency is 0, which is what ``ts_rank`` gives for a
+    # word the row lacks (and, for a phrase the row does not hold, instead of a tiny positive
+    # number).
+    columns = ", ".join(
+        f"CASE WHEN m.fts @@ q{i} THEN ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} "
+        f"ELSE 0 END AS r{i}"
+        for i in keep
+    )
     norm = _bind_norm(params, total, lexemes).format(tsv="m.fts")
     summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
     score = f"({summed})"
     if coordinate:  # scaled by the share of the query the row matches, as on SQLite
-        # (``@@``, not ``r > 0``: a phrase term's ``ts_rank`` is a tiny positive number in a
-        # row that lacks it.)
-        columns += ", " + ", ".join(f"CAST(m.fts @@ q{i} AS integer) AS h{i}" for i in keep)
-        held = " + ".join(f":w{i} * m.h{i}" for i in keep)
+        # (a frequency is positive exactly where the row holds the term: see above)
+        held = " + ".join(f":w{i} * sign(m.r{i})" for i in keep)
         params["mass"] = sum(float(params[f"w{i}"]) for i in keep) or 1.0
         score = f"{score} * LEAST(1.0, ({held}) / :mass)"
     return columns, norm, score

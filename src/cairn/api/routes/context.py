@@ -92,8 +92,9 @@ def _context(services: Services, body: ContextCreate, tenant: str) -> Response:
             "budget": budget,
         },
     )
-    # The budget bounds the rendered text, so packing charges the block and its markers.
-    reserved, overhead = default_costs(assembly.tokenizer)
+    # The budget bounds the rendered text, so packing charges the block and its markers
+    # (a few short texts every request repeats: counted through the assembly's count cache).
+    reserved, overhead = default_costs(assembly.memory_counts)
     assembled = assembly.assemble(req, reserved=reserved, overhead=overhead)
     limit = budget.resolved().max_tokens
     result, text, tokens = fit_to_tokens(

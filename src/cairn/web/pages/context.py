@@ -189,7 +189,7 @@ def preview(request: Request, tenant: str, req: ContextRequest) -> dict[str, Any
     found = assembly.candidates(req)
     candidates = list(found.result.items)
     kept = apply_min_score(candidates, req.min_score)
-    reserved, overhead = default_costs(assembly.tokenizer)  # as POST /v1/context packs
+    reserved, overhead = default_costs(assembly.memory_counts)  # as POST /v1/context packs
     packed = pack_context(kept, req.budget, reserved=reserved, overhead=overhead)
     fitted, text, tokens = fit_to_tokens(
         packed, DefaultRenderer(), req.budget.resolved().max_tokens, assembly.tokenizer
