@@ -40,16 +40,15 @@ def score_sql(
     # Each term's weighted frequency in the row (``RANK_ONE``), read in the candidate query;
     # the outer query computes the scores from them (each ``ts_rank`` evaluated once).
     per_rank = F8.format("per_rank")
-    # ``ts_rank`` only where the row holds the term (``@@``, a lookup in the row's sorted
-    # lexemes, costs less than a ``ts_rank`` call, and most candidates hold one or two of the
-    # query's terms); elsewhere the frequency is 0, which is what ``ts_rank`` gives for a
-    # word the row lacks (and, for a phrase the row does not hold, instead of a tiny positive
-    # number).
-    columns = ", ".join(
-        f"CASE WHEN m.fts @@ q{i} THEN ts_rank({weights}, m.fts, q{i}, 0) * {per_rank} "
-        f"ELSE 0 END AS r{i}"
-        for i in keep
-    )
+    # With several terms, ``ts_rank`` only where the row holds the term (``@@``, a lookup in
+    # the row's sorted lexemes, costs less than a ``ts_rank`` call, and most candidates hold
+    # one or two of the query's terms); elsewhere the frequency is 0, which is what
+    # ``ts_rank`` gives for a word the row lacks (and, for a phrase the row does not hold,
+    # instead of a tiny positive number). A lone term is held by every candidate.
+    rank = f"ts_rank({weights}, m.fts, QTERM, 0) * {per_rank}"
+    if len(keep) > 1:
+        rank = f"CASE WHEN m.fts @@ QTERM THEN {rank} ELSE 0 END"
+    columns = ", ".join(f"{rank.replace('QTERM', f'q{i}')} AS r{i}" for i in keep)
     norm = _bind_norm(params, total, lexemes).format(tsv="m.fts")
     summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
     score = f"({summed})"
