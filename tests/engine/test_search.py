@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -478,3 +479,54 @@ def test_the_lexical_lane_is_coordinated_only_beside_a_vector_lane(store: Store)
     beside = lexical(embedder=emb)
     assert beside[full] > beside[brief]
     assert beside[full] == pytest.approx(alone[full])  # it holds the whole question
+
+
+def test_coordination_waits_for_most_of_the_partitions_vectors(store: Store) -> None:
+    """While fewer than half of a partition's memories have a vector (a big compile whose
+    vectors are still being written), the lexical lane stays plain BM25 beside the vector
+    lane; from half on it is coordinated."""
+    scope = Scope.for_subject("half")
+    brief = "acme"
+    full = (
+        "I still work at acme, building dashboards for the warehouse team, since the office "
+        "moved to the old harbour depot last month and the commute got longer"
+    )
+
+    def add(texts: list[str]) -> None:
+        store.episodes.append_many(
+            TENANT,
+            [
+                NewEpisode(scope=scope, source="t", type="note", payload={"text": text})
+                for text in texts
+            ],
+        )
+        compile_scope(store, TENANT, scope)
+
+    def leads(embedder: HashingEmbedder | None) -> str:
+        found = search_memories(store, TENANT, scope, "acme dashboards", embedder=embedder)
+        lexical = {r.memory.content: r.lanes["lexical"] for r in found}
+        return brief if lexical[brief] > lexical[full] else full
+
+    emb = HashingEmbedder()
+    others = [f"the {w} was nice today {i}" for w in ("ferry", "lunch") for i in range(8)]
+    add([brief, full, *others])
+    assert leads(None) == brief  # plain BM25
+    embed_memories(store, emb, TENANT, scope)
+    assert leads(emb) == full  # every vector written: coordinated
+    add([f"the walk was long on day {i}" for i in range(20)])  # 18 of 38 have vectors
+    with store.snapshot() as tx:
+        assert tx.memories.vector_count(TENANT, scope) == 18
+    assert leads(emb) == brief
+    embed_memories(store, emb, TENANT, scope)
+    assert leads(emb) == full
+
+
+def test_a_matrix_covers_a_share_of_its_partition() -> None:
+    matrix = vectors_module._Matrix((1, 0), np.arange(4, dtype=np.int64), np.zeros((4, 2)))
+    assert matrix.covers(0.5)  # 4 of 4
+    matrix.unembedded = 4  # 4 of 8
+    assert matrix.covers(0.5) and not matrix.covers(0.6)
+    matrix.unembedded = 5  # 4 of 9
+    assert not matrix.covers(0.5)
+    empty = vectors_module._Matrix((0, 0), np.zeros(0, dtype=np.int64), np.zeros((0, 0)))
+    assert not empty.covers(0.5)

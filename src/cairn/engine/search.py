@@ -179,6 +179,15 @@ def embed_memories(
 
 # Absolute: every lane's calibrated score keeps its meaning (no per-query rescaling).
 FUSION = "weighted"
+# The lexical lane is coordinated (each BM25 score scaled by the share of the query the row
+# holds) only beside a vector lane that has seen at least this share of the partition: with
+# vectors for few of its memories (a big compile whose vectors are still being written),
+# coordinated BM25 is the weaker ranking and the vector lane cannot make up for it
+# (docs/benchmarks.md, session 16: vectors for 30 % of the memories, recall at 1,000 tokens
+# 0.894 coordinated against 0.913 plain on LoCoMo, 0.828 against 0.857 on held-out sets; at
+# 60 % a draw; with every vector, coordination wins by 0.006 and 0.017). At least 0.5
+# (``VectorIndex`` counts unembedded rows up to the number embedded).
+COORDINATE_COVERAGE = 0.5
 # A query that names a speaker of the partition ("What did Caroline paint?") is most often
 # answered by what that person said: other memories (other speakers' turns, summaries, facts
 # of no one) keep this share of their score. A discount, not a boost, so scores stay in [0, 1]
@@ -338,7 +347,7 @@ def rank_memories(
             kinds=kinds,
             include_superseded=include_superseded,
             facts=known,
-            coordinate=matrix is not None and len(matrix.seqs) > 0,
+            coordinate=matrix is not None and matrix.covers(COORDINATE_COVERAGE),
         )
     if "vector" in lanes:
         assert embedder is not None

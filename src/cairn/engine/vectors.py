@@ -25,6 +25,15 @@ class _Matrix:
     stamp: tuple[int, int]
     seqs: np.ndarray
     vectors: np.ndarray
+    # The partition's rows still waiting for a vector when the matrix was read, counted up to
+    # one more than ``seqs`` holds (``covers`` needs no more).
+    unembedded: int = 0
+
+    def covers(self, share: float) -> bool:
+        """Whether at least ``share`` (in [0.5, 1]: ``unembedded`` is counted only that far)
+        of the partition's rows had a vector when the matrix was read."""
+        written = len(self.seqs)
+        return written > 0 and self.unembedded <= written * (1.0 - share) / share
 
     @property
     def nbytes(self) -> int:
@@ -79,6 +88,10 @@ class VectorIndex:
         built = _appended(got, stamp, tx, tenant_id, scope) if got is not None else None
         if built is None:
             built = _read_matrix(stamp, tx, tenant_id, scope)
+        # Counted once per vector version: while the background pass writes a partition's
+        # vectors every batch changes it; rows compiled since leave it alone until their
+        # vectors start to arrive.
+        built.unembedded = tx.memories.unembedded_count(tenant_id, scope, len(built.seqs) + 1)
         with self._lock:
             replaced = self._cache.pop(key, None)
             self._bytes += built.nbytes - (replaced.nbytes if replaced is not None else 0)

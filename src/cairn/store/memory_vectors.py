@@ -140,6 +140,20 @@ class MemoryVectors(Repository):
             ).scalar_one()
         )
 
+    def unembedded_count(self, tenant_id: str, scope: Scope, cap: int) -> int:
+        """How many of the partition's rows (deleted ones aside) have no vector yet, counted
+        up to ``cap`` (through ``ix_memories_unembedded``: a partition whose vectors are all
+        written costs one index probe)."""
+        waiting = (
+            select(t.c.seq)
+            .where(
+                scope_filter(t, tenant_id, scope), t.c.embedding.is_(None), t.c.status != "deleted"
+            )
+            .limit(max(0, cap))
+            .subquery()
+        )
+        return int(self._tx_read.execute(select(func.count()).select_from(waiting)).scalar_one())
+
     def partitions_without_embedding(self, limit: int = 1_000) -> list[tuple[str, Scope]]:
         """``(tenant, scope)`` of partitions that hold a memory with no vector yet (the
         background embedding pass starts from these after a restart)."""
