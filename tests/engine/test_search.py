@@ -422,10 +422,15 @@ def test_a_partition_matrix_grows_with_the_vectors_written_after_it(tmp_path: An
 
         with unittest.mock.patch.object(MemoryVectors, "vectors", counted):
             write(seqs[:2], 1.0)
-            assert list(matrix().seqs) == seqs[:2] and reads == [0]
+            m = matrix()
+            assert list(m.seqs) == seqs[:2] and reads == [0]
+            # The rows still waiting, counted up to one more than those written: 4 → 3.
+            assert m.unembedded == 3 and not m.covers(0.5)
             write(seqs[2:4], 2.0)
             m = matrix()
             assert list(m.seqs) == seqs[:4] and reads == [0, seqs[1]]  # only the new rows
+            assert m.unembedded == 2 and m.covers(0.5)  # counted again for the new version
+            assert matrix() is m  # the same version: cached, count and all
             assert m.vectors[:, 0].tolist() == [1.0, 1.0, 2.0, 2.0]
             with store.transaction() as tx:  # not an append: a vector is dropped
                 tx.memories.drop_vectors_of_other_size(8)
@@ -528,5 +533,9 @@ def test_a_matrix_covers_a_share_of_its_partition() -> None:
     assert matrix.covers(0.5) and not matrix.covers(0.6)
     matrix.unembedded = 5  # 4 of 9
     assert not matrix.covers(0.5)
+    matrix.unembedded = 0
+    assert matrix.covers(1.0)
     empty = vectors_module._Matrix((0, 0), np.zeros(0, dtype=np.int64), np.zeros((0, 0)))
     assert not empty.covers(0.5)
+    with pytest.raises(ValueError):
+        matrix.covers(0.3)  # the count is capped for shares from a half

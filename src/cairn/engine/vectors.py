@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,8 +32,10 @@ class _Matrix:
     def covers(self, share: float) -> bool:
         """Whether at least ``share`` (in [0.5, 1]: ``unembedded`` is counted only that far)
         of the partition's rows had a vector when the matrix was read."""
+        if not 0.5 <= share <= 1.0:
+            raise ValueError(f"share must be in [0.5, 1], got {share}")
         written = len(self.seqs)
-        return written > 0 and self.unembedded <= written * (1.0 - share) / share
+        return written > 0 and self.unembedded * share <= written * (1.0 - share)
 
     @property
     def nbytes(self) -> int:
@@ -91,7 +93,8 @@ class VectorIndex:
         # Counted once per vector version: while the background pass writes a partition's
         # vectors every batch changes it; rows compiled since leave it alone until their
         # vectors start to arrive.
-        built.unembedded = tx.memories.unembedded_count(tenant_id, scope, len(built.seqs) + 1)
+        waiting = tx.memories.unembedded_count(tenant_id, scope, len(built.seqs) + 1)
+        built = replace(built, unembedded=waiting)
         with self._lock:
             replaced = self._cache.pop(key, None)
             self._bytes += built.nbytes - (replaced.nbytes if replaced is not None else 0)

@@ -142,8 +142,8 @@ class MemoryVectors(Repository):
 
     def unembedded_count(self, tenant_id: str, scope: Scope, cap: int) -> int:
         """How many of the partition's rows (deleted ones aside) have no vector yet, counted
-        up to ``cap`` (through ``ix_memories_unembedded``: a partition whose vectors are all
-        written costs one index probe)."""
+        up to ``cap``. Read through ``ix_memories_unembedded``, which also holds deleted rows
+        (their vectors are cleared): each of those and each row counted is one row read."""
         waiting = (
             select(t.c.seq)
             .where(
