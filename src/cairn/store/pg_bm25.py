@@ -45,10 +45,12 @@ def score_sql(
     # one or two of the query's terms); elsewhere the frequency is 0, which is what
     # ``ts_rank`` gives for a word the row lacks (and, for a phrase the row does not hold,
     # instead of a tiny positive number). A lone term is held by every candidate.
-    rank = f"ts_rank({weights}, m.fts, QTERM, 0) * {per_rank}"
-    if len(keep) > 1:
-        rank = f"CASE WHEN m.fts @@ QTERM THEN {rank} ELSE 0 END"
-    columns = ", ".join(f"{rank.replace('QTERM', f'q{i}')} AS r{i}" for i in keep)
+
+    def frequency(i: int) -> str:
+        rank = f"ts_rank({weights}, m.fts, q{i}, 0) * {per_rank}"
+        return rank if len(keep) == 1 else f"CASE WHEN m.fts @@ q{i} THEN {rank} ELSE 0 END"
+
+    columns = ", ".join(f"{frequency(i)} AS r{i}" for i in keep)
     norm = _bind_norm(params, total, lexemes).format(tsv="m.fts")
     summed = " + ".join(f":w{i} * m.r{i} * :k1p1 / (m.r{i} + m.norm)" for i in keep)
     score = f"({summed})"
