@@ -46,6 +46,12 @@ vector_versions = Table(
 )
 
 
+def _waiting(tenant_id: str, scope: Scope) -> tuple[Any, ...]:
+    """The conditions of a partition's rows still waiting for a vector (a deleted row never
+    gets one)."""
+    return (scope_filter(t, tenant_id, scope), t.c.embedding.is_(None), t.c.status != "deleted")
+
+
 def bump_vector_version(
     conn: Connection, db: Database, tenant_id: str, scope: Scope, *, cleared: bool
 ) -> None:
@@ -144,14 +150,7 @@ class MemoryVectors(Repository):
         """How many of the partition's rows (deleted ones aside) have no vector yet, counted
         up to ``cap``. Read through ``ix_memories_unembedded``, which also holds deleted rows
         (their vectors are cleared): each of those and each row counted is one row read."""
-        waiting = (
-            select(t.c.seq)
-            .where(
-                scope_filter(t, tenant_id, scope), t.c.embedding.is_(None), t.c.status != "deleted"
-            )
-            .limit(max(0, cap))
-            .subquery()
-        )
+        waiting = select(t.c.seq).where(*_waiting(tenant_id, scope)).limit(max(0, cap)).subquery()
         return int(self._tx_read.execute(select(func.count()).select_from(waiting)).scalar_one())
 
     def partitions_without_embedding(self, limit: int = 1_000) -> list[tuple[str, Scope]]:
@@ -176,9 +175,7 @@ class MemoryVectors(Repository):
         conn = self._tx_read
         rows = conn.execute(
             select(t.c.seq, t.c.content, t.c.metadata)
-            .where(
-                scope_filter(t, tenant_id, scope), t.c.embedding.is_(None), t.c.status != "deleted"
-            )
+            .where(*_waiting(tenant_id, scope))
             .order_by(t.c.seq)
             .limit(limit)
         ).all()
