@@ -323,3 +323,34 @@ def test_chunks_are_coordinated_like_memories(assembly: CairnAssembly) -> None:
         add_document(assembly, f"Minutes of meeting {i}: lunch order and parking.", doc=f"m{i}")
     result = assembly.context(request(query="warehouse dashboards", dataset_ids=["docs"]))
     assert result.items[0].content == long
+
+
+def test_the_compilers_session_summaries_stay_out_of_the_searched_lane(store: Store) -> None:
+    """The heuristic's session summary repeats its turns word for word: context packs the
+    turns, not the summary as well; search still finds it, and a summary of another origin
+    (here one written directly) still enters context."""
+    from cairn.engine.compile import compile_scope
+    from cairn.engine.search import search_memories
+    from tests.engine.test_compile import ingest_conversation
+
+    ingest_conversation(store, SCOPE)
+    compiled = compile_scope(store, TENANT, SCOPE).memories
+    summary = next(m for m in compiled if m.kind == "episode_summary")
+    assert "Bright Futures" in summary.content
+    found = search_memories(store, TENANT, SCOPE, "Where does Caroline work? Bright Futures")
+    assert summary.id in {s.memory.id for s in found}
+
+    result = CairnAssembly(store, TENANT).context(
+        request(query="Where does Caroline work? Bright Futures", budget=Budget(max_tokens=4000))
+    )
+    kinds = [i.kind for i in result.items]
+    assert "episode_summary" not in kinds and "turn" in kinds
+    assert any("Bright Futures" in i.content for i in result.items)
+
+    add_memory(store, TENANT, "Caroline works at Bright Futures", kind="episode_summary")
+    again = CairnAssembly(store, TENANT).context(
+        request(query="Where does Caroline work? Bright Futures", budget=Budget(max_tokens=4000))
+    )
+    assert [i.content for i in again.items if i.kind == "episode_summary"] == [
+        "Caroline works at Bright Futures"
+    ]

@@ -29,6 +29,7 @@ from cairn.core.analysis import content_size, content_terms
 from cairn.core.episodes import Episode
 from cairn.core.filler import is_contentless
 from cairn.core.ids import as_utc
+from cairn.core.memories import Memory
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
 from cairn.engine.compile.text import (
     STOP_WORDS,
@@ -340,6 +341,13 @@ def _summary(session_id: str, episodes: list[Episode], messages: MessageMemo) ->
             },
         ),
     )
+
+
+def restates_turns(memory: Memory) -> bool:
+    """Whether ``memory`` is this compiler's session summary (``_summary``): each sentence is
+    a turn's, word for word, and each of those turns is a memory ranked on its own (context
+    leaves these out of its searched lane: ``cairn.engine.context.lanes``)."""
+    return memory.kind == "episode_summary" and memory.metadata.get("compiler") == NAME
 
 
 def _chunks(text: str) -> list[str]:
