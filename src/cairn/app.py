@@ -186,6 +186,9 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(AccessMiddleware, services=services)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
     app.add_middleware(
-        RequestContextMiddleware, metrics=app.state.metrics, json_logs=services.settings.log_json
+        RequestContextMiddleware,
+        metrics=app.state.metrics,
+        json_logs=services.settings.log_json,
+        gate=services.requests,
     )
     return app

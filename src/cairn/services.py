@@ -72,6 +72,9 @@ class Services:
         # stops them all in any case.
         self.on_start: list[Callable[[], None]] = []
         self.on_stop: list[Callable[[], None]] = []
+        # The requests in flight (counted by the HTTP middleware): background compiles and,
+        # when configured, the embedding pass step aside for them.
+        self.requests = RequestGate()
         self._build_search(settings, embedder)
         self._build_compile(settings)
         # Slates (working memory), declared by the ladder files as the registry loads them.
@@ -94,7 +97,7 @@ class Services:
         use) and the background pass that writes memories' vectors after a compile, so no
         request waits for the model (this process's compiles notify it; a sweep finds the
         rest)."""
-        requests = RequestGate()
+        requests = self.requests
         self._own_embedder: LazyEmbedder | None = None
         if embedder is None and settings.embedder != "none":
             embedder = self._own_embedder = LazyEmbedder(settings)
@@ -134,12 +137,12 @@ class Services:
         self.compile_worker: CompileWorker | None = None
         if in_process:
             retention = RetentionClock(settings.retention_interval_s)
-            self.compile_worker = CompileWorker(self.job_runner, retention)
+            self.compile_worker = CompileWorker(self.job_runner, retention, gate=self.requests)
             self.on_start.append(self.compile_worker.start)
             self.on_stop.append(self.compile_worker.stop)
         self.turn_compiler: ScopeCompiler | None = None
         if settings.compile_turns and not settings.compile_on_ingest:
-            self.turn_compiler = ScopeCompiler(self.compile_step)
+            self.turn_compiler = ScopeCompiler(self.compile_step, gate=self.requests)
             self.turn_listeners.append(self.turn_compiler.submit)
             self.on_stop.append(self.turn_compiler.stop)
         if settings.compile_on_ingest:

@@ -213,8 +213,9 @@ def test_an_english_querys_halves_at_once_equal_a_stored_texts_vector(
     assert other.embed_query("Что пьёт пользователь?")[:384] == [0.0] * 384
 
 
-def test_search_and_context_requests_count_themselves_in_flight(tmp_path: Path) -> None:
-    """The pass knows a request is in flight: the query is embedded inside the count."""
+def test_every_request_counts_itself_in_flight(tmp_path: Path) -> None:
+    """Background work knows a request is in flight: an ingest is counted while it stores, a
+    search or context request while its query is embedded; nothing is left counted."""
     from fastapi.testclient import TestClient
 
     from cairn.app import create_app
@@ -224,17 +225,19 @@ def test_search_and_context_requests_count_themselves_in_flight(tmp_path: Path) 
 
     class Recording(HashingEmbedder):
         def embed(self, texts: Any) -> list[list[float]]:
-            seen.append(services.search_caches.requests.busy)
+            seen.append(services.requests.busy)
             return super().embed(texts)
 
     settings = make_settings(tmp_path, embedder="onnx")
     services = Services.from_settings(settings, embedder=Recording(64))
+    services.ingest_listeners.append(lambda *_: seen.append(services.requests.busy))
     try:
         with TestClient(create_app(services=services)) as client:
             for i, text in enumerate(["I prefer green tea.", "My sister lives in Oslo."]):
                 episode = {"subject_id": "maya", "source": "chat", "type": "note"}
                 r = client.post("/v1/episodes", json={**episode, "payload": {"text": text}})
                 assert r.status_code in (200, 201), (i, r.text)
+            assert seen == [1, 1]  # each ingest, while it ran
             assert client.post("/v1/memories/compile", json={"subject_id": "maya"}).is_success
             assert services.embedding_backfill is not None
             assert services.embedding_backfill.wait_idle(30)
@@ -245,8 +248,83 @@ def test_search_and_context_requests_count_themselves_in_flight(tmp_path: Path) 
             task = {"subject_id": "maya", "task": "what does she drink", "max_tokens": 500}
             assert client.post("/v1/context", json=task).status_code == 200
         assert seen == [1, 1]
-        assert services.search_caches.requests.busy == 0
+        assert services.requests.busy == 0
+        assert services.search_caches.requests is services.requests
     finally:
+        services.close()
+
+
+def _ingest(client: Any, n: int) -> None:
+    """``n`` one-line turns of subject ``big``, in batches of 100."""
+    for start in range(0, n, 100):
+        batch = [
+            {
+                "subject_id": "big",
+                "source": "chat",
+                "type": "conversation.turn",
+                "session_id": f"s{i // 100}",
+                "payload": {"messages": [{"role": "user", "content": f"Note {i}: room {i}."}]},
+            }
+            for i in range(start, start + 100)
+        ]
+        assert client.post("/v1/episodes/batch", json={"episodes": batch}).status_code == 201
+
+
+@pytest.mark.parametrize("in_flight", [False, True])
+def test_a_background_compile_steps_aside_for_requests_in_flight(
+    tmp_path: Path, in_flight: bool
+) -> None:
+    """The in-process worker's compile waits at its pause points while a request is in flight
+    (at most as long as it worked, so it still finishes), and not at all when none is."""
+    from contextlib import nullcontext
+
+    from fastapi.testclient import TestClient
+
+    from cairn.app import create_app
+    from tests.conftest import make_settings
+
+    services = Services.from_settings(make_settings(tmp_path, worker_in_process=True))
+    try:
+        with TestClient(create_app(services=services)) as client:
+            _ingest(client, 600)
+            with services.requests.request() if in_flight else nullcontext():
+                # Queued and polled through the store: no request of the test's own.
+                job = services.store.jobs.enqueue("default", Scope.for_subject("big")).id
+                assert services.compile_worker is not None
+                services.compile_worker.wake()
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    state = services.store.jobs.get("default", job)
+                    if state is not None and state.status in ("succeeded", "failed"):
+                        break
+                    time.sleep(0.02)
+            assert state is not None and state.status == "succeeded", state
+        assert services.store.memories.count("default", Scope.for_subject("big")) >= 600
+        assert (services.requests.waited_s > 0.0) is in_flight
+    finally:
+        services.close()
+
+
+def test_the_compile_of_committed_turns_steps_aside_too(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from cairn.app import create_app
+    from cairn.engine.worker import ScopeCompiler
+    from tests.conftest import make_settings
+
+    services = Services.from_settings(make_settings(tmp_path, worker_in_process=False))
+    gate = RequestGate()
+    compiler = ScopeCompiler(services.compile_step, gate=gate)
+    try:
+        with TestClient(create_app(services=services)) as client:
+            _ingest(client, 300)
+        with gate.request():
+            compiler.submit("default", [Scope.for_subject("big")])
+            assert compiler.wait_idle(60)
+        assert gate.waited_s > 0.0
+        assert services.store.memories.count("default", Scope.for_subject("big")) >= 300
+    finally:
+        compiler.stop()
         services.close()
 
 
@@ -260,7 +338,7 @@ def test_the_pass_steps_aside_only_when_configured(tmp_path: Path, setting: bool
     try:
         backfill = services.embedding_backfill
         assert backfill is not None
-        assert (backfill.gate is services.search_caches.requests) is setting
+        assert (backfill.gate is services.requests) is setting
         assert (backfill.gate is None) is not setting
     finally:
         services.close()

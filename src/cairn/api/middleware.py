@@ -1,5 +1,6 @@
-"""ASGI middleware: request ids, the body-size limit, request logs, Prometheus metrics and
-(when configured) trace spans.
+"""ASGI middleware: request ids, the body-size limit, request logs, Prometheus metrics,
+(when configured) trace spans, and the count of requests in flight that background work
+steps aside for.
 
 Written as plain ASGI callables (not ``BaseHTTPMiddleware``) to keep the per-request cost low.
 """
@@ -19,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.api.errors import is_openai_path, openai_error
 from cairn.core.text import NUL, nul_path
+from cairn.engine.yielding import RequestGate
 from cairn.metrics import Metrics
 
 log = logging.getLogger("cairn.access")
@@ -27,12 +29,21 @@ _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
 
 
 class RequestContextMiddleware:
-    """Gives each request an id (``X-Request-ID``), logs one line for it, records metrics."""
+    """Gives each request an id (``X-Request-ID``), logs one line for it, records metrics, and
+    counts it in flight in ``gate`` while it runs, so background compiles and the embedding
+    pass step aside for it (:mod:`cairn.engine.yielding`)."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, json_logs: bool = False) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics,
+        json_logs: bool = False,
+        gate: RequestGate | None = None,
+    ) -> None:
         self.app = app
         self.metrics = metrics
         self.json_logs = json_logs
+        self.gate = gate or RequestGate()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -53,7 +64,7 @@ class RequestContextMiddleware:
             await send(message)
 
         method = scope.get("method", "")
-        with self.metrics.tracing.request_span(method) as span:
+        with self.metrics.tracing.request_span(method) as span, self.gate.request():
             try:
                 await self.app(scope, receive, send_wrapper)
             finally:

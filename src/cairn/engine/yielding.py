@@ -1,4 +1,11 @@
-"""Requests first: the background embedding pass steps aside while requests are in flight.
+"""Requests first: background work steps aside while requests are in flight.
+
+The HTTP middleware counts every request in flight in the server's :class:`RequestGate`.
+Background compiles (the in-process worker, the compile of committed turns) call
+:func:`pause_point` before each compile step reads and before it writes, so a request neither
+shares the interpreter with a compile nor waits for one of its write transactions
+(tests/api/test_event_loop.py); the embedding pass does the same when ``CAIRN_EMBED_YIELD`` is
+on.
 
 A search or context request that runs while the pass embeds a batch shares the cores, the
 memory bandwidth and the GIL with it (docs/benchmarks.md, "Request latency (session 6)": hybrid

@@ -75,9 +75,7 @@ def get_context(
 ) -> Response:
     """Ranked, token-bounded context for a subject; ``token_estimate`` (the rendered
     ``assembled_context`` counted with the server's tokenizer) never exceeds ``max_tokens``."""
-    services = services_of(request)
-    with services.search_caches.requests.request():  # the embedding pass steps aside
-        return _context(services, body, tenant)
+    return _context(services_of(request), body, tenant)
 
 
 def _context(services: Services, body: ContextCreate, tenant: str) -> Response:

@@ -207,22 +207,21 @@ def search(
         lanes = ["vector"]
     elif hybrid:
         lanes = ["lexical", "vector"]
-    with services.search_caches.requests.request():  # the embedding pass steps aside
-        results = search_memories(
-            services.store,
-            tenant,
-            Scope.for_subject(subject_id),
-            q,
-            limit=limit,
-            kinds=kinds or None,
-            include_superseded=include_superseded,
-            embedder=services.embedder,
-            lanes=lanes,
-            caches=services.search_caches,
-        )
-        return SearchPublic.model_construct(
-            memories=[MemoryPublic.of(r.memory, score=r.score) for r in results]
-        )
+    results = search_memories(
+        services.store,
+        tenant,
+        Scope.for_subject(subject_id),
+        q,
+        limit=limit,
+        kinds=kinds or None,
+        include_superseded=include_superseded,
+        embedder=services.embedder,
+        lanes=lanes,
+        caches=services.search_caches,
+    )
+    return SearchPublic.model_construct(
+        memories=[MemoryPublic.of(r.memory, score=r.score) for r in results]
+    )
 
 
 def _list_by_kind(

@@ -39,6 +39,7 @@ from cairn.engine.compile.text import (
     sentences,
     words,
 )
+from cairn.engine.yielding import pause_point
 
 NAME = "heuristic"
 VERSION = 1
@@ -464,6 +465,7 @@ class HeuristicCompiler:
         for ep, msg in stale:
             drafts.append(_turn(ep, msg, context.get((ep.id, msg.index), ()), names, True))
         for ep in batch.episodes:
+            pause_point()  # a background compile lets requests in flight go first
             msgs = messages(ep)
             if msgs:
                 for msg in msgs:
@@ -484,12 +486,7 @@ class HeuristicCompiler:
                         confidence=1.0,
                         session_id=ep.session_id,
                         metadata=_metadata(
-                            chunk,
-                            ep.occurred_at,
-                            {
-                                "episode_type": ep.type,
-                                "chunk": i,
-                            },
+                            chunk, ep.occurred_at, {"episode_type": ep.type, "chunk": i}
                         ),
                     )
                 )

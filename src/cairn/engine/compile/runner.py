@@ -24,6 +24,7 @@ from cairn.engine.compile.drafts import CompileInput, Compiler, MemoryDraft, mem
 from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.engine.embedders import Embedder
+from cairn.engine.yielding import pause_point
 from cairn.store import Store, UnitOfWork
 from cairn.store.memory_search import search_text
 from cairn.tracing import Tracing
@@ -122,6 +123,7 @@ def compile_scope(
     tracing = tracing or Tracing()
 
     with tracing.span("cairn.compile.step", {"cairn.tenant": tenant_id}) as span:
+        pause_point()  # a background compile lets the requests in flight go first
         with tracing.span("cairn.compile.read"), store.snapshot() as tx:
             batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
             sessions = tx.compiling.sessions(tenant_id, scope, batch)
@@ -134,6 +136,7 @@ def compile_scope(
             # Rows (with their analysed search text) are built before the write transaction:
             # it holds SQLite's one writer lock, which a single ingest waits on meanwhile.
             rows = {id(d): _row(tenant_id, scope, d, compiler, now) for d in drafts}
+        pause_point()  # ... and again before it takes the writer lock
         with tracing.span("cairn.compile.write"), store.transaction() as tx:
             tx.compiling.lock_scope(tenant_id, scope)
             fresh = tx.compiling.still_uncompiled([ep.id for ep in batch])
