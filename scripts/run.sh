@@ -11,7 +11,9 @@ export CAIRN_LADDERS_DIR=${CAIRN_LADDERS_DIR:-examples/ladders}
 .venv/bin/cairn serve &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
-trap 'exit 130' INT TERM
+# Ctrl-C is how the server is meant to stop: a clean exit, not an error for make to report.
+trap 'exit 0' INT
+trap 'exit 143' TERM
 for _ in $(seq 1 100); do
   if curl -fsS "http://$CAIRN_HOST:$CAIRN_PORT/healthz" >/dev/null 2>&1; then break; fi
   if ! kill -0 $server 2>/dev/null; then echo "the server did not start" >&2; exit 1; fi

@@ -109,6 +109,12 @@ def test_errors(api: TestClient) -> None:
         r = api.request(method.upper(), url, json=body)
         assert (r.status_code, r.json()["error"]["code"]) == (status, code), (url, body, r.text)
     assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
+    # An unknown ladder is named as such, with the ladders that are loaded.
+    error = api.get("/v1/slates/nope/Memory").json()["error"]
+    assert "no ladder 'nope' is loaded" in error["message"], error
+    assert "memory-ladder" in error["message"] and "memory-ladder" in str(error["details"])
+    error = api.get("/v1/slates/memory-ladder/Nope").json()["error"]
+    assert error["message"] == "ladder 'memory-ladder' declares no slate 'Nope'", error
 
 
 def test_reject_is_409_and_per_user_state(api: TestClient) -> None:

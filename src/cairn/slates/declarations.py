@@ -39,7 +39,14 @@ class Declarations:
         return list(self._declared.get(ladder, {}).values())
 
     def spec(self, ladder: str, slate: str) -> SlateSpec:
-        found = self._declared.get(ladder, {}).get(slate)
+        declared = self._declared.get(ladder)
+        if declared is None:
+            known = ", ".join(self.ladders()) or "none: is CAIRN_LADDERS_DIR set?"
+            raise SlateNotFound(
+                f"no ladder {ladder!r} is loaded (ladders with slates: {known})",
+                details={"ladder": ladder, "slate": slate, "known_ladders": self.ladders()},
+            )
+        found = declared.get(slate)
         if found is None:
             raise SlateNotFound(
                 f"ladder {ladder!r} declares no slate {slate!r}",
