@@ -19,12 +19,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import nullcontext
 
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
 from cairn.engine.niceness import lower_priority
-from cairn.engine.yielding import RequestGate, Yielder, pause_point, pausing
+from cairn.engine.yielding import RequestGate, Yielder, pause_point, stepping_aside
 from cairn.store import Store
 
 log = logging.getLogger("cairn.embedding")
@@ -118,8 +117,7 @@ class EmbeddingBackfill:
 
     def _run(self) -> None:
         lower_priority()
-        self._yielder = self.gate.yielder() if self.gate is not None else None
-        with pausing(self._yielder) if self._yielder is not None else nullcontext():
+        with stepping_aside(self.gate) as self._yielder:
             self._loop()
 
     def _loop(self) -> None:

@@ -13,13 +13,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import nullcontext
 
 from cairn.core.ids import utcnow
 from cairn.core.scope import Scope
 from cairn.engine.compile import CompileResult
 from cairn.engine.retention import RetentionClock
-from cairn.engine.yielding import RequestGate, Yielder, pausing
+from cairn.engine.yielding import RequestGate, Yielder, stepping_aside
 from cairn.metrics import Metrics
 from cairn.store import Store
 from cairn.store.jobs import CompileJob, JobRepository
@@ -142,8 +141,7 @@ class CompileWorker:
         self._wake.set()
 
     def run(self) -> None:
-        yielder = self.gate.yielder() if self.gate is not None else None
-        with pausing(yielder) if yielder is not None else nullcontext():
+        with stepping_aside(self.gate) as yielder:
             self._drain(yielder)
 
     def _drain(self, yielder: Yielder | None) -> None:
@@ -224,8 +222,7 @@ class ScopeCompiler:
         return False
 
     def _run(self) -> None:
-        yielder = self.gate.yielder() if self.gate is not None else None
-        with pausing(yielder) if yielder is not None else nullcontext():
+        with stepping_aside(self.gate) as yielder:
             self._drain(yielder)
 
     def _drain(self, yielder: Yielder | None) -> None:

@@ -46,6 +46,19 @@ def pausing(hook: Callable[[], None]) -> Iterator[None]:
         _local.hook = previous
 
 
+@contextmanager
+def stepping_aside(gate: RequestGate | None) -> Iterator[Yielder | None]:
+    """Run the block (a background thread's loop) with this thread's pause points waiting for
+    ``gate``'s requests in flight; gives the :class:`Yielder`, to ``restart`` after idle time,
+    or None without a gate (the pause points then do nothing)."""
+    if gate is None:
+        yield None
+        return
+    yielder = gate.yielder()
+    with pausing(yielder):
+        yield yielder
+
+
 class RequestGate:
     """Counts the requests in flight, so the background pass can wait for them to finish."""
 
