@@ -8,8 +8,9 @@
   coordination cost 1 to 3 points on every set (docs/benchmarks.md). The raw score is calibrated by
   ``cairn.engine.ranking`` (``s / (s + 6)`` on BM25's scale): monotone, 0 for no match,
   approaching 1 for strong matches.
-- **vector**: cosine similarity between the query's embedding and each memory's, exact (all
-  vectors of the partition, held in a per-partition matrix refreshed when vectors change);
+- **vector**: cosine similarity between the query's embedding and each memory's, over all
+  vectors of the partition, held in a per-partition matrix refreshed when vectors change
+  (exact below 4,096 memories, to within about 0.002 above: ``cairn.engine.int8_dots``);
   calibrated as ``max(0, cos)``.
 - **fusion**: a weighted mean of the lane scores a memory has (lexical 0.7, vector 0.3; for a
   query outside English script with a multilingual embedder 0.4 / 0.6, ``lane_weights``; a
@@ -39,6 +40,7 @@ from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
 from cairn.engine.embedders import query_vector as vector_of_query
+from cairn.engine.int8_dots import Int8Dots
 from cairn.engine.query import named_speakers, ranking_terms
 from cairn.engine.ranking import MEMORY_HALF, calibrate
 from cairn.engine.search_caches import SearchCaches
@@ -127,14 +129,10 @@ def vector_lane(
         q = caches.queries.get(embedder, query)
     else:
         q = np.asarray(vector_of_query(embedder, query), dtype="<f4")
-    if q.shape[0] != m.vectors.shape[1]:
+    if q.shape[0] != m.dim:
         return {}  # vectors of another model: re-embed (cairn embeds on compile)
-    # einsum runs in this thread; BLAS matmul wakes a thread pool, which on a busy server
-    # costs several times the arithmetic (measured 0.8 ms vs 7 ms for 10,000 x 384).
-    sims = np.einsum("ij,j->i", m.vectors, q)
-    n = min(pool, len(sims))
-    top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
-    return {int(m.seqs[i]): max(0.0, min(1.0, float(sims[i]))) for i in top}
+    nearest = m.nearest(q, pool, caches.vectors.dots if caches is not None else Int8Dots())
+    return {seq: max(0.0, min(1.0, sim)) for seq, sim in nearest.items()}
 
 
 EMBED_CONTEXT = True

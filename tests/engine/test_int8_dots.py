@@ -1,0 +1,172 @@
+"""A big partition's vectors held as int8 codes (``cairn.engine.int8_dots``): the graph, the
+codes, the products' accuracy, and the vector lane over such a partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine import vectors as vectors_module
+from cairn.engine.compile import compile_scope
+from cairn.engine.embedders import HashingEmbedder
+from cairn.engine.int8_dots import GRAPH, OFFSET, Int8Dots, quantized
+from cairn.engine.search import embed_memories, search_memories
+from cairn.engine.search_caches import SearchCaches
+from cairn.store import Store
+
+TENANT = "t-int8"
+
+
+def _unit_rows(rng: np.random.Generator, rows: int, dim: int) -> np.ndarray:
+    m = rng.standard_normal((rows, dim)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def test_the_graph_is_the_one_onnx_builds() -> None:
+    """The bytes kept in the module are ``MatMulInteger(codes uint8 [rows, dim], query int8
+    [dim, 1]) → int32 [rows, 1]``, as ``onnx.helper`` writes it and its checker accepts."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    codes = helper.make_tensor_value_info("codes", TensorProto.UINT8, ["rows", "dim"])
+    query = helper.make_tensor_value_info("query", TensorProto.INT8, ["dim", 1])
+    dots = helper.make_tensor_value_info("dots", TensorProto.INT32, ["rows", 1])
+    node = helper.make_node("MatMulInteger", ["codes", "query"], ["dots"])
+    graph = helper.make_graph([node], "int8_dots", [codes, query], [dots])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 10)], producer_name="cairn"
+    )
+    model.ir_version = 5
+    onnx.checker.check_model(model)
+    assert model.SerializeToString(deterministic=True) == GRAPH
+
+
+def test_codes_hold_each_row_to_half_a_step() -> None:
+    rng = np.random.default_rng(3)
+    m = _unit_rows(rng, 50, 32)
+    m[7] = 0.0  # a row of zeros keeps scale 1 and codes at the offset
+    codes, scales = quantized(m)
+    assert codes.dtype == np.uint8 and scales.dtype == np.float32 and codes.shape == m.shape
+    back = (codes.astype(np.float32) - OFFSET) * scales[:, None]
+    assert np.all(np.abs(back - m) <= scales[:, None] / 2 + 1e-7)
+    assert scales[7] == 1.0 and np.all(codes[7] == OFFSET)
+    # Each row's largest value is ±127 steps: the whole int8 range is used.
+    assert np.all(np.abs(codes[np.arange(50) != 7].astype(int) - OFFSET).max(axis=1) == 127)
+
+
+def test_products_are_the_cosines_to_within_0_002() -> None:
+    """Over 6,000 random unit rows of 384 values (and three near copies of the query planted
+    among them), the ``n`` rows found score within 0.002 of their exact cosine, the planted
+    rows come first in their order, and the rows found are the exact ``n`` best but for ties
+    closer than the error."""
+    rng = np.random.default_rng(11)
+    m = _unit_rows(rng, 6000, 384)
+    query = _unit_rows(rng, 1, 384)[0]
+    for row, noise in ((4000, 0.2), (17, 0.4), (2500, 0.6)):
+        near = query + noise * _unit_rows(rng, 1, 384)[0]
+        m[row] = near / np.linalg.norm(near)
+    exact = m @ query
+    codes, scales = quantized(m)
+    dots = Int8Dots()
+    rows, sims = dots.nearest(codes, scales, query, 50)
+    assert len(rows) == 50 and len(set(rows.tolist())) == 50
+    assert np.max(np.abs(sims - exact[rows])) < 0.002
+    order = rows[np.argsort(-sims)]
+    assert order[:3].tolist() == [4000, 17, 2500]
+    best = set(np.argsort(-exact)[:50].tolist())
+    missed = best - set(rows.tolist())
+    # A row of the exact 50 may be left out only for one that scores within the error of it.
+    cut = np.sort(exact)[-50]
+    assert all(abs(exact[r] - cut) < 0.004 for r in missed)
+    # All rows when asked for more than there are; none for none.
+    rows, sims = dots.nearest(codes[:10], scales[:10], query, 99)
+    assert sorted(rows.tolist()) == list(range(10))
+    assert np.max(np.abs(sims - exact[rows])) < 0.002
+    assert len(dots.nearest(codes, scales, query, 0)[0]) == 0
+
+
+def _scope_with_memories(store: Store, texts: list[str]) -> Scope:
+    scope = Scope.for_subject("int8")
+    store.episodes.append_many(
+        TENANT,
+        [NewEpisode(scope=scope, source="t", type="note", payload={"text": t}) for t in texts],
+    )
+    while compile_scope(store, TENANT, scope).has_more:
+        pass
+    return scope
+
+
+def test_a_big_partition_is_held_as_codes_and_grows_by_its_new_rows(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below ``MIN_ROWS`` rows a partition's matrix is float32; once it reaches it the matrix
+    is codes, and rows embedded after it are quantized and appended (the same codes as the
+    whole matrix quantized at once)."""
+    monkeypatch.setattr(vectors_module, "MIN_ROWS", 4)
+    scope = _scope_with_memories(store, [f"note number {i} about topic {i % 3}" for i in range(9)])
+    emb = HashingEmbedder()
+    index = vectors_module.VectorIndex()
+
+    def matrix() -> Any:
+        with store.snapshot() as tx:
+            return index.matrix(store, tx, TENANT, scope)
+
+    assert embed_memories(store, emb, TENANT, scope, batch=3, max_batches=1) == 3
+    small = matrix()
+    assert small.scales is None and small.vectors.dtype == np.float32 and small.dim > 0
+    assert embed_memories(store, emb, TENANT, scope, batch=3, max_batches=1) == 3
+    coded = matrix()
+    assert coded.scales is not None and coded.vectors.dtype == np.uint8
+    assert coded.dim == small.dim and len(coded.seqs) == 6
+    assert coded.nbytes == coded.seqs.nbytes + coded.vectors.nbytes + coded.scales.nbytes
+    assert embed_memories(store, emb, TENANT, scope) == 3
+    grown = matrix()
+    assert len(grown.seqs) == 9 and np.array_equal(grown.vectors[:6], coded.vectors)
+    with store.snapshot() as tx:
+        rows = tx.memories.vectors(TENANT, scope)
+    whole = np.frombuffer(b"".join(rows.blobs), dtype="<f4").reshape(len(rows.blobs), -1)
+    codes, scales = quantized(whole)
+    assert np.array_equal(grown.vectors, codes) and np.array_equal(grown.scales, scales)
+    assert grown.seqs.tolist() == list(rows.seqs)
+
+
+def test_the_vector_lane_over_codes_ranks_as_over_float32(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same semantic and hybrid searches over a partition held as codes and as float32:
+    the same memories first, every vector score within 0.002 of the exact one."""
+    texts = [
+        "I adopted a golden retriever puppy named Max last spring.",
+        "We went hiking in the Rocky Mountains in July 2022.",
+        "My sister is a nurse at the city hospital.",
+        "I started pottery classes, the clay bowls came out great.",
+        "I work at Acme Corp as a data engineer.",
+        "Zebra crossing stripes are painted white.",
+    ]
+    scope = _scope_with_memories(store, texts)
+    emb = HashingEmbedder()
+    embed_memories(store, emb, TENANT, scope)
+    found: dict[int, list[Any]] = {}
+    for min_rows in (10**9, 1):  # float32, then codes
+        monkeypatch.setattr(vectors_module, "MIN_ROWS", min_rows)
+        caches = SearchCaches()
+        try:
+            found[min_rows] = [
+                search_memories(store, TENANT, scope, q, embedder=emb, lanes=lanes, caches=caches)
+                for q in ("clay bowls pottery", "where does she work", "zebra stripes")
+                for lanes in (["vector"], None)
+            ]
+            with store.snapshot() as tx:
+                matrix = caches.vectors.matrix(store, tx, TENANT, scope)
+            assert (matrix.scales is not None) == (min_rows == 1)
+        finally:
+            caches.close()
+    for exact, coded in zip(found[10**9], found[1], strict=True):
+        assert exact and exact[0].memory.id == coded[0].memory.id
+        by_id = {r.memory.id: r.lanes["vector"] for r in exact}
+        assert {r.memory.id for r in coded} == set(by_id)
+        assert all(abs(r.lanes["vector"] - by_id[r.memory.id]) < 0.002 for r in coded)
