@@ -132,6 +132,12 @@ def test_a_big_partition_is_held_as_codes_and_grows_by_its_new_rows(
     codes, scales = quantized(whole)
     assert np.array_equal(grown.vectors, codes) and np.array_equal(grown.scales, scales)
     assert grown.seqs.tolist() == list(rows.seqs)
+    # Read whole by another index (quantized a slice at a time): the same matrix.
+    monkeypatch.setattr(vectors_module, "_SLICE", 2)
+    with store.snapshot() as tx:
+        fresh = vectors_module.VectorIndex().matrix(store, tx, TENANT, scope)
+    assert fresh is not grown and np.array_equal(fresh.vectors, codes)
+    assert np.array_equal(fresh.scales, scales) and fresh.seqs.tolist() == list(rows.seqs)
 
 
 def test_the_vector_lane_over_codes_ranks_as_over_float32(

