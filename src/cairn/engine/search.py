@@ -224,7 +224,7 @@ def fuse(
         scale = 1.0 / top if method == "minmax" and top > 0 else 1.0
         for seq, s in lane_scores.items():
             fused[seq] = fused.get(seq, 0.0) + w * s * scale
-    if method == "rrf" or not unseen:
+    if method == "rrf" or not unseen or not any(unseen.values()):
         return fused
     for seq in fused:
         blind = [lane for lane in lanes if seq in unseen.get(lane, ())]
