@@ -4,8 +4,8 @@
 float32 before every product, so onnxruntime folds them into float32 constants at load: a
 160 MB session computing in float32. Here its weight products are re-quantized for
 onnxruntime's integer kernels (weights int8 per output channel, activations quantized on the
-fly: ``DynamicQuantizeLinear`` + ``MatMulInteger``): a 23 MB file, kept in onnxruntime's own
-format (``.ort``), about a third of the session memory, and about twice the speed
+fly: ``DynamicQuantizeLinear`` + ``MatMulInteger``): a 23 MB file (kept in onnxruntime's own
+format, ``.ort``), about half the session memory, and about twice the speed
 (docs/benchmarks.md, "Integer embedder"). Recall moves by a
 question or two either way with every vector written, and gains right after a compile (the
 vectors arrive twice as fast); similarities stay within ~0.05 of the torch model's.
@@ -97,8 +97,8 @@ def build(source: Path, target: Path) -> None:
     """The integer graph of ``source`` (``integer_graph``) saved in onnxruntime's own format
     (``.ort``, with its graph optimizations that hold on any machine already applied): a
     session of the ``.onnx`` file kept the loaded model beside its own copy of the weights,
-    one of ``.ort`` does not (docs/benchmarks.md, session 20: 15 MB less RSS, the same
-    speed and vectors)."""
+    one of ``.ort`` does not (docs/benchmarks.md, session 20: about 10 MB less RSS, the
+    same speed and vectors)."""
     import onnxruntime
 
     with tempfile.TemporaryDirectory() as tmp:
