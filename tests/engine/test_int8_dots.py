@@ -13,7 +13,7 @@ from cairn.core.scope import Scope
 from cairn.engine import vectors as vectors_module
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
-from cairn.engine.int8_dots import GRAPH, OFFSET, Int8Dots, quantized
+from cairn.engine.int8_dots import GRAPH, OFFSET, Int8Dots, quantized, query_codes
 from cairn.engine.search import embed_memories, search_memories
 from cairn.engine.search_caches import SearchCaches
 from cairn.store import Store
@@ -58,9 +58,9 @@ def test_codes_hold_each_row_to_half_a_step() -> None:
     assert np.all(np.abs(codes[np.arange(50) != 7].astype(int) - OFFSET).max(axis=1) == 127)
 
 
-def test_products_are_the_cosines_to_within_0_002() -> None:
+def test_products_are_the_cosines_to_within_0_0035() -> None:
     """Over 6,000 random unit rows of 384 values (and three near copies of the query planted
-    among them), the ``n`` rows found score within 0.002 of their exact cosine, the planted
+    among them), the ``n`` rows found score within 0.0035 of their exact cosine, the planted
     rows come first in their order, and the rows found are the exact ``n`` best but for ties
     closer than the error."""
     rng = np.random.default_rng(11)
@@ -74,19 +74,45 @@ def test_products_are_the_cosines_to_within_0_002() -> None:
     dots = Int8Dots()
     rows, sims = dots.nearest(codes, scales, query, 50)
     assert len(rows) == 50 and len(set(rows.tolist())) == 50
-    assert np.max(np.abs(sims - exact[rows])) < 0.002
+    assert np.max(np.abs(sims - exact[rows])) < 0.0035
     order = rows[np.argsort(-sims)]
     assert order[:3].tolist() == [4000, 17, 2500]
     best = set(np.argsort(-exact)[:50].tolist())
     missed = best - set(rows.tolist())
     # A row of the exact 50 may be left out only for one that scores within the error of it.
     cut = np.sort(exact)[-50]
-    assert all(abs(exact[r] - cut) < 0.004 for r in missed)
+    assert all(abs(exact[r] - cut) < 0.007 for r in missed)
     # All rows when asked for more than there are; none for none.
     rows, sims = dots.nearest(codes[:10], scales[:10], query, 99)
     assert sorted(rows.tolist()) == list(range(10))
-    assert np.max(np.abs(sims - exact[rows])) < 0.002
+    assert np.max(np.abs(sims - exact[rows])) < 0.0035
     assert len(dots.nearest(codes, scales, query, 0)[0]) == 0
+
+
+def _saturating_dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``codes @ query`` as onnxruntime's u8·s8 kernel computes it on x86 without VNNI
+    (``vpmaddubsw``): each two neighbouring products summed into a saturating int16."""
+    pairs = (codes.astype(np.int64) * query.astype(np.int64)).reshape(len(codes), -1, 2)
+    return np.clip(pairs.sum(axis=2), -32768, 32767).sum(axis=1)
+
+
+def test_no_two_neighbouring_products_overflow_sixteen_bits() -> None:
+    """A row equal to the query, its largest value beside another large one: the codes (up to
+    255) times the query's (up to ±63) never overflow a 16-bit pair sum, so the products are
+    the same with or without VNNI and the row scores its cosine of 1. (With the query coded to
+    ±127 the pair would be 255 x 127 + 254 x 126 = 64,389 and the score 0.5.)"""
+    q = np.zeros(64, dtype=np.float32)
+    q[[10, 11, 20, 21, 40]] = [1.0, 0.99, -1.0, -0.99, 0.3]
+    q /= np.linalg.norm(q)
+    codes, scales = quantized(q[None, :])
+    q_codes, q_scale = query_codes(q)
+    assert int(np.abs(q_codes).max()) == 63
+    exact = (codes.astype(np.int64) * q_codes.astype(np.int64)).sum(axis=1)
+    assert np.array_equal(_saturating_dots(codes, q_codes), exact)
+    shifted = (exact - OFFSET * int(q_codes.astype(np.int64).sum())) * scales * q_scale
+    assert abs(float(shifted[0]) - 1.0) < 0.0035
+    _, sims = Int8Dots().nearest(codes, scales, q, 1)
+    assert abs(float(sims[0]) - 1.0) < 0.0035
 
 
 def _scope_with_memories(store: Store, texts: list[str]) -> Scope:
@@ -144,7 +170,7 @@ def test_the_vector_lane_over_codes_ranks_as_over_float32(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same semantic and hybrid searches over a partition held as codes and as float32:
-    the same memories first, every vector score within 0.002 of the exact one."""
+    the same memories first, every vector score within 0.0035 of the exact one."""
     texts = [
         "I adopted a golden retriever puppy named Max last spring.",
         "We went hiking in the Rocky Mountains in July 2022.",
@@ -175,4 +201,4 @@ def test_the_vector_lane_over_codes_ranks_as_over_float32(
         assert exact and exact[0].memory.id == coded[0].memory.id
         by_id = {r.memory.id: r.lanes["vector"] for r in exact}
         assert {r.memory.id for r in coded} == set(by_id)
-        assert all(abs(r.lanes["vector"] - by_id[r.memory.id]) < 0.002 for r in coded)
+        assert all(abs(r.lanes["vector"] - by_id[r.memory.id]) < 0.0035 for r in coded)

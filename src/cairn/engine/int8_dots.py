@@ -1,17 +1,22 @@
 """The vector lane's products for a big partition, from int8 codes of its vectors.
 
-Reading a partition's float32 matrix was most of the vector lane's time: 10,000 memories of the
-default embedder are 37 MB, more than the processor's caches hold, so every query streamed them
-from memory (3.8 ms of a 19 ms hybrid context request, docs/benchmarks.md, session 20). A
-partition of ``MIN_ROWS`` memories or more is held instead as int8 codes (each row's values
-over ``scale = max |value| / 127``, rounded: a quarter of the bytes), and onnxruntime's integer
-product (``MatMulInteger``, the kernel the default embedder already runs) scores every row
-against the query's own codes.
+Reading a partition's float32 matrix was most of the vector lane's time: the scale benchmark's
+10,299 memories are 37 MB with the default embedder, more than the processor's caches hold, so
+every query streamed them from memory (3.8 ms of an 18 ms hybrid context request,
+docs/benchmarks.md, session 20). A partition of ``MIN_ROWS`` memories or more is held instead
+as int8 codes (each row's values over ``scale = max |value| / 127``, rounded: a quarter of the
+bytes), and onnxruntime's integer product (``MatMulInteger``, the kernel the default embedder
+already runs) scores every row against the query's own codes.
 
-A score is then the cosine to within about 0.002 (the rounding of both sides: measured at
-most 0.0019 over 100 queries of the scale benchmark's 10,000-memory subject, typically 0.001);
-scores that close may swap places. The lane weighs cosines by 0.3 (0.6 for a query outside
-English), so a fused score moves by about 0.001 at most. Smaller partitions keep their float32
+The query is coded in ``QUERY_LEVELS`` = 63 steps each way, not 127: on x86 processors without
+VNNI onnxruntime's kernel (``vpmaddubsw``) adds each two neighbouring byte products into a
+saturating 16-bit sum, which codes up to 255 times a query up to ±127 could overflow (a row
+close to the query the most: its top match would lose up to 0.01), while 2 x 255 x 63 = 32,130
+cannot. A score is then the cosine to within about 0.003 (the rounding of both sides: measured
+at most 0.0032 over 120 queries of the scale benchmark's 10,000-memory subject, some of them a
+row itself, median 0.0018); scores that close may swap places. The lane weighs cosines by 0.3
+(0.6 for a query outside English), so a fused score moves by about 0.002 at most. Smaller
+partitions keep their float32
 matrix and exact cosines (it fits the caches: no faster through codes). Keeping the float32
 rows too, to score the best few hundred candidates again exactly, cost as much as it saved:
 gathering those rows from the cold matrix took 1.5 ms in a server.
@@ -35,6 +40,8 @@ GRAPH = bytes.fromhex(
     "05120364696d5a1a0a05717565727912110a0f0803120b0a05120364696d0a020801621a0a04646f747312"
     "120a100806120c0a061204726f77730a02080142040a00100a"
 )
+# A query's values over ``max |value| / QUERY_LEVELS``, rounded (see the module's docstring).
+QUERY_LEVELS = 63
 # The codes are stored offset by 128 (uint8: onnxruntime's fastest integer kernel takes
 # unsigned rows); the product's ``128 Σ q`` is taken off afterwards.
 OFFSET = 128
@@ -47,6 +54,14 @@ def quantized(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
     codes = np.rint(vectors / scales[:, None]) + OFFSET
     return codes.astype(np.uint8), scales
+
+
+def query_codes(query: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(codes, scale)`` of a query: its values over ``scale = max |value| / QUERY_LEVELS``,
+    rounded (int8); a query of zeros has scale 1."""
+    peak = float(np.abs(query).max()) if len(query) else 0.0
+    scale = peak / QUERY_LEVELS if peak > 0 else 1.0
+    return np.rint(query / scale).astype(np.int8), scale
 
 
 class Int8Dots:
@@ -83,13 +98,11 @@ class Int8Dots:
         n = min(n, rows)
         if n <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        peak = float(np.abs(query).max())
-        q_scale = peak / 127.0 if peak > 0 else 1.0
-        q_codes = np.rint(query / q_scale).astype(np.int8)
+        q_codes, q_scale = query_codes(query)
         dots = self._run(codes, q_codes) - OFFSET * int(q_codes.astype(np.int64).sum())
         sims = dots.astype(np.float32) * (scales * np.float32(q_scale))
         top = np.argpartition(-sims, n - 1)[:n] if n < rows else np.arange(rows)
         return top, sims[top]
 
 
-__all__ = ["MIN_ROWS", "Int8Dots", "quantized"]
+__all__ = ["MIN_ROWS", "Int8Dots", "quantized", "query_codes"]

@@ -10,7 +10,7 @@
   approaching 1 for strong matches.
 - **vector**: cosine similarity between the query's embedding and each memory's, over all
   vectors of the partition, held in a per-partition matrix refreshed when vectors change
-  (exact below 4,096 memories, to within about 0.002 above: ``cairn.engine.int8_dots``);
+  (exact below 4,096 memories, to within about 0.003 above: ``cairn.engine.int8_dots``);
   calibrated as ``max(0, cos)``.
 - **fusion**: a weighted mean of the lane scores a memory has (lexical 0.7, vector 0.3; for a
   query outside English script with a multilingual embedder 0.4 / 0.6, ``lane_weights``; a
@@ -114,12 +114,15 @@ def vector_lane(
     matrix: _Matrix | None = None,
     query_vector: Callable[[], np.ndarray] | None = None,
     caches: SearchCaches | None = None,
+    dots: Int8Dots | None = None,
 ) -> dict[int, float]:
     """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
     caller filters). ``matrix`` is the partition's, if already loaded; ``query_vector`` waits
-    for an embedding already under way. A partition without vectors embeds nothing."""
+    for an embedding already under way; ``dots`` scores a coded matrix (the index's that read
+    it). A partition without vectors embeds nothing."""
+    index = caches.vectors if caches is not None else VectorIndex(1)
     if matrix is None:
-        matrix = (caches.vectors if caches else VectorIndex(1)).matrix(store, tx, tenant_id, scope)
+        matrix = index.matrix(store, tx, tenant_id, scope)
     m = matrix
     if not len(m.seqs):
         return {}
@@ -131,7 +134,7 @@ def vector_lane(
         q = np.asarray(vector_of_query(embedder, query), dtype="<f4")
     if q.shape[0] != m.dim:
         return {}  # vectors of another model: re-embed (cairn embeds on compile)
-    nearest = m.nearest(q, pool, caches.vectors.dots if caches is not None else Int8Dots())
+    nearest = m.nearest(q, pool, dots or index.dots)
     return {seq: max(0.0, min(1.0, sim)) for seq, sim in nearest.items()}
 
 
@@ -325,8 +328,8 @@ def rank_memories(
     pool = pool or max(limit * 2, 50)
     allowed = {"active", "superseded"} if include_superseded else {"active"}
     matrix = query_vector = None
+    vectors = caches.vectors if caches is not None else VectorIndex(1)
     if "vector" in lanes:
-        vectors = caches.vectors if caches is not None else VectorIndex(1)
         matrix = vectors.matrix(store, tx, tenant_id, scope)
         if caches is not None and len(matrix.seqs) and getattr(embedder, "overlap", False):
             # A CPU model (the slow part of hybrid search) embeds the query while the
@@ -360,6 +363,7 @@ def rank_memories(
             matrix=matrix,
             query_vector=query_vector,
             caches=caches,
+            dots=vectors.dots,
         )
     fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix, caches, tenant_id, scope))
     facts = _facts(tx, tenant_id, scope, fused, known)

@@ -2,7 +2,7 @@
 for nearest neighbours over all of them, cached while the partition's vectors stay the same (one
 primary-key read of its vector version per search) and extended in place of a re-read when the
 background pass has only added vectors after the last row. A partition of ``MIN_ROWS`` memories
-or more is held as int8 codes and scored through them, to within about 0.002 of the cosine
+or more is held as int8 codes and scored through them, to within about 0.003 of the cosine
 (``cairn.engine.int8_dots``); a smaller one as float32, exactly."""
 
 from __future__ import annotations
@@ -188,8 +188,8 @@ def _read_matrix(stamp: tuple[int, int], tx: UnitOfWork, tenant_id: str, scope: 
     ordered = np.asarray(seqs, dtype=np.int64)
     if len(blobs) < MIN_ROWS:
         return _Matrix(stamp, ordered, _stacked(blobs))
-    # Quantized a slice at a time: the float32 matrix of a big partition is never whole in
-    # memory (at 10,000 memories it and its temporaries were 110 MB more at the peak).
+    # Quantized a slice at a time: the rows are read as bytes, but no float32 matrix of the
+    # whole partition and its temporaries are made beside them.
     parts = [quantized(_stacked(blobs[i : i + _SLICE])) for i in range(0, len(blobs), _SLICE)]
     return _Matrix(
         stamp,
