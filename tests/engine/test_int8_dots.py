@@ -202,3 +202,31 @@ def test_the_vector_lane_over_codes_ranks_as_over_float32(
         by_id = {r.memory.id: r.lanes["vector"] for r in exact}
         assert {r.memory.id for r in coded} == set(by_id)
         assert all(abs(r.lanes["vector"] - by_id[r.memory.id]) < 0.0035 for r in coded)
+
+
+def test_a_big_partition_with_vectors_of_two_sizes_keeps_the_common_one(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another embedder's vectors replace a big partition's, a whole read (in slices)
+    keeps the rows of the most common size, coded; the others wait to be embedded again."""
+    monkeypatch.setattr(vectors_module, "MIN_ROWS", 4)
+    monkeypatch.setattr(vectors_module, "_SLICE", 2)
+    scope = _scope_with_memories(store, [f"note {i} on subject {i % 4}" for i in range(9)])
+    with store.snapshot() as tx:
+        seqs = [seq for seq, _, _ in tx.memories.without_embedding(TENANT, scope)]
+    rng = np.random.default_rng(5)
+    common, other = _unit_rows(rng, 6, 16), _unit_rows(rng, 3, 24)
+    # The first row read (which a slice's size is checked against) is of the odd size.
+    order = [seqs[0], *rng.permutation(seqs[1:]).tolist()]
+    rows = [(seq, v.tobytes()) for seq, v in zip(order[3:], common, strict=True)]
+    rows += [(seq, v.tobytes()) for seq, v in zip(order[:3], other, strict=True)]
+    with store.transaction() as tx:
+        tx.memories.set_embeddings(TENANT, scope, rows)
+    with store.snapshot() as tx:
+        matrix = vectors_module.VectorIndex().matrix(store, tx, TENANT, scope)
+    assert matrix.scales is not None and matrix.dim == 16
+    kept = {seq for seq, blob in rows if len(blob) == 16 * 4}
+    assert set(matrix.seqs.tolist()) == kept and len(kept) == 6
+    by_seq = {seq: np.frombuffer(blob, dtype="<f4") for seq, blob in rows}
+    codes, scales = quantized(np.stack([by_seq[int(seq)] for seq in matrix.seqs]))
+    assert np.array_equal(matrix.vectors, codes) and np.array_equal(matrix.scales, scales)

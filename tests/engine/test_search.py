@@ -407,12 +407,16 @@ def test_a_partition_matrix_grows_with_the_vectors_written_after_it(tmp_path: An
 
         from cairn.store.memory_vectors import MemoryVectors
 
-        index, reads = VectorIndex(), []
-        original = MemoryVectors.vectors
+        index, reads = VectorIndex(), []  # 0: read whole; else the rows after that seq
+        original, whole = MemoryVectors.vectors, MemoryVectors.vector_pages
 
         def counted(self: Any, tenant_id: str, scope_: Scope, after: int = 0) -> Any:
             reads.append(after)
             return original(self, tenant_id, scope_, after)
+
+        def counted_whole(self: Any, tenant_id: str, scope_: Scope, size: int) -> Any:
+            reads.append(0)
+            return whole(self, tenant_id, scope_, size)
 
         def matrix() -> Any:
             with store.snapshot() as tx:
@@ -420,7 +424,10 @@ def test_a_partition_matrix_grows_with_the_vectors_written_after_it(tmp_path: An
 
         import unittest.mock
 
-        with unittest.mock.patch.object(MemoryVectors, "vectors", counted):
+        with (
+            unittest.mock.patch.object(MemoryVectors, "vectors", counted),
+            unittest.mock.patch.object(MemoryVectors, "vector_pages", counted_whole),
+        ):
             write(seqs[:2], 1.0)
             m = matrix()
             assert list(m.seqs) == seqs[:2] and reads == [0]

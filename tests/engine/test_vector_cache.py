@@ -54,14 +54,14 @@ def test_matrices_stay_within_the_byte_budget(
     small = [_partition(store, f"p{i}", 3) for i in range(3)]
     big = _partition(store, "big", 12)
     per_row = 8 + 4 * DIM  # a seq (int64) and its vector
-    reads: list[str] = []
-    original = MemoryVectors.vectors
+    reads: list[str] = []  # the partitions read whole
+    original = MemoryVectors.vector_pages
 
-    def counted(self: Any, tenant_id: str, scope: Scope, after: int = 0) -> Any:
+    def counted(self: Any, tenant_id: str, scope: Scope, size: int) -> Any:
         reads.append(scope.user_id)
-        return original(self, tenant_id, scope, after)
+        return original(self, tenant_id, scope, size)
 
-    monkeypatch.setattr(MemoryVectors, "vectors", counted)
+    monkeypatch.setattr(MemoryVectors, "vector_pages", counted)
     index = VectorIndex(max_partitions=64, max_bytes=2 * 3 * per_row)
 
     def search(scope: Scope) -> Any:

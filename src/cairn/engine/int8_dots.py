@@ -52,8 +52,10 @@ def quantized(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     127``, rounded, plus ``OFFSET`` (uint8); a row of zeros has scale 1."""
     peak = np.abs(vectors).max(axis=1) if len(vectors) else np.zeros(0, dtype=np.float32)
     scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    codes = np.rint(vectors / scales[:, None]) + OFFSET
-    return codes.astype(np.uint8), scales
+    steps = vectors / scales[:, None]
+    np.rint(steps, out=steps)
+    steps += OFFSET
+    return steps.astype(np.uint8), scales
 
 
 def query_codes(query: np.ndarray) -> tuple[np.ndarray, float]:
