@@ -9,6 +9,7 @@ vector lane reads float32 embeddings stored with the memory.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -16,9 +17,11 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Select,
     bindparam,
     func,
     select,
+    text,
     update,
 )
 
@@ -38,8 +41,12 @@ _COLUMNS = [c for c in t.c if c.name not in ("embedding", "search_text")]
 # The statements of the search's per-request reads, built once (building and keying a
 # statement cost more than running it). By primary key only: a scope predicate tempts SQLite
 # into scanning the partition's index; the partition is checked on each row instead.
-_BY_SEQS = select(*_COLUMNS).where(t.c.seq.in_(bindparam("seqs", expanding=True)))
-_RANK_FACTS = select(
+# On SQLite the seqs travel as one JSON array (``json_each``): one statement for any number
+# of them, where an expanding ``IN`` was rendered and prepared afresh for each count (the
+# ranking facts of ~280 candidates: 1.7 → 1.35 ms, docs/benchmarks.md, session 20).
+_IN_SEQS = t.c.seq.in_(bindparam("seqs", expanding=True))
+_IN_JSON_SEQS = text("memories.seq IN (SELECT value FROM json_each(:seqs))")
+_FACT_COLUMNS = (
     t.c.seq,
     t.c.confidence,
     t.c.status,
@@ -49,7 +56,11 @@ _RANK_FACTS = select(
     t.c.user_id,
     t.c.agent_id,
     t.c.metadata["speaker"].as_string(),
-).where(t.c.seq.in_(bindparam("seqs", expanding=True)))
+)
+_BY_SEQS = select(*_COLUMNS).where(_IN_SEQS)
+_BY_JSON_SEQS = select(*_COLUMNS).where(_IN_JSON_SEQS)
+_RANK_FACTS = select(*_FACT_COLUMNS).where(_IN_SEQS)
+_RANK_FACTS_JSON = select(*_FACT_COLUMNS).where(_IN_JSON_SEQS)
 
 
 _list = list  # ``MemoryRepository.list`` shadows the builtin in its body
@@ -155,7 +166,7 @@ class MemoryRepository(MemoryVectors):
             return {}
         key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
         out = {}
-        for r in conn.execute(_BY_SEQS, {"seqs": list(seqs)}):
+        for r in conn.execute(*self._seqs_statement(_BY_SEQS, _BY_JSON_SEQS, seqs)):
             m = r._mapping
             if (m["tenant_id"], m["runtime_id"], m["user_id"], m["agent_id"]) == key:
                 out[int(m["seq"])] = memory_of(m, m["seq"])
@@ -171,10 +182,19 @@ class MemoryRepository(MemoryVectors):
         key = (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id)
         out: dict[int, tuple[float, str, str, str]] = {}
         for start in range(0, len(seqs), 500):
-            for r in conn.execute(_RANK_FACTS, {"seqs": list(seqs[start : start + 500])}):
+            chunk = seqs[start : start + 500]
+            for r in conn.execute(*self._seqs_statement(_RANK_FACTS, _RANK_FACTS_JSON, chunk)):
                 if (r[4], r[5], r[6], r[7]) == key:
                     out[int(r[0])] = (float(r[1]), str(r[2]), str(r[3]), str(r[8] or ""))
         return out
+
+    def _seqs_statement(
+        self, expanding: Select[Any], json_array: Select[Any], seqs: Sequence[int]
+    ) -> tuple[Select[Any], dict[str, Any]]:
+        """The statement reading rows by ``seqs`` and its parameters, for this backend."""
+        if self.db.is_sqlite:
+            return json_array, {"seqs": json.dumps([int(seq) for seq in seqs])}
+        return expanding, {"seqs": list(seqs)}
 
     def by_ids(self, tenant_id: str, ids: Sequence[uuid.UUID]) -> _list[Memory]:
         conn = self._tx_read
