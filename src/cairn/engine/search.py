@@ -103,28 +103,20 @@ def lexical_lane(
 
 
 def vector_lane(
-    store: Store,
-    tenant_id: str,
-    scope: Scope,
     query: str,
     embedder: Embedder,
+    matrix: _Matrix,
+    dots: Int8Dots,
     *,
     pool: int,
-    tx: UnitOfWork,
-    matrix: _Matrix | None = None,
     query_vector: Callable[[], np.ndarray] | None = None,
     caches: SearchCaches | None = None,
-    dots: Int8Dots | None = None,
 ) -> dict[int, float]:
-    """``seq → max(0, cosine)`` for the ``pool`` nearest memories (any status or kind: the
-    caller filters). ``matrix`` is the partition's, if already loaded; ``query_vector`` waits
-    for an embedding already under way; ``dots`` scores a coded matrix (the index's that read
-    it). A partition without vectors embeds nothing."""
-    index = caches.vectors if caches is not None else VectorIndex(1)
-    if matrix is None:
-        matrix = index.matrix(store, tx, tenant_id, scope)
-    m = matrix
-    if not len(m.seqs):
+    """``seq → max(0, cosine)`` for the ``pool`` nearest memories of the partition whose
+    ``matrix`` is given (any status or kind: the caller filters); ``dots`` scores a coded
+    matrix (the index's that read it); ``query_vector`` waits for an embedding already under
+    way. A partition without vectors embeds nothing."""
+    if not len(matrix.seqs):
         return {}
     if query_vector is not None:
         q = query_vector()
@@ -132,9 +124,9 @@ def vector_lane(
         q = caches.queries.get(embedder, query)
     else:
         q = np.asarray(vector_of_query(embedder, query), dtype="<f4")
-    if q.shape[0] != m.dim:
+    if q.shape[0] != matrix.dim:
         return {}  # vectors of another model: re-embed (cairn embeds on compile)
-    nearest = m.nearest(q, pool, dots or index.dots)
+    nearest = matrix.nearest(q, pool, dots)
     return {seq: max(0.0, min(1.0, sim)) for seq, sim in nearest.items()}
 
 
@@ -351,19 +343,15 @@ def rank_memories(
             coordinate=matrix is not None and matrix.covers(COORDINATE_COVERAGE),
         )
     if "vector" in lanes:
-        assert embedder is not None
+        assert embedder is not None and matrix is not None
         scores["vector"] = vector_lane(
-            store,
-            tenant_id,
-            scope,
             query,
             embedder,
+            matrix,
+            vectors.dots,
             pool=pool * 2,
-            tx=tx,
-            matrix=matrix,
             query_vector=query_vector,
             caches=caches,
-            dots=vectors.dots,
         )
     fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix, caches, tenant_id, scope))
     facts = _facts(tx, tenant_id, scope, fused, known)
