@@ -330,10 +330,10 @@ def test_the_vector_probe_counts_the_subjects_memories_with_vectors(db_url: str)
             assert len(seqs) >= 4
             marked = seqs[: len(seqs) // 2]
             conn.execute(
-                text("UPDATE memories SET embedding = :e WHERE seq IN :s").bindparams(
+                text("UPDATE memories SET vector_size = :e WHERE seq IN :s").bindparams(
                     bindparam("s", expanding=True)
                 ),
-                {"e": b"\0" * 8, "s": marked},
+                {"e": 8, "s": marked},
             )
             conn.execute(
                 text("UPDATE memories SET status = 'superseded' WHERE seq = :s"),
@@ -341,7 +341,7 @@ def test_the_vector_probe_counts_the_subjects_memories_with_vectors(db_url: str)
             )
             # Forgetting a memory wipes its vector (``cairn.store.lifecycle``): it counts nowhere.
             conn.execute(
-                text("UPDATE memories SET status = 'deleted', embedding = NULL WHERE seq = :s"),
+                text("UPDATE memories SET status = 'deleted', vector_size = NULL WHERE seq = :s"),
                 {"s": seqs[-2]},
             )
         engine.dispose()

@@ -49,7 +49,6 @@ def _row(content: str, sources: list[str], *, kind: str = "turn", slot: str = ""
         "metadata": metadata,
         "content_hash": hashlib.sha256(f"{kind}{content}".encode()).hexdigest(),
         "superseded_by": None,
-        "embedding": None,
         "created_at": NOW,
         "updated_at": NOW,
     }

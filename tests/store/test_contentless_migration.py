@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from alembic import command
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from cairn.core.scope import Scope
 from cairn.engine.search import search_memories
@@ -28,12 +28,15 @@ SAID = [
 
 
 def _rows(db_url: str) -> dict[str, tuple[float, bool, str, bool]]:
-    """Turn text → (confidence, contentless, context terms, has a vector)."""
+    """Turn text → (confidence, contentless, context terms, has a vector): the vector in the
+    row before migration 0020, its size after."""
     engine = create_engine(normalize_url(db_url))
+    columns = {c["name"] for c in inspect(engine).get_columns("memories")}
+    vector = "embedding" if "embedding" in columns else "vector_size"
     with engine.connect() as conn:
         rows = conn.execute(
             text(
-                "SELECT content, confidence, metadata, embedding FROM memories WHERE kind = 'turn'"
+                f"SELECT content, confidence, metadata, {vector} FROM memories WHERE kind = 'turn'"
             )
         ).all()
     engine.dispose()

@@ -49,7 +49,6 @@ def _row(content: str) -> dict[str, Any]:
         "metadata": {},
         "content_hash": hashlib.sha256(content.encode()).hexdigest(),
         "superseded_by": None,
-        "embedding": None,
         "created_at": NOW,
         "updated_at": NOW,
     }

@@ -40,7 +40,6 @@ def _row(scope: Scope, content: str) -> dict[str, Any]:
         "metadata": {},
         "content_hash": hashlib.sha256(f"{scope.user_id}{content}".encode()).hexdigest(),
         "superseded_by": None,
-        "embedding": None,
         "created_at": NOW,
         "updated_at": NOW,
     }

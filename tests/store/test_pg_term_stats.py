@@ -56,7 +56,6 @@ def _row(tenant: str, scope: Scope, i: int, kind: str = "turn") -> dict[str, Any
         "metadata": metadata,
         "content_hash": hashlib.sha256(f"{i}{kind}{content}".encode()).hexdigest(),
         "superseded_by": None,
-        "embedding": None,
         "created_at": NOW,
         "updated_at": NOW,
     }
@@ -168,7 +167,7 @@ def test_counts_follow_every_write(pg_store: Store) -> None:
         conn.execute(
             update(memories).where(memories.c.seq == seqs[6]).values(search_text="harbour tea")
         )
-        conn.execute(update(memories).where(memories.c.seq.in_(seqs)).values(embedding=b"\0" * 8))
+        conn.execute(update(memories).where(memories.c.seq.in_(seqs)).values(vector_size=8))
         conn.execute(delete(memories).where(memories.c.seq.in_(seqs[7:])))
     with store.db.read() as conn:
         assert _counts_kept(conn) == _counts_by_pass(conn)

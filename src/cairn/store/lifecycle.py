@@ -24,8 +24,9 @@ from cairn.store.partitions import PartitionSelector, erase, partitions
 from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
+from cairn.store.schema import memory_embeddings
 
-_COLUMNS = [c for c in t.c if c.name != "embedding"]
+_COLUMNS = [c for c in t.c if c.name != "vector_size"]
 # A chain longer than this is a cycle or corruption; history stops there.
 MAX_CHAIN = 1000
 
@@ -96,10 +97,12 @@ class LifecycleRepository(Repository):
                 content="",
                 summary="",
                 metadata={"deleted_at": now.isoformat(), "deleted_by": deleted_by},
-                embedding=None,
+                vector_size=None,
                 updated_at=now,
             )
         )
+        seq = select(t.c.seq).where(t.c.id == memory.id).scalar_subquery()
+        conn.execute(delete(memory_embeddings).where(memory_embeddings.c.seq == seq))
         self.bump_vectors(memory.tenant_id, memory.scope)
         self.purge_index(memory.tenant_id)
 

@@ -35,9 +35,9 @@ from cairn.store.memory_vectors import MemoryVectors
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 
-# Every column but the embedding (which only the vector lane reads, in bulk) and the analysed
+# Every column but the vector's size (which only the vector lane's writer reads) and the analysed
 # text (which only the full-text index reads).
-_COLUMNS = [c for c in t.c if c.name not in ("embedding", "search_text")]
+_COLUMNS = [c for c in t.c if c.name not in ("vector_size", "search_text")]
 # The statements of the search's per-request reads, built once (building and keying a
 # statement cost more than running it). By primary key only: a scope predicate tempts SQLite
 # into scanning the partition's index; the partition is checked on each row instead.

@@ -1,6 +1,7 @@
-"""Memories' vectors: stored with each memory (``embedding``), read per partition by the vector
-lane, written by the background embedding pass; a version per partition tells the lane's
-in-memory matrix when they changed."""
+"""Memories' vectors: kept beside the memories (``memory_embeddings``, one row per memory that
+has one; the memory's ``vector_size`` says it has), read per partition by the vector lane,
+written by the background embedding pass; a version per partition tells the lane's in-memory
+matrix when they changed."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
+    delete,
     func,
     select,
     update,
@@ -25,6 +27,7 @@ from cairn.core.scope import Scope
 from cairn.store.episodes import scope_filter
 from cairn.store.repository import Repository
 from cairn.store.schema import memories as t
+from cairn.store.schema import memory_embeddings as e
 from cairn.store.schema import metadata
 
 if TYPE_CHECKING:
@@ -49,7 +52,7 @@ vector_versions = Table(
 def _waiting(tenant_id: str, scope: Scope) -> tuple[Any, ...]:
     """The conditions of a partition's rows still waiting for a vector (a deleted row never
     gets one)."""
-    return (scope_filter(t, tenant_id, scope), t.c.embedding.is_(None), t.c.status != "deleted")
+    return (scope_filter(t, tenant_id, scope), t.c.vector_size.is_(None), t.c.status != "deleted")
 
 
 def bump_vector_version(
@@ -86,30 +89,47 @@ class MemoryVectors(Repository):
     def set_embeddings(
         self, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
     ) -> None:
-        """Store vectors of the partition's rows and bump its vector version."""
+        """Store vectors of the partition's rows (those still stored: a row erased since it
+        was read is left out) and bump its vector version."""
         conn = self._tx_write
-        params = [{"s": seq, "e": blob} for seq, blob in items]
-        if not params:
+        blobs = dict(items)
+        if not blobs:
             return
+        stored = conn.execute(
+            select(t.c.seq).where(t.c.seq.in_(list(blobs)), scope_filter(t, tenant_id, scope))
+        ).scalars()
+        kept = [int(seq) for seq in stored]
+        if not kept:
+            return
+        insert = self.db.insert(e)
+        excluded = insert.excluded.embedding
         conn.execute(
-            update(t).where(t.c.seq == bindparam("s")).values(embedding=bindparam("e")),
-            params,
+            insert.on_conflict_do_update(index_elements=[e.c.seq], set_={"embedding": excluded}),
+            [{"seq": seq, "embedding": blobs[seq]} for seq in kept],
+        )
+        conn.execute(
+            update(t).where(t.c.seq == bindparam("s")).values(vector_size=bindparam("n")),
+            [{"s": seq, "n": len(blobs[seq])} for seq in kept],
         )
         bump_vector_version(conn, self.db, tenant_id, scope, cleared=False)
+
+    def clear_vectors(self, seqs: list[int]) -> None:
+        """Forget the vectors of these rows (the caller bumps their partitions' versions)."""
+        if not seqs:
+            return
+        conn = self._tx_write
+        conn.execute(delete(e).where(e.c.seq.in_(seqs)))
+        conn.execute(update(t).where(t.c.seq.in_(seqs)).values(vector_size=None))
 
     def drop_vectors_of_other_size(self, nbytes: int, limit: int = 5_000) -> int:
         """Forget up to ``limit`` vectors that are not ``nbytes`` long (another embedder's),
         so the background pass embeds those memories again; returns how many."""
         found = self._tx_write.execute(
             select(t.c.seq, t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
-            .where(t.c.embedding.is_not(None), func.length(t.c.embedding) != nbytes)
+            .where(t.c.vector_size.is_not(None), t.c.vector_size != nbytes)
             .limit(limit)
         ).all()
-        if found:
-            self._tx_write.execute(
-                update(t).where(t.c.seq == bindparam("s")).values(embedding=None),
-                [{"s": r[0]} for r in found],
-            )
+        self.clear_vectors([int(r[0]) for r in found])
         for tenant_id, runtime_id, user_id, agent_id in {tuple(r[1:]) for r in found}:
             scope = Scope.model_construct(runtime_id=runtime_id, user_id=user_id, agent_id=agent_id)
             bump_vector_version(self._tx_write, self.db, tenant_id, scope, cleared=True)
@@ -130,8 +150,9 @@ class MemoryVectors(Repository):
         """The partition's vectors in ``seq`` order (only rows after ``after`` if given)."""
         conn = self._tx_read
         rows = conn.execute(
-            select(t.c.seq, t.c.embedding)
-            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None), t.c.seq > after)
+            select(t.c.seq, e.c.embedding)
+            .join(e, e.c.seq == t.c.seq)
+            .where(scope_filter(t, tenant_id, scope), t.c.seq > after)
             .order_by(t.c.seq)
         ).all()
         return VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
@@ -142,8 +163,9 @@ class MemoryVectors(Repository):
         all in memory at once (100,000 of the default embedder's are 358 MB, and PostgreSQL's
         driver holds a result whole, as text, before it is read)."""
         stmt = (
-            select(t.c.seq, t.c.embedding)
-            .where(scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None))
+            select(t.c.seq, e.c.embedding)
+            .join(e, e.c.seq == t.c.seq)
+            .where(scope_filter(t, tenant_id, scope))
             .order_by(t.c.seq)
             .execution_options(yield_per=size)
         )
@@ -155,7 +177,7 @@ class MemoryVectors(Repository):
         return int(
             self._tx_read.execute(
                 select(func.count()).where(
-                    scope_filter(t, tenant_id, scope), t.c.embedding.is_not(None)
+                    scope_filter(t, tenant_id, scope), t.c.vector_size.is_not(None)
                 )
             ).scalar_one()
         )
@@ -173,7 +195,7 @@ class MemoryVectors(Repository):
         conn = self._tx_read
         rows = conn.execute(
             select(t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
-            .where(t.c.embedding.is_(None), t.c.status != "deleted")
+            .where(t.c.vector_size.is_(None), t.c.status != "deleted")
             .distinct()
             .limit(limit)
         ).all()

@@ -6,9 +6,9 @@ as exempt with the reason. ``tests/store/test_partitions.py`` inspects the migra
 both backends and fails when a table is in none of the three, so a feature adding a table
 must decide here how its rows are erased.
 
-Full-text entries and embeddings live in the rows (the FTS5 triggers and the ``embedding``
-column follow them); per-user slate files and entries go with their folder (``ON DELETE
-CASCADE``).
+Full-text entries live in the rows (the FTS5 triggers follow them); a memory's vector
+(``memory_embeddings``) and per-user slate files and entries go with their memory or folder
+(``ON DELETE CASCADE``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from sqlalchemy import (
     DateTime,
     Dialect,
     Float,
+    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -189,7 +190,8 @@ memories = Table(
     # indexes read (migration 0009).
     Column("search_text", Text(), nullable=False, server_default=""),
     Column("superseded_by", Uuid(), nullable=True),
-    Column("embedding", LargeBinary(), nullable=True),
+    # The byte length of the memory's vector (in ``memory_embeddings``); NULL: none yet.
+    Column("vector_size", Integer(), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     UniqueConstraint(
@@ -210,9 +212,25 @@ memories = Table(
         "user_id",
         "agent_id",
         "seq",
-        sqlite_where=text("embedding IS NULL"),
-        postgresql_where=text("embedding IS NULL"),
+        sqlite_where=text("vector_size IS NULL"),
+        postgresql_where=text("vector_size IS NULL"),
     ),
+)
+
+# Each memory's vector, out of its row (migration 0020): a vector of the default embedder is
+# 3.6 KB, and kept in the row it pushed the columns every read wants onto SQLite's overflow
+# pages. Only the vector lane reads these, a partition at a time.
+memory_embeddings = Table(
+    "memory_embeddings",
+    metadata,
+    Column(
+        "seq",
+        SeqType,
+        ForeignKey("memories.seq", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("embedding", LargeBinary(), nullable=False),
 )
 
 # Which tables hold a partition's data (and how it is erased) is listed in one place:

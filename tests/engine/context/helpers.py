@@ -82,7 +82,6 @@ def add_memory(
                 metadata={},
                 content_hash=hashlib.sha256(content.encode()).hexdigest(),
                 superseded_by=None,
-                embedding=None,
                 created_at=at,
                 updated_at=at,
             )

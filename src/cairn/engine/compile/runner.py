@@ -80,7 +80,6 @@ def _row(
         "metadata": metadata,
         "content_hash": content_hash,
         "superseded_by": None,
-        "embedding": None,
         "created_at": now,
         "updated_at": now,
         "search_text": search_text(draft.content, metadata),
