@@ -6,10 +6,14 @@ question is about. Also for SQLite's big partitions, ranked by one ``bm25`` quer
 from __future__ import annotations
 
 import pytest
+from alembic import command
+from sqlalchemy import create_engine, text
 
 from cairn.core.scope import Scope
 from cairn.engine.query import ranking_terms
-from cairn.store import Store, fts5_rank, memory_search
+from cairn.store import Store, fts5_rank, memory_search, open_store
+from cairn.store.database import normalize_url
+from cairn.store.migrations import _config
 from tests.store.test_partition_idf import _row
 
 A = Scope.for_subject("maya")
@@ -115,3 +119,83 @@ def test_a_window_of_rows_is_coordinated_as_row_by_row() -> None:
             assert share.all(texts) == pytest.approx(expected)
             assert [share.all([t])[0] for t in texts] == pytest.approx(expected)  # one by one
         assert len(stems._stems) <= size
+
+
+def test_stored_stems_give_the_share_the_text_gives() -> None:
+    """``QueryShare.of_stems`` over each row's stored stems (``indexed_stems``, as SQLite
+    writes them with the row) gives the share ``all`` reads off the row's text."""
+    terms = ["work", "dashboards", "москв", "北京", "acme", "works", "acme", "café"]
+    counts = {"work": 3, "dashboards": 1, "москв": 2, "北京": 1, "café": 2}
+    texts = [
+        "maya working dashboard acme",
+        "tom worked москв москв",
+        "北京 works 🙂",
+        "",
+        "nothing here at all",
+        "dashboards dashboarding acmes acme café",
+        "a\tcafé\nworked",
+    ]
+    stems = fts5_rank.PorterStems()
+    share = fts5_rank.QueryShare(terms, counts, 40, stems)
+    stored = [fts5_rank.indexed_stems(t) for t in texts]
+    assert stored[0] == " maya work dashboard acm " and stored[3] == " "
+    assert share.of_stems(stored) == pytest.approx(share.all(texts))
+    assert share.of_stems(stored)[0] > share.of_stems(stored)[4] == 0.0  # the check can fail
+    assert [fts5_rank.indexed_stems(t, stems) for t in texts] == stored  # through the memo
+
+
+def test_rows_keep_their_stems_and_rank_as_their_text_does(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite writes each memory's stems with it (``search_stems``) and rewrites them with its
+    neighbour words; a big partition's window reads them, and rows without them (NULL, as a
+    writer that does not know them leaves them) are read off their text with the same result.
+    PostgreSQL keeps none (it weighs the share in SQL)."""
+    monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 10)
+    with store.transaction() as tx:
+        tx.memories.insert_new([_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
+    with store.db.read() as conn:
+        got = dict(conn.execute(text("SELECT content, search_stems FROM memories")).all())
+    if not store.db.is_sqlite:
+        assert set(got.values()) == {None}
+        return
+    assert got["Maya: acme"] == " maya acm "
+    ranked = _ranked(store, "acme dashboards warehouse")
+    assert ranked[0] == LONG
+    with store.db.write() as conn:
+        conn.execute(text("UPDATE memories SET search_stems = NULL"))
+    assert _ranked(store, "acme dashboards warehouse") == ranked
+    # The compiler refreshes a memory's neighbour words: its stems follow.
+    row = _row(A, "Maya: acme")
+    row["metadata"] = {"context_terms": "harbour depot"}
+    with store.transaction() as tx:
+        tx.memories.refresh_metadata(row)
+    with store.db.read() as conn:
+        stems = conn.execute(
+            text("SELECT search_stems FROM memories WHERE content = 'Maya: acme'")
+        ).scalar()
+    assert stems == " maya acm harbour depot "
+
+
+def test_0021_fills_the_stems_of_stored_rows(db_url: str) -> None:
+    store = open_store(db_url)
+    try:
+        with store.transaction() as tx:
+            tx.memories.insert_new([_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
+        with store.db.read() as conn:
+            written = dict(conn.execute(text("SELECT seq, search_stems FROM memories")).all())
+    finally:
+        store.close()
+    engine = create_engine(normalize_url(db_url))
+    try:
+        with engine.connect() as conn:
+            command.downgrade(_config(conn), "0020_memory_embeddings")
+            conn.commit()
+        open_store(db_url).close()  # migrates: 0021 fills the column again
+        with engine.connect() as conn:
+            filled = dict(conn.execute(text("SELECT seq, search_stems FROM memories")).all())
+    finally:
+        engine.dispose()
+    assert filled == written and len(filled) == 32
+    if engine.dialect.name == "sqlite":
+        assert None not in filled.values()

@@ -151,6 +151,16 @@ def porter_terms(terms: Sequence[str]) -> dict[str, str]:
     return {t: stems.get(t, t) for t in terms}
 
 
+def indexed_stems(text: str, stems: PorterStems | None = None) -> str:
+    """The distinct words of ``text`` (a row's analysed words and its neighbour words) as
+    ``porter_terms`` stems them, each once, space-separated with a space at either end (a
+    stem is looked up as `` stem ``): what ``QueryShare.of_stems`` reads off a stored row
+    (``memories.search_stems``, written with the row on SQLite)."""
+    words = list(dict.fromkeys(text.split()))
+    stem = stems.of(words) if stems is not None else porter_terms(words)
+    return " " + " ".join(dict.fromkeys(stem[w] for w in words)) + " " if words else " "
+
+
 class PorterStems:
     """``porter_terms`` remembered: the words of the rows a query coordinates (``QueryShare``)
     are a partition's vocabulary, the same request after request, and stemming them afresh
@@ -197,6 +207,14 @@ class QueryShare:
         self._weights = {t: idf(total, counts.get(t, 0)) for t in dict.fromkeys(terms)}
         self._stems = stems
         self._mass = sum(self._weights.values())
+
+    def of_stems(self, rows: Sequence[str]) -> list[float]:
+        """The share each row holds, from its stored stems (``indexed_stems``): the same
+        share ``all`` reads off the row's text, without splitting and stemming its words."""
+        stem = self._stems.of(list(self._weights))
+        wanted = [(f" {stem[t]} ", w) for t, w in self._weights.items()]
+        mass = self._mass
+        return [coordination(sum(w for s, w in wanted if s in row), mass) for row in rows]
 
     def all(self, texts: Sequence[str]) -> list[float]:
         """The share each of ``texts`` (a row's analysed terms) holds, each distinct word

@@ -26,7 +26,7 @@ from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 from cairn.store.schema import memory_embeddings
 
-_COLUMNS = [c for c in t.c if c.name != "vector_size"]
+_COLUMNS = [c for c in t.c if c.name not in ("vector_size", "search_stems")]
 # A chain longer than this is a cycle or corruption; history stops there.
 MAX_CHAIN = 1000
 
@@ -98,6 +98,7 @@ class LifecycleRepository(Repository):
                 summary="",
                 metadata={"deleted_at": now.isoformat(), "deleted_by": deleted_by},
                 vector_size=None,
+                search_stems=None,
                 updated_at=now,
             )
         )

@@ -30,14 +30,14 @@ from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
 from cairn.store.memory_rows import content_key, memory_of, memory_of_new, row_to_memory
-from cairn.store.memory_search import lexical_ranked, search_text
+from cairn.store.memory_search import lexical_ranked, row_stems, search_text
 from cairn.store.memory_vectors import MemoryVectors
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 
 # Every column but the vector's size (which only the vector lane's writer reads) and the analysed
-# text (which only the full-text index reads).
-_COLUMNS = [c for c in t.c if c.name not in ("vector_size", "search_text")]
+# text and its stems (which only full-text ranking reads).
+_COLUMNS = [c for c in t.c if c.name not in ("vector_size", "search_text", "search_stems")]
 # The statements of the search's per-request reads, built once (building and keying a
 # statement cost more than running it). By primary key only: a scope predicate tempts SQLite
 # into scanning the partition's index; the partition is checked on each row instead.
@@ -255,7 +255,7 @@ class MemoryRepository(MemoryVectors):
         conn = self._tx_write
         self.prepare_tenant(tenant_id)
         if rows:
-            conn.execute(t.insert(), list(rows))
+            conn.execute(t.insert(), [self._with_stems(dict(row)) for row in rows])
 
     def insert_new(self, rows: Sequence[dict[str, Any]]) -> _list[Memory]:
         """Insert rows whose content is not stored yet; returns the memories actually new.
@@ -286,6 +286,7 @@ class MemoryRepository(MemoryVectors):
         for row in merged.values():
             if "search_text" not in row:
                 row["search_text"] = search_text(row["content"], row["metadata"])
+            self._with_stems(row)
         for tenant in {row["tenant_id"] for row in merged.values()}:
             self.prepare_tenant(tenant)
         # ``RETURNING`` also makes it one multi-row statement per 1,000 rows: without it an
@@ -332,6 +333,14 @@ class MemoryRepository(MemoryVectors):
                     found[key] = (r[1], [str(x) for x in r[2]])
         return found
 
+    def _with_stems(self, row: dict[str, Any]) -> dict[str, Any]:
+        """SQLite: ``row`` with the stems coordination compares (``search_stems``) of its
+        analysed text and neighbour words; PostgreSQL keeps none."""
+        if self.db.is_sqlite and row.get("search_stems") is None:
+            analysed = row.get("search_text") or ""
+            row["search_stems"] = row_stems(analysed, row.get("metadata"), self.db.porter_stems)
+        return row
+
     def refresh_metadata(self, row: dict[str, Any]) -> None:
         """Replace the metadata of the stored memory ``row`` restates (same content); the
         row's ``search_text`` is used when it has one."""
@@ -353,13 +362,21 @@ class MemoryRepository(MemoryVectors):
             .values(
                 metadata=row["metadata"],
                 search_text=analysed,
+                search_stems=self._with_stems(
+                    {"search_text": analysed, "metadata": row["metadata"]}
+                ).get("search_stems"),
                 updated_at=row["updated_at"],
             )
         )
 
     def set_metadata(self, memory_id: uuid.UUID, metadata: dict[str, Any], now: datetime) -> None:
         conn = self._tx_write
-        conn.execute(update(t).where(t.c.id == memory_id).values(metadata=metadata, updated_at=now))
+        # (The neighbour words may change with it: the stems are read off the text again.)
+        conn.execute(
+            update(t)
+            .where(t.c.id == memory_id)
+            .values(metadata=metadata, search_stems=None, updated_at=now)
+        )
 
     def set_sources(self, memory_id: uuid.UUID, sources: _list[str], now: datetime) -> None:
         conn = self._tx_write

@@ -76,14 +76,6 @@ term_stats = Table(
         name="pk_memory_term_stats",
     ),
 )
-# The partition-and-status key of ``ix_memories_part_fts`` (written as the index has it: the
-# planner matches the expression as text).
-PART_KEY = (
-    "ARRAY[md5(m.tenant_id || chr(31) || m.runtime_id || chr(31) || m.user_id || chr(31) || "
-    "m.agent_id || chr(31) || m.status)]"
-)
-
-
 # What ranking reads of each candidate besides its score (``MemoryRepository.rank_facts``,
 # the same expressions): confidence, status, kind and the compiler's speaker, read with the
 # match instead of in one more query.
@@ -104,6 +96,16 @@ def search_text(content: str, metadata: dict[str, Any]) -> str:
     keywords = metadata.get("keywords")
     extra = " " + keywords if isinstance(keywords, str) and keywords else ""
     return index_text(content + extra)
+
+
+def row_stems(analysed: str, metadata: Any, stems: fts5_rank.PorterStems | None = None) -> str:
+    """SQLite's ``search_stems`` of a memory: the stems of its analysed text (``search_text``)
+    and its neighbour words (``context_terms``), the two columns its full-text entry holds
+    (``fts5_rank.indexed_stems``)."""
+    context = metadata.get("context_terms") if isinstance(metadata, dict) else None
+    return fts5_rank.indexed_stems(
+        f"{analysed} {context if isinstance(context, str) else ''}", stems
+    )
 
 
 def lexical(
@@ -234,8 +236,9 @@ def _fts5_ranked(
     # the window's first ``limit`` rows that pass ``where``, so its window only leaves room for
     # the rows the join drops (superseded, other kinds) and widens below when that is short.
     inner = limit * 2 + 50 if coordinate else limit + limit // 8 + 10
-    # Coordination reads the share a row holds off its indexed text (``_coordinated``).
-    indexed = ", m.search_text, JSON_EXTRACT(m.metadata, '$.context_terms')" if coordinate else ""
+    # Coordination reads the share a row holds off its stored stems, or off its indexed text
+    # where it has none (``_coordinated``).
+    indexed = f", m.search_stems, {_UNSTEMMED}" if coordinate else ""
     sql = (
         f"SELECT m.seq, -f.r AS s, {SQLITE_FACTS}{indexed} "
         f"FROM (SELECT rowid, {fts.MEMORIES.rank_sql(table)} AS r FROM {table} "
@@ -255,6 +258,14 @@ def _fts5_ranked(
         inner *= 4
 
 
+# A row's indexed text (analysed words and neighbour words), read only when it has no stored
+# stems (``CASE`` reads the columns it needs, so rows with stems never touch their text).
+_UNSTEMMED = (
+    "CASE WHEN m.search_stems IS NULL THEN "
+    "m.search_text || ' ' || coalesce(JSON_EXTRACT(m.metadata, '$.context_terms'), '') END"
+)
+
+
 def _coordinated(
     rows: Sequence[Any],
     terms: Sequence[str],
@@ -262,12 +273,18 @@ def _coordinated(
     total: int,
     stems: fts5_rank.PorterStems,
 ) -> list[Ranked]:
-    """The big-partition window (``seq, score, facts…, search_text, context_terms`` rows,
+    """The big-partition window (``seq, score, facts…, search_stems, unstemmed text`` rows,
     best by BM25) with each score scaled by the share of the query the row holds
-    (``fts5_rank.QueryShare``), best first."""
-    shares = fts5_rank.QueryShare(terms, counts, total, stems).all(
-        [f"{r[-2] or ''} {r[-1] or ''}" for r in rows]
-    )
+    (``fts5_rank.QueryShare``: from the row's stored stems, or its text if it has none),
+    best first."""
+    share = fts5_rank.QueryShare(terms, counts, total, stems)
+    shares = share.of_stems([r[-2] or "" for r in rows])
+    unstemmed = [i for i, r in enumerate(rows) if r[-2] is None]
+    if unstemmed:
+        for i, held in zip(
+            unstemmed, share.all([rows[i][-1] or "" for i in unstemmed]), strict=True
+        ):
+            shares[i] = held
     out = [
         (int(r[0]), float(r[1]) * held, facts_of(r[2:-2]))
         for r, held in zip(rows, shares, strict=True)
@@ -292,8 +309,8 @@ def _pg_ranked(
     ``f`` counts an occurrence in the memory's own words 1 and in a neighbour's half, read
     with ``ts_rank`` (repeats count less than FTS5 counts them: ``cairn.store.pg_bm25``);
     ``L`` is the row's ``length(fts)``, its distinct lexemes (FTS5 counts tokens). ``N``,
-    ``n`` and ``avgL`` come from ``memory_term_stats`` (``_pg_counts``); as on SQLite, a big
-    partition's common terms are left out (``COMMON_TERM_SHARE``).
+    ``n`` and ``avgL`` come from ``memory_term_stats`` (``pg_bm25.partition_counts``); as on
+    SQLite, a big partition's common terms are left out (``COMMON_TERM_SHARE``).
 
     (It ranked with ``ts_rank``'s own normalisation before, dividing by the log of a row's
     length: longer rows came first, fewer fitted a budget, and recall was 1 to 2 points below
@@ -310,7 +327,7 @@ def _pg_ranked(
     for i, term in enumerate(quoted):
         params[f"t{i}"] = term
     limit = int(params["limit"])
-    total, lexemes, counts = _pg_counts(conn, len(terms), params, statuses, kinds)
+    total, lexemes, counts = pg_bm25.partition_counts(conn, len(terms), params, statuses, kinds)
     keep = list(range(len(terms)))
     if COMMON_TERM_SHARE and len(terms) > 1 and total >= COMMON_TERM_MIN_ROWS:
         keep = [i for i in keep if counts[i] <= COMMON_TERM_SHARE * total] or keep
@@ -329,7 +346,7 @@ def _pg_ranked(
         branches.append(
             f"(SELECT {_CANDIDATE_COLUMNS}, {norm} AS norm, {columns} "
             f"FROM memories m, to_tsquery('english'::regconfig, :q_{b}) q, {queries} "
-            f"WHERE {PART_KEY} && ({_part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
+            f"WHERE {pg_bm25.PART_KEY} && ({pg_bm25.part_keys(statuses)}) AND m.fts @@ q{kind_sql}"
             + (f" LIMIT {int(bound)})" if bound is not None else ")")
         )
     # Rows in several candidate sets are scored once; one set holds each row once, and
@@ -416,75 +433,6 @@ def _bits(mask: int) -> list[int]:
 _CANDIDATE_COLUMNS = ", ".join(
     f"m.{c}" for c in ("seq", "tenant_id", "runtime_id", "user_id", "agent_id", "kind", "status")
 )
-
-
-def _part_keys(statuses: Sequence[str]) -> str:
-    """SQL of the ``PART_KEY`` values of the partition (bound as ``:tenant`` …) in each
-    status."""
-    sep = " || chr(31) || "
-    scope = sep.join(f"CAST(:{p} AS text)" for p in ("tenant", "runtime", "user", "agent"))
-    return "ARRAY[" + ", ".join(f"md5({scope}{sep}'{s}')" for s in statuses) + "]"
-
-
-def _pg_counts(
-    conn: Connection,
-    n_terms: int,
-    params: dict[str, Any],
-    statuses: Sequence[str],
-    kinds: list[str],
-) -> tuple[int, int, list[int]]:
-    """``N`` (the partition's rows in ``statuses`` and kinds), the sum of those rows'
-    ``length(fts)``, and each term's ``n`` (those rows whose ``fts`` matches it), as a pass
-    over the rows would count them. A term whose query is one lexeme (every word) is read
-    from ``memory_term_stats``; a term that parses to several (a phrase) is counted through
-    the partition index; a stop word matches nothing."""
-    stats = dict(params, statuses=list(statuses), kinds=kinds)
-    stats["quoted"] = [params[f"t{i}"] for i in range(n_terms)]
-    kind_sql = " AND s.kind = ANY(:kinds)" if kinds else ""
-    # One round trip: each term's lexemes and, for a one-lexeme term, its count (one
-    # primary-key read per term, in a lateral subquery: with ``term = ANY`` the planner may
-    # scan the partition's whole key range); the row of ordinality 0 counts the partition.
-    count_of = (
-        "(SELECT sum(s.{}) FROM memory_term_stats s WHERE s.tenant_id = :tenant "
-        "AND s.runtime_id = :runtime AND s.user_id = :user AND s.agent_id = :agent "
-        f"AND s.term = {{}} AND s.status = ANY(:statuses){kind_sql})"
-    )
-    partition = f"{count_of.format('n', chr(39) * 2)}, {count_of.format('lexemes', chr(39) * 2)}"
-    rows = conn.execute(
-        statement(
-            f"SELECT 0, 0, CAST(NULL AS text[]), {partition} UNION ALL "
-            "SELECT t.i, v.nodes, v.lexes, CASE WHEN v.nodes = 1 AND cardinality(v.lexes) = 1 "
-            f"THEN {count_of.format('n', 'v.lexes[1]')} END, NULL "
-            "FROM unnest(CAST(:quoted AS text[])) WITH ORDINALITY t(q, i) CROSS JOIN LATERAL "
-            "(SELECT numnode(to_tsquery('english'::regconfig, t.q)) AS nodes, "
-            "tsvector_to_array(to_tsvector('english'::regconfig, t.q)) AS lexes) v"
-        ),
-        stats,
-    ).all()
-    total = lexemes = 0
-    counts = [0] * n_terms
-    phrases: list[int] = []
-    for i, nodes, array, n, size in rows:
-        if i == 0:
-            total, lexemes = int(n or 0), int(size or 0)
-        elif nodes == 1 and len(array or []) == 1:
-            counts[i - 1] = int(n or 0)
-        elif nodes > 0:
-            phrases.append(i - 1)
-    kind_where = " AND m.kind = ANY(:kinds)" if kinds else ""
-    for i in phrases:
-        counts[i] = int(
-            conn.execute(
-                statement(
-                    f"SELECT count(*) FROM memories m WHERE {PART_KEY} && "
-                    f"({_part_keys(statuses)}) AND m.fts @@ to_tsquery('english'::regconfig, "
-                    f":t{i}) AND m.tenant_id = :tenant AND m.runtime_id = :runtime "
-                    f"AND m.user_id = :user AND m.agent_id = :agent{kind_where}"
-                ),
-                stats,
-            ).scalar_one()
-        )
-    return total, lexemes, counts
 
 
 def _without_common_terms(counts: dict[str, int], terms: Sequence[str], total: int) -> list[str]:

@@ -1,13 +1,17 @@
 """PostgreSQL's BM25 for the lexical lane of memories (``cairn.store.memory_search``): the SQL
 that scores a candidate row from its stored ``tsvector`` the way FTS5's ``bm25`` scores a row
-on SQLite, with the partition's statistics (``memory_term_stats``)."""
+on SQLite, with the partition's statistics (``memory_term_stats``, read by
+``partition_counts``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Connection
+
 from cairn.store import fts5_rank
+from cairn.store.statements import statement
 
 # Weight of the words of neighbouring messages (indexed with a turn, not part of it)
 # relative to the memory's own words (SQLite's is the FTS5 rank ``cairn.store.fts`` sets).
@@ -95,3 +99,80 @@ def chunk_score_sql(
         )
         summed.append(f"{F8.format(f'b{i}')} * r.f{i} * {F8.format('k1p1')} / (r.f{i} + r.norm)")
     return ", ".join(columns), "(" + " + ".join(summed) + ")"
+
+
+# The partition-and-status key of ``ix_memories_part_fts`` (written as the index has it: the
+# planner matches the expression as text).
+PART_KEY = (
+    "ARRAY[md5(m.tenant_id || chr(31) || m.runtime_id || chr(31) || m.user_id || chr(31) || "
+    "m.agent_id || chr(31) || m.status)]"
+)
+
+
+def part_keys(statuses: Sequence[str]) -> str:
+    """SQL of the ``PART_KEY`` values of the partition (bound as ``:tenant`` …) in each
+    status."""
+    sep = " || chr(31) || "
+    scope = sep.join(f"CAST(:{p} AS text)" for p in ("tenant", "runtime", "user", "agent"))
+    return "ARRAY[" + ", ".join(f"md5({scope}{sep}'{s}')" for s in statuses) + "]"
+
+
+def partition_counts(
+    conn: Connection,
+    n_terms: int,
+    params: dict[str, Any],
+    statuses: Sequence[str],
+    kinds: list[str],
+) -> tuple[int, int, list[int]]:
+    """``N`` (the partition's rows in ``statuses`` and kinds), the sum of those rows'
+    ``length(fts)``, and each term's ``n`` (those rows whose ``fts`` matches it), as a pass
+    over the rows would count them. A term whose query is one lexeme (every word) is read
+    from ``memory_term_stats``; a term that parses to several (a phrase) is counted through
+    the partition index; a stop word matches nothing."""
+    stats = dict(params, statuses=list(statuses), kinds=kinds)
+    stats["quoted"] = [params[f"t{i}"] for i in range(n_terms)]
+    kind_sql = " AND s.kind = ANY(:kinds)" if kinds else ""
+    # One round trip: each term's lexemes and, for a one-lexeme term, its count (one
+    # primary-key read per term, in a lateral subquery: with ``term = ANY`` the planner may
+    # scan the partition's whole key range); the row of ordinality 0 counts the partition.
+    count_of = (
+        "(SELECT sum(s.{}) FROM memory_term_stats s WHERE s.tenant_id = :tenant "
+        "AND s.runtime_id = :runtime AND s.user_id = :user AND s.agent_id = :agent "
+        f"AND s.term = {{}} AND s.status = ANY(:statuses){kind_sql})"
+    )
+    partition = f"{count_of.format('n', chr(39) * 2)}, {count_of.format('lexemes', chr(39) * 2)}"
+    rows = conn.execute(
+        statement(
+            f"SELECT 0, 0, CAST(NULL AS text[]), {partition} UNION ALL "
+            "SELECT t.i, v.nodes, v.lexes, CASE WHEN v.nodes = 1 AND cardinality(v.lexes) = 1 "
+            f"THEN {count_of.format('n', 'v.lexes[1]')} END, NULL "
+            "FROM unnest(CAST(:quoted AS text[])) WITH ORDINALITY t(q, i) CROSS JOIN LATERAL "
+            "(SELECT numnode(to_tsquery('english'::regconfig, t.q)) AS nodes, "
+            "tsvector_to_array(to_tsvector('english'::regconfig, t.q)) AS lexes) v"
+        ),
+        stats,
+    ).all()
+    total = lexemes = 0
+    counts = [0] * n_terms
+    phrases: list[int] = []
+    for i, nodes, array, n, size in rows:
+        if i == 0:
+            total, lexemes = int(n or 0), int(size or 0)
+        elif nodes == 1 and len(array or []) == 1:
+            counts[i - 1] = int(n or 0)
+        elif nodes > 0:
+            phrases.append(i - 1)
+    kind_where = " AND m.kind = ANY(:kinds)" if kinds else ""
+    for i in phrases:
+        counts[i] = int(
+            conn.execute(
+                statement(
+                    f"SELECT count(*) FROM memories m WHERE {PART_KEY} && "
+                    f"({part_keys(statuses)}) AND m.fts @@ to_tsquery('english'::regconfig, "
+                    f":t{i}) AND m.tenant_id = :tenant AND m.runtime_id = :runtime "
+                    f"AND m.user_id = :user AND m.agent_id = :agent{kind_where}"
+                ),
+                stats,
+            ).scalar_one()
+        )
+    return total, lexemes, counts

@@ -189,6 +189,10 @@ memories = Table(
     # ``content`` and its date keywords as ``cairn.core.analysis`` cuts them: what full-text
     # indexes read (migration 0009).
     Column("search_text", Text(), nullable=False, server_default=""),
+    # SQLite: the distinct stems of ``search_text`` and the neighbour words, as hybrid
+    # ranking compares them with a query's (``fts5_rank.indexed_stems``; migration 0021).
+    # NULL on PostgreSQL, which weighs them in SQL, and where a writer did not know them.
+    Column("search_stems", Text(), nullable=True),
     Column("superseded_by", Uuid(), nullable=True),
     # The byte length of the memory's vector (in ``memory_embeddings``); NULL: none yet.
     Column("vector_size", Integer(), nullable=True),

@@ -24,6 +24,7 @@ from cairn.store import fts
 from cairn.store.documents import document_chunks, documents
 from cairn.store.episodes import scope_filter
 from cairn.store.items import item_address, items, namespace_labels
+from cairn.store.memory_search import row_stems
 from cairn.store.repository import Repository
 from cairn.store.runs import ladder_runs
 from cairn.store.schema import UTCDateTime, episodes, memories
@@ -39,7 +40,7 @@ TABLES: dict[str, Table] = {
     "item": items,
 }
 _PARTITION = {"tenant_id", "runtime_id", "user_id", "agent_id"}
-_LEFT_OUT = {"seq", "embedding", "vector_size"}
+_LEFT_OUT = {"seq", "embedding", "vector_size", "search_stems"}
 # An item's address and depth follow from its namespace and key (made again on import); its
 # vectors, like every embedding, are not exported.
 _DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
@@ -105,6 +106,9 @@ class TransferRepository(Repository):
                 self._refuse_foreign_ids(conn, tenant_id, rows)
                 for kind, table in TABLES.items():
                     for row in rows[kind]:
+                        if table is memories and self.db.is_sqlite:
+                            analysed = row.get("search_text") or ""
+                            row["search_stems"] = row_stems(analysed, row.get("metadata"))
                         stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
                         counts[kind] += int(conn.execute(stmt).rowcount or 0)
         except (StatementError, DBAPIError) as exc:
