@@ -64,6 +64,9 @@ def test_vectors_live_beside_their_memories_and_leave_with_them(store: Store) ->
         assert found is not None
         tx.lifecycle.forget(found, "test", found.updated_at)
     assert a[1] not in _stored(store)
+    with store.transaction() as tx:  # a vector computed before it was forgotten arrives late
+        tx.memories.set_embeddings("acme", A, [(a[1], _blob(5.0))])
+    assert a[1] not in _stored(store)
     with store.snapshot() as tx:
         assert tx.memories.vector_count("acme", A) == 4
         assert tx.memories.unembedded_count("acme", A, 100) == 0  # a tombstone never waits

@@ -89,14 +89,16 @@ class MemoryVectors(Repository):
     def set_embeddings(
         self, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
     ) -> None:
-        """Store vectors of the partition's rows (those still stored: a row erased since it
-        was read is left out) and bump its vector version."""
+        """Store vectors of the partition's rows (those still stored and not forgotten: a
+        row erased or forgotten since it was read gets none) and bump its vector version."""
         conn = self._tx_write
         blobs = dict(items)
         if not blobs:
             return
         stored = conn.execute(
-            select(t.c.seq).where(t.c.seq.in_(list(blobs)), scope_filter(t, tenant_id, scope))
+            select(t.c.seq).where(
+                t.c.seq.in_(list(blobs)), scope_filter(t, tenant_id, scope), t.c.status != "deleted"
+            )
         ).scalars()
         kept = [int(seq) for seq in stored]
         if not kept:
