@@ -362,9 +362,11 @@ class MemoryRepository(MemoryVectors):
             .values(
                 metadata=row["metadata"],
                 search_text=analysed,
-                search_stems=self._with_stems(
-                    {"search_text": analysed, "metadata": row["metadata"]}
-                ).get("search_stems"),
+                search_stems=(
+                    row_stems(analysed, row["metadata"], self.db.porter_stems)
+                    if self.db.is_sqlite
+                    else None
+                ),
                 updated_at=row["updated_at"],
             )
         )
