@@ -4,7 +4,7 @@ Writes are idempotent by the unique ``(tenant, scope, kind, content_hash)`` cons
 whose content is already stored is not stored twice, whoever writes it — two compiles of one
 subject at once, in one process or two, cannot create a duplicate. Full-text search uses each
 backend's own index (SQLite FTS5 with BM25, PostgreSQL ``tsvector`` with ``ts_rank``); the
-vector lane reads float32 embeddings stored with the memory.
+vector lane reads float32 embeddings stored beside the memories (``memory_embeddings``).
 """
 
 from __future__ import annotations
