@@ -270,6 +270,27 @@ def seed(w: World, services: Services) -> None:
     )
     assert "teal" in r.json()["choices"][0]["message"]["content"]  # A's memory works for A
     a_call(w, "PUT", "/v1/items", json={**ITEM, "value": {"text": f"item {m[11]}"}})
+    # The ladder runs' turns are compiled in the background; a compile landing between A's
+    # two snapshots would change A's scores (BM25 normalises by the tenant's index), so A's
+    # store is settled before the test reads it.
+    assert services.turn_compiler is None or services.turn_compiler.wait_idle(30)
+
+
+def differences(before: Any, after: Any, path: str = "") -> list[str]:
+    """Where ``after`` differs from ``before``: each differing leaf's path and both values."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = [f"{path}/{k}: only before" for k in before.keys() - after.keys()]
+        out += [f"{path}/{k}: only after" for k in after.keys() - before.keys()]
+        for k in before.keys() & after.keys():
+            out += differences(before[k], after[k], f"{path}/{k}")
+        return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(before, after))
+            for d in differences(x, y, f"{path}/{i}")
+        ]
+    return [] if before == after else [f"{path}: {before!r} -> {after!r}"]
 
 
 def snapshot(w: World) -> dict[str, Any]:
@@ -1149,7 +1170,8 @@ def test_tenant_b_never_sees_or_changes_tenant_a(world: World) -> None:
         w.route = route
         API_PROBES[route](w)
     assert w.hits == set(API_PROBES)
-    assert snapshot(w) == before
+    after = snapshot(w)
+    assert after == before, differences(before, after)
 
     w.web = TestClient(w.client.app, follow_redirects=False)
     sign_in(w)
@@ -1158,7 +1180,8 @@ def test_tenant_b_never_sees_or_changes_tenant_a(world: World) -> None:
         w.route = route
         probe(w)
     assert w.hits == set(UI_PROBES)
-    assert snapshot(w) == before
+    after = snapshot(w)
+    assert after == before, differences(before, after)
 
 
 def _score(client: TestClient, key: str) -> float:
