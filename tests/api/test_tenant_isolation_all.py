@@ -287,7 +287,7 @@ def differences(before: Any, after: Any, path: str = "") -> list[str]:
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         return [
             d
-            for i, (x, y) in enumerate(zip(before, after))
+            for i, (x, y) in enumerate(zip(before, after, strict=True))
             for d in differences(x, y, f"{path}/{i}")
         ]
     return [] if before == after else [f"{path}: {before!r} -> {after!r}"]
