@@ -344,15 +344,12 @@ def rank_memories(
         )
     if "vector" in lanes:
         assert embedder is not None and matrix is not None
-        # ``pool`` nearest, twice the ranking's ``limit`` like the lexical lane's: the vector
-        # lane returns rows of any status or kind, which the ranking filters. (Twice ``pool``
-        # before: the same recall on every set, a millisecond more of ranking facts to read.)
         scores["vector"] = vector_lane(
             query,
             embedder,
             matrix,
             vectors.dots,
-            pool=pool,
+            pool=pool * 2,
             query_vector=query_vector,
             caches=caches,
         )
