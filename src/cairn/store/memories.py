@@ -333,12 +333,15 @@ class MemoryRepository(MemoryVectors):
                     found[key] = (r[1], [str(x) for x in r[2]])
         return found
 
+    def _stems(self, analysed: str, metadata: Any) -> str | None:
+        """SQLite: the stems coordination compares (``search_stems``) of a row's analysed
+        text and neighbour words; PostgreSQL keeps none."""
+        return row_stems(analysed, metadata, self.db.porter_stems) if self.db.is_sqlite else None
+
     def _with_stems(self, row: dict[str, Any]) -> dict[str, Any]:
-        """SQLite: ``row`` with the stems coordination compares (``search_stems``) of its
-        analysed text and neighbour words; PostgreSQL keeps none."""
-        if self.db.is_sqlite and row.get("search_stems") is None:
-            analysed = row.get("search_text") or ""
-            row["search_stems"] = row_stems(analysed, row.get("metadata"), self.db.porter_stems)
+        """``row`` with its ``search_stems`` (``_stems``) when it has none."""
+        if row.get("search_stems") is None:
+            row["search_stems"] = self._stems(row.get("search_text") or "", row.get("metadata"))
         return row
 
     def refresh_metadata(self, row: dict[str, Any]) -> None:
@@ -362,11 +365,7 @@ class MemoryRepository(MemoryVectors):
             .values(
                 metadata=row["metadata"],
                 search_text=analysed,
-                search_stems=(
-                    row_stems(analysed, row["metadata"], self.db.porter_stems)
-                    if self.db.is_sqlite
-                    else None
-                ),
+                search_stems=self._stems(analysed, row["metadata"]),
                 updated_at=row["updated_at"],
             )
         )
