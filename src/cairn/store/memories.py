@@ -339,9 +339,13 @@ class MemoryRepository(MemoryVectors):
         return row_stems(analysed, metadata, self.db.porter_stems) if self.db.is_sqlite else None
 
     def _with_stems(self, row: dict[str, Any]) -> dict[str, Any]:
-        """``row`` with its ``search_stems`` (``_stems``) when it has none."""
+        """``row`` with its ``search_stems`` (``_stems``) when it has none; on PostgreSQL
+        the row is left without the key (a database migrated only up to an older revision
+        has no such column)."""
         if row.get("search_stems") is None:
-            row["search_stems"] = self._stems(row.get("search_text") or "", row.get("metadata"))
+            stems = self._stems(row.get("search_text") or "", row.get("metadata"))
+            if stems is not None:
+                row["search_stems"] = stems
         return row
 
     def refresh_metadata(self, row: dict[str, Any]) -> None:
