@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.core.filler import is_contentless
+from cairn.core.filler import is_contentless, is_question
 
 
 @pytest.mark.parametrize(
@@ -97,3 +97,39 @@ def test_filler_is_contentless(text: str) -> None:
 )
 def test_a_message_with_any_other_word_has_content(text: str) -> None:
     assert not is_contentless(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How was Denmark?",
+        "Hey! How was Denmark?",
+        "Wait, you did WHAT??",
+        "¿Y tu hermano?",
+        "selam! radyo nasıl gidiyor?",
+        "عملت محضر؟",
+        "السلحفاة ولا كريم؟ 😂",
+        "台湾好玩吗？",
+        "Как дела у Саши?",
+        "서연아 좋은 아침! 잠깐 시간 돼?",
+    ],
+)
+def test_a_turn_that_only_asks_is_a_question(text: str) -> None:
+    assert is_question(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We moved to Oslo. Want to visit?",  # states first
+        "I went there. It was great!",
+        "What? No way, I love it",  # ends in a statement
+        "Wait... really?",  # an ellipsis ends a sentence
+        "我住在北京。你呢？",
+        "انتقلنا إلى القاهرة. هتيجي؟",
+        "",
+        "ok",
+    ],
+)
+def test_a_turn_that_states_something_is_no_question(text: str) -> None:
+    assert not is_question(text)

@@ -168,3 +168,24 @@ def is_contentless(text: str) -> bool:
             continue
         return False
     return True
+
+
+# A sentence ends at a full stop, exclamation or question mark of any script (with an
+# ellipsis and closing quotes or brackets after it).
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f\uff0e\u061f\u2026]+[\"'\u00bb\u201d\u2019)\]]*")
+_ASKS = frozenset("?\uff1f\u061f")  # ? ？ ؟
+_STATES = frozenset(".\u3002\uff0e\u2026")  # . 。 ． …
+
+
+def is_question(text: str) -> bool:
+    """True when ``text`` only asks: its last sentence ends with a question mark and no
+    sentence before it ends with a full stop ("Hey! How was Denmark?", "¿Y tu hermano?",
+    "عملت محضر؟"). Greetings and exclamations before the question do not count as a
+    statement; "We moved to Oslo. Want to visit?" states something, so it is no question."""
+    norm = _norm(text).strip()
+    ends = [m.group() for m in _SENTENCE_END.finditer(norm)]
+    if not ends or not set(ends[-1]) & _ASKS:
+        return False
+    if _WORD.search(norm[norm.rfind(ends[-1]) + len(ends[-1]) :]):
+        return False  # words after the last mark: a sentence that does not ask
+    return not any(set(e) & _STATES and not set(e) & _ASKS for e in ends[:-1])

@@ -27,7 +27,7 @@ from typing import Any
 
 from cairn.core.analysis import content_size, content_terms
 from cairn.core.episodes import Episode
-from cairn.core.filler import is_contentless
+from cairn.core.filler import is_contentless, is_question
 from cairn.core.ids import as_utc
 from cairn.core.memories import Memory
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
@@ -56,6 +56,7 @@ CONTENTLESS_CONFIDENCE = 0.2
 # this many content words, down to ``BRIEF_TURN_CONFIDENCE`` for one with none.
 FULL_TURN_WORDS = 10
 BRIEF_TURN_CONFIDENCE = 0.5
+QUESTION_FACTOR = 0.75  # times the confidence of a turn that only asks (``turn_confidence``)
 
 
 @dataclass(frozen=True)
@@ -443,11 +444,13 @@ def turn_confidence(text: str) -> float:
     ``FULL_TURN_WORDS`` content words. Both lanes favour brief turns otherwise: BM25's length
     normalisation lifts a short turn that holds a question's one common word (a name), and a
     turn embedded with its neighbours' words is mostly those words when it says little of
-    its own ("go on", "Bad news"), so it sits near whatever they were about."""
+    its own ("go on", "Bad news"), so it sits near whatever they were about. A turn that only
+    asks ("Hey! How was Denmark?") states nothing: times ``QUESTION_FACTOR``."""
     if is_contentless(text):
         return CONTENTLESS_CONFIDENCE
     size = min(1.0, content_size(text) / FULL_TURN_WORDS)
-    return round(BRIEF_TURN_CONFIDENCE + (1.0 - BRIEF_TURN_CONFIDENCE) * size, 4)
+    confidence = BRIEF_TURN_CONFIDENCE + (1.0 - BRIEF_TURN_CONFIDENCE) * size
+    return round(confidence * (QUESTION_FACTOR if is_question(text) else 1.0), 4)
 
 
 class HeuristicCompiler:
