@@ -22,6 +22,7 @@ SAID = [
     "We moved to Oslo in March. Want to visit?",
     "haha ok",
     "عملت محضر؟",
+    "台湾好玩吗？",
 ]
 
 
@@ -50,6 +51,7 @@ def test_0022_discounts_stored_questions_and_down_restores_them(db_url: str) -> 
         SAID[3]: 0.75,
         "haha ok": 0.2,
         SAID[5]: 0.45,  # 0.6 x 0.75
+        SAID[6]: 0.45,
     }
 
     engine = create_engine(normalize_url(db_url))
@@ -73,7 +75,7 @@ def test_0022_discounts_stored_questions_and_down_restores_them(db_url: str) -> 
         conn.commit()
     engine.dispose()
     before = _turns(db_url)
-    assert before == {**now, SAID[0]: 0.75, SAID[2]: 0.65, SAID[5]: 0.6}
+    assert before == {**now, SAID[0]: 0.75, SAID[2]: 0.65, SAID[5]: 0.6, SAID[6]: 0.6}
 
     open_store(db_url).close()  # migrates: 0022 runs over the stored rows
     assert _turns(db_url) == {**now, SAID[5]: 0.6}

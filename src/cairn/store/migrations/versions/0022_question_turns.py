@@ -55,9 +55,17 @@ def _rescale(value_of: Callable[[float], float]) -> None:
         rows = bind.execute(
             sa.text(
                 "SELECT seq, content, metadata, confidence FROM memories WHERE kind = 'turn' "
+                "AND (content LIKE :ascii OR content LIKE :wide OR content LIKE :arabic) "
                 "AND seq > :last ORDER BY seq LIMIT :batch"
             ),
-            {"last": last, "batch": BATCH},
+            # Only turns with a question mark can only ask (the rule reads the rest).
+            {
+                "ascii": "%?%",
+                "wide": "%\uff1f%",
+                "arabic": "%\u061f%",
+                "last": last,
+                "batch": BATCH,
+            },
         ).all()
         if not rows:
             return
