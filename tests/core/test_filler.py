@@ -112,6 +112,11 @@ def test_a_message_with_any_other_word_has_content(text: str) -> None:
         "台湾好玩吗？",
         "Как дела у Саши?",
         "서연아 좋은 아침! 잠깐 시간 돼?",
+        "Did you pay $3.50 for it?",  # a "." inside a word ends nothing
+        "Have you tried example.com?",
+        "Is it 5 p.m.?",
+        "How was it? haha",  # laughter after the question
+        "Hey\nHow was Denmark?",  # a greeting's line
     ],
 )
 def test_a_turn_that_only_asks_is_a_question(text: str) -> None:
@@ -129,6 +134,8 @@ def test_a_turn_that_only_asks_is_a_question(text: str) -> None:
         "انتقلنا إلى القاهرة. هتيجي؟",
         "",
         "ok",
+        "We moved to Oslo\nWant to visit?",  # a line that states, with no full stop
+        "ہم لاہور چلے گئے۔ آؤ گے؟",  # Urdu's full stop
     ],
 )
 def test_a_turn_that_states_something_is_no_question(text: str) -> None:

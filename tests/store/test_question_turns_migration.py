@@ -23,6 +23,9 @@ SAID = [
     "haha ok",
     "عملت محضر؟",
     "台湾好玩吗？",
+    "How are you?",  # contentless: 0.2, never rescaled
+    "你去过台湾吗？",  # a half-word size: 0.625 x 0.75, and back
+    "Did you see the eclipse from the balcony last night?",  # an LLM compiler's, below
 ]
 
 
@@ -43,7 +46,7 @@ def test_0022_discounts_stored_questions_and_down_restores_them(db_url: str) -> 
     finally:
         store.close()
     now = _turns(db_url)
-    # Compiled now: the three questions at 0.75 of what their words give, the rest as before.
+    # Compiled now: questions at 0.75 of what their words give, the rest as before.
     assert now == {
         SAID[0]: 0.5625,  # 0.75 x 0.75
         SAID[1]: 1.0,
@@ -52,6 +55,9 @@ def test_0022_discounts_stored_questions_and_down_restores_them(db_url: str) -> 
         "haha ok": 0.2,
         SAID[5]: 0.45,  # 0.6 x 0.75
         SAID[6]: 0.45,
+        SAID[7]: 0.2,
+        SAID[8]: 0.4688,
+        SAID[9]: 0.5625,  # 0.75 x 0.75
     }
 
     engine = create_engine(normalize_url(db_url))
@@ -72,10 +78,31 @@ def test_0022_discounts_stored_questions_and_down_restores_them(db_url: str) -> 
             ),
             {"c": f"Kerem: {SAID[5]}"},
         )
+        # A turn another compiler made keeps the confidence it gave.
+        conn.execute(
+            text(
+                "UPDATE memories SET metadata = "
+                + (
+                    "json_set(metadata, '$.compiler', 'llm')"
+                    if conn.dialect.name == "sqlite"
+                    else 'metadata || \'{"compiler": "llm"}\'::jsonb'
+                )
+                + " WHERE content = :c"
+            ),
+            {"c": f"Kerem: {SAID[9]}"},
+        )
         conn.commit()
     engine.dispose()
     before = _turns(db_url)
-    assert before == {**now, SAID[0]: 0.75, SAID[2]: 0.65, SAID[5]: 0.6, SAID[6]: 0.6}
+    assert before == {
+        **now,
+        SAID[0]: 0.75,
+        SAID[2]: 0.65,
+        SAID[5]: 0.6,
+        SAID[6]: 0.6,
+        SAID[8]: 0.625,
+        SAID[9]: 0.75,
+    }
 
     open_store(db_url).close()  # migrates: 0022 runs over the stored rows
-    assert _turns(db_url) == {**now, SAID[5]: 0.6}
+    assert _turns(db_url) == {**now, SAID[5]: 0.6, SAID[9]: 0.75}

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import regex
+
 # Acknowledgements, greetings, thanks, agreement and interjections; English first, then the
 # same small words in other common languages. Lowercase, accents kept.
 _FILLER_TEXT = """
@@ -170,22 +172,34 @@ def is_contentless(text: str) -> bool:
     return True
 
 
-# A sentence ends at a full stop, exclamation or question mark of any script (with an
-# ellipsis and closing quotes or brackets after it).
-_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f\uff0e\u061f\u2026]+[\"'\u00bb\u201d\u2019)\]]*")
-_ASKS = frozenset("?\uff1f\u061f")  # ? ？ ؟
-_STATES = frozenset(".\u3002\uff0e\u2026")  # . 。 ． …
+# A sentence ends at a run of full stops, exclamation or question marks (with closing quotes
+# or brackets after it): Latin-style marks only before a space or the end, so "3.50",
+# "example.com" and "p.m." end nothing; the marks of other scripts anywhere (NFKC has already
+# made full-width ones ASCII).
+_SENTENCE_END = regex.compile(
+    r"(?:[.!?\u2026]+(?=[\s\"'\u00bb\u201d\u2019)\]]|$)|[.!?\u2026]*[\u3002\u061f\u0964\u06d4\u0589]+)"
+    r"[\"'\u00bb\u201d\u2019)\]]*"
+)
+_ASKS = frozenset("?\u061f")  # ? ؟ (？ is ? after NFKC)
+_STATES = frozenset(".\u3002\u2026\u0964\u06d4\u0589")  # . 。 … । ۔ ։
 
 
 def is_question(text: str) -> bool:
-    """True when ``text`` only asks: its last sentence ends with a question mark and no
-    sentence before it ends with a full stop ("Hey! How was Denmark?", "¿Y tu hermano?",
+    """True when ``text`` only asks: its last sentence ends with a question mark (laughter or
+    emoji may follow) and no sentence or line before it states something — ends with a full
+    stop, or is a line of content with no mark ("Hey! How was Denmark?", "¿Y tu hermano?",
     "عملت محضر؟"). Greetings and exclamations before the question do not count as a
     statement; "We moved to Oslo. Want to visit?" states something, so it is no question."""
     norm = _norm(text).strip()
-    ends = [m.group() for m in _SENTENCE_END.finditer(norm)]
-    if not ends or not set(ends[-1]) & _ASKS:
+    ends = list(_SENTENCE_END.finditer(norm))
+    if not ends or not set(ends[-1].group()) & _ASKS:
         return False
-    if _WORD.search(norm[norm.rfind(ends[-1]) + len(ends[-1]) :]):
+    if not is_contentless(norm[ends[-1].end() :]):
         return False  # words after the last mark: a sentence that does not ask
-    return not any(set(e) & _STATES and not set(e) & _ASKS for e in ends[:-1])
+    if any(set(e.group()) & _STATES and not set(e.group()) & _ASKS for e in ends[:-1]):
+        return False
+    lines = [line.strip() for line in norm[: ends[-1].start()].split("\n")]
+    return not any(
+        line and not _SENTENCE_END.search(line[-1:] + " ") and not is_contentless(line)
+        for line in lines[:-1]
+    )

@@ -241,7 +241,7 @@ class OnnxEmbedder:
             self._session = onnxruntime.InferenceSession(
                 str(model), options, providers=["CPUExecutionProvider"]
             )
-        except Exception as exc:  # onnxruntime raises its own types for unreadable files
+        except _unreadable_model() as exc:  # cut short or damaged on disk
             if model == source:
                 raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
             self._session = _rebuilt_session(source, model, options, cache_dir, exc)
@@ -289,25 +289,37 @@ class OnnxEmbedder:
         return [[float(x) for x in row] for row in unit]
 
 
+def _unreadable_model() -> tuple[type[Exception], ...]:
+    """What onnxruntime raises for a model file it cannot read (not, say, a lack of memory)."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
+
+    return (ort_errors.Fail, ort_errors.InvalidProtobuf, ort_errors.InvalidGraph)
+
+
 def _rebuilt_session(
     source: Path, broken: Path, options: Any, cache_dir: Path | None, error: Exception
 ) -> Any:
-    """A session of the integer model built again: the cached file could not be loaded (cut
+    """A session of the integer model built again: the cached file could not be read (cut
     short or damaged on disk), so it is removed and rebuilt once from ``source``."""
     import onnxruntime
 
     from cairn.engine.onnx_model import integer_model
 
     log.warning("the cached embedding model %s is unreadable (%s); rebuilding it", broken, error)
-    broken.unlink(missing_ok=True)
+    advice = "CAIRN_ONNX_MATMUL=float32 uses the shipped file as is"
+    try:
+        broken.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"the cached embedding model {broken} is unreadable and cannot be removed ({exc}): "
+            f"delete it, or set CAIRN_MODEL_CACHE to a writable directory; {advice}"
+        ) from exc
+    failures: tuple[type[Exception], ...] = (RuntimeError, *_unreadable_model())
     try:
         model = integer_model(source, cache_dir)
         return onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        raise ConfigError(
-            f"the embedding model could not be rebuilt ({exc}); "
-            "CAIRN_ONNX_MATMUL=float32 uses the shipped file as is"
-        ) from exc
+    except failures as exc:
+        raise ConfigError(f"the embedding model could not be rebuilt ({exc}); {advice}") from exc
 
 
 class OpenAIEmbedder:

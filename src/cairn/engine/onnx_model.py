@@ -75,9 +75,14 @@ def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
 def _build(source: Path, target: Path) -> bool:
     """Run :func:`build` in a child process; write to a temporary name, then rename, so two
     processes building at once never read half a file."""
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     log.info("building the integer embedding model into %s (once)", target)
+    partial: Path | None = None
     try:
+        # A unique temporary name: two processes of one PID (in two containers sharing the
+        # cache) must not write the same file.
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        os.close(fd)
+        partial = Path(name)
         subprocess.run(
             [sys.executable, "-m", "cairn.engine.onnx_model", str(source), str(partial)],
             check=True,
@@ -88,7 +93,8 @@ def _build(source: Path, target: Path) -> bool:
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         log.warning("building the integer embedding model failed: %s %s", exc, detail[-500:])
-        partial.unlink(missing_ok=True)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
         return False
     return True
 
@@ -109,7 +115,7 @@ def build(source: Path, target: Path) -> None:
         options.optimized_model_filepath = str(target)
         options.add_session_config_entry("session.save_model_format", "ORT")
         onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
-    if not target.is_file():
+    if not target.is_file() or target.stat().st_size == 0:
         raise RuntimeError(f"onnxruntime wrote no model to {target}")
 
 

@@ -239,32 +239,52 @@ def _map_table(backend: Any, cache_dir: Path | None) -> mmap.mmap | None:
     target = (cache_dir or default_cache_dir()) / f"use-m3-{release}-{rows}x{width}.npy"
     mapped = None
     for attempt in range(2):
+        damaged = False
         try:
             if not target.is_file():
                 _write_table(table, target)
             mapped = np.load(target, mmap_mode="r")
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:  # not a whole .npy file (an OSError is no proof of damage)
+            problem, damaged = str(exc), True
+        except OSError as exc:
             problem = str(exc)
         else:
             if mapped.shape == table.shape and mapped.dtype == table.dtype:
                 break
-            problem, mapped = f"{mapped.shape} {mapped.dtype} in the file", None
-        if attempt == 0 and target.is_file():  # cut short or damaged: written again once
-            log.warning("the cached table %s is unreadable (%s); writing it again", target, problem)
-            target.unlink(missing_ok=True)
-            continue
+            problem, damaged, mapped = f"{mapped.shape} {mapped.dtype} in the file", True, None
+        if attempt == 0 and damaged and _removed(target, problem):
+            continue  # written again once
         log.warning("the multilingual model's table stays in memory (%s)", problem)
         return None
     backend.table = mapped
     return getattr(mapped, "_mmap", None)
 
 
+def _removed(target: Path, problem: str) -> bool:
+    """Remove a damaged cached table so it is written again; False where it cannot be."""
+    log.warning("the cached table %s is unreadable (%s); writing it again", target, problem)
+    try:
+        target.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("cannot remove %s (%s)", target, exc)
+        return False
+    return True
+
+
 def _write_table(table: Any, target: Path) -> None:
-    """``table`` saved as ``target`` through a temporary name and a rename."""
+    """``table`` saved as ``target`` through a temporary file of a unique name (two
+    processes, even of one PID in two containers sharing the cache, never write the same
+    file) and a rename; the temporary file is removed if anything fails."""
+    import tempfile
+
     import numpy as np
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    with partial.open("wb") as f:
-        np.save(f, table)
-    os.replace(partial, target)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    partial = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, table)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -8,7 +8,8 @@ a turn of the heuristic compiler, neither contentless nor corrected by someone, 
 asks. The factor is written out here as it was when this ran; the rule is
 ``cairn.core.filler``'s when it runs.
 
-Going down divides the factor out again (at most 1.0).
+Going down divides the factor out again (to three decimals, at most 1.0: the compiler's
+confidences step by 0.025).
 
 Revision ID: 0022_question_turns
 """
@@ -29,6 +30,8 @@ depends_on = None
 
 BATCH = 5000
 QUESTION_FACTOR = 0.75
+# ? and the marks NFKC makes one: full-width, small, doubled; and the Arabic question mark.
+QUESTION_MARKS = ("?", "\uff1f", "\ufe56", "\u2047", "\u2048", "\u2049", "\u061f")
 
 
 def turn_text(content: str, metadata: dict[str, Any]) -> str:
@@ -43,29 +46,24 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    _rescale(lambda old: min(1.0, round(old / QUESTION_FACTOR, 4)))
+    _rescale(lambda old: min(1.0, round(old / QUESTION_FACTOR, 3)))
 
 
 def _rescale(value_of: Callable[[float], float]) -> None:
     """Set ``value_of(confidence)`` on every heuristic turn that only asks and is neither
     contentless nor corrected, in batches by ``seq``."""
     bind = op.get_bind()
+    # Only a turn with a question mark can only ask (the rule reads the rest).
+    patterns = {f"q{i}": f"%{mark}%" for i, mark in enumerate(QUESTION_MARKS)}
+    marks = " OR ".join(f"content LIKE :{name}" for name in patterns)
     last = 0
     while True:
         rows = bind.execute(
             sa.text(
                 "SELECT seq, content, metadata, confidence FROM memories WHERE kind = 'turn' "
-                "AND (content LIKE :ascii OR content LIKE :wide OR content LIKE :arabic) "
-                "AND seq > :last ORDER BY seq LIMIT :batch"
+                f"AND ({marks}) AND seq > :last ORDER BY seq LIMIT :batch"
             ),
-            # Only turns with a question mark can only ask (the rule reads the rest).
-            {
-                "ascii": "%?%",
-                "wide": "%\uff1f%",
-                "arabic": "%\u061f%",
-                "last": last,
-                "batch": BATCH,
-            },
+            {**patterns, "last": last, "batch": BATCH},
         ).all()
         if not rows:
             return
