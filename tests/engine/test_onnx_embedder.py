@@ -103,9 +103,9 @@ def test_the_integer_model_is_built_once_and_cached(tmp_path: Any) -> None:
         i.name for i in model.graph.initializer if i.data_type == 1 and np.prod(i.dims) > 10**6
     ]
     assert big_float == []  # no float32 copy of the 30,522 x 384 word table
-    stamp = built.stat().st_mtime_ns
+    inode = built.stat().st_ino
     assert onnx_model.integer_model(source, tmp_path / "cache") == built
-    assert built.stat().st_mtime_ns == stamp  # not rebuilt
+    assert built.stat().st_ino == inode  # not rebuilt (a build renames a new file into place)
     embedder = OnnxEmbedder(cache_dir=tmp_path / "cache")
     tea, drink, tax = embedder.embed(
         ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
@@ -316,3 +316,38 @@ def test_a_damaged_model_in_a_read_only_cache_is_a_config_error(
     with pytest.raises(ConfigError) as err:
         OnnxEmbedder(cache_dir=cache)
     assert "cannot be removed" in err.value.message and "CAIRN_MODEL_CACHE" in err.value.message
+
+
+def test_cached_models_nobody_uses_are_swept_after_a_build(tmp_path: Any) -> None:
+    """When a new model file is built, the cache's older model files that no process has used
+    for 30 days go (an onnxruntime upgrade left them), as do dead writers' temporary files;
+    a file in use is stamped each time it is loaded, so it stays."""
+    import os
+    import time
+
+    from cairn.engine import onnx_model
+
+    now = time.time()
+    month = onnx_model.STALE_AFTER_S + 3600
+
+    def aged(name: str, age_s: float) -> Path:
+        path = tmp_path / name
+        path.write_bytes(b"x")
+        os.utime(path, (now - age_s, now - age_s))
+        return path
+
+    old_ort = aged("minilm-l6-int8mm-0000000000000000.ort", month)
+    old_onnx = aged("minilm-l6-int8mm-1111111111111111.onnx", month)
+    old_table = aged("use-m3-0.1.0-128010x512.npy", month)
+    dead_writer = aged(".use-m3-0.2.1-128010x512.npy.abc123.partial", 2 * 24 * 3600)
+    recent = aged("minilm-l6-int8mm-2222222222222222.ort", 3600)
+    writing = aged(".minilm-l6-int8mm-3333333333333333.ort.def456.partial", 60)
+    not_ours = aged("notes.txt", month)
+    kept = aged("minilm-l6-int8mm-4444444444444444.ort", month)  # the one just built
+
+    removed = onnx_model.sweep_stale(tmp_path, kept, now=now)
+    assert set(removed) == {old_ort, old_onnx, old_table, dead_writer}
+    assert all(p.exists() for p in (recent, writing, not_ours, kept))
+    # Loading a cached file stamps it as used.
+    onnx_model.mark_used(recent)
+    assert recent.stat().st_mtime >= now - 1

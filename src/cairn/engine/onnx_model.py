@@ -19,12 +19,14 @@ directory for this process only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,43 @@ def _key(source: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+# A cached model no process has used for this long is removed when a newer one is built (an
+# upgrade of onnxruntime or of the conversion leaves the old file behind, 23 MB each).
+STALE_AFTER_S = 30 * 24 * 3600
+# Cached files of Cairn's models, and the temporary files their writers use.
+CACHED_MODELS = ("minilm-l6-int8mm-*.ort", "minilm-l6-int8mm-*.onnx", "use-m3-*.npy")
+
+
+def mark_used(path: Path) -> None:
+    """Stamp a cached file as used now (its modification time), so the sweep after a later
+    build (``sweep_stale``) keeps it; a read-only cache stays as it is."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def sweep_stale(directory: Path, keep: Path, now: float | None = None) -> list[Path]:
+    """Remove Cairn's cached model files in ``directory`` other than ``keep`` that no process
+    has used for ``STALE_AFTER_S`` (``mark_used``), and temporary files of writers that died
+    a day ago or more; returns what was removed. Another installation sharing the cache
+    stamps the files it uses, so only what nobody uses goes."""
+    now = time.time() if now is None else now
+    removed = []
+    candidates = [p for pattern in CACHED_MODELS for p in directory.glob(pattern)]
+    candidates += [p for p in directory.glob(".*.partial")]
+    for path in candidates:
+        try:
+            age = now - path.stat().st_mtime
+            limit = 24 * 3600 if path.name.endswith(".partial") else STALE_AFTER_S
+            if path != keep and age > limit:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue
+    if removed:
+        log.info("removed %d unused cached model file(s) from %s", len(removed), directory)
+    return removed
+
+
 def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
     """The path of the integer-product model built from ``source`` (built now if missing)."""
     name = f"minilm-l6-int8mm-{_key(source)}.ort"
@@ -58,6 +97,7 @@ def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
         if directory is not None:
             target = directory / name
             if target.is_file():
+                mark_used(target)
                 return target
             try:
                 directory.mkdir(parents=True, exist_ok=True)
@@ -68,6 +108,7 @@ def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
             directory = Path(tempfile.mkdtemp(prefix="cairn-model-"))
             target = directory / name
         if _build(source, target):
+            sweep_stale(directory, target)
             return target
     raise RuntimeError(f"could not build the integer embedding model from {source}")
 

@@ -226,7 +226,7 @@ def _map_table(backend: Any, cache_dir: Path | None) -> mmap.mmap | None:
     Without a writable cache the table stays in memory (None)."""
     import numpy as np
 
-    from cairn.engine.onnx_model import default_cache_dir
+    from cairn.engine.onnx_model import default_cache_dir, mark_used, sweep_stale
 
     table = backend.table
     try:
@@ -241,8 +241,11 @@ def _map_table(backend: Any, cache_dir: Path | None) -> mmap.mmap | None:
     for attempt in range(2):
         damaged = False
         try:
-            if not target.is_file():
+            if target.is_file():
+                mark_used(target)
+            else:
                 _write_table(table, target)
+                sweep_stale(target.parent, target)
             mapped = np.load(target, mmap_mode="r")
         except ValueError as exc:  # not a whole .npy file (an OSError is no proof of damage)
             problem, damaged = str(exc), True
