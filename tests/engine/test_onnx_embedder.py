@@ -379,3 +379,23 @@ def test_loading_the_cached_model_stamps_it(tmp_path: Any) -> None:
     os.utime(built, (long_ago, long_ago))
     OnnxEmbedder(cache_dir=tmp_path / "cache")
     assert built.stat().st_mtime > long_ago + 24 * 3600
+
+
+def test_a_model_built_for_one_process_is_removed_once_loaded(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no writable cache the model is built into a temporary directory of the process;
+    once the session has it, the directory goes (23 MB a process otherwise)."""
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory should be")
+    embedder = OnnxEmbedder(cache_dir=blocker / "cache")
+    assert list(scratch.iterdir()) == []
+    tea, drink, tax = embedder.embed(
+        ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
+    )
+    assert np.dot(tea, drink) > np.dot(tax, drink) + 0.2

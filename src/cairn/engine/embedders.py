@@ -42,7 +42,7 @@ from typing import Any, Protocol
 import httpx
 
 from cairn.config import Settings
-from cairn.engine.onnx_model import UseStamp, arena_shrinkage
+from cairn.engine.onnx_model import UseStamp, arena_shrinkage, drop_per_process
 from cairn.engine.use_model import UseEmbedder
 from cairn.engine.yielding import pause_point
 from cairn.errors import CairnError, ConfigError
@@ -247,6 +247,7 @@ class OnnxEmbedder:
             if model == source:
                 raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
             self._session = _rebuilt_session(source, model, options, cache_dir, exc)
+        drop_per_process(model)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._stamp = UseStamp(model if model != source else None)
         self.batch_size = batch_size

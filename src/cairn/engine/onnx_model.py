@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,6 +119,19 @@ def sweep_stale(
     return removed
 
 
+# The directory a process builds the model into when no cache directory is writable.
+PER_PROCESS_PREFIX = "cairn-model-"
+
+
+def drop_per_process(model: Path) -> None:
+    """Remove ``model``'s directory if ``integer_model`` made it for this process alone (no
+    writable cache): once a session has loaded the file (onnxruntime keeps its own copy),
+    nothing reads it again, and each such process would leave 23 MB behind."""
+    parent = model.parent
+    if parent.name.startswith(PER_PROCESS_PREFIX) and parent.parent == Path(tempfile.gettempdir()):
+        shutil.rmtree(parent, ignore_errors=True)
+
+
 def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
     """The path of the integer-product model built from ``source`` (built now if missing)."""
     name = f"minilm-l6-int8mm-{_key(source)}.ort"
@@ -132,7 +146,7 @@ def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
                 log.warning("model cache %s is not writable; building per process", directory)
                 continue
         else:
-            directory = Path(tempfile.mkdtemp(prefix="cairn-model-"))
+            directory = Path(tempfile.mkdtemp(prefix=PER_PROCESS_PREFIX))
             target = directory / name
         if _build(source, target):
             sweep_stale(directory, target, MINILM_FILES)
