@@ -16,7 +16,7 @@ from cairn.engine.search import search_memories
 from cairn.store import open_store
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config, current_revisions
-from tests.store.test_turn_confidence_migration import TENANT, compile_turns
+from tests.store.test_turn_confidence_migration import TENANT, compile_turns, merge_metadata
 
 SCOPE = Scope.for_subject("nour")
 SAID = [
@@ -93,18 +93,7 @@ def test_0017_marks_stored_filler_turns_contentless(db_url: str) -> None:
             )
         )
         # Someone corrected one of them: it stays as they left it.
-        conn.execute(
-            text(
-                "UPDATE memories SET metadata = "
-                + (
-                    "json_set(metadata, '$.correction', json('{\"editor\": \"ana\"}'))"
-                    if sqlite
-                    else 'metadata || \'{"correction": {"editor": "ana"}}\'::jsonb'
-                )
-                + " WHERE content = :c"
-            ),
-            {"c": f"Nour: {SAID[2]}"},
-        )
+        merge_metadata(conn, f"Nour: {SAID[2]}", {"correction": {"editor": "ana"}})
         conn.commit()
     engine.dispose()
     before = _rows(db_url)

@@ -12,7 +12,7 @@ from cairn.core.scope import Scope
 from cairn.store import open_store
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config, current_revisions
-from tests.store.test_turn_confidence_migration import compile_turns
+from tests.store.test_turn_confidence_migration import compile_turns, merge_metadata
 
 SCOPE = Scope.for_subject("kerem")
 SAID = [
@@ -66,31 +66,9 @@ def test_0022_discounts_stored_questions_and_down_restores_them(db_url: str) -> 
         conn.commit()
         assert "0022_question_turns" not in current_revisions(conn)
         # Someone corrected a question turn before the upgrade: its confidence stays.
-        conn.execute(
-            text(
-                "UPDATE memories SET metadata = "
-                + (
-                    "json_set(metadata, '$.correction', json('{\"editor\": \"ana\"}'))"
-                    if conn.dialect.name == "sqlite"
-                    else 'metadata || \'{"correction": {"editor": "ana"}}\'::jsonb'
-                )
-                + " WHERE content = :c"
-            ),
-            {"c": f"Kerem: {SAID[5]}"},
-        )
+        merge_metadata(conn, f"Kerem: {SAID[5]}", {"correction": {"editor": "ana"}})
         # A turn another compiler made keeps the confidence it gave.
-        conn.execute(
-            text(
-                "UPDATE memories SET metadata = "
-                + (
-                    "json_set(metadata, '$.compiler', 'llm')"
-                    if conn.dialect.name == "sqlite"
-                    else 'metadata || \'{"compiler": "llm"}\'::jsonb'
-                )
-                + " WHERE content = :c"
-            ),
-            {"c": f"Kerem: {SAID[9]}"},
-        )
+        merge_metadata(conn, f"Kerem: {SAID[9]}", {"compiler": "llm"})
         conn.commit()
     engine.dispose()
     before = _turns(db_url)

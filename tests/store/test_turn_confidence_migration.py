@@ -4,10 +4,12 @@ turns, corrected turns and other kinds keep theirs, and going down restores 1.0.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from alembic import command
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
@@ -58,6 +60,20 @@ def compile_turns(store: Store, scope: Scope, speaker: str, said: list[str]) -> 
     compile_scope(store, TENANT, scope)
 
 
+def merge_metadata(conn: Connection, content: str, patch: dict[str, Any]) -> None:
+    """Merge ``patch`` into the metadata of the memories whose content is ``content`` (as an
+    edit made before a migration would leave it), on either backend."""
+    merged = (
+        "json_patch(metadata, :patch)"
+        if conn.dialect.name == "sqlite"
+        else "metadata || CAST(:patch AS jsonb)"
+    )
+    conn.execute(
+        text(f"UPDATE memories SET metadata = {merged} WHERE content = :c"),
+        {"patch": json.dumps(patch), "c": content},
+    )
+
+
 def test_0015_recomputes_stored_turns_and_down_restores_them(db_url: str) -> None:
     store = open_store(db_url)
     try:
@@ -74,17 +90,7 @@ def test_0015_recomputes_stored_turns_and_down_restores_them(db_url: str) -> Non
         conn.commit()
         assert "0015_turn_confidence" not in current_revisions(conn)
         # Someone corrected a brief turn before the upgrade: their confidence stays.
-        conn.execute(
-            text(
-                "UPDATE memories SET metadata = "
-                + (
-                    "json_set(metadata, '$.correction', json('{\"editor\": \"ana\"}'))"
-                    if conn.dialect.name == "sqlite"
-                    else 'metadata || \'{"correction": {"editor": "ana"}}\'::jsonb'
-                )
-                + " WHERE content = 'Maya: go on'"
-            )
-        )
+        merge_metadata(conn, "Maya: go on", {"correction": {"editor": "ana"}})
         conn.commit()
     engine.dispose()
     before = _turns(db_url)

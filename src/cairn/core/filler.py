@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-import regex
-
 # Acknowledgements, greetings, thanks, agreement and interjections; English first, then the
 # same small words in other common languages. Lowercase, accents kept.
 _FILLER_TEXT = """
@@ -176,7 +174,7 @@ def is_contentless(text: str) -> bool:
 # or brackets after it): Latin-style marks only before a space or the end, so "3.50",
 # "example.com" and "p.m." end nothing; the marks of other scripts anywhere (NFKC has already
 # made full-width ones ASCII).
-_SENTENCE_END = regex.compile(
+_SENTENCE_END = re.compile(
     r"(?:[.!?\u2026]+(?=[\s\"'\u00bb\u201d\u2019)\]]|$)|[.!?\u2026]*[\u3002\u061f\u0964\u06d4\u0589]+)"
     r"[\"'\u00bb\u201d\u2019)\]]*"
 )

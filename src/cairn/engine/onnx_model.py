@@ -102,11 +102,8 @@ def sweep_stale(
     removed = []
     try:
         candidates = [(p, STALE_AFTER_S) for pattern in patterns for p in directory.glob(pattern)]
-        candidates += [
-            (p, 24 * 3600)
-            for pattern in patterns
-            for p in directory.glob(f".{pattern.rsplit('*', 1)[0]}*.partial")
-        ]
+        writers = {f".{pattern.split('*', 1)[0]}*.partial" for pattern in patterns}
+        candidates += [(p, 24 * 3600) for pattern in writers for p in directory.glob(pattern)]
         for path, limit in candidates:
             with contextlib.suppress(OSError):
                 if path != keep and now - path.stat().st_mtime > limit:
