@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cairn.engine.onnx_model import UseStamp, default_cache_dir, mark_used, sweep_stale
 from cairn.engine.yielding import pause_point
 from cairn.errors import ConfigError
 
@@ -63,8 +64,6 @@ class UseEmbedder:
         self._lock = threading.Lock()
         self._token_budget = int(getattr(backend_module, "_TOKEN_BUDGET", 384))
         self._mapped = _map_table(self._backend, cache_dir)
-        from cairn.engine.onnx_model import UseStamp
-
         self._stamp = UseStamp(Path(self._backend.table.filename) if self._mapped else None)
         self.embed(["load the rest now, not on the first request"])
 
@@ -229,8 +228,6 @@ def _map_table(backend: Any, cache_dir: Path | None) -> mmap.mmap | None:
     rename, so processes starting together never read half a file); returns the mapping.
     Without a writable cache the table stays in memory (None)."""
     import numpy as np
-
-    from cairn.engine.onnx_model import default_cache_dir, mark_used, sweep_stale
 
     table = backend.table
     try:
