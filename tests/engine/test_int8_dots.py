@@ -13,7 +13,7 @@ from cairn.core.scope import Scope
 from cairn.engine import vectors as vectors_module
 from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
-from cairn.engine.int8_dots import GRAPH, OFFSET, Int8Dots, quantized, query_codes
+from cairn.engine.int8_dots import GRAPH, QUERY_OFFSET, Codes, Int8Dots, query_codes
 from cairn.engine.search import embed_memories, search_memories
 from cairn.engine.search_caches import SearchCaches
 from cairn.store import Store
@@ -27,16 +27,16 @@ def _unit_rows(rng: np.random.Generator, rows: int, dim: int) -> np.ndarray:
 
 
 def test_the_graph_is_the_one_onnx_builds() -> None:
-    """The bytes kept in the module are ``MatMulInteger(codes uint8 [rows, dim], query int8
-    [dim, 1]) → int32 [rows, 1]``, as ``onnx.helper`` writes it and its checker accepts."""
+    """The bytes kept in the module are ``MatMulInteger(query uint8 [1, dim], codes int8
+    [dim, rows]) → int32 [1, rows]``, as ``onnx.helper`` writes it and its checker accepts."""
     import onnx
     from onnx import TensorProto, helper
 
-    codes = helper.make_tensor_value_info("codes", TensorProto.UINT8, ["rows", "dim"])
-    query = helper.make_tensor_value_info("query", TensorProto.INT8, ["dim", 1])
-    dots = helper.make_tensor_value_info("dots", TensorProto.INT32, ["rows", 1])
-    node = helper.make_node("MatMulInteger", ["codes", "query"], ["dots"])
-    graph = helper.make_graph([node], "int8_dots", [codes, query], [dots])
+    query = helper.make_tensor_value_info("query", TensorProto.UINT8, [1, "dim"])
+    codes = helper.make_tensor_value_info("codes", TensorProto.INT8, ["dim", "rows"])
+    dots = helper.make_tensor_value_info("dots", TensorProto.INT32, [1, "rows"])
+    node = helper.make_node("MatMulInteger", ["query", "codes"], ["dots"])
+    graph = helper.make_graph([node], "int8_dots", [query, codes], [dots])
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 10)], producer_name="cairn"
     )
@@ -48,14 +48,23 @@ def test_the_graph_is_the_one_onnx_builds() -> None:
 def test_codes_hold_each_row_to_half_a_step() -> None:
     rng = np.random.default_rng(3)
     m = _unit_rows(rng, 50, 32)
-    m[7] = 0.0  # a row of zeros keeps scale 1 and codes at the offset
-    codes, scales = quantized(m)
-    assert codes.dtype == np.uint8 and scales.dtype == np.float32 and codes.shape == m.shape
-    back = (codes.astype(np.float32) - OFFSET) * scales[:, None]
+    m[7] = 0.0  # a row of zeros keeps scale 1 and codes of 0
+    got = Codes.of(m)
+    rows, scales = got.columns.T, got.scales
+    assert got.columns.dtype == np.int8 and scales.dtype == np.float32
+    assert got.columns.shape == (32, 50) and got.columns.flags.c_contiguous
+    assert (got.rows, got.dim) == (50, 32)
+    back = rows.astype(np.float32) * scales[:, None]
     assert np.all(np.abs(back - m) <= scales[:, None] / 2 + 1e-7)
-    assert scales[7] == 1.0 and np.all(codes[7] == OFFSET)
+    assert scales[7] == 1.0 and np.all(rows[7] == 0)
     # Each row's largest value is ±127 steps: the whole int8 range is used.
-    assert np.all(np.abs(codes[np.arange(50) != 7].astype(int) - OFFSET).max(axis=1) == 127)
+    assert np.all(np.abs(rows[np.arange(50) != 7].astype(int)).max(axis=1) == 127)
+    assert np.array_equal(got.sums, rows.astype(np.int64).sum(axis=1))
+    assert got.nbytes == got.columns.nbytes + scales.nbytes + got.sums.nbytes
+    # Joined from parts: the codes of the whole.
+    whole = Codes.joined([Codes.of(m[:20]), Codes.of(m[20:])])
+    assert np.array_equal(whole.columns, got.columns) and np.array_equal(whole.sums, got.sums)
+    assert np.array_equal(whole.scales, scales)
 
 
 def test_products_are_the_cosines_to_within_0_0035() -> None:
@@ -70,9 +79,9 @@ def test_products_are_the_cosines_to_within_0_0035() -> None:
         near = query + noise * _unit_rows(rng, 1, 384)[0]
         m[row] = near / np.linalg.norm(near)
     exact = m @ query
-    codes, scales = quantized(m)
+    codes = Codes.of(m)
     dots = Int8Dots()
-    rows, sims = dots.nearest(codes, scales, query, 50)
+    rows, sims = dots.nearest(codes, query, 50)
     assert len(rows) == 50 and len(set(rows.tolist())) == 50
     assert np.max(np.abs(sims - exact[rows])) < 0.0035
     order = rows[np.argsort(-sims)]
@@ -83,35 +92,51 @@ def test_products_are_the_cosines_to_within_0_0035() -> None:
     cut = np.sort(exact)[-50]
     assert all(abs(exact[r] - cut) < 0.007 for r in missed)
     # All rows when asked for more than there are; none for none.
-    rows, sims = dots.nearest(codes[:10], scales[:10], query, 99)
+    rows, sims = dots.nearest(codes.head(10), query, 99)
     assert sorted(rows.tolist()) == list(range(10))
     assert np.max(np.abs(sims - exact[rows])) < 0.0035
-    assert len(dots.nearest(codes, scales, query, 0)[0]) == 0
+    assert len(dots.nearest(codes, query, 0)[0]) == 0
 
 
-def _saturating_dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``codes @ query`` as onnxruntime's u8·s8 kernel computes it on x86 without VNNI
-    (``vpmaddubsw``): each two neighbouring products summed into a saturating int16."""
-    pairs = (codes.astype(np.int64) * query.astype(np.int64)).reshape(len(codes), -1, 2)
-    return np.clip(pairs.sum(axis=2), -32768, 32767).sum(axis=1)
+def test_products_are_exact_integers() -> None:
+    """The kernel's products, after the query's shift is taken off, are exactly the integer
+    dot products of the codes (int64 arithmetic in numpy)."""
+    rng = np.random.default_rng(2)
+    codes = Codes.of(_unit_rows(rng, 700, 96))
+    for _ in range(5):
+        q_codes, _ = query_codes(_unit_rows(rng, 1, 96)[0])
+        exact = codes.columns.T.astype(np.int64) @ q_codes.astype(np.int64)
+        assert np.array_equal(Int8Dots().products(codes, q_codes), exact)
+
+
+def _saturating_dots(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``left · right`` (``left`` unsigned, a row; ``right`` signed, a column per result) as
+    onnxruntime's u8·s8 kernel computes it on x86 without VNNI (``vpmaddubsw``): each two
+    neighbouring products summed into a saturating int16."""
+    pairs = (left.astype(np.int64)[:, None] * right.astype(np.int64)).reshape(-1, 2, right.shape[1])
+    return np.clip(pairs.sum(axis=1), -32768, 32767).sum(axis=0)
 
 
 def test_no_two_neighbouring_products_overflow_sixteen_bits() -> None:
-    """A row equal to the query, its largest value beside another large one: the codes (up to
-    255) times the query's (up to ±63) never overflow a 16-bit pair sum, so the products are
-    the same with or without VNNI and the row scores its cosine of 1. (With the query coded to
-    ±127 the pair would be 255 x 127 + 254 x 126 = 64,389 and the score 0.5.)"""
+    """A row equal to the query, its largest values side by side: the query shifted into
+    1..127 times the codes (up to ±127) never overflows a 16-bit pair sum, so the products are
+    the same with or without VNNI and the row scores its cosine of 1. (Shifted by 128 the pair
+    would be 191 x 127 + 190 x 126 = 48,197 and the score far off.)"""
     q = np.zeros(64, dtype=np.float32)
     q[[10, 11, 20, 21, 40]] = [1.0, 0.99, -1.0, -0.99, 0.3]
     q /= np.linalg.norm(q)
-    codes, scales = quantized(q[None, :])
+    codes = Codes.of(q[None, :])
     q_codes, q_scale = query_codes(q)
     assert int(np.abs(q_codes).max()) == 63
-    exact = (codes.astype(np.int64) * q_codes.astype(np.int64)).sum(axis=1)
-    assert np.array_equal(_saturating_dots(codes, q_codes), exact)
-    shifted = (exact - OFFSET * int(q_codes.astype(np.int64).sum())) * scales * q_scale
-    assert abs(float(shifted[0]) - 1.0) < 0.0035
-    _, sims = Int8Dots().nearest(codes, scales, q, 1)
+    shifted = q_codes.astype(np.int64) + QUERY_OFFSET
+    assert shifted.min() >= 1 and shifted.max() <= 127
+    exact = shifted @ codes.columns.astype(np.int64)
+    assert np.array_equal(_saturating_dots(shifted, codes.columns), exact)
+    by_128 = _saturating_dots(shifted + 64, codes.columns)
+    assert not np.array_equal(by_128, exact + 64 * codes.sums)
+    cosine = (exact - QUERY_OFFSET * codes.sums) * codes.scales * q_scale
+    assert abs(float(cosine[0]) - 1.0) < 0.0035
+    _, sims = Int8Dots().nearest(codes, q, 1)
     assert abs(float(sims[0]) - 1.0) < 0.0035
 
 
@@ -143,27 +168,33 @@ def test_a_big_partition_is_held_as_codes_and_grows_by_its_new_rows(
 
     assert embed_memories(store, emb, TENANT, scope, batch=3, max_batches=1) == 3
     small = matrix()
-    assert small.scales is None and small.vectors.dtype == np.float32 and small.dim > 0
+    assert small.codes is None and small.vectors.dtype == np.float32 and small.dim > 0
     assert embed_memories(store, emb, TENANT, scope, batch=3, max_batches=1) == 3
     coded = matrix()
-    assert coded.scales is not None and coded.vectors.dtype == np.uint8
-    assert coded.dim == small.dim and len(coded.seqs) == 6
-    assert coded.nbytes == coded.seqs.nbytes + coded.vectors.nbytes + coded.scales.nbytes
+    assert coded.codes is not None and coded.vectors.size == 0
+    assert coded.dim == small.dim and len(coded.seqs) == 6 and coded.codes.rows == 6
+    assert coded.nbytes == coded.seqs.nbytes + coded.codes.nbytes
     assert embed_memories(store, emb, TENANT, scope) == 3
     grown = matrix()
-    assert len(grown.seqs) == 9 and np.array_equal(grown.vectors[:6], coded.vectors)
+    assert grown.codes is not None and len(grown.seqs) == 9
+    assert np.array_equal(grown.codes.columns[:, :6], coded.codes.columns)
     with store.snapshot() as tx:
         rows = tx.memories.vectors(TENANT, scope)
-    whole = np.frombuffer(b"".join(rows.blobs), dtype="<f4").reshape(len(rows.blobs), -1)
-    codes, scales = quantized(whole)
-    assert np.array_equal(grown.vectors, codes) and np.array_equal(grown.scales, scales)
+    whole = Codes.of(np.frombuffer(b"".join(rows.blobs), dtype="<f4").reshape(len(rows.blobs), -1))
+    _assert_same_codes(grown.codes, whole)
     assert grown.seqs.tolist() == list(rows.seqs)
     # Read whole by another index (quantized a slice at a time): the same matrix.
     monkeypatch.setattr(vectors_module, "_SLICE", 2)
     with store.snapshot() as tx:
         fresh = vectors_module.VectorIndex().matrix(store, tx, TENANT, scope)
-    assert fresh is not grown and np.array_equal(fresh.vectors, codes)
-    assert np.array_equal(fresh.scales, scales) and fresh.seqs.tolist() == list(rows.seqs)
+    assert fresh is not grown and fresh.codes is not None
+    _assert_same_codes(fresh.codes, whole)
+    assert fresh.seqs.tolist() == list(rows.seqs)
+
+
+def _assert_same_codes(got: Codes, want: Codes) -> None:
+    assert np.array_equal(got.columns, want.columns) and got.columns.flags.c_contiguous
+    assert np.array_equal(got.scales, want.scales) and np.array_equal(got.sums, want.sums)
 
 
 def test_the_vector_lane_over_codes_ranks_as_over_float32(
@@ -194,7 +225,7 @@ def test_the_vector_lane_over_codes_ranks_as_over_float32(
             ]
             with store.snapshot() as tx:
                 matrix = caches.vectors.matrix(store, tx, TENANT, scope)
-            assert (matrix.scales is not None) == (min_rows == 1)
+            assert (matrix.codes is not None) == (min_rows == 1)
         finally:
             caches.close()
     for exact, coded in zip(found[10**9], found[1], strict=True):
@@ -224,9 +255,8 @@ def test_a_big_partition_with_vectors_of_two_sizes_keeps_the_common_one(
         tx.memories.set_embeddings(TENANT, scope, rows)
     with store.snapshot() as tx:
         matrix = vectors_module.VectorIndex().matrix(store, tx, TENANT, scope)
-    assert matrix.scales is not None and matrix.dim == 16
+    assert matrix.codes is not None and matrix.dim == 16
     kept = {seq for seq, blob in rows if len(blob) == 16 * 4}
     assert set(matrix.seqs.tolist()) == kept and len(kept) == 6
     by_seq = {seq: np.frombuffer(blob, dtype="<f4") for seq, blob in rows}
-    codes, scales = quantized(np.stack([by_seq[int(seq)] for seq in matrix.seqs]))
-    assert np.array_equal(matrix.vectors, codes) and np.array_equal(matrix.scales, scales)
+    _assert_same_codes(matrix.codes, Codes.of(np.stack([by_seq[int(seq)] for seq in matrix.seqs])))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cairn.core.scope import Scope
-from cairn.engine.int8_dots import MIN_ROWS, Int8Dots, quantized
+from cairn.engine.int8_dots import MIN_ROWS, Codes, Int8Dots
 from cairn.store import Store
 
 if TYPE_CHECKING:
@@ -27,13 +27,13 @@ if TYPE_CHECKING:
 class _Matrix:
     stamp: tuple[int, int]
     seqs: np.ndarray
-    # A row per seq: float32 vectors, or (when ``scales`` is set) their int8 codes.
+    # A row per seq, float32 (empty when ``codes`` holds them).
     vectors: np.ndarray
     # The partition's rows still waiting for a vector when the matrix was read, counted up to
     # one more than ``seqs`` holds (``covers`` needs no more).
     unembedded: int = 0
-    # Each row's scale when ``vectors`` holds ``int8_dots.quantized`` codes, else None.
-    scales: np.ndarray | None = None
+    # The rows as ``int8_dots.Codes`` (a big partition), else None.
+    codes: Codes | None = None
 
     def covers(self, share: float) -> bool:
         """Whether at least ``share`` (in [0.5, 1]: ``unembedded`` is counted only that far)
@@ -46,18 +46,20 @@ class _Matrix:
     @property
     def dim(self) -> int:
         """The vectors' length (0 for a matrix without rows)."""
+        if self.codes is not None:
+            return self.codes.dim
         return int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0
 
     @property
     def nbytes(self) -> int:
-        scales = self.scales.nbytes if self.scales is not None else 0
-        return int(self.seqs.nbytes + self.vectors.nbytes + scales)
+        codes = self.codes.nbytes if self.codes is not None else 0
+        return int(self.seqs.nbytes + self.vectors.nbytes + codes)
 
     def nearest(self, query: np.ndarray, n: int, dots: Int8Dots) -> dict[int, float]:
         """``seq → product with query`` (the cosine) for the ``n`` rows of largest product:
         through ``dots`` for a coded matrix, else exactly in float32."""
-        if self.scales is not None:
-            rows, sims = dots.nearest(self.vectors, self.scales, query, n)
+        if self.codes is not None:
+            rows, sims = dots.nearest(self.codes, query, n)
         else:
             # einsum runs in this thread; BLAS matmul wakes a thread pool, which on a busy
             # server costs several times the arithmetic (0.8 ms vs 7 ms for 10,000 x 384).
@@ -156,23 +158,17 @@ def _appended(
         return None
     added = _stacked(newer.blobs)
     seqs = np.concatenate([old.seqs, np.asarray(newer.seqs, dtype=np.int64)])
-    if old.scales is None:
+    if old.codes is None:
         return _coded(_Matrix(stamp, seqs, np.concatenate([old.vectors, added])))
-    codes, scales = quantized(added)  # only the new rows are quantized
-    return _Matrix(
-        stamp,
-        seqs,
-        np.concatenate([old.vectors, codes]),
-        scales=np.concatenate([old.scales, scales]),
-    )
+    # Only the new rows are quantized.
+    return replace(old, stamp=stamp, seqs=seqs, codes=Codes.joined([old.codes, Codes.of(added)]))
 
 
 def _coded(matrix: _Matrix) -> _Matrix:
     """``matrix`` held as int8 codes if it has ``MIN_ROWS`` rows or more."""
     if len(matrix.seqs) < MIN_ROWS:
         return matrix
-    codes, scales = quantized(matrix.vectors)
-    return replace(matrix, vectors=codes, scales=scales)
+    return replace(matrix, vectors=_EMPTY, codes=Codes.of(matrix.vectors))
 
 
 def _read_matrix(stamp: tuple[int, int], tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
@@ -200,19 +196,15 @@ def _read_matrix(stamp: tuple[int, int], tx: UnitOfWork, tenant_id: str, scope: 
     if any(part is None for part in parts):  # vectors of two sizes: read again, whole
         rows = tx.memories.vectors(tenant_id, scope)
         return _of_one_size(stamp, rows.seqs, rows.blobs)
-    return _Matrix(
-        stamp,
-        np.asarray(seqs, dtype=np.int64),
-        np.concatenate([part[0] for part in parts if part is not None]),
-        scales=np.concatenate([part[1] for part in parts if part is not None]),
-    )
+    coded = Codes.joined([part for part in parts if part is not None])
+    return _Matrix(stamp, np.asarray(seqs, dtype=np.int64), _EMPTY, codes=coded)
 
 
-def _quantized_rows(blobs: Sequence[bytes], size: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """``quantized`` of a slice of rows, all ``size`` bytes long (else None)."""
+def _quantized_rows(blobs: Sequence[bytes], size: int) -> Codes | None:
+    """The codes of a slice of rows, all ``size`` bytes long (else None)."""
     if any(len(b) != size for b in blobs):
         return None
-    return quantized(_stacked(blobs))
+    return Codes.of(_stacked(blobs))
 
 
 def _of_one_size(stamp: tuple[int, int], seqs: list[int], blobs: list[bytes]) -> _Matrix:
@@ -225,6 +217,8 @@ def _of_one_size(stamp: tuple[int, int], seqs: list[int], blobs: list[bytes]) ->
 
 
 _SLICE = 1024
+# A coded matrix's float32 rows: none.
+_EMPTY = np.zeros((0, 0), dtype="<f4")
 
 
 def _stacked(blobs: Sequence[bytes]) -> np.ndarray:
