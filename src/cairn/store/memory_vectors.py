@@ -49,6 +49,16 @@ vector_versions = Table(
 )
 
 
+# Read on every vector-lane request: built once (building the statement cost about as much as
+# running it).
+_STAMP = select(vector_versions.c.version, vector_versions.c.rewrites).where(
+    vector_versions.c.tenant_id == bindparam("tenant_id"),
+    vector_versions.c.runtime_id == bindparam("runtime_id"),
+    vector_versions.c.user_id == bindparam("user_id"),
+    vector_versions.c.agent_id == bindparam("agent_id"),
+)
+
+
 def _waiting(tenant_id: str, scope: Scope) -> tuple[Any, ...]:
     """The conditions of a partition's rows still waiting for a vector (a deleted row never
     gets one)."""
@@ -140,12 +150,13 @@ class MemoryVectors(Repository):
     def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet), which changes when its vectors do,
         and how many times a vector of it was cleared (``rewrites``)."""
-        conn = self._tx_read
-        row = conn.execute(
-            select(vector_versions.c.version, vector_versions.c.rewrites).where(
-                scope_filter(vector_versions, tenant_id, scope)
-            )
-        ).first()
+        key = {
+            "tenant_id": tenant_id,
+            "runtime_id": scope.runtime_id,
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+        }
+        row = self._tx_read.execute(_STAMP, key).first()
         return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
     def vectors(self, tenant_id: str, scope: Scope, after: int = 0) -> VectorRows:
