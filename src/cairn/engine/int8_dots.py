@@ -9,10 +9,9 @@ bytes), and onnxruntime's integer product (``MatMulInteger``, the kernel the def
 already runs) scores every row against the query's own codes.
 
 The codes are held a column per memory (``dim x rows``) and the query is the product's left
-operand (``1 x dim``): onnxruntime then streams the codes once through its matrix-vector path,
-0.24 ms for 10,299 memories of 896 values, where the codes a row per memory against the query
-as a column took 1.5-3 ms (its kernel copies and re-lays the whole left operand on every call;
-docs/benchmarks.md, session 25).
+operand (``1 x dim``): 0.24 ms for 10,299 memories of 896 values, where the codes a row per
+memory against the query as a column took 1.5-3 ms (measured: docs/benchmarks.md, session 25;
+onnxruntime's integer kernel is far slower with the big matrix on the left).
 
 The query is coded in ``QUERY_LEVELS`` = 63 steps each way and shifted by ``QUERY_OFFSET`` =
 64 into 1..127 (the kernel's left operand is unsigned). On x86 processors without VNNI
