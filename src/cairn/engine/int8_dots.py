@@ -9,7 +9,7 @@ bytes), and onnxruntime's integer product (``MatMulInteger``, the kernel the def
 already runs) scores every row against the query's own codes.
 
 The codes are held a column per memory (``dim x rows``) and the query is the product's left
-operand (``1 x dim``): 0.24 ms for 10,299 memories of 896 values, where the codes a row per
+operand (``1 x dim``): about 0.25 ms for 10,299 memories of 896 values, where the codes a row per
 memory against the query as a column took 1.5-3 ms (measured: docs/benchmarks.md, session 25;
 onnxruntime's integer kernel is far slower with the big matrix on the left).
 
