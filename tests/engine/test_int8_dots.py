@@ -92,7 +92,7 @@ def test_products_are_the_cosines_to_within_0_0035() -> None:
     cut = np.sort(exact)[-50]
     assert all(abs(exact[r] - cut) < 0.007 for r in missed)
     # All rows when asked for more than there are; none for none.
-    rows, sims = dots.nearest(codes.head(10), query, 99)
+    rows, sims = dots.nearest(Codes.of(m[:10]), query, 99)
     assert sorted(rows.tolist()) == list(range(10))
     assert np.max(np.abs(sims - exact[rows])) < 0.0035
     assert len(dots.nearest(codes, query, 0)[0]) == 0

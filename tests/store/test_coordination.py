@@ -14,7 +14,7 @@ from cairn.engine.query import ranking_terms
 from cairn.store import Store, fts5_rank, memory_search, open_store
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config
-from tests.store.test_partition_idf import _row
+from tests.store.rows import memory_row
 
 A = Scope.for_subject("maya")
 
@@ -39,7 +39,7 @@ def _ranked(store: Store, query: str, coordinate: bool = True) -> list[str]:
 
 def test_a_row_holding_the_question_outranks_brief_rows_holding_its_name(store: Store) -> None:
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(A, c) for c in [*BRIEF, LONG, *OTHERS]])
+        tx.memories.insert_new([memory_row(A, c) for c in [*BRIEF, LONG, *OTHERS]])
     ranked = _ranked(store, "Where does Maya work?")
     assert ranked[0] == LONG
     assert set(ranked[1:]) == set(BRIEF)  # the rest hold the name only
@@ -48,7 +48,7 @@ def test_a_row_holding_the_question_outranks_brief_rows_holding_its_name(store: 
 def test_rows_holding_more_of_the_query_rank_higher(store: Store) -> None:
     rows = ["harbour ferry oslo", "harbour ferry", "harbour"] + [f"walk {i}" for i in range(20)]
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(A, c) for c in rows])
+        tx.memories.insert_new([memory_row(A, c) for c in rows])
     assert _ranked(store, "oslo harbour ferry") == rows[:3]
 
 
@@ -63,7 +63,7 @@ def test_without_coordination_a_brief_row_wins(
     if big:
         monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 10)
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
+        tx.memories.insert_new([memory_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
     assert _ranked(store, "acme dashboards")[0] == LONG
     assert _ranked(store, "acme dashboards", coordinate=False)[0] == "Maya: acme"
 
@@ -153,7 +153,7 @@ def test_rows_keep_their_stems_and_rank_as_their_text_does(
     PostgreSQL keeps none (it weighs the share in SQL)."""
     monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 10)
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
+        tx.memories.insert_new([memory_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
     with store.db.read() as conn:
         got = dict(conn.execute(text("SELECT content, search_stems FROM memories")).all())
     if not store.db.is_sqlite:
@@ -166,7 +166,7 @@ def test_rows_keep_their_stems_and_rank_as_their_text_does(
         conn.execute(text("UPDATE memories SET search_stems = NULL"))
     assert _ranked(store, "acme dashboards warehouse") == ranked
     # The compiler refreshes a memory's neighbour words: its stems follow.
-    row = _row(A, "Maya: acme")
+    row = memory_row(A, "Maya: acme")
     row["metadata"] = {"context_terms": "harbour depot"}
     with store.transaction() as tx:
         tx.memories.refresh_metadata(row)
@@ -181,7 +181,7 @@ def test_0021_fills_the_stems_of_stored_rows(db_url: str) -> None:
     store = open_store(db_url)
     try:
         with store.transaction() as tx:
-            tx.memories.insert_new([_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
+            tx.memories.insert_new([memory_row(A, c) for c in ["Maya: acme", LONG, *OTHERS]])
         with store.db.read() as conn:
             written = dict(conn.execute(text("SELECT seq, search_stems FROM memories")).all())
     finally:

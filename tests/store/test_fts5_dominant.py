@@ -13,7 +13,7 @@ import pytest
 from cairn.core.scope import Scope
 from cairn.engine.query import ranking_terms
 from cairn.store import Store, memory_search, open_store
-from tests.store.test_partition_idf import _row
+from tests.store.rows import memory_row
 
 BIG = Scope.for_subject("big")
 SMALL = Scope.for_subject("small")
@@ -71,8 +71,8 @@ def test_a_dominant_partition_ranks_as_the_filtered_query(
 ) -> None:
     with sqlite_store.transaction() as tx:
         tx.memories.insert_new(
-            [_row(BIG, c) for c in _texts("big", 300)]
-            + [_row(SMALL, c) for c in _texts("small", 60)]
+            [memory_row(BIG, c) for c in _texts("big", 300)]
+            + [memory_row(SMALL, c) for c in _texts("small", 60)]
         )
     query = "harbour ferry violin bees"
     dominant = _ranked(sqlite_store, BIG, query, coordinate)
@@ -97,7 +97,7 @@ def test_other_partitions_crowding_the_window_widen_it(
     crowd = [f"harbour ferry violin bees {i}" for i in range(350)]
     with sqlite_store.transaction() as tx:
         tx.memories.insert_new(
-            [_row(BIG, c) for c in _texts("big", 400)] + [_row(SMALL, c) for c in crowd]
+            [memory_row(BIG, c) for c in _texts("big", 400)] + [memory_row(SMALL, c) for c in crowd]
         )
     query = "harbour ferry violin bees"
     dominant = _ranked(sqlite_store, BIG, query)
@@ -131,7 +131,7 @@ def test_a_partition_that_is_the_whole_index_is_counted_without_its_token(
 
     monkeypatch.setattr(memory_search, "COMMON_TERM_MIN_ROWS", 50)
     with sqlite_store.transaction() as tx:
-        tx.memories.insert_new([_row(BIG, c) for c in _texts("big", rows)])
+        tx.memories.insert_new([memory_row(BIG, c) for c in _texts("big", rows)])
     counted.clear()
     query = "harbour ferry violin bees"
     whole = _ranked(sqlite_store, BIG, query, coordinate)
@@ -165,8 +165,8 @@ def test_a_short_window_filtered_short_widens_to_the_same_ranking(
     other = int(n_big * (1 - share) / share)
     with sqlite_store.transaction() as tx:
         tx.memories.insert_new(
-            [_row(BIG, c) for c in _texts("big", n_big)]
-            + [_row(SMALL, c) for c in _texts("small", other)]
+            [memory_row(BIG, c) for c in _texts("big", n_big)]
+            + [memory_row(SMALL, c) for c in _texts("small", other)]
         )
     terms = ranking_terms("harbour ferry violin bees")
     every = {"include_superseded": True, "coordinate": False}

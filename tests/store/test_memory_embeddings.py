@@ -14,7 +14,7 @@ from cairn.store.database import normalize_url
 from cairn.store.migrations import _config
 from cairn.store.partitions import PartitionSelector
 from cairn.store.schema import memories, memory_embeddings
-from tests.store.test_partition_idf import _row
+from tests.store.rows import memory_row
 
 A = Scope.for_subject("vectors-a")
 B = Scope.for_subject("vectors-b")
@@ -37,8 +37,8 @@ def _embedded(store: Store, scope: Scope) -> list[int]:
 
 def test_vectors_live_beside_their_memories_and_leave_with_them(store: Store) -> None:
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(A, f"note {i}") for i in range(5)])
-        tx.memories.insert_new([_row(B, f"other {i}") for i in range(2)])
+        tx.memories.insert_new([memory_row(A, f"note {i}") for i in range(5)])
+        tx.memories.insert_new([memory_row(B, f"other {i}") for i in range(2)])
     a, b = _embedded(store, A), _embedded(store, B)
     with store.transaction() as tx:
         tx.memories.set_embeddings("acme", A, [(s, _blob(s)) for s in a])
@@ -87,7 +87,7 @@ def test_0020_moves_stored_vectors_out_of_the_rows(db_url: str) -> None:
     store = open_store(db_url)
     try:
         with store.transaction() as tx:
-            tx.memories.insert_new([_row(A, f"moved {i}") for i in range(3)])
+            tx.memories.insert_new([memory_row(A, f"moved {i}") for i in range(3)])
         seqs = _embedded(store, A)
     finally:
         store.close()

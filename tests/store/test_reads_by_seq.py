@@ -4,46 +4,27 @@ statement for any number of seqs on both backends (SQLite: a JSON array; Postgre
 
 from __future__ import annotations
 
-import hashlib
-import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from cairn.core.scope import Scope
 from cairn.store import Store
-from cairn.store.memory_search import search_text
+from tests.store.rows import memory_row
 
 A = Scope.for_subject("ana")
 B = Scope.for_subject("ben")
-NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 def _row(scope: Scope, i: int) -> dict[str, Any]:
-    content = f"{scope.user_id} note {i} 北京 café"
-    return {
-        "id": uuid.uuid4(),
-        "tenant_id": "acme",
-        "runtime_id": scope.runtime_id,
-        "user_id": scope.user_id,
-        "agent_id": scope.agent_id,
-        "session_id": "s",
-        "kind": "turn" if i % 2 else "fact",
-        "content": content,
-        "search_text": search_text(content, {}),
-        "summary": content,
-        "confidence": 0.5 + (i % 5) / 10,
-        "valid_from": NOW,
-        "valid_to": None,
-        "status": "active",
-        "source_episode_ids": [],
-        "metadata": {"speaker": f"Спикер {i % 3}"} if i % 2 else {},
-        "content_hash": hashlib.sha256(content.encode()).hexdigest(),
-        "superseded_by": None,
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
+    """Facts and turns of several speakers (Cyrillic names), confidences 0.5-0.9."""
+    return memory_row(
+        scope,
+        f"{scope.user_id} note {i} 北京 café",
+        kind="turn" if i % 2 else "fact",
+        confidence=0.5 + (i % 5) / 10,
+        metadata={"speaker": f"Спикер {i % 3}"} if i % 2 else {},
+    )
 
 
 def test_reads_by_seq_keep_to_the_partition(store: Store) -> None:

@@ -9,7 +9,7 @@ from sqlalchemy import update
 from cairn.core.scope import Scope
 from cairn.store import Store
 from cairn.store.schema import memories
-from tests.store.test_partition_idf import _row
+from tests.store.rows import memory_row
 
 A = Scope.for_subject("waiting")
 B = Scope.for_subject("other")
@@ -17,8 +17,8 @@ B = Scope.for_subject("other")
 
 def test_counts_the_partitions_rows_without_a_vector_up_to_the_cap(store: Store) -> None:
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(A, f"note {i}") for i in range(6)])
-        tx.memories.insert_new([_row(B, f"other {i}") for i in range(4)])
+        tx.memories.insert_new([memory_row(A, f"note {i}") for i in range(6)])
+        tx.memories.insert_new([memory_row(B, f"other {i}") for i in range(4)])
     with store.snapshot() as tx:
         seqs = [seq for seq, _, _ in tx.memories.without_embedding("acme", A)]
         assert len(seqs) == 6

@@ -73,7 +73,7 @@ class Codes:
         steps = vectors / scales[:, None]
         np.rint(steps, out=steps)
         rows = steps.astype(np.int8)
-        return cls(np.ascontiguousarray(rows.T), scales, rows.sum(axis=1, dtype=np.int32))
+        return cls(np.ascontiguousarray(rows.T), scales, rows.sum(axis=1, dtype=np.int64))
 
     @classmethod
     def joined(cls, parts: Sequence[Codes]) -> Codes:
@@ -95,12 +95,6 @@ class Codes:
     @property
     def nbytes(self) -> int:
         return int(self.columns.nbytes + self.scales.nbytes + self.sums.nbytes)
-
-    def head(self, rows: int) -> Codes:
-        """The first ``rows`` rows."""
-        return Codes(
-            np.ascontiguousarray(self.columns[:, :rows]), self.scales[:rows], self.sums[:rows]
-        )
 
 
 def query_codes(query: np.ndarray) -> tuple[np.ndarray, float]:
@@ -136,7 +130,8 @@ class Int8Dots:
         shifted = (query.astype(np.int16) + QUERY_OFFSET).astype(np.uint8).reshape(1, -1)
         out = session.run(None, {"query": shifted, "codes": codes.columns})[0]
         dots: np.ndarray = np.asarray(out, dtype=np.int64).reshape(-1)
-        return dots - QUERY_OFFSET * codes.sums.astype(np.int64)
+        dots -= QUERY_OFFSET * codes.sums
+        return dots
 
     def nearest(self, codes: Codes, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Row indices of the ``n`` largest products of ``codes``' rows with ``query``, and

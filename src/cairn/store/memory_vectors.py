@@ -59,6 +59,16 @@ _STAMP = select(vector_versions.c.version, vector_versions.c.rewrites).where(
 )
 
 
+def _partition_key(tenant_id: str, scope: Scope) -> dict[str, str]:
+    """A partition's key columns as the parameters of ``_STAMP`` and of the version's upsert."""
+    return {
+        "tenant_id": tenant_id,
+        "runtime_id": scope.runtime_id,
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+    }
+
+
 def _waiting(tenant_id: str, scope: Scope) -> tuple[Any, ...]:
     """The conditions of a partition's rows still waiting for a vector (a deleted row never
     gets one)."""
@@ -71,12 +81,7 @@ def bump_vector_version(
     """Move the partition's vector version on; ``cleared``: a vector of it was cleared, so
     ``rewrites`` grows too. The version is a clock value, not a counter: a subject deleted and
     rebuilt never repeats a version a cache may still hold."""
-    key = {
-        "tenant_id": tenant_id,
-        "runtime_id": scope.runtime_id,
-        "user_id": scope.user_id,
-        "agent_id": scope.agent_id,
-    }
+    key = _partition_key(tenant_id, scope)
     version = time.time_ns() // 1000
     stmt = db.insert(vector_versions).values(**key, version=version, rewrites=int(cleared))
     grown: dict[str, Any] = {"version": version}
@@ -150,13 +155,7 @@ class MemoryVectors(Repository):
     def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet), which changes when its vectors do,
         and how many times a vector of it was cleared (``rewrites``)."""
-        key = {
-            "tenant_id": tenant_id,
-            "runtime_id": scope.runtime_id,
-            "user_id": scope.user_id,
-            "agent_id": scope.agent_id,
-        }
-        row = self._tx_read.execute(_STAMP, key).first()
+        row = self._tx_read.execute(_STAMP, _partition_key(tenant_id, scope)).first()
         return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
     def vectors(self, tenant_id: str, scope: Scope, after: int = 0) -> VectorRows:
