@@ -81,6 +81,30 @@ def test_nan_and_infinity_are_422(nasty_client: Any, constant: bytes) -> None:
     assert client.post("/v1/episodes", json=text).status_code == 201
 
 
+@pytest.mark.parametrize(
+    "number",
+    [b"1e400", b"-1e999", b"1E+0400", b"2.5e308", b"1" * 400 + b".5", b"-" + b"9" * 320 + b"e1"],
+)
+def test_numbers_too_large_for_a_double_are_422(nasty_client: Any, number: bytes) -> None:
+    """Python's parser reads them as infinity: stored, they made the reply a 500 and the
+    subject's export invalid JSON."""
+    client, services = nasty_client
+    before = row_counts(services)
+    raw = json.dumps({**EPISODE, "payload": {"n": "@"}, "metadata": {"m": "@"}}).encode()
+    raw = raw.replace(b'"@"', number)
+    for path, body in [("/v1/episodes", raw), ("/v1/episodes/batch", b'{"episodes": [%s]}' % raw)]:
+        r = client.post(path, content=body, headers={"content-type": "application/json"})
+        refused(r)
+        detail = r.json()["error"]["details"][0]
+        assert detail["type"] == "non_finite_number" and "too large" in detail["message"]
+    assert row_counts(services) == before
+    # Numbers that fit, however written, and the same digits as text, are stored.
+    fits = {"big": 1.7e308, "tiny": 1e-400, "long": int("9" * 400), "text": "1e400"}
+    r = client.post("/v1/episodes", json={**EPISODE, "payload": fits})
+    assert r.status_code == 201, r.text
+    assert r.json()["payload"] == {**fits, "tiny": 0.0}
+
+
 def test_raw_surrogate_bytes_are_422(nasty_client: Any) -> None:
     client, services = nasty_client
     before = row_counts(services)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 import uuid
@@ -195,10 +196,13 @@ class RejectNulMiddleware:
 
 # What can make a parsed body hold text or numbers no backend stores: a JSON escape of a
 # UTF-16 surrogate or of NUL, raw UTF-8 bytes of a surrogate (``\xed\xa0\x80``: invalid UTF-8,
-# yet Python's JSON parser decodes them into a lone surrogate), and the non-JSON constants
-# ``NaN``/``Infinity`` that the parser accepts. Bodies without one skip all checks.
+# yet Python's JSON parser decodes them into a lone surrogate), the non-JSON constants
+# ``NaN``/``Infinity`` that the parser accepts, and numbers too large for a double, which it
+# reads as infinity. Bodies without one skip all checks.
 _SUSPECT_ESCAPE = re.compile(
     rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)|\xed[\xa0-\xbf]|NaN|Infinity"
+    # A number that may not fit a double: an exponent of three digits or more, or 309 digits.
+    rb"|[0-9][eE][+]?0*[1-9][0-9]{2}|[0-9]{309}"
 )
 
 
@@ -207,7 +211,17 @@ class _NonFiniteNumber(ValueError):
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _NonFiniteNumber(name)
+    raise _NonFiniteNumber(f"{name}, which is not a JSON number")
+
+
+def _finite_float(literal: str) -> float:
+    """A JSON number as Python's parser reads it, refused when it overflows a double (``1e400``
+    would be stored as infinity, which no JSON reply or export can carry)."""
+    value = float(literal)
+    if value in (math.inf, -math.inf):
+        shown = literal if len(literal) <= 40 else literal[:37] + "..."
+        raise _NonFiniteNumber(f"{shown}, a number too large for a 64-bit float")
+    return value
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -251,9 +265,11 @@ class RejectLoneSurrogateMiddleware:
         body = b"".join(chunks)
         if _SUSPECT_ESCAPE.search(body):
             try:
-                parsed = json.loads(body, parse_constant=_refuse_constant)
+                parsed = json.loads(
+                    body, parse_constant=_refuse_constant, parse_float=_finite_float
+                )
             except _NonFiniteNumber as exc:
-                text = f"the body contains {exc}, which is not a JSON number"
+                text = f"the body contains {exc}"
                 detail = {"field": "body", "message": text, "type": "non_finite_number"}
                 await _send_error(scope, send, 422, "validation_error", text, [detail])
                 return
