@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- sentences in many scripts
 """The heuristic compiler through ``compile_scope`` on both backends: units, determinism,
 idempotency, supersession, dedup."""
 
@@ -9,7 +10,7 @@ from typing import Any
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
-from cairn.engine.compile.text import resolve_dates
+from cairn.engine.compile.text import first_clause, resolve_dates, sentences
 from cairn.store import Store
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -312,3 +313,61 @@ def test_a_turns_confidence_follows_how_much_it_says(store: Store) -> None:
         for m in store.memories.list(TENANT, scope, kind="turn", limit=100)
     }
     assert turns == said
+
+
+def test_sentences_end_in_every_script_and_not_after_an_abbreviation() -> None:
+    assert sentences("I work as a nurse at St. Mary's hospital. It is hard.") == [
+        "I work as a nurse at St. Mary's hospital.",
+        "It is hard.",
+    ]
+    assert sentences("See Dr. Smith, e.g. tomorrow. Okay.") == [
+        "See Dr. Smith, e.g. tomorrow.",
+        "Okay.",
+    ]
+    assert sentences("我住在北京。我明天去上海！好吗？") == [
+        "我住在北京。",
+        "我明天去上海！",
+        "好吗？",
+    ]
+    assert sentences("Привет. Я живу в Москве. Ты где?") == [
+        "Привет.",
+        "Я живу в Москве.",
+        "Ты где?",
+    ]
+    assert sentences("هل تحب القهوة؟ نعم أحبها.") == ["هل تحب القهوة؟", "نعم أحبها."]
+    assert sentences("Je suis là. À demain.") == ["Je suis là.", "À demain."]
+    assert sentences("मैं ठीक हूँ। तुम कैसे हो?") == ["मैं ठीक हूँ।", "तुम कैसे हो?"]
+    # Lower case after a full stop is no new sentence (as before).
+    assert sentences("It costs 3 p.m. prices. Fine.") == ["It costs 3 p.m. prices.", "Fine."]
+
+
+def test_a_liked_thing_ends_where_another_clause_begins(store: Store) -> None:
+    assert first_clause("green tea and I live in Kyiv") == "green tea"
+    assert first_clause("pizza but it's expensive") == "pizza"
+    assert first_clause("hiking and biking") == "hiking and biking"
+    assert first_clause("tea or coffee") == "tea or coffee"
+    scope = Scope.for_subject("ana")
+    store.episodes.append_many(
+        TENANT, [turn(scope, "I prefer green tea and I live in Kyiv.", name="Ana", key="k")]
+    )
+    facts = [m for m in compile_scope(store, TENANT, scope).memories if m.kind == "profile_fact"]
+    assert {m.content for m in facts} == {"Ana likes green tea", "Ana lives in Kyiv"}
+
+
+def test_a_session_summary_holds_turns_of_every_script(store: Store) -> None:
+    scope = Scope.for_subject("polyglot")
+    said = [
+        ("Li", "我住在北京，我很喜欢北京烤鸭。"),
+        ("Olga", "Я живу в Москве и работаю врачом в больнице."),
+        ("Omar", "أنا أعمل مهندسا في القاهرة وأحب القهوة."),
+        ("Ana", "Trabajo como enfermera en el hospital de Sevilla."),
+    ]
+    store.episodes.append_many(
+        TENANT,
+        [turn(scope, text, name=n, minutes=i, key=f"p{i}") for i, (n, text) in enumerate(said)],
+    )
+    summary = next(
+        m for m in compile_scope(store, TENANT, scope).memories if m.kind == "episode_summary"
+    )
+    for name, text in said:
+        assert f"{name}: {text}" in summary.content

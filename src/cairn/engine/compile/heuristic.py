@@ -32,9 +32,9 @@ from cairn.core.ids import as_utc
 from cairn.core.memories import Memory
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
 from cairn.engine.compile.text import (
-    STOP_WORDS,
     date_keywords,
     entities,
+    first_clause,
     resolve_dates,
     sentences,
     words,
@@ -261,7 +261,9 @@ def _facts(msg: Message, names: dict[str, str]) -> Iterator[MemoryDraft]:
     subject = names.get(msg.speaker.lower(), msg.speaker)
     for slot, pattern, template in _FACTS:
         for m in pattern.finditer(msg.text):
-            groups = [g.strip().rstrip(".,!?;:'\u2019-").strip() for g in m.groups() if g]
+            groups = [
+                first_clause(g.strip()).rstrip(".,!?;:'\u2019-").strip() for g in m.groups() if g
+            ]
             if template.count("{") == 3 and len(groups) == 2:  # favourite <kind> is <value>
                 kind_word, value = groups
                 key: str | None = f"favorite {kind_word.lower()}"
@@ -304,16 +306,12 @@ def _summary(session_id: str, episodes: list[Episode], messages: MessageMemo) ->
     units: list[tuple[int, Message, str]] = []
     for m in msgs:
         for s in sentences(m.text):
-            if len(words(s)) >= 4:
+            if len(words(s)) >= 4 or content_size(s) >= 2:  # any script
                 units.append((len(units), m, s))
     if not units:
         return None
-    freq: Counter[str] = Counter()
-    bags = []
-    for _, _, s in units:
-        bag = {w for w in words(s) if w not in STOP_WORDS and len(w) > 2}
-        bags.append(bag)
-        freq.update(bag)
+    bags = [set(content_terms(s)) for _, _, s in units]  # terms of any script
+    freq: Counter[str] = Counter(w for bag in bags for w in bag)
     scored = sorted(
         ((sum(freq[w] for w in bag) / (1 + len(bag)) ** 0.5, -i) for i, bag in enumerate(bags)),
         reverse=True,

@@ -30,7 +30,26 @@ MONTHS = (
 )
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019]*")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+# A sentence ends at ``.``, ``!`` or ``?`` followed by a space and a capital, a digit or a
+# letter of a script without case (Arabic, Hebrew, Devanagari, CJK…); at the Arabic question
+# mark, the Devanagari danda or the Urdu full stop followed by a space; and at the ideographic
+# full stop and the full-width ``!`` and ``?``, spaced or not.
+_SENTENCE = re.compile(
+    r"(?<=[.!?])\s+(?=[\"'(\[\u00ab\u201c]?[A-Z0-9\u00c0-\u00de\u0391-\u03a9\u0400-\u042f"
+    r"\u0590-\u08ff\u0900-\u0dff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
+    r"|(?<=[\u061f\u0964\u06d4])\s+|(?<=[\u3002\uff01\uff1f])\s*"
+)
+# Abbreviations whose full stop ends no sentence ("a nurse at St. Mary's hospital").
+_ABBREVIATIONS = frozenset(
+    {"mr", "mrs", "ms", "dr", "st", "prof", "sr", "jr", "mt", "ft", "vs", "etc", "e.g", "i.e"}
+    | {"inc", "ltd", "co", "no", "approx", "dept"}
+)
+# Where a liked thing's clause ends and another begins: "green tea and I live in Kyiv".
+_NEXT_CLAUSE = re.compile(
+    r"\s+(?:and|but|because|so|since|while|when|though|although|or|as)\s+"
+    r"(?:I|I'm|I've|I'd|I'll|we|we're|he|she|they|it's|you)\b.*",
+    re.I,
+)
 # A run of capitalized words, e.g. "New York", "Dr Seuss", "LGBTQ".
 _ENTITY = re.compile(
     r"\b([A-Z][a-zA-Z0-9'\u2019\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'\u2019\-]*)*)"
@@ -149,9 +168,26 @@ def normalize_for_hash(text: str) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    """Split prose into sentences (a simple, deterministic rule: end mark + capital)."""
-    parts = [p.strip() for p in _SENTENCE.split(text.strip())]
-    return [p for p in parts if p]
+    """Split prose into sentences (a simple, deterministic rule: end mark + capital, in any
+    script; not after an abbreviation such as ``Dr.``)."""
+    out: list[str] = []
+    for part in (p.strip() for p in _SENTENCE.split(text.strip())):
+        if part and out and _ends_with_abbreviation(out[-1]):
+            out[-1] = f"{out[-1]} {part}"
+        elif part:
+            out.append(part)
+    return out
+
+
+def _ends_with_abbreviation(sentence: str) -> bool:
+    last = sentence.rsplit(None, 1)[-1]
+    return last.endswith(".") and last[:-1].lstrip("(\"'").lower() in _ABBREVIATIONS
+
+
+def first_clause(value: str) -> str:
+    """``value`` up to where another clause with its own subject begins (``I like green tea
+    and I live in Kyiv`` likes ``green tea``)."""
+    return _NEXT_CLAUSE.sub("", value)
 
 
 def entities(text: str) -> list[str]:
