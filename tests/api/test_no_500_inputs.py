@@ -105,6 +105,42 @@ def test_numbers_too_large_for_a_double_are_422(nasty_client: Any, number: bytes
     assert r.json()["payload"] == {**fits, "tiny": 0.0}
 
 
+def test_bodies_the_parser_gives_up_on_are_422_json_invalid(nasty_client: Any) -> None:
+    """Nested thousands of levels deep, or bytes that are not UTF-8: FastAPI's own answer was
+    a 400 ``bad_request`` saying only "There was an error parsing the body"."""
+    client, services = nasty_client
+    before = row_counts(services)
+    deep = b'{"episodes": [' + b"[" * 5000 + b"]" * 5000 + b"]}"
+    not_utf8 = json.dumps(EPISODE).encode().replace(b'"hi"', b'"\xff\xfe"')
+    for path, body in [("/v1/episodes/batch", deep), ("/v1/episodes", not_utf8)]:
+        r = client.post(path, content=body, headers={"content-type": "application/json"})
+        refused(r)
+        assert r.json()["error"]["details"][0] == {
+            "field": "body",
+            "type": "json_invalid",
+            "message": "the body could not be parsed as JSON (not UTF-8 text, or nested too deeply)",
+        }
+    assert row_counts(services) == before
+
+
+def test_a_body_not_sent_as_json_says_so(nasty_client: Any) -> None:
+    client, services = nasty_client
+    before = row_counts(services)
+    raw = json.dumps(EPISODE).encode()
+    for kind in ("application/x-www-form-urlencoded", None):
+        headers = {"content-type": kind} if kind else {}
+        r = client.post("/v1/episodes", content=raw, headers=headers)
+        refused(r)
+        assert "Content-Type: application/json" in r.json()["error"]["message"]
+        assert f"(it was {kind or 'none'})" in r.json()["error"]["message"]
+    assert row_counts(services) == before
+    # Several fields wrong: the message names the first and says more are in the details.
+    r = client.post("/v1/context", json={"max_tokens": 300})
+    refused(r)
+    assert r.json()["error"]["message"].endswith("(and 1 more: see details)")
+    assert [d["field"] for d in r.json()["error"]["details"]] == ["subject_id", "task"]
+
+
 def test_raw_surrogate_bytes_are_422(nasty_client: Any) -> None:
     client, services = nasty_client
     before = row_counts(services)

@@ -106,11 +106,18 @@ async def _cairn_error(request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     details = validation_details(list(exc.errors()))
+    kind = request.headers.get("content-type", "")
+    if details and details[0]["field"] == "body" and "json" not in kind.lower():
+        # A body sent as a form (``curl -d``) or without a type is never read as JSON.
+        shown = kind.split(";")[0].strip() or "none"
+        details[0]["message"] = (
+            f"send the body as JSON with Content-Type: application/json (it was {shown})"
+        )
     first = details[0] if details else {"field": "", "message": "invalid request"}
     where = f" at '{first['field']}'" if first["field"] else ""
-    return error_response(
-        request, 422, "validation_error", f"invalid request{where}: {first['message']}", details
-    )
+    more = f" (and {len(details) - 1} more: see details)" if len(details) > 1 else ""
+    message = f"invalid request{where}: {first['message']}{more}"
+    return error_response(request, 422, "validation_error", message, details)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -119,7 +126,18 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     if exc.status_code == 404 and message == "Not Found":
         message = f"no route for {request.method} {request.url.path}"
+    if exc.status_code == 400 and message == _UNPARSED:
+        # FastAPI's answer to a JSON body its parser gives up on other than by a syntax error
+        # (one nested thousands of levels deep, bytes that are not UTF-8): a body that is not
+        # valid JSON, as a syntax error is reported.
+        message = "the body could not be parsed as JSON (not UTF-8 text, or nested too deeply)"
+        details = [{"field": "body", "type": "json_invalid", "message": message}]
+        message = f"invalid request at 'body': {message}"
+        return error_response(request, 422, "validation_error", message, details)
     return error_response(request, exc.status_code, code, message, headers=exc.headers)
+
+
+_UNPARSED = "There was an error parsing the body"
 
 
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
