@@ -105,6 +105,9 @@ def test_numbers_too_large_for_a_double_are_422(nasty_client: Any, number: bytes
     assert r.json()["payload"] == {**fits, "tiny": 0.0}
 
 
+UNPARSED = "the body could not be parsed as JSON (not UTF-8 text, or nested too deeply)"
+
+
 def test_bodies_the_parser_gives_up_on_are_422_json_invalid(nasty_client: Any) -> None:
     """Nested thousands of levels deep, or bytes that are not UTF-8: FastAPI's own answer was
     a 400 ``bad_request`` saying only "There was an error parsing the body"."""
@@ -118,7 +121,7 @@ def test_bodies_the_parser_gives_up_on_are_422_json_invalid(nasty_client: Any) -
         assert r.json()["error"]["details"][0] == {
             "field": "body",
             "type": "json_invalid",
-            "message": "the body could not be parsed as JSON (not UTF-8 text, or nested too deeply)",
+            "message": UNPARSED,
         }
     assert row_counts(services) == before
 
