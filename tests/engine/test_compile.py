@@ -354,6 +354,14 @@ def test_a_liked_thing_ends_where_another_clause_begins(store: Store) -> None:
     assert {m.content for m in facts} == {"Ana likes green tea", "Ana lives in Kyiv"}
 
 
+def test_a_job_named_before_the_employer_still_gives_the_employer(store: Store) -> None:
+    scope = Scope.for_subject("nurse")
+    said = "I work as a nurse at St. Mary's hospital. I work as a senior data scientist at Meta."
+    store.episodes.append_many(TENANT, [turn(scope, said, name="Ana", key="k")])
+    facts = [m for m in compile_scope(store, TENANT, scope).memories if m.kind == "profile_fact"]
+    assert {m.content for m in facts} == {"Ana works at St. Mary's", "Ana works at Meta"}
+
+
 def test_a_session_summary_holds_turns_of_every_script(store: Store) -> None:
     scope = Scope.for_subject("polyglot")
     said = [
