@@ -190,8 +190,8 @@ _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
     (
         "employer",
         re.compile(
-            r"\bI(?: now| currently)? (?:work|am working|'m working)(?: as an? [a-z]+(?: [a-z]+){0,2})?"
-            r" (?:at|for) (?:the )?" + _NAME_PART
+            r"\bI(?: now| currently)? (?:work|am working|'m working)"
+            r"(?: as an? [a-z]+(?: [a-z]+){0,2})? (?:at|for) (?:the )?" + _NAME_PART
         ),
         "{s} works at {v}",
     ),
