@@ -127,3 +127,14 @@ def test_gate_without_condition_always_passes() -> None:
         )
     with pytest.raises(ValidationError, match="a condition needs one of"):
         Condition.model_validate({})
+
+
+def test_extraction_never_fetches_a_reference_and_survives_deep_nesting() -> None:
+    for ref in ("http://127.0.0.1:9/secret.json", "file:///etc/passwd"):
+        got = extract_value('{"fact": "x"}', match={"$ref": ref}, field="fact")
+        assert got.reason == "schema_mismatch" and "Unresolvable" in (got.detail or "")
+    # JSON nested past the parser's limit is no value; what follows it still is.
+    deep = "[" * 400_000 + "]" * 400_000
+    assert extract_value(deep, match={"type": "array"}).reason == "no_json"
+    found = extract_value("x " + "[" * 5000 + "]" * 5000 + ' {"fact": "ok"}', field="fact")
+    assert found.value == "ok"

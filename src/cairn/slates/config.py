@@ -11,6 +11,7 @@ The ladder runtime reuses these models for the step keys ``slateRead`` (``SlateR
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -165,14 +166,43 @@ class SlateReadSource(_Strict):
 
 
 def check_schema(schema: Any) -> dict[str, Any] | bool:
-    """A JSON Schema (Draft 2020-12) or a ValueError saying what is wrong with it."""
+    """A JSON Schema (Draft 2020-12) or a ValueError saying what is wrong with it. A reference
+    (``$ref``, ``$dynamicRef``) may only point inside the schema (``#…``): validating never
+    fetches a URL or reads a file (``cairn.slates.extract`` refuses to as well)."""
     if not isinstance(schema, (dict, bool)):
         raise ValueError("match must be a JSON Schema object")
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise ValueError(f"match is not a valid JSON Schema: {exc.message}") from None
+    except RecursionError:
+        raise ValueError("match is nested too deeply") from None
+    outside = next(_outside_refs(schema), None)
+    if outside is not None:
+        raise ValueError(
+            f"match may only refer inside itself ('#/$defs/…'), not to {outside[:200]!r}"
+        )
     return schema
+
+
+# Keywords whose values are data, not schemas (a "$ref" in them is text).
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _outside_refs(node: Any) -> Iterator[str]:
+    """References of a schema that do not start with ``#`` (walked without recursion)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                    if not value.startswith("#"):
+                        yield value
+                elif key not in _DATA_KEYWORDS:
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 class SlateWriteSpec(_Strict):

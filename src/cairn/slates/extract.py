@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource, Unresolvable
 
 from cairn.core.slates import canonical_json
 
@@ -44,7 +46,7 @@ def json_candidates(output: str) -> Iterator[Candidate]:
     if text[:1] in "{[":
         try:
             value = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested too deeply: no value
             pass
         else:
             if isinstance(value, (dict, list)):
@@ -58,7 +60,7 @@ def json_candidates(output: str) -> Iterator[Candidate]:
         fenced.append((match.start(), match.end()))
         try:
             value = json.loads(match.group(2))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(value, (dict, list)):
             yield Candidate(value, match.start(), match.end())
@@ -74,6 +76,12 @@ def json_candidates(output: str) -> Iterator[Candidate]:
                 value, end = decoder.raw_decode(output, i)
             except json.JSONDecodeError:
                 pass
+            except RecursionError:
+                # Nested too deeply to decode: no value starts in this run of brackets (each
+                # of them would fail the same way, at the recursion limit's cost).
+                while i < n and output[i] in "{[ \t\r\n":
+                    i += 1
+                continue
             else:
                 if isinstance(value, (dict, list)):
                     yield Candidate(value, i, end)
@@ -102,10 +110,18 @@ class Extraction:
         return self.reason is None
 
 
+def _refuse_retrieval(uri: str) -> Resource[Any]:
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # (attrs class)
+
+
 def _check(candidate: Candidate, validator: Any, field: str | None) -> Extraction:
     value = candidate.value
     if validator is not None:
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+        try:
+            errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+        except (Unresolvable, RecursionError) as exc:
+            detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            return Extraction(reason="schema_mismatch", detail=f"(root): {detail}"[:300])
         if errors:
             first = errors[0]
             where = "/".join(str(p) for p in first.absolute_path) or "(root)"
@@ -128,7 +144,10 @@ def extract_value(output: str, *, match: Any = None, field: str | None = None) -
     most likely intended value): ``no_json``, ``schema_mismatch``, ``field_missing``,
     ``empty_value``.
     """
-    validator = Draft202012Validator(match) if match is not None else None
+    # An empty registry that retrieves nothing: a reference outside the schema (a URL, a
+    # file) is refused, never fetched (``config.check_schema`` refuses such schemas first).
+    registry: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+    validator = Draft202012Validator(match, registry=registry) if match is not None else None
     first_failure: Extraction | None = None
     for candidate in json_candidates(output):
         found = _check(candidate, validator, field)
