@@ -287,6 +287,9 @@ def test_content_nested_too_deeply_is_no_json_not_a_500(api: TestClient) -> None
     deep = "[" * 5000 + "]" * 5000
     r = api.post(f"{BASE}/facts/core.md", json={"content": deep, "match": {"type": "array"}})
     assert r.status_code == 200 and r.json()["reason"] == "no_json", r.text
+    merge = {"content": deep, "on": "mergeByKey", "key": "id"}
+    r = api.post(f"{BASE}/facts/core.md", json=merge)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "slate_merge_not_json", r.text
     r = api.post(f"{BASE}/facts/core.md", json={"content": "[1]", "match": _deep_schema(600)})
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_schema", r.text
 

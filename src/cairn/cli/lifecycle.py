@@ -199,7 +199,7 @@ def import_(
     with source.open(encoding="utf-8") as f:
         try:
             records = [json.loads(line) for line in f if line.strip()]
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             err_console.print(f"{source}: not JSON lines ({exc})")
             raise typer.Exit(EXIT_FAILED) from exc
     with connected(url, api_key, database_url, as_json) as client:

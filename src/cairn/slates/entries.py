@@ -35,9 +35,10 @@ def merge_items(content: str | Any, key: str) -> list[dict[str, Any]]:
     if isinstance(content, str):
         try:
             value = json.loads(content)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             raise InvalidSlateWrite(
-                f"mergeByKey needs a JSON object or array of objects: {exc.msg}",
+                f"mergeByKey needs a JSON object or array of objects: {reason}",
                 code="slate_merge_not_json",
             ) from None
     items = value if isinstance(value, list) else [value]

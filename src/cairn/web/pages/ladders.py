@@ -112,7 +112,7 @@ def _parse_history(raw: str) -> list[dict[str, str]]:
     """The conversation so far, as the page sent it back (checked: roles and strings only)."""
     try:
         data = json.loads(raw or "[]")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise InvalidInput("the conversation could not be read; start a new one") from None
     if not isinstance(data, list) or len(data) > MAX_HISTORY:
         raise InvalidInput(f"the conversation must be a list of at most {MAX_HISTORY} messages")
