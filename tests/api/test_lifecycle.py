@@ -97,6 +97,10 @@ def test_correction_errors_change_nothing(backend_client: TestClient) -> None:
     for body, code in [
         ({}, "empty_correction"),
         ({"editor": "x"}, "empty_correction"),
+        # Every field given already has that value: no new version either.
+        ({"content": fact["content"]}, "empty_correction"),
+        ({"content": fact["content"], "kind": fact["kind"]}, "empty_correction"),
+        ({"confidence": fact["confidence"], "note": "same"}, "empty_correction"),
         ({"kind": "nonsense"}, "unknown_kind"),
         ({"content": "   "}, "validation_error"),
         ({"confidence": 2}, "validation_error"),
@@ -108,6 +112,7 @@ def test_correction_errors_change_nothing(backend_client: TestClient) -> None:
         r = backend_client.patch(url, json=body)
         assert r.status_code == 422 and r.json()["error"]["code"] == code, (body, r.text)
     assert backend_client.get(url).json()["memory"]["status"] == "active"
+    assert backend_client.get(url).json()["memory"]["summary"] == fact["summary"]
 
 
 def test_forget_memory_is_not_recreated_by_compile(backend_client: TestClient) -> None:

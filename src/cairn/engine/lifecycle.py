@@ -105,6 +105,7 @@ def correct_memory(
                 code="memory_superseded",
                 details={"current_id": str(current) if current else None},
             )
+        _check_changes(old, change)
         row = _corrected_row(old, change, editor, now)
         _check_validity(row["valid_from"], row["valid_to"])
         created = tx.memories.insert_new([row])
@@ -138,6 +139,23 @@ def _check(change: MemoryCorrection) -> None:
         )
     if change.content is not None and not change.content.strip():
         raise InvalidInput("content must not be blank", code="validation_error")
+
+
+def _check_changes(old: Memory, change: MemoryCorrection) -> None:
+    """A correction whose every given field already has that value changes nothing: no new
+    version (``empty_correction``)."""
+    given = {
+        "content": change.content,
+        "kind": change.kind,
+        "confidence": change.confidence,
+        "valid_from": change.valid_from,
+        "valid_to": change.valid_to,
+    }
+    if all(v is None or v == getattr(old, k) for k, v in given.items()):
+        raise InvalidInput(
+            "nothing to correct: every field given already has that value",
+            code="empty_correction",
+        )
 
 
 def _check_validity(valid_from: datetime | None, valid_to: datetime | None) -> None:
