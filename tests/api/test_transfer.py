@@ -149,6 +149,8 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
         {"type": "memory", "row": {**memory["row"], "source_episode_ids": ["x"]}},
         {"type": "memory", "row": {**memory["row"], "created_at": "yesterday"}},
         {"type": "memory", "row": {k: v for k, v in memory["row"].items() if k != "content"}},
+        {"type": "memory", "row": {**memory["row"], "kind": "bogus"}},
+        {"type": "memory", "row": {**memory["row"], "content": "  ", "status": "active"}},
         {"type": "episode", "row": {**lines[1]["row"], "payload": [1]}},
         {"type": "item", "row": {**item["row"], "namespace": "no-dot"}},
         {"type": "item", "row": {**item["row"], "namespace": "a..b."}},
@@ -158,6 +160,8 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
     for bad in bad_rows:
         r = dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": [*lines, bad]})
         assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_import", (bad, r.text)
+        # The record is named by its place in the request's records (the header counts).
+        assert f"record {len(lines)}" in r.json()["error"]["message"], r.text
     timeline = _ok(dst.get("/v1/timeline", params={"subject_id": SUBJECT}))
     assert timeline["episodes"] == [] and timeline["memories"] == []
     scope = {"runtime_id": "default", "user_id": SUBJECT}

@@ -10,6 +10,11 @@ from pydantic import BaseModel, Field
 
 from cairn.core.scope import Scope
 
+# Kinds a compiler makes. ``turn``: one conversation message; ``note``: a text episode or a
+# chunk of one; ``profile_fact``: a fact about a speaker; ``episode_summary``: an extractive
+# summary of one session; ``procedure``: how-to knowledge (the LLM compiler).
+KINDS = ("turn", "note", "profile_fact", "episode_summary", "procedure")
+
 MemoryStatus = Literal["active", "superseded", "deleted"]
 
 

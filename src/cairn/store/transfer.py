@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, Integer, String, Table, Uuid, select
 from sqlalchemy.exc import DBAPIError, StatementError
 
+from cairn.core.memories import KINDS
 from cairn.core.scope import Scope
 from cairn.errors import Conflict, InvalidInput
 from cairn.store import fts
@@ -91,6 +92,8 @@ class TransferRepository(Repository):
         rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
         for i, record in enumerate(records):
             kind = record.get("type")
+            if kind == "header":  # an export's first line: nothing to restore
+                continue
             if kind not in TABLES or not isinstance(record.get("row"), dict):
                 raise InvalidInput(
                     f"record {i}: needs a type ({', '.join(TABLES)}) and a row object",
@@ -239,6 +242,10 @@ def _check_memory(row: dict[str, Any], index: int) -> None:
     problem = None
     if row.get("status") not in MEMORY_STATUSES:
         problem = "unknown memory status"
+    elif row.get("kind") not in KINDS:
+        problem = f"unknown memory kind (kinds are {', '.join(KINDS)})"
+    elif row.get("status") != "deleted" and not str(row.get("content", "")).strip():
+        problem = "content must not be blank (only a forgotten memory's is empty)"
     elif not 0.0 <= float(row.get("confidence", 0.0)) <= 1.0:
         problem = "confidence must be in [0, 1]"
     elif not isinstance(row.get("metadata"), dict):

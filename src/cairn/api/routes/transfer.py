@@ -63,12 +63,13 @@ def import_subject(
     already stored is skipped, so a retried or repeated import changes nothing."""
     services = services_of(request)
     scope = Scope.for_subject(subject_id)
-    records = [r for r in body.records if r.get("type") != "header"]
-    counts = services.store.transfer.import_records(tenant, scope, records)
+    counts = services.store.transfer.import_records(tenant, scope, body.records)
     if services.embedder is not None and counts.get("memory"):
         from cairn.engine.search import embed_memories
 
         embed_memories(services.store, services.embedder, tenant, scope)
     return ImportPublic(
-        subject_id=subject_id, imported=counts, skipped=len(records) - sum(counts.values())
+        subject_id=subject_id,
+        imported=counts,
+        skipped=sum(r.get("type") != "header" for r in body.records) - sum(counts.values()),
     )

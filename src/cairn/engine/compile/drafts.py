@@ -10,12 +10,8 @@ from typing import Any, Protocol
 
 from cairn.core.analysis import content_digest
 from cairn.core.episodes import Episode
+from cairn.core.memories import KINDS as KINDS  # (re-exported: cairn.engine.compile)
 from cairn.core.scope import Scope
-
-# Kinds a compiler makes. ``turn``: one conversation message; ``note``: a text episode or a
-# chunk of one; ``profile_fact``: a fact about a speaker; ``episode_summary``: an extractive
-# summary of one session; ``procedure``: how-to knowledge (the LLM compiler).
-KINDS = ("turn", "note", "profile_fact", "episode_summary", "procedure")
 
 _NAMESPACE = uuid.UUID("6f0c6d2e-6a34-5c61-9b8e-63616972e000")
 
