@@ -91,6 +91,16 @@ def test_an_embedder_failure_stores_the_item_without_a_vector() -> None:
         ({"a": [1, 2]}, {"a": [1, 2]}, True),
         ({"a": [1, 2]}, {"a": [2, 1]}, False),
         ({"a": 3}, {"a": {"$gte": 3, "$lt": 4}}, True),
+        # true and false are not the numbers 1 and 0, however Python compares them.
+        ({"a": True}, {"a": 1}, False),
+        ({"a": 1}, {"a": True}, False),
+        ({"a": True}, {"a": {"$eq": 1}}, False),
+        ({"a": True}, {"a": {"$ne": 1}}, True),
+        ({"a": True}, {"a": {"$gt": 0}}, False),
+        ({"a": [1, False]}, {"a": [True, 0]}, False),
+        ({"a": {"b": True}}, {"a": {"$eq": {"b": 1}}}, False),
+        ({"a": True}, {"a": True}, True),
+        ({"a": "nan"}, {"a": {"$lt": 4}}, False),
     ],
 )
 def test_filters(value: dict[str, Any], filter: dict[str, Any], expected: bool) -> None:

@@ -204,19 +204,38 @@ def _check_condition(field: str, wanted: Any) -> None:
 
 
 def _number(value: Any) -> float | None:
+    """The number a value holds (a numeric string too: ``"5"``); None otherwise, and for
+    ``true`` and ``false``, which are not numbers (Python counts them as 1 and 0)."""
+    if isinstance(value, bool):
+        return None
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return None
+    return number if math.isfinite(number) else None
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: ``1`` and ``1.0`` are equal, ``1`` and ``true`` are not (as
+    in Python, where ``True == 1``)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict | list) or isinstance(b, dict | list):
+        return False
+    return bool(a == b)
 
 
 def _compare(actual: Any, op: str, wanted: Any) -> bool:
     """One operator, as PostgreSQL compares JSON: ``$gt`` and the like compare numbers (a
     value that is not one never matches)."""
     if op == "$eq":
-        return bool(actual == wanted)
+        return _json_equal(actual, wanted)
     if op == "$ne":
-        return bool(actual != wanted)
+        return not _json_equal(actual, wanted)
     a, w = _number(actual), _number(wanted)
     if a is None or w is None:
         return False
@@ -237,7 +256,7 @@ def _matches_value(actual: Any, wanted: Any) -> bool:
             and len(actual) == len(wanted)
             and all(_matches_value(a, w) for a, w in zip(actual, wanted, strict=True))
         )
-    return bool(actual == wanted)
+    return _json_equal(actual, wanted)
 
 
 def matches(value: dict[str, Any], filter: dict[str, Any]) -> bool:
