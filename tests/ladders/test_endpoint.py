@@ -211,12 +211,13 @@ def test_invalid_requests_are_clear_4xx(cairn: Cairn) -> None:
     url = f"{cairn.base('memory-ladder')}/chat/completions"
     r = httpx.post(url, headers=h, json={"model": "gpt-4o", "messages": []})
     assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
-    r = httpx.post(
-        url,
-        headers={**h, "Idempotency-Key": "has space"},
-        json={"messages": [{"role": "user", "content": "hi"}]},
-    )
-    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_idempotency_key"
+    for key in ("has space", ""):  # an empty header is a malformed key, not an absent one
+        r = httpx.post(
+            url,
+            headers={**h, "Idempotency-Key": key},
+            json={"messages": [{"role": "user", "content": "hi"}]},
+        )
+        assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_idempotency_key"
     r = httpx.post(url, headers=h, json={"messages": [{"role": "user", "content": "x"}], "n": 2})
     assert r.status_code == 422
     runs = httpx.get(f"{cairn.url}/v1/runs", headers=h).json()

@@ -12,7 +12,10 @@ import openai
 import pytest
 from openai import OpenAI
 
-from tests.ladders.conftest import Cairn, running_cairn
+from cairn.app import create_app
+from cairn.services import Services
+from tests.conftest import make_settings
+from tests.ladders.conftest import Cairn, running_cairn, serve
 
 QUESTION = "What is the capital of France?"
 
@@ -147,3 +150,18 @@ def test_model_is_required_on_the_shared_base_url(cairn: Cairn) -> None:
     assert r.status_code == 400
     assert r.json()["error"]["code"] == "model_required"
     assert r.json()["error"]["param"] == "model"
+
+
+def test_the_openai_client_works_against_an_open_server(tmp_path: Path, ladders_dir: Path) -> None:
+    """No key exists: the ``openai`` package still insists on one, and any is taken as none."""
+    services = Services.from_settings(make_settings(tmp_path, ladders_dir=ladders_dir))
+    try:
+        with serve(create_app(services=services)) as url:
+            client = OpenAI(base_url=f"{url}/v1/local", api_key="local", max_retries=0)
+            assert "memory-ladder" in [m.id for m in client.models.list()]
+            reply = client.chat.completions.create(
+                model="memory-ladder", messages=[{"role": "user", "content": QUESTION}]
+            )
+            assert "Paris" in (reply.choices[0].message.content or "")
+    finally:
+        services.close()

@@ -55,6 +55,12 @@ def tenant_for_key(
         return DEFAULT_TENANT
     tenant = services.store.keys.tenant_for(key)
     if tenant is None:
+        # Open mode (no key exists, loopback) takes any key as no key: OpenAI clients must
+        # send one, and it opens nothing a request without one could not reach.
+        if required is None:
+            required = services.auth_required()
+        if not required and not (server_host and _bound_beyond_loopback(server_host)):
+            return DEFAULT_TENANT
         raise InvalidApiKey("the API key is unknown or revoked")
     return tenant
 
@@ -98,7 +104,9 @@ def authenticate(
     if claimed is not None and claimed != tenant:
         raise TenantMismatch("X-Tenant-ID does not match the tenant of the API key")
     state["tenant"] = tenant
-    _count_request(services, tenant, key)
+    # Open mode takes any key as none (``tenant_for_key``): such a request is not limited.
+    keyed = key is not None and (required or services.auth_required())
+    _count_request(services, tenant, key if keyed else None)
     return tenant
 
 

@@ -140,7 +140,8 @@ def chat_completions(
     if body.model == target.name:
         # The ladder's own name (as the models list offers it) asks for no model override.
         body = body.model_copy(update={"model": None})
-    run_id = check_run_id(idempotency_key) if idempotency_key else f"run-{uuid7().hex}"
+    # An empty header is a malformed key (422), not an absent one.
+    run_id = check_run_id(idempotency_key) if idempotency_key is not None else f"run-{uuid7().hex}"
     meta = body.metadata or {}
     options = {k: getattr(body, k) for k in OPTION_KEYS if getattr(body, k) is not None}
     run = RunRequest(
