@@ -237,3 +237,10 @@ def test_an_unreachable_server_fails_at_start(tmp_path: Path) -> None:
         app, ["mcp", "--url", f"http://127.0.0.1:{free_port()}"], env=env_for(tmp_path)
     )
     assert result.exit_code == 1 and "error" in result.stderr
+
+
+def test_help_names_every_tool() -> None:
+    shown = CliRunner().invoke(app, ["mcp", "--help"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0
+    text = " ".join(shown.output.replace("│", " ").split())
+    assert [name for name in TOOL_NAMES if name not in text] == []

@@ -30,7 +30,8 @@ def mcp(
     """Serve the memory tools over MCP, bound to one API key (one tenant).
 
     Tools: record_episode, apply_template, list_templates, compile_memories, search_memories,
-    get_context, get_timeline, list_subjects, list_slates, read_slate, write_slate.
+    get_context, get_timeline, list_subjects, list_slates, read_slate, write_slate, and the
+    destructive correct_memory, forget_memory and delete_subject.
     Without --url the API runs in this process on the configured database.
 
     Example (an MCP client's config): {"command": "cairn", "args": ["mcp"]}
