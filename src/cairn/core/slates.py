@@ -77,7 +77,8 @@ def render(kind: FileKind, entries: list[Entry]) -> str:
 
 
 def canonical_json(value: Any) -> str:
-    """How JSON values are stored and written: compact separators, Unicode kept."""
+    """How JSON values are stored and written: on one line with ``json.dumps``'s separators
+    (``{"a": 1}``), Unicode kept."""
     return json.dumps(value, ensure_ascii=False)
 
 
