@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cairn.app import create_app
+from cairn.errors import InvalidInput
 from cairn.services import Services
 from tests.api.test_episodes_api import EPISODE
 from tests.conftest import make_settings
@@ -143,3 +144,15 @@ def test_open_mode_refuses_requests_to_a_public_bind(client: TestClient) -> None
     assert tenant_for_key(services, None, "cairn.local") == "default"
     with pytest.raises(MissingApiKey):
         tenant_for_key(services, None, "0.0.0.0")
+
+
+@pytest.mark.parametrize("tenant", ["", " ", " lead", "a/b", "tab\tx", ".", "x" * 129])
+def test_a_key_needs_a_tenant_id_that_can_name_one(backend_services: Services, tenant: str) -> None:
+    before = backend_services.store.keys.list(None)
+    with pytest.raises(InvalidInput) as err:
+        backend_services.store.keys.create(tenant)
+    assert err.value.code == "invalid_tenant"
+    assert backend_services.store.keys.list(None) == before
+    # Any script is a tenant id.
+    key, info = backend_services.store.keys.create("李雷 & co")
+    assert info.tenant_id == "李雷 & co" and key

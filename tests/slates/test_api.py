@@ -299,3 +299,17 @@ def _deep_schema(depth: int) -> dict[str, object]:
     for _ in range(depth):
         schema = {"items": schema}
     return schema
+
+
+def test_a_per_user_slates_user_is_a_subject_id(api: TestClient) -> None:
+    """The user's state is erased with the subject (``DELETE /v1/subjects/{id}``), so a user
+    id that cannot be a subject id (it could never be erased that way) is refused."""
+    url = "/v1/slates/per-user/Notes/inbox/todo.md"
+    for user in ("a/b", " lead", "tab\tx", ".", "x" * 257):
+        r = api.post(url, params={"user_id": user}, json={"content": "note"})
+        assert r.status_code == 422, (user, r.text)
+        assert r.json()["error"]["code"] in ("slate_user_required", "validation_error"), r.text
+    r = api.post(url, params={"user_id": "李雷"}, json={"content": "note of 李雷"})
+    assert r.status_code == 200, r.text
+    assert api.delete("/v1/subjects/李雷").status_code == 200
+    assert "note of" not in api.get(url, params={"user_id": "李雷"}).json()["content"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cairn.core.slates import FolderKey
+from cairn.core.subject_id import SUBJECT_ID_RULE, subject_id_problem
 from cairn.errors import InvalidInput
 from cairn.slates.config import FolderSpec, SlateSpec, check_init_sizes, load_slate_declarations
 from cairn.slates.errors import FileNotFound, FolderNotFound, SlateNotFound
@@ -86,9 +87,13 @@ def folder_key(
                 f"slate {sspec.title!r} is kept per user (partition: user): give a user id",
                 code="slate_user_required",
             )
-        if len(user_id) > 256 or "\x00" in user_id:
+        problem = subject_id_problem(user_id)
+        if problem is not None:
+            # The user's state belongs to the subject of that id (``DELETE /v1/subjects/…``
+            # erases it), so a user id is a subject id.
             raise InvalidInput(
-                "a user id has at most 256 characters and no NUL", code="slate_user_required"
+                f"a user id is a subject id; it {problem}: {SUBJECT_ID_RULE}",
+                code="slate_user_required",
             )
         return FolderKey(tenant, ladder, user_id, sspec.title, folder)
     return FolderKey(tenant, ladder, "", sspec.title, folder)

@@ -9,7 +9,8 @@ import secrets
 from sqlalchemy import func, select, update
 
 from cairn.core.ids import utcnow, uuid7
-from cairn.core.tenants import ApiKeyInfo
+from cairn.core.tenants import ApiKeyInfo, tenant_id_problem
+from cairn.errors import InvalidInput
 from cairn.store.database import Database
 from cairn.store.repository import Repository
 from cairn.store.schema import api_keys, tenants
@@ -44,6 +45,9 @@ class KeyRepository(Repository):
         self, tenant_id: str, name: str = "", key: str | None = None
     ) -> tuple[str, ApiKeyInfo]:
         """Create a key for ``tenant_id`` (made if new); returns the key, shown only now."""
+        problem = tenant_id_problem(tenant_id)
+        if problem is not None:
+            raise InvalidInput(f"tenant id {problem}", code="invalid_tenant")
         key = key or new_key()
         info = ApiKeyInfo(
             id=str(uuid7()),
