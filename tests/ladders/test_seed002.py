@@ -113,6 +113,25 @@ STRICT = REJECT.replace(
     "      match: { type: object, required: [fact] }\n    onRejected: fail\n    stripMatch: true",
 )
 
+# A gated write to the same one-fact folder, failing the call when refused.
+GATED_STRICT = """
+slates:
+  - title: Memory
+    folders:
+      - name: facts
+        tokenLimit: 12
+        evictionPolicy: reject
+        files:
+          - { name: core.md, init: blank }
+providers:
+  s: { kind: scripted, default: "%s" }
+models: {"*": s}
+steps:
+  - id: answer
+    if: { then: { write: { to: { slate: Memory, folder: facts, file: core.md } } } }
+    onRejected: fail
+""" % ("word " * 8)
+
 
 @pytest.fixture
 def client(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
@@ -122,6 +141,7 @@ def client(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
     write_ladder(d, "always", ALWAYS)
     write_ladder(d, "reject", REJECT)
     write_ladder(d, "strict", STRICT)
+    write_ladder(d, "gated-strict", GATED_STRICT)
     services = Services.from_settings(make_settings(tmp_path, database_url=db_url, ladders_dir=d))
     try:
         with TestClient(create_app(services=services)) as c:
@@ -229,6 +249,16 @@ def test_on_rejected_fail_fails_the_call(client: TestClient) -> None:
     # Streamed, the error arrives as the stream's error event.
     events = stream_events(client, "strict")
     assert events[-1]["error"]["code"] == "slate_write_refused"
+
+
+def test_a_refused_gated_write_names_its_target(client: TestClient) -> None:
+    assert ask(client, "gated-strict").status_code == 200
+    r = ask(client, "gated-strict")
+    assert r.status_code == 409, r.text
+    err = r.json()["error"]
+    assert "the gated to Memory/facts/core.md was refused" in err["message"], err["message"]
+    write = err["details"]["writes"][-1]
+    assert write["to"] == {"slate": "Memory", "folder": "facts", "file": "core.md"}
 
 
 def test_strip_match_removes_the_written_json_from_the_reply(client: TestClient) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from cairn.core.slates import WriteOutcome
 from cairn.errors import CairnError
 from cairn.slates.config import GateSpec, SlateReadSource, SlateWriteSpec
+from cairn.slates.gates import evaluate_condition
 from cairn.slates.service import Slates
 from cairn.slates.steps import apply_gated_write, apply_slate_write
 
@@ -77,7 +78,16 @@ class SlateAccess:
                 effect=effect,
             )
         except CairnError as exc:
-            return {"kind": "gated", "written": False, "reason": exc.code, "detail": exc.message}
+            # The branch the write took (the same pure test ``apply_gated_write`` made).
+            branch = gate.then_ if evaluate_condition(gate, output) else gate.else_
+            to = branch.write.to.model_dump() if branch is not None else None
+            return {
+                "kind": "gated",
+                "to": to,
+                "written": False,
+                "reason": exc.code,
+                "detail": exc.message,
+            }
         return {"kind": "gated", **_outcome(outcome)}
 
 
