@@ -164,6 +164,8 @@ async def drive_stdio(env: dict[str, str]) -> None:
         assert "subject_id: subject id must not contain '/'" in message, message
         assert "pydantic.dev" not in message and "Value error" not in message
         assert "input_value" not in message
+        blank = await session.call_tool("record_episode", {"subject_id": "user-1", "text": "  "})
+        assert blank.is_error and "'text' is blank" in blank.content[0].text
         # Answers are structured content; the text copy is compact JSON, not pretty-printed.
         listed = await session.call_tool("list_subjects", {})
         assert listed.structured_content == json.loads(listed.content[0].text)

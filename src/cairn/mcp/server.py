@@ -152,6 +152,8 @@ def _episode_tools(client: AsyncCairn) -> list[Tool]:
         a decision. Give `text`, or a structured `payload`, or both. Returns the stored episode
         with its id."""
         body = dict(payload or {})
+        if text is not None and not text.strip() and not body:
+            raise ToolError("'text' is blank: give what happened, or a non-empty 'payload'")
         if text is not None:
             body["text"] = text
         if not body:
