@@ -337,6 +337,9 @@ def test_sentences_end_in_every_script_and_not_after_an_abbreviation() -> None:
     assert sentences("هل تحب القهوة؟ نعم أحبها.") == ["هل تحب القهوة؟", "نعم أحبها."]
     assert sentences("Je suis là. À demain.") == ["Je suis là.", "À demain."]
     assert sentences("मैं ठीक हूँ। तुम कैसे हो?") == ["मैं ठीक हूँ।", "तुम कैसे हो?"]
+    assert sentences("The answer is no. We left early.") == ["The answer is no.", "We left early."]
+    assert sentences("Poszłam do domu. Łukasz był tam.") == ["Poszłam do domu.", "Łukasz był tam."]
+    assert sentences("太好了！！我们走吧。") == ["太好了！！", "我们走吧。"]
     # Lower case after a full stop is no new sentence (as before).
     assert sentences("It costs 3 p.m. prices. Fine.") == ["It costs 3 p.m. prices.", "Fine."]
 

@@ -101,6 +101,8 @@ def test_an_embedder_failure_stores_the_item_without_a_vector() -> None:
         ({"a": {"b": True}}, {"a": {"$eq": {"b": 1}}}, False),
         ({"a": True}, {"a": True}, True),
         ({"a": "nan"}, {"a": {"$lt": 4}}, False),
+        ({"a": 10**400}, {"a": {"$gt": 4}}, False),  # overflows a float: not comparable
+        ({"a": 5}, {"a": {"$lt": 10**400}}, False),
     ],
 )
 def test_filters(value: dict[str, Any], filter: dict[str, Any], expected: bool) -> None:

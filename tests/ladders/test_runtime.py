@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
+from cairn.app import create_app
 from cairn.errors import CairnError
 from cairn.ladders.board import Board, check_variable_name
 from cairn.ladders.redact import redact
@@ -367,3 +369,24 @@ def test_an_unexpected_error_is_recorded_without_its_text(
     assert record is not None and record.status == "failed"
     assert "hunter2" not in str(record.error) and "hunter2" not in str(record.trace)
     assert record.trace["error"]["code"] == "internal_error"
+
+
+def test_a_user_that_is_no_subject_id_is_refused_before_the_run(tmp_path: Path) -> None:
+    """The user's per-user state is erased with the subject of that id: a user that cannot
+    be one is a 422 before anything runs (not a failure halfway)."""
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "prefs", PER_USER)
+    s = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    try:
+        with TestClient(create_app(services=s)) as client:
+            url = "/v1/local/prefs/chat/completions"
+            body = {"messages": [{"role": "user", "content": "I like tea"}]}
+            for user in ("org/alice", " lead", "."):
+                r = client.post(url, json={**body, "user": user})
+                assert r.status_code == 422, r.text
+                assert r.json()["error"]["code"] == "slate_user_required"
+            assert client.get("/v1/runs").json()["total"] == 0
+            assert client.post(url, json={**body, "user": "alice@example.com"}).status_code == 200
+    finally:
+        s.close()

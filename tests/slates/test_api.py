@@ -267,7 +267,12 @@ def test_a_match_schema_never_fetches_a_reference(api: TestClient, tmp_path: Pat
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/secret.json"
         for ref in (url, secret.as_uri(), "other.json", "http://127.0.0.1:9/x.json"):
-            for schema in ({"$ref": ref}, {"properties": {"fact": {"$ref": ref}}}):
+            schemas = (
+                {"$ref": ref},
+                {"properties": {"fact": {"$ref": ref}}},
+                {"properties": {"const": {"$ref": ref}}},  # a property called "const"
+            )
+            for schema in schemas:
                 body = {"content": '{"fact": "x"}', "match": schema, "field": "fact"}
                 r = api.post(f"{BASE}/facts/core.md", json=body)
                 assert r.status_code == 422, r.text

@@ -126,7 +126,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     if exc.status_code == 404 and message == "Not Found":
         message = f"no route for {request.method} {request.url.path}"
-    if exc.status_code == 400 and message == _UNPARSED:
+    kind = request.headers.get("content-type", "").lower()
+    if exc.status_code == 400 and message == _UNPARSED and ("json" in kind or not kind):
         # FastAPI's answer to a JSON body its parser gives up on other than by a syntax error
         # (one nested thousands of levels deep, bytes that are not UTF-8): a body that is not
         # valid JSON, as a syntax error is reported.

@@ -201,10 +201,11 @@ class RejectNulMiddleware:
 # reads as infinity. Bodies without one skip all checks.
 _SUSPECT_ESCAPE = re.compile(
     rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)|\xed[\xa0-\xbf]|NaN|Infinity"
-    # A number that may not fit a double: an exponent of three digits or more, or a run of 309
-    # digits (not inside a word: hex ids such as ``…-5e123…`` do not make a body parsed twice).
+    # A number that may not fit a double: an exponent of three digits or more, or an integer
+    # part of 200 digits or more (with at most a two-digit exponent, fewer cannot pass 1e308).
+    # Not inside a word: hex ids such as ``…-5e123…`` do not make a body parsed twice.
     rb"|(?<![\w.-])-?[0-9]+(?:\.[0-9]*)?[eE][+]?0*[1-9][0-9]{2,}(?![\w.])"
-    rb"|(?<![\w.-])-?[0-9]{309}"
+    rb"|(?<![\w.-])-?[0-9]{200}"
 )
 
 

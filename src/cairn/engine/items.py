@@ -210,7 +210,7 @@ def _number(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (an integer of 400 digits overflows)
         return None
     return number if math.isfinite(number) else None
 

@@ -105,8 +105,8 @@ def correct_memory(
                 code="memory_superseded",
                 details={"current_id": str(current) if current else None},
             )
-        _check_changes(old, change)
         row = _corrected_row(old, change, editor, now)
+        _check_changes(old, row)
         _check_validity(row["valid_from"], row["valid_to"])
         created = tx.memories.insert_new([row])
         if not created:
@@ -141,19 +141,13 @@ def _check(change: MemoryCorrection) -> None:
         raise InvalidInput("content must not be blank", code="validation_error")
 
 
-def _check_changes(old: Memory, change: MemoryCorrection) -> None:
-    """A correction whose every given field already has that value changes nothing: no new
-    version (``empty_correction``)."""
-    given = {
-        "content": change.content,
-        "kind": change.kind,
-        "confidence": change.confidence,
-        "valid_from": change.valid_from,
-        "valid_to": change.valid_to,
-    }
-    if all(v is None or v == getattr(old, k) for k, v in given.items()):
+def _check_changes(old: Memory, row: dict[str, Any]) -> None:
+    """A correction whose new version would read exactly as the old one (content, kind,
+    confidence, validity) changes nothing: no new version (``empty_correction``)."""
+    fields = ("content", "kind", "confidence", "valid_from", "valid_to")
+    if all(row[k] == getattr(old, k) for k in fields):
         raise InvalidInput(
-            "nothing to correct: every field given already has that value",
+            "nothing to correct: the corrected version would be the same as this one",
             code="empty_correction",
         )
 

@@ -185,24 +185,30 @@ def check_schema(schema: Any) -> dict[str, Any] | bool:
     return schema
 
 
-# Keywords whose values are data, not schemas (a "$ref" in them is text).
+# Keywords whose values are data, not schemas (a "$ref" in them is text), and keywords whose
+# values map names to schemas (a property may be called "const").
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
 
 
-def _outside_refs(node: Any) -> Iterator[str]:
+def _outside_refs(schema: Any) -> Iterator[str]:
     """References of a schema that do not start with ``#`` (walked without recursion)."""
-    stack = [node]
+    stack: list[tuple[Any, bool]] = [(schema, False)]  # (node, whether it maps names)
     while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
+        node, names = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, False) for item in node)
+        elif isinstance(node, dict) and names:
+            stack.extend((value, False) for value in node.values())
+        elif isinstance(node, dict):
             for key, value in node.items():
                 if key in ("$ref", "$dynamicRef") and isinstance(value, str):
                     if not value.startswith("#"):
                         yield value
                 elif key not in _DATA_KEYWORDS:
-                    stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
+                    stack.append((value, key in _SCHEMA_MAPS))
 
 
 class SlateWriteSpec(_Strict):

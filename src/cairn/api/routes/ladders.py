@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
+from cairn.core.subject_id import subject_id_problem
 from cairn.core.text import has_nul
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.http.auth import require_tenant, services_of
@@ -140,6 +141,13 @@ def chat_completions(
     if body.model == target.name:
         # The ladder's own name (as the models list offers it) asks for no model override.
         body = body.model_copy(update={"model": None})
+    if body.user and any(slate.partition == "user" for slate in target.spec.slates):
+        problem = subject_id_problem(body.user)
+        if problem is not None:  # before the run: its per-user state could never be erased
+            raise InvalidInput(
+                f"user is a subject id for this ladder's per-user slates; it {problem}",
+                code="slate_user_required",
+            )
     # An empty header is a malformed key (422), not an absent one.
     run_id = check_run_id(idempotency_key) if idempotency_key is not None else f"run-{uuid7().hex}"
     meta = body.metadata or {}

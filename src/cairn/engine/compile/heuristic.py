@@ -306,7 +306,8 @@ def _summary(session_id: str, episodes: list[Episode], messages: MessageMemo) ->
     units: list[tuple[int, Message, str]] = []
     for m in msgs:
         for s in sentences(m.text):
-            if len(words(s)) >= 4 or content_size(s) >= 2:  # any script
+            ascii_words = len(words(s))  # (other scripts: their content terms)
+            if ascii_words >= 4 or (not ascii_words and content_size(s) >= 2):
                 units.append((len(units), m, s))
     if not units:
         return None

@@ -35,14 +35,14 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019]*")
 # mark, the Devanagari danda or the Urdu full stop followed by a space; and at the ideographic
 # full stop and the full-width ``!`` and ``?``, spaced or not.
 _SENTENCE = re.compile(
-    r"(?<=[.!?])\s+(?=[\"'(\[\u00ab\u201c]?[A-Z0-9\u00c0-\u00de\u0391-\u03a9\u0400-\u042f"
+    r"(?<=[.!?])\s+(?=[\"'(\[\u00ab\u201c]?[A-Z0-9\u00c0-\u00de\u0100-\u024f\u0391-\u03a9\u0400-\u042f"
     r"\u0590-\u08ff\u0900-\u0dff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
-    r"|(?<=[\u061f\u0964\u06d4])\s+|(?<=[\u3002\uff01\uff1f])\s*"
+    r"|(?<=[\u061f\u0964\u06d4])\s+|(?<=[\u3002\uff01\uff1f])(?![\u3002\uff01\uff1f\u300d\u300f\uff09])\s*"
 )
 # Abbreviations whose full stop ends no sentence ("a nurse at St. Mary's hospital").
+# (Not "no", "etc.", "Inc.": they end sentences as often as not.)
 _ABBREVIATIONS = frozenset(
-    {"mr", "mrs", "ms", "dr", "st", "prof", "sr", "jr", "mt", "ft", "vs", "etc", "e.g", "i.e"}
-    | {"inc", "ltd", "co", "no", "approx", "dept"}
+    {"mr", "mrs", "ms", "dr", "st", "prof", "sr", "jr", "mt", "ft", "vs", "e.g", "i.e", "approx"}
 )
 # Where a liked thing's clause ends and another begins: "green tea and I live in Kyiv".
 _NEXT_CLAUSE = re.compile(
