@@ -167,3 +167,19 @@ def test_extraction_never_fetches_a_reference_and_survives_deep_nesting(tmp_path
     assert extract_value(deep, match={"type": "array"}).reason == "no_json"
     found = extract_value("x " + "[" * 5000 + "]" * 5000 + ' {"fact": "ok"}', field="fact")
     assert found.value == "ok"
+
+
+def test_the_scan_spends_a_bounded_effort_on_brackets_that_never_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each bracket starts a decode, and each failure's error counts the lines before it: an
+    output of thousands of brackets made the scan quadratic (a 1 MB body, two minutes). Past
+    ``SCAN_BUDGET`` the scan gives up."""
+    from cairn.slates import extract
+
+    noise = "{ not json } " * 2000
+    output = noise + '{"fact": "ok"}'
+    assert extract_value(output, field="fact").value == "ok"  # within the default budget
+    monkeypatch.setattr(extract, "SCAN_BUDGET", 10_000)
+    assert extract_value(output, field="fact").reason == "no_json"  # given up before it
+    assert extract_value('{"fact": "ok"}', field="fact").value == "ok"  # a plain reply

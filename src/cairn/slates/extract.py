@@ -40,6 +40,14 @@ class Candidate:
     end: int
 
 
+# What the failed decodes of one output may cost in all, in characters: each bracket starts a
+# decode that reads to where it fails, and each failure's error counts the lines before it
+# (``JSONDecodeError`` reads the output from its start), so thousands of brackets made the scan
+# quadratic — a 1 MB body took two minutes of CPU. This is a few tenths of a second at most; a
+# model's reply spends a few thousandths of it.
+SCAN_BUDGET = 200_000_000
+
+
 def json_candidates(output: str) -> Iterator[Candidate]:
     """Every JSON object or array of ``output``, in the order described above."""
     text = output.strip()
@@ -66,6 +74,7 @@ def json_candidates(output: str) -> Iterator[Candidate]:
             yield Candidate(value, match.start(), match.end())
     decoder = json.JSONDecoder()
     i, n = 0, len(output)
+    spent = 0  # what the decodes that failed cost (``SCAN_BUDGET``)
     while i < n:
         inside = next((end for start, end in fenced if start <= i < end), None)
         if inside is not None:
@@ -74,8 +83,10 @@ def json_candidates(output: str) -> Iterator[Candidate]:
         if output[i] in "{[":
             try:
                 value, end = decoder.raw_decode(output, i)
-            except json.JSONDecodeError:
-                pass
+            except json.JSONDecodeError as exc:
+                spent += exc.pos + 20 * (exc.pos - i) + 1  # (decoding costs more a character)
+                if spent > SCAN_BUDGET:
+                    return  # what is left would cost more than any real reply
             except RecursionError:
                 # Nested too deeply to decode: no value starts in this run of brackets (each
                 # of them would fail the same way, at the recursion limit's cost).
