@@ -114,23 +114,18 @@ STRICT = REJECT.replace(
 )
 
 # A gated write to the same one-fact folder, failing the call when refused.
-GATED_STRICT = """
-slates:
-  - title: Memory
-    folders:
-      - name: facts
-        tokenLimit: 12
-        evictionPolicy: reject
-        files:
-          - { name: core.md, init: blank }
-providers:
+GATED_STRICT = (
+    REJECT[: REJECT.index("providers:")]
+    + """providers:
   s: { kind: scripted, default: "%s" }
 models: {"*": s}
 steps:
   - id: answer
     if: { then: { write: { to: { slate: Memory, folder: facts, file: core.md } } } }
     onRejected: fail
-""" % ("word " * 8)
+"""
+    % ("word " * 8)
+)
 
 
 @pytest.fixture

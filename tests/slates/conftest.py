@@ -3,8 +3,11 @@ an HTTP client whose ladders directory holds the seed ladder."""
 
 from __future__ import annotations
 
+import http.server
+import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +123,41 @@ def api(slate_services: Services) -> Iterator[TestClient]:
     """The real app on each backend, open mode (tenant ``default``)."""
     with TestClient(create_app(services=slate_services)) as c:
         yield c
+
+
+SECRET_SCHEMA = b'{"properties": {"fact": {"enum": ["SECRET"]}}}'
+
+
+@dataclass
+class SecretSchemas:
+    """A schema that would refuse the fact "x", served over HTTP (``url``) and as a file
+    (``file_uri``); ``hits`` lists every request the server received."""
+
+    url: str
+    file_uri: str
+    hits: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def secret_schemas(tmp_path: Path) -> Iterator[SecretSchemas]:
+    served = SecretSchemas("", (tmp_path / "secret.json").as_uri())
+    (tmp_path / "secret.json").write_bytes(SECRET_SCHEMA)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            served.hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(SECRET_SCHEMA)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    served.url = f"http://127.0.0.1:{server.server_address[1]}/secret.json"
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
-from pathlib import Path
-
 from fastapi.testclient import TestClient
 
 from cairn.services import Services
+from tests.slates.conftest import SecretSchemas
 
 BASE = "/v1/slates/memory-ladder/Memory"
 
@@ -245,42 +242,25 @@ def test_deleting_a_subject_removes_its_per_user_slate_state(api: TestClient) ->
     assert api.get(f"{BASE}/facts/core.md").json() == {"content": "shared"}
 
 
-def test_a_match_schema_never_fetches_a_reference(api: TestClient, tmp_path: Path) -> None:
+def test_a_match_schema_never_fetches_a_reference(
+    api: TestClient, secret_schemas: SecretSchemas
+) -> None:
     """A ``$ref`` outside the schema (a URL, a file) is refused before anything is read: it
     made the server fetch the URL and answer with what it held."""
-    hits: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'{"properties": {"fact": {"enum": ["SECRET"]}}}')
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    secret = tmp_path / "secret.json"
-    secret.write_text('{"properties": {"fact": {"enum": ["SECRET"]}}}')
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/secret.json"
-        for ref in (url, secret.as_uri(), "other.json", "http://127.0.0.1:9/x.json"):
-            schemas = (
-                {"$ref": ref},
-                {"properties": {"fact": {"$ref": ref}}},
-                {"properties": {"const": {"$ref": ref}}},  # a property called "const"
-            )
-            for schema in schemas:
-                body = {"content": '{"fact": "x"}', "match": schema, "field": "fact"}
-                r = api.post(f"{BASE}/facts/core.md", json=body)
-                assert r.status_code == 422, r.text
-                assert r.json()["error"]["code"] == "invalid_schema"
-                assert "SECRET" not in r.text and "may only refer inside itself" in r.text
-    finally:
-        server.shutdown()
-    assert hits == []
+    refs = (secret_schemas.url, secret_schemas.file_uri, "other.json", "http://127.0.0.1:9/x")
+    for ref in refs:
+        schemas = (
+            {"$ref": ref},
+            {"properties": {"fact": {"$ref": ref}}},
+            {"properties": {"const": {"$ref": ref}}},  # a property called "const"
+        )
+        for schema in schemas:
+            body = {"content": '{"fact": "x"}', "match": schema, "field": "fact"}
+            r = api.post(f"{BASE}/facts/core.md", json=body)
+            assert r.status_code == 422, r.text
+            assert r.json()["error"]["code"] == "invalid_schema"
+            assert "SECRET" not in r.text and "may only refer inside itself" in r.text
+    assert secret_schemas.hits == []
     assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
     # A reference inside the schema works.
     inside = {"$defs": {"f": {"type": "object", "required": ["fact"]}}, "$ref": "#/$defs/f"}

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
-from pathlib import Path
-
 import pytest
 from pydantic import ValidationError
 
 from cairn.slates.config import Condition, GateSpec
 from cairn.slates.extract import extract_json, extract_value, json_candidates
 from cairn.slates.gates import evaluate_condition
+from tests.slates.conftest import SecretSchemas
 
 
 @pytest.mark.parametrize(
@@ -133,35 +130,17 @@ def test_gate_without_condition_always_passes() -> None:
         Condition.model_validate({})
 
 
-def test_extraction_never_fetches_a_reference_and_survives_deep_nesting(tmp_path: Path) -> None:
+def test_extraction_never_fetches_a_reference_and_survives_deep_nesting(
+    secret_schemas: SecretSchemas,
+) -> None:
     """The validator's registry retrieves nothing, even for a schema that reached it without
-    ``check_schema`` (a local server answering with a schema that would refuse "x")."""
-    hits: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'{"enum": ["SECRET"]}')
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    schema_file = tmp_path / "s.json"
-    schema_file.write_text('{"enum": ["SECRET"]}')
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/s.json"
-        for ref in (url, schema_file.as_uri()):
-            match = {"properties": {"fact": {"$ref": ref}}}
+    ``check_schema`` (the served schema would refuse "x")."""
+    for ref in (secret_schemas.url, secret_schemas.file_uri):
+        for match in ({"$ref": ref}, {"allOf": [{"$ref": ref}]}):
             got = extract_value('{"fact": "x"}', match=match, field="fact")
             assert got.reason == "schema_mismatch" and "Unresolvable" in (got.detail or "")
             assert "SECRET" not in (got.detail or "")
-    finally:
-        server.shutdown()
-    assert hits == []
+    assert secret_schemas.hits == []
     # JSON nested past the parser's limit is no value; what follows it still is.
     deep = "[" * 400_000 + "]" * 400_000
     assert extract_value(deep, match={"type": "array"}).reason == "no_json"

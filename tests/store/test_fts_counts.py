@@ -4,22 +4,17 @@ memory is seen by the next search, and a search of an unchanged index counts not
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import text
 
 from cairn.core.scope import Scope
 from cairn.store import Store, fts, open_store
-from cairn.store.memory_search import search_text
+from tests.store.rows import memory_row
 
 A = Scope.for_subject("alice")
-NOW = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -27,31 +22,6 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     s = open_store(f"sqlite:///{tmp_path / 'cairn.db'}")
     yield s
     s.close()
-
-
-def _row(content: str) -> dict[str, Any]:
-    return {
-        "id": uuid.uuid4(),
-        "tenant_id": "acme",
-        "runtime_id": A.runtime_id,
-        "user_id": A.user_id,
-        "agent_id": A.agent_id,
-        "session_id": "s",
-        "kind": "turn",
-        "content": content,
-        "search_text": search_text(content, {}),
-        "summary": content,
-        "confidence": 1.0,
-        "valid_from": NOW,
-        "valid_to": None,
-        "status": "active",
-        "source_episode_ids": [],
-        "metadata": {},
-        "content_hash": hashlib.sha256(content.encode()).hexdigest(),
-        "superseded_by": None,
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
 
 
 def _counts(store: Store, *queries: str) -> list[int]:
@@ -66,10 +36,10 @@ def _counts(store: Store, *queries: str) -> list[int]:
 def test_counts_follow_every_write(sqlite_store: Store) -> None:
     store = sqlite_store
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(f"oslo harbour {i}") for i in range(3)])
+        tx.memories.insert_new([memory_row(A, f"oslo harbour {i}") for i in range(3)])
     assert _counts(store, "oslo", "harbour", "bergen") == [3, 3, 0]
     with store.transaction() as tx:
-        tx.memories.insert_new([_row("bergen harbour"), _row("oslo market")])
+        tx.memories.insert_new([memory_row(A, "bergen harbour"), memory_row(A, "oslo market")])
     assert _counts(store, "oslo", "harbour", "bergen") == [4, 4, 1]
     with store.db.write() as conn:
         conn.execute(text("DELETE FROM memories WHERE content = 'oslo harbour 0'"))
@@ -85,14 +55,14 @@ def test_counts_follow_every_write(sqlite_store: Store) -> None:
 def test_an_unchanged_index_is_not_counted_again(sqlite_store: Store, counted: list[str]) -> None:
     store = sqlite_store
     with store.transaction() as tx:
-        tx.memories.insert_new([_row(f"oslo harbour {i}") for i in range(3)])
+        tx.memories.insert_new([memory_row(A, f"oslo harbour {i}") for i in range(3)])
     counted.clear()
     assert _counts(store, "oslo", "harbour") == [3, 3]
     assert len(counted) == 2
     assert _counts(store, "oslo", "harbour") == [3, 3]
     assert len(counted) == 2  # remembered
     with store.transaction() as tx:
-        tx.memories.insert_new([_row("oslo")])
+        tx.memories.insert_new([memory_row(A, "oslo")])
     assert _counts(store, "oslo", "harbour") == [4, 3]
     assert len(counted) == 4  # the write made both stale
 
@@ -100,7 +70,7 @@ def test_an_unchanged_index_is_not_counted_again(sqlite_store: Store, counted: l
 def test_a_write_transaction_counts_its_own_rows(sqlite_store: Store) -> None:
     store = sqlite_store
     with store.transaction() as tx:
-        tx.memories.insert_new([_row("oslo harbour")])
+        tx.memories.insert_new([memory_row(A, "oslo harbour")])
     assert _counts(store, "oslo") == [1]
     part = fts.part_token("acme", A.runtime_id, A.user_id, A.agent_id)
     with store.db.write() as conn:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-import uuid
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +24,10 @@ from cairn.store.partitions import PartitionSelector, erase
 from cairn.store.pg_bm25 import BM25_B, BM25_K1, PG_CONTEXT_WEIGHT, RANK_ONE
 from cairn.store.schema import memories
 from tests.conftest import database_url
+from tests.store.rows import memory_row
 
 A = Scope.for_subject("alice")
 B = Scope.for_subject("bob")
-NOW = datetime(2024, 5, 1, tzinfo=UTC)
 WORDS = "ferry oslo bergen train coffee ferry tea harbour mountain bike Ferry кофе 咖啡馆 don't"
 
 
@@ -37,28 +35,15 @@ def _row(tenant: str, scope: Scope, i: int, kind: str = "turn") -> dict[str, Any
     words = WORDS.split()
     content = " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 5))
     metadata = {"context_terms": words[i % len(words)]} if i % 3 == 0 else {}
-    return {
-        "id": uuid.uuid4(),
-        "tenant_id": tenant,
-        "runtime_id": scope.runtime_id,
-        "user_id": scope.user_id,
-        "agent_id": scope.agent_id,
-        "session_id": "s",
-        "kind": kind,
-        "content": content,
-        "search_text": search_text(content, metadata),
-        "summary": content,
-        "confidence": 1.0,
-        "valid_from": NOW,
-        "valid_to": None,
-        "status": "active",
-        "source_episode_ids": [],
-        "metadata": metadata,
-        "content_hash": hashlib.sha256(f"{i}{kind}{content}".encode()).hexdigest(),
-        "superseded_by": None,
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
+    return memory_row(
+        scope,
+        content,
+        tenant_id=tenant,
+        kind=kind,
+        metadata=metadata,
+        search_text=search_text(content, metadata),
+        content_hash=hashlib.sha256(f"{i}{kind}{content}".encode()).hexdigest(),
+    )
 
 
 def _counts_by_pass(conn: Connection) -> set[tuple[Any, ...]]:

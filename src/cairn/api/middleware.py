@@ -221,7 +221,7 @@ def _finite_float(literal: str) -> float:
     """A JSON number as Python's parser reads it, refused when it overflows a double (``1e400``
     would be stored as infinity, which no JSON reply or export can carry)."""
     value = float(literal)
-    if value in (math.inf, -math.inf):
+    if math.isinf(value):
         shown = literal if len(literal) <= 40 else literal[:37] + "..."
         raise _NonFiniteNumber(f"{shown}, a number too large for a 64-bit float")
     return value

@@ -45,24 +45,27 @@ def tenant_for_key(
     app was started (``cairn serve`` checks this too), a non-loopback bind still needs a key.
     ``required``: ``services.auth_required()`` if the caller already has it (else asked here).
     """
-    if key is None:
-        if required is None:
-            required = services.auth_required()
-        if required or (server_host and _bound_beyond_loopback(server_host)):
-            raise MissingApiKey(
-                "an API key is required: send 'X-API-Key: <key>' or 'Authorization: Bearer <key>'"
-            )
-        return DEFAULT_TENANT
-    tenant = services.store.keys.tenant_for(key)
-    if tenant is None:
-        # Open mode (no key exists, loopback) takes any key as no key: OpenAI clients must
-        # send one, and it opens nothing a request without one could not reach.
-        if required is None:
-            required = services.auth_required()
-        if not required and not (server_host and _bound_beyond_loopback(server_host)):
-            return DEFAULT_TENANT
-        raise InvalidApiKey("the API key is unknown or revoked")
-    return tenant
+    return _resolve(services, key, server_host, required)[0]
+
+
+def _resolve(
+    services: Services, key: str | None, server_host: str | None, required: bool | None
+) -> tuple[str, bool]:
+    """``tenant_for_key``'s tenant, and whether a stored key named it (False in open mode)."""
+    tenant = services.store.keys.tenant_for(key) if key is not None else None
+    if tenant is not None:
+        return tenant, True
+    if required is None:
+        required = services.auth_required()
+    if required or (server_host and _bound_beyond_loopback(server_host)):
+        if key is not None:
+            raise InvalidApiKey("the API key is unknown or revoked")
+        raise MissingApiKey(
+            "an API key is required: send 'X-API-Key: <key>' or 'Authorization: Bearer <key>'"
+        )
+    # Open mode (no key exists, loopback) takes any key as no key: OpenAI clients must send
+    # one, and it opens nothing a request without one could not reach.
+    return DEFAULT_TENANT, False
 
 
 async def require_tenant(request: Request) -> str:
@@ -100,13 +103,11 @@ def authenticate(
     against the key's rate limit; raises the errors of ``tenant_for_key``,
     ``TenantMismatch`` and ``RateLimited``. May query the database (``required``: whether
     keys are required, if known): call it from a worker thread."""
-    tenant = tenant_for_key(services, key, host, required)
+    tenant, stored = _resolve(services, key, host, required)
     if claimed is not None and claimed != tenant:
         raise TenantMismatch("X-Tenant-ID does not match the tenant of the API key")
     state["tenant"] = tenant
-    # Open mode takes any key as none (``tenant_for_key``): such a request is not limited.
-    keyed = key is not None and (required or services.auth_required())
-    _count_request(services, tenant, key if keyed else None)
+    _count_request(services, tenant, key if stored else None)  # open mode is not limited
     return tenant
 
 

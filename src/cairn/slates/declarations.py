@@ -87,16 +87,20 @@ def folder_key(
                 f"slate {sspec.title!r} is kept per user (partition: user): give a user id",
                 code="slate_user_required",
             )
-        problem = subject_id_problem(user_id)
-        if problem is not None:
-            # The user's state belongs to the subject of that id (``DELETE /v1/subjects/…``
-            # erases it), so a user id is a subject id.
-            raise InvalidInput(
-                f"a user id is a subject id; it {problem}: {SUBJECT_ID_RULE}",
-                code="slate_user_required",
-            )
+        check_slate_user(user_id)
         return FolderKey(tenant, ladder, user_id, sspec.title, folder)
     return FolderKey(tenant, ladder, "", sspec.title, folder)
 
 
-__all__ = ["Declarations", "folder_key"]
+def check_slate_user(user_id: str) -> None:
+    """A per-user slate's user is a subject id: the user's state belongs to that subject and
+    ``DELETE /v1/subjects/…`` erases it, which it could not for any other id."""
+    problem = subject_id_problem(user_id)
+    if problem is not None:
+        raise InvalidInput(
+            f"a user id is a subject id; it {problem}: {SUBJECT_ID_RULE}",
+            code="slate_user_required",
+        )
+
+
+__all__ = ["Declarations", "check_slate_user", "folder_key"]

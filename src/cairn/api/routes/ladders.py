@@ -29,7 +29,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
-from cairn.core.subject_id import subject_id_problem
 from cairn.core.text import has_nul
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.http.auth import require_tenant, services_of
@@ -37,6 +36,7 @@ from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.registry import Ladder
 from cairn.ladders.runtime import RunOutcome, RunRequest, check_run_id
+from cairn.slates.declarations import check_slate_user
 from cairn.store.runs import RunRecord
 
 log = logging.getLogger("cairn.api")
@@ -142,12 +142,7 @@ def chat_completions(
         # The ladder's own name (as the models list offers it) asks for no model override.
         body = body.model_copy(update={"model": None})
     if body.user and any(slate.partition == "user" for slate in target.spec.slates):
-        problem = subject_id_problem(body.user)
-        if problem is not None:  # before the run: its per-user state could never be erased
-            raise InvalidInput(
-                f"user is a subject id for this ladder's per-user slates; it {problem}",
-                code="slate_user_required",
-            )
+        check_slate_user(body.user)  # before the run rather than at its first slate
     # An empty header is a malformed key (422), not an absent one.
     run_id = check_run_id(idempotency_key) if idempotency_key is not None else f"run-{uuid7().hex}"
     meta = body.metadata or {}
