@@ -13,7 +13,8 @@ from sqlalchemy import event
 
 from cairn.store import Store, open_store
 from cairn.store.memory_search import lexical
-from tests.store.test_fts_counts import A, _row
+from tests.store.rows import memory_row
+from tests.store.test_fts_counts import A
 
 
 @pytest.fixture
@@ -26,10 +27,10 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
 def test_rows_of_any_count_are_read_with_one_statement(sqlite_store: Store) -> None:
     store = sqlite_store
     # "oslo" matches 1 row, "bergen" 7, "harbour" 23: three chunk lengths.
-    rows = [_row("oslo harbour")]
-    rows += [_row(f"bergen harbour {i}") for i in range(6)]
-    rows += [_row(f"bergen quay {i}") for i in range(1)]
-    rows += [_row(f"harbour crane {i}") for i in range(16)]
+    rows = [memory_row(A, "oslo harbour")]
+    rows += [memory_row(A, f"bergen harbour {i}") for i in range(6)]
+    rows += [memory_row(A, f"bergen quay {i}") for i in range(1)]
+    rows += [memory_row(A, f"harbour crane {i}") for i in range(16)]
     with store.transaction() as tx:
         tx.memories.insert_new(rows)
     seen: list[str] = []
@@ -57,7 +58,9 @@ def test_ranking_statements_are_built_once(sqlite_store: Store) -> None:
 
     store = sqlite_store
     with store.transaction() as tx:
-        tx.memories.insert_new([_row("Zürich harbour"), _row("harbour 北京 crane")])
+        tx.memories.insert_new(
+            [memory_row(A, "Zürich harbour"), memory_row(A, "harbour 北京 crane")]
+        )
     assert statements.statement("SELECT 1") is statements.statement("SELECT 1")
     with store.db.read() as conn:
         first = lexical(conn, store.db, "acme", A, ["harbour", "北京"], limit=10)
@@ -79,9 +82,9 @@ def test_the_explicit_rank_scores_as_the_rank_column(sqlite_store: Store) -> Non
 
     with sqlite_store.transaction() as tx:
         tx.memories.insert_new(
-            [_row(f"harbour {'ferry ' * (i % 4)}note {i}") for i in range(40)]
+            [memory_row(A, f"harbour {'ferry ' * (i % 4)}note {i}") for i in range(40)]
             + [
-                {**_row(f"quay note {i}"), "metadata": {"context_terms": "harbour ferry"}}
+                {**memory_row(A, f"quay note {i}"), "metadata": {"context_terms": "harbour ferry"}}
                 for i in range(10)
             ]
         )

@@ -10,7 +10,8 @@ from sqlalchemy import Connection, create_engine, text
 from cairn.store import open_store
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config
-from tests.store.test_fts_counts import _row
+from tests.store.rows import memory_row
+from tests.store.test_fts_counts import A
 
 
 def _storage(conn: Connection) -> str:
@@ -41,7 +42,7 @@ def _toast_blocks(conn: Connection) -> int:
 def _store_big_row(url: str, word: str) -> None:
     """A row past the threshold: many distinct words (a big tsvector) and big metadata
     (written without migrating the database first)."""
-    row = _row(" ".join(f"{word}{i}x{i * 7}" for i in range(260)))
+    row = memory_row(A, " ".join(f"{word}{i}x{i * 7}" for i in range(260)))
     row["metadata"] = {"context_terms": " ".join(f"near{i}" for i in range(120))}
     store = open_store(url, migrate=False)
     try:
