@@ -164,6 +164,13 @@ async def drive_stdio(env: dict[str, str]) -> None:
         assert "subject_id: subject id must not contain '/'" in message, message
         assert "pydantic.dev" not in message and "Value error" not in message
         assert "input_value" not in message
+        # A misspelt argument is refused, not dropped (the search would run without its limit).
+        typo = await session.call_tool(
+            "search_memories", {"subject_id": "user-1", "query": "jazz", "limt": 1}
+        )
+        assert typo.is_error
+        assert "search_memories: invalid arguments: unknown limt" in typo.content[0].text
+        assert "arguments are subject_id, query" in typo.content[0].text
         blank = await session.call_tool("record_episode", {"subject_id": "user-1", "text": "  "})
         assert blank.is_error and "'text' is blank" in blank.content[0].text
         # Answers are structured content; the text copy is compact JSON, not pretty-printed.

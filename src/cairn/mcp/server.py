@@ -89,6 +89,16 @@ class CairnMCPServer(MCPServer[Any]):
     """The MCP server, with argument validation errors worded for the model."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schema = self._tool_input_schema(name)
+        if schema is not None and arguments:
+            known = schema.get("properties", {})
+            unknown = sorted(str(k) for k in arguments if k not in known)
+            if unknown:
+                # A misspelt argument would otherwise be dropped and the call do something else.
+                raise ToolError(
+                    f"{name}: invalid arguments: unknown {', '.join(unknown)}; "
+                    f"arguments are {', '.join(known) or 'none'}"
+                )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
