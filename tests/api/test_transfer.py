@@ -83,6 +83,18 @@ def fill(client: TestClient) -> dict[str, Any]:
             },
         )
     )
+    # Per-user slate state is the subject's too: a folder with its files and entries, the
+    # entries its limit evicted and a write whose value did not match.
+    likes = "/v1/slates/web-notes/Profile/prefs/likes.md"
+    for text in ("green tea every morning, никакого кофе", "茉莉花茶 after lunch, always hot"):
+        for _ in range(2):
+            _ok(client.post(likes, params={"user_id": SUBJECT}, json={"content": text}))
+    skipped = client.post(
+        likes,
+        params={"user_id": SUBJECT},
+        json={"content": "not json", "match": {"type": "object"}},
+    )
+    assert _ok(skipped)["written"] is False
     return {"fact": fact, "corrected": corrected, "forgotten": name}
 
 
@@ -98,12 +110,24 @@ def test_export_import_round_trip_sqlite_to_postgres(two_cairns: Any) -> None:
     lines = export_lines(src)
     assert lines[0]["type"] == "header" and lines[0]["format"] == "cairn-export"
     kinds = {line["type"] for line in lines}
-    assert kinds == {"header", "episode", "memory", "document", "chunk", "run", "item"}
+    assert kinds == {
+        "header",
+        "episode",
+        "memory",
+        "document",
+        "chunk",
+        "run",
+        "item",
+        "slate",
+        "slate_eviction",
+        "slate_skip",
+    }
 
     result = _ok(dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": lines}))
     assert result["skipped"] == 0 and result["imported"]["memory"] == sum(
         line["type"] == "memory" for line in lines
     )
+    assert export_lines(dst)[1:] == lines[1:]  # the same records, exported again
     again = _ok(dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": lines}))
     assert sum(again["imported"].values()) == 0 and again["skipped"] == len(lines) - 1
 
@@ -126,7 +150,13 @@ def test_export_import_round_trip_sqlite_to_postgres(two_cairns: Any) -> None:
     assert _ok(dst.get("/v1/items", params=item)) == _ok(src.get("/v1/items", params=item))
     hits = _ok(dst.post("/v1/items/search", json={"scope": scope, "query": "茉莉花茶"}))["items"]
     assert [h["key"] for h in hits] == ["tea"] and hits[0]["score"] > 0
-    assert export_lines(dst)[1:] == lines[1:]  # the same records, exported again
+    for path in ("prefs/likes.md", "prefs", "evictions"):
+        url = f"/v1/slates/web-notes/Profile/{path}"
+        params = {"user_id": SUBJECT}
+        assert _ok(dst.get(url, params=params)) == _ok(src.get(url, params=params)), path
+    peek = {**params, "peek": "true"}  # a read that does not count as a use (LRU clock)
+    likes = _ok(dst.get("/v1/slates/web-notes/Profile/prefs/likes.md", params=peek))
+    assert "茉莉花茶" in likes["content"]
 
     # The tombstone travels: recompiling the same episodes there does not bring it back.
     assert (
@@ -140,6 +170,7 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
     lines = export_lines(src)
     memory = next(line for line in lines if line["type"] == "memory")
     item = next(line for line in lines if line["type"] == "item")
+    slate = next(line for line in lines if line["type"] == "slate")
     bad_rows = [
         {"type": "nonsense", "row": {}},
         {"type": "memory"},
@@ -156,6 +187,11 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
         {"type": "item", "row": {**item["row"], "namespace": "a..b."}},
         {"type": "item", "row": {**item["row"], "value": "text"}},
         {"type": "item", "row": {**item["row"], "address": "x" * 64}},
+        {"type": "slate", "row": {**slate["row"], "files": "likes.md"}},
+        {"type": "slate", "row": {**slate["row"], "files": []}},
+        {"type": "slate", "row": {**slate["row"], "entries": [{"file": "likes.md"}]}},
+        {"type": "slate", "row": {**slate["row"], "clock": "late"}},
+        {"type": "slate_eviction", "row": {"ladder": "web-notes"}},
     ]
     for bad in bad_rows:
         r = dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": [*lines, bad]})
@@ -166,3 +202,4 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
     assert timeline["episodes"] == [] and timeline["memories"] == []
     scope = {"runtime_id": "default", "user_id": SUBJECT}
     assert _ok(dst.post("/v1/items/search", json={"scope": scope})) == {"items": []}
+    assert [line for line in export_lines(dst) if line["type"].startswith("slate")] == []

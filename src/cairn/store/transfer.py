@@ -4,7 +4,8 @@ A record is one row as JSON (``{"type": ..., "row": {...}}``) with its id, times
 provenance as stored; the partition columns and the internal ``seq`` are left out, so a record
 can be imported into any tenant and subject (the importer's). Embeddings are not exported (a
 Cairn with an embedder makes memories' again; an imported item is found by its text until it
-is put again); compile jobs are not either (nothing to resume).
+is put again); compile jobs are not either (nothing to resume). Per-user slates travel as
+records of their own (``cairn.store.slate_transfer``).
 Imports are idempotent: a row whose id (or unique key) is already stored is skipped.
 """
 
@@ -12,10 +13,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Integer, String, Table, Uuid, select
+from sqlalchemy import Table, select
 from sqlalchemy.exc import DBAPIError, StatementError
 
 from cairn.core.memories import KINDS
@@ -28,7 +28,15 @@ from cairn.store.items import item_address, items, namespace_labels
 from cairn.store.memory_search import row_stems
 from cairn.store.repository import Repository
 from cairn.store.runs import ladder_runs
-from cairn.store.schema import UTCDateTime, episodes, memories
+from cairn.store.schema import episodes, memories
+from cairn.store.slate_transfer import (
+    SLATE_TYPES,
+    decode_history,
+    decode_slate,
+    export_slates,
+    restore_slates,
+)
+from cairn.store.transfer_values import decode_values, jsonable
 
 # Exported in this order, so an import meets documents before their chunks and episodes
 # before the memories citing them.
@@ -47,7 +55,6 @@ _LEFT_OUT = {"seq", "embedding", "vector_size", "search_stems"}
 _DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
 PAGE = 500
 MEMORY_STATUSES = ("active", "superseded", "deleted")
-_OBJECTS = {"payload", "metadata", "provenance", "value"}  # JSON columns holding objects
 
 
 def _exported_columns(table: Table) -> list[Any]:
@@ -73,9 +80,10 @@ class TransferRepository(Repository):
                 for r in rows:
                     m = dict(r._mapping)
                     after = m.pop("seq")
-                    yield {"type": kind, "row": _jsonable(m)}
+                    yield {"type": kind, "row": jsonable(m)}
                 if len(rows) < PAGE:
                     break
+        yield from export_slates(self._reading, tenant_id, scope)
 
     @staticmethod
     def _owner(table: Table, tenant_id: str, scope: Scope) -> Any:
@@ -89,17 +97,23 @@ class TransferRepository(Repository):
     ) -> dict[str, int]:
         """Insert the records into the tenant's partition ``scope``; rows already stored (by
         id or unique key) are skipped. Counts of inserted rows per record type."""
-        rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
+        rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in (*TABLES, *SLATE_TYPES)}
         for i, record in enumerate(records):
             kind = record.get("type")
             if kind == "header":  # an export's first line: nothing to restore
                 continue
-            if kind not in TABLES or not isinstance(record.get("row"), dict):
+            row = record.get("row")
+            if kind not in rows or not isinstance(row, dict):
                 raise InvalidInput(
-                    f"record {i}: needs a type ({', '.join(TABLES)}) and a row object",
+                    f"record {i}: needs a type ({', '.join(rows)}) and a row object",
                     code="invalid_import",
                 )
-            rows[kind].append(_decode(TABLES[kind], record["row"], i, tenant_id, scope))
+            if kind == "slate":
+                rows[kind].append(decode_slate(row, i))
+            elif kind in SLATE_TYPES:
+                rows[kind].append(decode_history(kind, row, i))
+            else:
+                rows[kind].append(_decode(TABLES[kind], row, i, tenant_id, scope))
         counts = dict.fromkeys(TABLES, 0)
         try:
             with self._writing() as conn:
@@ -114,6 +128,7 @@ class TransferRepository(Repository):
                             row["search_stems"] = row_stems(analysed, row.get("metadata"))
                         stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
                         counts[kind] += int(conn.execute(stmt).rowcount or 0)
+                counts |= restore_slates(conn, self.db.insert, tenant_id, scope, rows)
         except (StatementError, DBAPIError) as exc:
             if isinstance(exc, DBAPIError) and exc.connection_invalidated:
                 raise
@@ -149,52 +164,11 @@ class TransferRepository(Repository):
                     )
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, datetime):
-            out[k] = v.isoformat()
-        elif isinstance(v, uuid.UUID):
-            out[k] = str(v)
-        else:
-            out[k] = v
-    return out
-
-
 def _decode(
     table: Table, row: dict[str, Any], index: int, tenant_id: str, scope: Scope
 ) -> dict[str, Any]:
     """A record's row as insertable values, in the importer's partition."""
-    columns = {c.name: c for c in _exported_columns(table)}
-    unknown = sorted(set(row) - set(columns))
-    if unknown:
-        raise InvalidInput(
-            f"record {index}: unknown field(s) {', '.join(unknown)}", code="invalid_import"
-        )
-    out: dict[str, Any] = {}
-    for name, col in columns.items():
-        if name not in row:
-            if not col.nullable and col.server_default is None:
-                raise InvalidInput(f"record {index}: missing {name}", code="invalid_import")
-            continue
-        value = row[name]
-        try:
-            if value is not None and isinstance(col.type, UTCDateTime):
-                value = datetime.fromisoformat(str(value))
-            elif value is not None and isinstance(col.type, Uuid):
-                value = uuid.UUID(str(value))
-        except ValueError as exc:
-            raise InvalidInput(f"record {index}: bad {name}: {exc}", code="invalid_import") from exc
-        if value is None and not col.nullable:
-            raise InvalidInput(f"record {index}: {name} must not be null", code="invalid_import")
-        if (value is not None and not _fits(col.type, value)) or (
-            name in _OBJECTS and not isinstance(value, dict)
-        ):
-            raise InvalidInput(
-                f"record {index}: {name} has the wrong type ({type(value).__name__})",
-                code="invalid_import",
-            )
-        out[name] = value
+    out = decode_values({c.name: c for c in _exported_columns(table)}, row, index)
     if table is memories:
         _check_memory(out, index)
     if table is items:
@@ -205,26 +179,6 @@ def _decode(
         out["runtime_id"] = scope.runtime_id
         out["agent_id"] = scope.agent_id
     return out
-
-
-def _fits(kind: Any, value: Any) -> bool:
-    """Whether a JSON value is of the column's type (after dates and UUIDs are parsed)."""
-    if isinstance(kind, UTCDateTime):
-        return isinstance(value, datetime)
-    if isinstance(kind, Uuid):
-        return isinstance(value, uuid.UUID)
-    if isinstance(kind, Boolean):
-        return isinstance(value, bool)
-    if isinstance(kind, Integer):
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
-    if isinstance(kind, Float):
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if isinstance(kind, String):
-        length = getattr(kind, "length", None)
-        return isinstance(value, str) and (length is None or len(value) <= length)
-    if isinstance(kind, JSON):
-        return isinstance(value, dict | list)
-    return False
 
 
 def _derive_item(row: dict[str, Any], index: int) -> None:

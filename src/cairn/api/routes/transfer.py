@@ -45,7 +45,8 @@ def export_subject(
     tenant: str = Depends(require_tenant),
 ) -> StreamingResponse:
     """Everything of the subject as JSON lines: a header, then episodes, memories (every
-    version, with their supersession links and provenance), documents, chunks and runs."""
+    version, with their supersession links and provenance), documents, chunks, runs, items and
+    per-user slates."""
     lines = export_lines(services_of(request).store, tenant, subject_id)
     return StreamingResponse(
         lines, media_type="application/x-ndjson", headers=attachment(f"cairn-{subject_id}.jsonl")

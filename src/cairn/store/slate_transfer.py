@@ -1,0 +1,190 @@
+"""A subject's per-user slate state in an export, and its restore.
+
+Per-user slates (``partition: user``) keep their folders in the subject's partition, so they
+are part of what ``DELETE /v1/subjects/…`` erases and what an export must carry. A folder is
+one record (``slate``) with its files and entries inside it: their rows point at the folder by
+an internal id that means nothing in another database, and a folder is small (a slate has a
+token budget), so it travels whole. Evictions and skipped writes, the slate's history, are one
+record per row (``slate_eviction``, ``slate_skip``).
+
+Restoring is idempotent like the rest of an import: a folder already present (same ladder,
+slate and folder name for the user) is skipped whole, and a history row identical to a stored
+one is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import Connection, Table, and_, select
+
+from cairn.core.scope import Scope
+from cairn.errors import InvalidInput
+from cairn.store.episodes import scope_filter
+from cairn.store.slate_tables import (
+    slate_entries,
+    slate_evictions,
+    slate_files,
+    slate_folders,
+    slate_skips,
+)
+from cairn.store.transfer_values import decode_values, jsonable
+
+HISTORY: dict[str, Table] = {"slate_eviction": slate_evictions, "slate_skip": slate_skips}
+SLATE_TYPES = ("slate", *HISTORY)
+_INTERNAL = {"id", "folder_id", "tenant_id", "runtime_id", "user_id", "agent_id"}
+# What identifies a history row when it carries no id of its own.
+_HISTORY_KEY = ("ladder", "slate", "folder", "file", "run_id")
+_HISTORY_TIME = {"slate_eviction": "evicted_at", "slate_skip": "created_at"}
+PAGE = 200
+
+
+def _columns(table: Table) -> dict[str, Any]:
+    return {c.name: c for c in table.c if c.name not in _INTERNAL}
+
+
+def export_slates(read: Any, tenant_id: str, scope: Scope) -> Iterator[dict[str, Any]]:
+    """The partition's slate records; ``read()`` opens a read transaction (one per page)."""
+    after = 0
+    while True:
+        with read() as conn:
+            folders = conn.execute(
+                select(slate_folders)
+                .where(scope_filter(slate_folders, tenant_id, scope), slate_folders.c.id > after)
+                .order_by(slate_folders.c.id)
+                .limit(PAGE)
+            ).all()
+            records = [_folder_record(conn, f._mapping) for f in folders]
+        yield from records
+        if len(folders) < PAGE:
+            break
+        after = folders[-1].id
+    for kind, table in HISTORY.items():
+        after = 0
+        while True:
+            with read() as conn:
+                rows = conn.execute(
+                    select(table)
+                    .where(scope_filter(table, tenant_id, scope), table.c.id > after)
+                    .order_by(table.c.id)
+                    .limit(PAGE)
+                ).all()
+            for r in rows:
+                yield {"type": kind, "row": _public(table, r._mapping)}
+            if len(rows) < PAGE:
+                break
+            after = rows[-1].id
+
+
+def _public(table: Table, row: Any) -> dict[str, Any]:
+    return jsonable({name: row[name] for name in _columns(table)})
+
+
+def _folder_record(conn: Connection, folder: Any) -> dict[str, Any]:
+    files = conn.execute(
+        select(slate_files)
+        .where(slate_files.c.folder_id == folder["id"])
+        .order_by(slate_files.c.ordinal, slate_files.c.id)
+    ).all()
+    entries = conn.execute(
+        select(slate_entries)
+        .where(slate_entries.c.folder_id == folder["id"])
+        .order_by(slate_entries.c.id)
+    ).all()
+    row = _public(slate_folders, folder)
+    row["files"] = [_public(slate_files, f._mapping) for f in files]
+    row["entries"] = [_public(slate_entries, e._mapping) for e in entries]
+    return {"type": "slate", "row": row}
+
+
+def decode_slate(row: dict[str, Any], index: int) -> dict[str, Any]:
+    """A ``slate`` record's folder values with its ``files`` and ``entries`` (checked)."""
+    files, entries = row.get("files", []), row.get("entries", [])
+    if not isinstance(files, list) or not isinstance(entries, list):
+        raise InvalidInput(
+            f"record {index}: files and entries must be lists", code="invalid_import"
+        )
+    rest = {k: v for k, v in row.items() if k not in ("files", "entries")}
+    folder = decode_values(_columns(slate_folders), rest, index)
+    folder["files"] = [_decode_part(slate_files, f, index) for f in files]
+    folder["entries"] = [_decode_part(slate_entries, e, index) for e in entries]
+    names = {f["name"] for f in folder["files"]}
+    if len(names) != len(folder["files"]):
+        raise InvalidInput(f"record {index}: a file name repeats", code="invalid_import")
+    strays = sorted({e["file"] for e in folder["entries"]} - names)
+    if strays:
+        raise InvalidInput(
+            f"record {index}: entries of a file the folder does not have: {', '.join(strays)}",
+            code="invalid_import",
+        )
+    return folder
+
+
+def _decode_part(table: Table, value: Any, index: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            f"record {index}: a slate's files and entries are objects", code="invalid_import"
+        )
+    return decode_values(_columns(table), value, index)
+
+
+def decode_history(kind: str, row: dict[str, Any], index: int) -> dict[str, Any]:
+    return decode_values(_columns(HISTORY[kind]), row, index)
+
+
+def restore_slates(
+    conn: Connection,
+    insert: Any,
+    tenant_id: str,
+    scope: Scope,
+    rows: dict[str, list[dict[str, Any]]],
+) -> dict[str, int]:
+    """Insert decoded slate records into the partition; counts of records restored."""
+    owner = {
+        "tenant_id": tenant_id,
+        "runtime_id": scope.runtime_id,
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+    }
+    counts = dict.fromkeys(SLATE_TYPES, 0)
+    for folder in rows.get("slate", []):
+        values = {k: v for k, v in folder.items() if k not in ("files", "entries")}
+        stmt = insert(slate_folders).values(**values, **owner).on_conflict_do_nothing()
+        if not conn.execute(stmt).rowcount:
+            continue  # this folder is already stored for the user: skipped whole
+        folder_id = conn.execute(
+            select(slate_folders.c.id).where(
+                *(slate_folders.c[k] == v for k, v in owner.items()),
+                *(slate_folders.c[k] == values[k] for k in ("ladder", "slate", "folder")),
+            )
+        ).scalar_one()
+        for part, table in ((folder["files"], slate_files), (folder["entries"], slate_entries)):
+            if part:
+                conn.execute(table.insert(), [{**r, "folder_id": folder_id} for r in part])
+        counts["slate"] += 1
+    for kind, table in HISTORY.items():
+        for row in rows.get(kind, []):
+            key = [
+                table.c[k].is_(None) if row.get(k) is None else table.c[k] == row[k]
+                for k in _HISTORY_KEY
+            ]
+            time = _HISTORY_TIME[kind]
+            same = select(table.c.id).where(
+                *(table.c[k] == v for k, v in owner.items()),
+                and_(*key),
+                table.c[time] == row[time],
+            )
+            if conn.execute(same.limit(1)).first() is None:
+                conn.execute(table.insert().values(**row, **owner))
+                counts[kind] += 1
+    return counts
+
+
+__all__ = [
+    "SLATE_TYPES",
+    "decode_history",
+    "decode_slate",
+    "export_slates",
+    "restore_slates",
+]

@@ -1,0 +1,84 @@
+"""Rows as export records hold them, and records' values checked back into rows."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, Integer, String, Uuid
+
+from cairn.errors import InvalidInput
+from cairn.store.schema import UTCDateTime
+
+_OBJECTS = {"payload", "metadata", "provenance", "value"}  # JSON columns holding objects
+
+
+def jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, datetime):
+            out[k] = v.isoformat()
+        elif isinstance(v, uuid.UUID):
+            out[k] = str(v)
+        else:
+            out[k] = v
+    return out
+
+
+def decode_values(columns: dict[str, Any], row: dict[str, Any], index: int) -> dict[str, Any]:
+    """Record ``index``'s ``row`` as values of ``columns`` (name → column): dates and UUIDs
+    parsed, every value of its column's type, nothing unknown, nothing required missing."""
+    unknown = sorted(set(row) - set(columns))
+    if unknown:
+        raise InvalidInput(
+            f"record {index}: unknown field(s) {', '.join(unknown)}", code="invalid_import"
+        )
+    out: dict[str, Any] = {}
+    for name, col in columns.items():
+        if name not in row:
+            if not col.nullable and col.server_default is None:
+                raise InvalidInput(f"record {index}: missing {name}", code="invalid_import")
+            continue
+        value = row[name]
+        try:
+            if value is not None and isinstance(col.type, UTCDateTime):
+                value = datetime.fromisoformat(str(value))
+            elif value is not None and isinstance(col.type, Uuid):
+                value = uuid.UUID(str(value))
+        except ValueError as exc:
+            raise InvalidInput(f"record {index}: bad {name}: {exc}", code="invalid_import") from exc
+        if value is None and not col.nullable:
+            raise InvalidInput(f"record {index}: {name} must not be null", code="invalid_import")
+        if (value is not None and not _fits(col.type, value)) or (
+            name in _OBJECTS and not isinstance(value, dict)
+        ):
+            raise InvalidInput(
+                f"record {index}: {name} has the wrong type ({type(value).__name__})",
+                code="invalid_import",
+            )
+        out[name] = value
+    return out
+
+
+def _fits(kind: Any, value: Any) -> bool:
+    """Whether a JSON value is of the column's type (after dates and UUIDs are parsed)."""
+    if isinstance(kind, UTCDateTime):
+        return isinstance(value, datetime)
+    if isinstance(kind, Uuid):
+        return isinstance(value, uuid.UUID)
+    if isinstance(kind, Boolean):
+        return isinstance(value, bool)
+    if isinstance(kind, Integer):
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
+    if isinstance(kind, Float):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(kind, String):
+        length = getattr(kind, "length", None)
+        return isinstance(value, str) and (length is None or len(value) <= length)
+    if isinstance(kind, JSON):
+        return isinstance(value, dict | list)
+    return False
+
+
+__all__ = ["decode_values", "jsonable"]
