@@ -115,6 +115,32 @@ def test_correction_errors_change_nothing(backend_client: TestClient) -> None:
     assert backend_client.get(url).json()["memory"]["summary"] == fact["summary"]
 
 
+def test_correction_keeps_an_omitted_valid_to_and_clears_a_null_one(
+    backend_client: TestClient,
+) -> None:
+    ingest(backend_client)
+    fact = _fbi_fact(_compile(backend_client))
+    assert fact["valid_to"] is None
+    # Nothing to reopen: valid_to is already open.
+    same = backend_client.patch(f"/v1/memories/{fact['id']}", json={"valid_to": None})
+    assert same.status_code == 422 and same.json()["error"]["code"] == "empty_correction"
+    ended = backend_client.patch(
+        f"/v1/memories/{fact['id']}", json={"valid_to": "2030-01-01T00:00:00Z"}
+    ).json()
+    assert ended["valid_to"].startswith("2030-01-01")
+    # A correction that does not mention valid_to keeps it.
+    renamed = backend_client.patch(
+        f"/v1/memories/{ended['id']}", json={"content": "User works at the CIA"}
+    ).json()
+    assert renamed["content"] == "User works at the CIA"
+    assert renamed["valid_to"] == ended["valid_to"]
+    # null reopens it.
+    reopened = backend_client.patch(f"/v1/memories/{renamed['id']}", json={"valid_to": None})
+    assert reopened.status_code == 200, reopened.text
+    assert reopened.json()["valid_to"] is None
+    assert reopened.json()["content"] == "User works at the CIA"
+
+
 def test_forget_memory_is_not_recreated_by_compile(backend_client: TestClient) -> None:
     ingest(backend_client)
     memories = _compile(backend_client)

@@ -38,7 +38,8 @@ _DERIVED_FROM_TEXT = ("keywords",)
 
 @dataclass(frozen=True)
 class MemoryCorrection:
-    """What a correction changes; ``None`` keeps the old value."""
+    """What a correction changes; ``None`` keeps the old value (``reopen`` clears the old
+    ``valid_to``: the fact holds again with no end)."""
 
     content: str | None = None
     kind: str | None = None
@@ -46,6 +47,7 @@ class MemoryCorrection:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     note: str | None = None
+    reopen: bool = False
 
 
 @dataclass
@@ -128,7 +130,7 @@ def correct_memory(
 
 def _check(change: MemoryCorrection) -> None:
     fields = (change.content, change.kind, change.confidence, change.valid_from, change.valid_to)
-    if all(v is None for v in fields):
+    if all(v is None for v in fields) and not change.reopen:
         raise InvalidInput(
             "nothing to correct: give content, kind, confidence, valid_from or valid_to",
             code="empty_correction",
@@ -184,7 +186,7 @@ def _corrected_row(
         "summary": "" if change.content is not None else old.summary,
         "confidence": old.confidence if change.confidence is None else change.confidence,
         "valid_from": change.valid_from or old.valid_from,
-        "valid_to": change.valid_to,
+        "valid_to": None if change.reopen else change.valid_to or old.valid_to,
         "status": "active",
         "source_episode_ids": [str(i) for i in old.source_episode_ids],
         "metadata": metadata,

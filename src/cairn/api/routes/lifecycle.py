@@ -139,6 +139,8 @@ def patch_memory(
         valid_from=body.valid_from,
         valid_to=body.valid_to,
         note=body.note,
+        # Omitted, valid_to stays as it was; given as null, the fact holds again with no end.
+        reopen="valid_to" in body.model_fields_set and body.valid_to is None,
     )
     services = services_of(request)
     memory = correct_memory(
