@@ -382,3 +382,12 @@ def test_a_session_summary_holds_turns_of_every_script(store: Store) -> None:
     )
     for name, text in said:
         assert f"{name}: {text}" in summary.content
+
+
+def test_relative_dates_past_the_calendars_ends_resolve_to_nothing() -> None:
+    text = "yesterday, tomorrow, last week, next month, next year, 2 years ago, 3 months ago"
+    first = resolve_dates(text, datetime(1, 1, 1, tzinfo=UTC))
+    assert first == ["0001-01-02", "0001-02", "0002"]
+    last = resolve_dates(text, datetime(9999, 12, 31, 12, tzinfo=UTC))
+    assert "9999-12-30" in last and "9997" in last and not any(d.startswith("1") for d in last)
+    assert resolve_dates("on February 30", datetime(2025, 3, 1, tzinfo=UTC)) == ["2025-02"]

@@ -7,7 +7,8 @@ compiler built on it is deterministic.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from collections.abc import Callable
+from datetime import MAXYEAR, MINYEAR, date, datetime, timedelta
 
 from cairn.core.analysis import ENGLISH_STOP_WORDS, hash_key
 
@@ -245,6 +246,26 @@ def _shift_months(d: date, months: int) -> date:
     return date(d.year + y, m + 1, 1)
 
 
+def _year(year: int) -> str:
+    if not MINYEAR <= year <= MAXYEAR:
+        raise ValueError(f"year {year} is out of range")
+    return f"{year:04d}"
+
+
+def _month(d: date) -> str:
+    return f"{d.year:04d}-{d.month:02d}"
+
+
+def _calendar_date(year: int, month: int, day: str | None) -> str:
+    """``YYYY-MM-DD``, or ``YYYY-MM`` without a day or for a day the month does not have."""
+    if day:
+        try:
+            return date(year, month, int(day)).isoformat()
+        except ValueError:
+            pass
+    return f"{_year(year)}-{month:02d}"
+
+
 def resolve_dates(text: str, at: datetime) -> list[str]:
     """Absolute dates (ISO ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) of the time expressions in
     ``text``, relative ones resolved against ``at`` ("yesterday", "last week", "2 years ago")."""
@@ -252,35 +273,42 @@ def resolve_dates(text: str, at: datetime) -> list[str]:
     ref = at.date()
     out: list[str] = []
 
-    def add(value: str) -> None:
-        if value not in out:
-            out.append(value)
+    def add(value: Callable[[], str]) -> None:
+        # A date past the calendar's ends (an episode of year 1 or 9999 said "yesterday")
+        # resolves to nothing rather than failing the compile.
+        try:
+            got = value()
+        except (OverflowError, ValueError):
+            return
+        if got not in out:
+            out.append(got)
 
     for word, delta in _REL_DAYS.items():
         if re.search(rf"\b{word}\b", lower):
-            add((ref + timedelta(days=delta)).isoformat())
+            add(lambda delta=delta: (ref + timedelta(days=delta)).isoformat())
     for m in _REL_UNIT.finditer(lower):
         which, unit = m.group(1), m.group(2)
         sign = {"last": -1, "past": -1, "next": 1, "this": 0}[which]
         if unit in ("week", "weekend"):
-            start = ref - timedelta(days=ref.weekday()) + timedelta(weeks=sign)
-            add(start.isoformat())
+            week = ref - timedelta(days=ref.weekday())
+            add(lambda week=week, sign=sign: (week + timedelta(weeks=sign)).isoformat())
         elif unit == "month":
-            add(_shift_months(ref, sign).strftime("%Y-%m"))
+            add(lambda sign=sign: _month(_shift_months(ref, sign)))
         else:
-            add(str(ref.year + sign) if unit == "year" or sign else str(ref.year))
+            year = ref.year + sign if unit == "year" or sign else ref.year
+            add(lambda year=year: _year(year))
     for m in _AGO.finditer(lower):
         count = m.group(1)
         n = int(count) if count.isdigit() else _NUM[count]
         unit = m.group(2)
         if unit == "day":
-            add((ref - timedelta(days=n)).isoformat())
+            add(lambda n=n: (ref - timedelta(days=n)).isoformat())
         elif unit == "week":
-            add((ref - timedelta(weeks=n)).isoformat())
+            add(lambda n=n: (ref - timedelta(weeks=n)).isoformat())
         elif unit == "month":
-            add(_shift_months(ref, -n).strftime("%Y-%m"))
+            add(lambda n=n: _month(_shift_months(ref, -n)))
         else:
-            add(str(ref.year - n))
+            add(lambda n=n: _year(ref.year - n))
     for m in _ABS.finditer(lower):
         day_before, month_name, day_after, year = m.groups()
         month = MONTHS.index(month_name) + 1
@@ -288,12 +316,9 @@ def resolve_dates(text: str, at: datetime) -> list[str]:
             continue  # "may" is mostly the verb
         y = int(year) if year else ref.year
         day = day_before or day_after
-        try:
-            add(date(y, month, int(day)).isoformat() if day else f"{y:04d}-{month:02d}")
-        except ValueError:
-            add(f"{y:04d}-{month:02d}")
+        add(lambda y=y, month=month, day=day: _calendar_date(y, month, day))
     for m in _YEAR.finditer(lower):
-        add(m.group(1))
+        add(lambda year=m.group(1): year)
     return out
 
 
