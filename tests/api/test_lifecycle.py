@@ -104,6 +104,7 @@ def test_correction_errors_change_nothing(backend_client: TestClient) -> None:
         ({"kind": "nonsense"}, "unknown_kind"),
         ({"content": "   "}, "validation_error"),
         ({"confidence": 2}, "validation_error"),
+        ({"confidence": True}, "validation_error"),
         (
             {"valid_from": "2026-01-02T00:00:00Z", "valid_to": "2026-01-01T00:00:00Z"},
             "invalid_validity",

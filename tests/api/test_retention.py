@@ -74,8 +74,9 @@ def test_retention_refuses_bad_policies(backend_client: TestClient) -> None:
     for body in ({"episode_ttl_days": 0}, {"memory_ttl_days": 10**6}, {"episode_ttl_days": -3}):
         r = backend_client.put("/v1/retention", json=body)
         assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_retention"
-    r = backend_client.put("/v1/retention", json={"ttl": 3})
-    assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
+    for body in ({"ttl": 3}, {"episode_ttl_days": True}, {"memory_ttl_days": "30"}):
+        r = backend_client.put("/v1/retention", json=body)
+        assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error", body
     assert backend_client.get("/v1/retention").json()["episode_ttl_days"] is None
 
 

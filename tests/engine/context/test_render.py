@@ -185,6 +185,30 @@ def test_template_is_sandboxed(template: str) -> None:
     assert exc.value.code == "template_error"
 
 
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        ("{{ 1/0 }}", "ZeroDivisionError"),
+        ('{{ "%d" % "x" }}', "TypeError"),
+        ("{{ 10**5000 }}", "exponent over 256"),
+        ('{{ "x" * 100000000 }}', "repetition over 1,000,000"),
+        ("{% for i in range(100000000) %}x{% endfor %}", "MAX_RANGE"),
+        ("{% for i in range(100000) %}{{ 'x' * 900000 }}{% endfor %}", "over 1,000,000 char"),
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "ran over 1 s",
+        ),
+        ("{{ [1, 2][5] }}", "no element 5"),
+    ],
+)
+def test_a_failing_or_unbounded_template_is_a_template_error(template: str, says: str) -> None:
+    """The caller's template runs in the server: its mistakes and its excesses (time, size,
+    huge numbers) are the caller's 422, never a 500 or a server busy for minutes."""
+    with pytest.raises(InvalidInput) as exc:
+        TemplateRenderer(template).render(result_of("a"))
+    assert exc.value.code == "template_error" and says in exc.value.message, exc.value.message
+
+
 def test_template_errors_are_clear() -> None:
     with pytest.raises(InvalidInput) as exc:
         TemplateRenderer("{% for i in items %}")

@@ -159,7 +159,7 @@ class RenderOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     template: str | None = Field(None, min_length=1)
-    max_chars: int = Field(default=0, ge=0)
+    max_chars: int = Field(default=0, ge=0, strict=True)
 
 
 class ScopeContextCreate(ContextRequest):

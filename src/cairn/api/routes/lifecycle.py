@@ -56,7 +56,7 @@ class MemoryPatch(BaseModel):
 
     content: str | None = Field(None, min_length=1, max_length=MAX_CONTENT)
     kind: str | None = Field(None, min_length=1, max_length=64)
-    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    confidence: float | None = Field(None, ge=0.0, le=1.0, strict=True)  # no bool
     valid_from: AwareDatetime | None = None
     valid_to: AwareDatetime | None = None
     editor: str | None = Field(
@@ -206,8 +206,13 @@ class RetentionPolicyBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    episode_ttl_days: int | None = Field(None, description="Expire episodes older than this.")
-    memory_ttl_days: int | None = Field(None, description="Expire memories older than this.")
+    # Strict: ``true`` is no number of days (it read as 1, expiring all but the last day).
+    episode_ttl_days: int | None = Field(
+        None, strict=True, description="Expire episodes older than this."
+    )
+    memory_ttl_days: int | None = Field(
+        None, strict=True, description="Expire memories older than this."
+    )
 
 
 @router.get("/v1/retention", response_model=RetentionPolicyBody)

@@ -15,6 +15,8 @@ rendered text: going over it is an error naming both numbers, never a silent cut
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -139,12 +141,58 @@ def _item_vars(item: ContextItem) -> dict[str, Any]:
     }
 
 
+# What one rendering may spend: a template is the caller's code, run in the server.
+MAX_RENDER_CHARS = 1_000_000  # output, and any one string or list a template builds
+MAX_RENDER_SECONDS = 1.0
+MAX_EXPONENT = 256
+
+
+class _BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox, plus bounds on what a template can make the server do: repetition
+    (``"x" * n``) and powers (``10 ** n``) stay small, and a rendering that runs past its time
+    is stopped at its next call (every loop over ``range`` calls it)."""
+
+    intercepted_binops = frozenset({"*", "**"})
+    deadline = 0.0  # per rendering (set by ``TemplateRenderer.render``; one thread each)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(right, int) and abs(right) > MAX_EXPONENT:
+            if isinstance(left, int | float) and abs(left) > 1:
+                raise SecurityError(f"an exponent over {MAX_EXPONENT} is not allowed")
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, str | list | tuple) and isinstance(n, int):
+                    if len(seq) * n > MAX_RENDER_CHARS:
+                        raise SecurityError(
+                            f"a repetition over {MAX_RENDER_CHARS:,} items is not allowed"
+                        )
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        _check_deadline()
+        return super().call(__context, __obj, *args, **kwargs)
+
+
+_DEADLINE = threading.local()
+
+
+def _check_deadline() -> None:
+    deadline = getattr(_DEADLINE, "at", None)
+    if deadline is not None and time.monotonic() > deadline:
+        raise SecurityError(f"the template ran over {MAX_RENDER_SECONDS:g} s")
+
+
+def _bounded_center(value: Any, width: int = 80) -> str:
+    return str(value).center(min(int(width), MAX_RENDER_CHARS))
+
+
 # Configured once and never changed (no loader, so nothing is cached in it): every renderer
 # compiles its own template from it.
-_ENV = ImmutableSandboxedEnvironment(
+_ENV = _BoundedEnvironment(
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True
 )
 _ENV.filters["escape_memory"] = escape_text
+_ENV.filters["center"] = _bounded_center
 
 
 class TemplateRenderer:
@@ -171,17 +219,49 @@ class TemplateRenderer:
         self.max_chars = max_chars
 
     def render(self, result: ContextResult) -> str:
+        """The rendering; a template that fails, or outgrows its bounds (size, time), is a
+        422 ``template_error`` (``render_too_large`` past ``max_chars``), never a 500."""
+        _DEADLINE.at = time.monotonic() + MAX_RENDER_SECONDS
         try:
-            text = self._template.render(
-                items=[_item_vars(i) for i in result.items],
-                token_count=result.token_count,
-                truncated=result.truncated,
-                notice=NOTICE,
-            )
+            text = self._bounded_text(result)
+        except InvalidInput:
+            raise
         except SecurityError as exc:
             raise InvalidInput(
                 f"template refused by the sandbox: {exc}", code="template_error"
             ) from exc
         except jinja2.TemplateError as exc:
             raise InvalidInput(f"template failed: {exc}", code="template_error") from exc
+        except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
+            # The template's own mistake ({{ 1/0 }}, "%d" % "x"): the caller's to fix.
+            raise InvalidInput(
+                f"template failed: {type(exc).__name__}: {exc}", code="template_error"
+            ) from exc
+        finally:
+            _DEADLINE.at = None
         return _check_size(text, self.max_chars)
+
+    def _bounded_text(self, result: ContextResult) -> str:
+        """The rendered text, built chunk by chunk and stopped once it is longer than
+        ``max_chars`` (or ``MAX_RENDER_CHARS``) could allow."""
+        chunks = self._template.generate(
+            items=[_item_vars(i) for i in result.items],
+            token_count=result.token_count,
+            truncated=result.truncated,
+            notice=NOTICE,
+        )
+        parts: list[str] = []
+        size = 0
+        for chunk in chunks:
+            size += len(chunk)
+            if self.max_chars and size > self.max_chars:
+                raise RenderTooLarge(
+                    f"rendered context is at least {size} characters, over max_chars "
+                    f"{self.max_chars}",
+                    details={"rendered_chars": size, "max_chars": self.max_chars},
+                )
+            if size > MAX_RENDER_CHARS:
+                raise SecurityError(f"the rendering is over {MAX_RENDER_CHARS:,} characters")
+            parts.append(chunk)
+            _check_deadline()
+        return "".join(parts)
