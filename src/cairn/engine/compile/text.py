@@ -7,7 +7,7 @@ compiler built on it is deterministic.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 from datetime import MAXYEAR, MINYEAR, date, datetime, timedelta
 
 from cairn.core.analysis import ENGLISH_STOP_WORDS, hash_key
@@ -256,7 +256,7 @@ def _month(d: date) -> str:
     return f"{d.year:04d}-{d.month:02d}"
 
 
-def _calendar_date(year: int, month: int, day: str | None) -> str:
+def _calendar_date(year: int, month: int, day: str) -> str:
     """``YYYY-MM-DD``, or ``YYYY-MM`` without a day or for a day the month does not have."""
     if day:
         try:
@@ -268,58 +268,78 @@ def _calendar_date(year: int, month: int, day: str | None) -> str:
 
 def resolve_dates(text: str, at: datetime) -> list[str]:
     """Absolute dates (ISO ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``) of the time expressions in
-    ``text``, relative ones resolved against ``at`` ("yesterday", "last week", "2 years ago")."""
-    lower = text.lower()
+    ``text``, relative ones resolved against ``at`` ("yesterday", "last week", "2 years ago").
+    A date past the calendar's ends (an episode of year 1 or 9999 said "yesterday") resolves
+    to nothing rather than failing the compile."""
     ref = at.date()
     out: list[str] = []
-
-    def add(value: Callable[[], str]) -> None:
-        # A date past the calendar's ends (an episode of year 1 or 9999 said "yesterday")
-        # resolves to nothing rather than failing the compile.
+    for spec in _date_specs(text.lower(), ref):
         try:
-            got = value()
+            got = _resolved(ref, spec)
         except (OverflowError, ValueError):
-            return
+            continue
         if got not in out:
             out.append(got)
+    return out
 
+
+# What a time expression says, before it meets the calendar: days, weeks, months or years from
+# the reference (``("days", -1)``), a calendar date ``("date", year, month, day or "")``, or a
+# year as written (``("year", "2020")``).
+_Spec = tuple[str, int] | tuple[str, int, int, str] | tuple[str, str]
+
+
+def _date_specs(lower: str, ref: date) -> Iterator[_Spec]:
     for word, delta in _REL_DAYS.items():
         if re.search(rf"\b{word}\b", lower):
-            add(lambda delta=delta: (ref + timedelta(days=delta)).isoformat())
+            yield ("days", delta)
     for m in _REL_UNIT.finditer(lower):
         which, unit = m.group(1), m.group(2)
         sign = {"last": -1, "past": -1, "next": 1, "this": 0}[which]
         if unit in ("week", "weekend"):
-            week = ref - timedelta(days=ref.weekday())
-            add(lambda week=week, sign=sign: (week + timedelta(weeks=sign)).isoformat())
+            yield ("weeks", sign)
         elif unit == "month":
-            add(lambda sign=sign: _month(_shift_months(ref, sign)))
+            yield ("months", sign)
         else:
-            year = ref.year + sign if unit == "year" or sign else ref.year
-            add(lambda year=year: _year(year))
+            yield ("years", sign if unit == "year" or sign else 0)
     for m in _AGO.finditer(lower):
         count = m.group(1)
         n = int(count) if count.isdigit() else _NUM[count]
-        unit = m.group(2)
-        if unit == "day":
-            add(lambda n=n: (ref - timedelta(days=n)).isoformat())
-        elif unit == "week":
-            add(lambda n=n: (ref - timedelta(weeks=n)).isoformat())
-        elif unit == "month":
-            add(lambda n=n: _month(_shift_months(ref, -n)))
-        else:
-            add(lambda n=n: _year(ref.year - n))
+        yield (f"{m.group(2)}s_ago", n)
     for m in _ABS.finditer(lower):
         day_before, month_name, day_after, year = m.groups()
-        month = MONTHS.index(month_name) + 1
         if month_name == "may" and not (day_before or day_after or year):
             continue  # "may" is mostly the verb
-        y = int(year) if year else ref.year
-        day = day_before or day_after
-        add(lambda y=y, month=month, day=day: _calendar_date(y, month, day))
+        month = MONTHS.index(month_name) + 1
+        yield ("date", int(year) if year else ref.year, month, day_before or day_after or "")
     for m in _YEAR.finditer(lower):
-        add(lambda year=m.group(1): year)
-    return out
+        yield ("year", m.group(1))
+
+
+def _resolved(ref: date, spec: _Spec) -> str:
+    """``spec`` as an ISO date against ``ref``; OverflowError or ValueError off the calendar."""
+    kind = spec[0]
+    if kind == "date":
+        _, year, month, day = spec  # type: ignore[misc]
+        return _calendar_date(year, month, day)
+    if kind == "year":
+        return str(spec[1])
+    n = int(spec[1])
+    if kind == "days":
+        return (ref + timedelta(days=n)).isoformat()
+    if kind == "weeks":  # the week's Monday
+        return (ref - timedelta(days=ref.weekday()) + timedelta(weeks=n)).isoformat()
+    if kind == "months":
+        return _month(_shift_months(ref, n))
+    if kind == "years":
+        return _year(ref.year + n)
+    if kind == "days_ago":
+        return (ref - timedelta(days=n)).isoformat()
+    if kind == "weeks_ago":
+        return (ref - timedelta(weeks=n)).isoformat()
+    if kind == "months_ago":
+        return _month(_shift_months(ref, -n))
+    return _year(ref.year - n)  # years ago
 
 
 def date_keywords(values: list[str]) -> list[str]:

@@ -156,24 +156,33 @@ class _BoundedEnvironment(ImmutableSandboxedEnvironment):
     deadline = 0.0  # per rendering (set by ``TemplateRenderer.render``; one thread each)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**" and isinstance(right, int) and abs(right) > MAX_EXPONENT:
-            if isinstance(left, int | float) and abs(left) > 1:
-                raise SecurityError(f"an exponent over {MAX_EXPONENT} is not allowed")
-        if operator == "*":
-            for seq, n in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(n, int):
-                    if len(seq) * n > MAX_RENDER_CHARS:
-                        raise SecurityError(
-                            f"a repetition over {MAX_RENDER_CHARS:,} items is not allowed"
-                        )
+        huge_power = (
+            operator == "**"
+            and isinstance(right, int)
+            and abs(right) > MAX_EXPONENT
+            and isinstance(left, int | float)
+            and abs(left) > 1
+        )
+        if huge_power:
+            raise SecurityError(f"an exponent over {MAX_EXPONENT} is not allowed")
+        if operator == "*" and _repeated_size(left, right) > MAX_RENDER_CHARS:
+            raise SecurityError(f"a repetition over {MAX_RENDER_CHARS:,} items is not allowed")
         return super().call_binop(context, operator, left, right)
 
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         _check_deadline()
         return super().call(__context, __obj, *args, **kwargs)
 
 
 _DEADLINE = threading.local()
+
+
+def _repeated_size(left: Any, right: Any) -> int:
+    """How many items ``left * right`` makes when it repeats a string or a sequence."""
+    for seq, n in ((left, right), (right, left)):
+        if isinstance(seq, str | list | tuple) and isinstance(n, int):
+            return len(seq) * n
+    return 0
 
 
 def _check_deadline() -> None:
