@@ -15,6 +15,7 @@ from alembic import command
 from sqlalchemy import create_engine, event, inspect, text
 
 from cairn.core.episodes import NewEpisode
+from cairn.core.memories import moved_memory_id
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_request, compile_scope
 from cairn.store import Store, open_store
@@ -70,6 +71,22 @@ def test_insert_new_returns_the_new_rows_and_merges_the_known_ones(store: Store)
     assert len(stored) == 3
     assert [str(i) for i in stored["ferry to Oslo"].source_episode_ids] == [e1, e3]
     assert stored["ferry to Oslo"].id == first[0].id  # the stored memory, not a second one
+
+
+def test_a_row_whose_id_another_partition_holds_is_stored_under_a_moved_id(store: Store) -> None:
+    """A memory is never dropped because some other tenant's row carries its id (as an import
+    could once store): it is stored under the partition's moved id."""
+    squatter = {**_row("ferry to Oslo", [str(uuid.uuid4())]), "tenant_id": "other"}
+    with store.transaction() as tx:
+        tx.memories.insert_new([squatter])
+    wanted = {**_row("ferry to Oslo", [str(uuid.uuid4())]), "id": squatter["id"]}
+    with store.transaction() as tx:
+        made = tx.memories.insert_new([wanted, _row("tea in Bergen", [str(uuid.uuid4())])])
+    assert [m.content for m in made] == ["ferry to Oslo", "tea in Bergen"]
+    assert made[0].id == moved_memory_id(TENANT, SCOPE, squatter["id"], 1)
+    with store.snapshot() as tx:
+        assert tx.memories.count(TENANT, SCOPE) == 2
+        assert tx.memories.count("other", SCOPE) == 1
 
 
 def test_insert_new_sends_one_statement_for_many_rows(store: Store) -> None:

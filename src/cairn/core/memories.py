@@ -17,6 +17,29 @@ KINDS = ("turn", "note", "profile_fact", "episode_summary", "procedure")
 
 MemoryStatus = Literal["active", "superseded", "deleted"]
 
+_NAMESPACE = uuid.UUID("6f0c6d2e-6a34-5c61-9b8e-63616972e000")
+# Ids of imported memories that could not keep theirs (``moved_memory_id``).
+_MOVED = uuid.UUID("5b0b7c52-3f0e-5d2a-8f7e-63616972e001")
+
+
+def memory_id(tenant_id: str, scope: Scope, kind: str, content_hash: str) -> uuid.UUID:
+    """Deterministic id: the same memory compiled twice, anywhere, gets the same id."""
+    key = "\x1f".join(
+        (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id, kind, content_hash)
+    )
+    return uuid.uuid5(_NAMESPACE, key)
+
+
+def moved_memory_id(tenant_id: str, scope: Scope, old_id: uuid.UUID, attempt: int = 0) -> uuid.UUID:
+    """The id a memory gets in ``scope`` of ``tenant_id`` when its own id is not this
+    partition's to use: an imported memory whose id was derived for another tenant or subject,
+    or (``attempt`` > 0) a compiled one whose id some other partition already holds. A function
+    of the partition and the old id alone, so every reference to the old id maps alike."""
+    key = "\x1f".join(
+        (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id, str(old_id), str(attempt))
+    )
+    return uuid.uuid5(_MOVED, key)
+
 
 class Memory(BaseModel):
     """A stored memory. ``source_episode_ids`` is never empty."""

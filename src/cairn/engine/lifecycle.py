@@ -117,6 +117,7 @@ def correct_memory(
                 code="memory_superseded",
                 details={"current_id": str(row["id"])},
             )
+        row["id"] = created[0].id  # (another partition may hold the derived id)
         tx.memories.supersede(old.id, row["id"], now, now)
     if embedder is not None:
         from cairn.engine.search import embed_memories

@@ -27,7 +27,7 @@ from sqlalchemy import (
     update,
 )
 
-from cairn.core.memories import Memory
+from cairn.core.memories import Memory, moved_memory_id
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
@@ -297,9 +297,13 @@ class MemoryRepository(MemoryVectors):
         # of ``memory_term_stats`` (migration 0013) once per row.
         insert = self.db.insert(t).on_conflict_do_nothing().returning(t.c.id)
         inserted = {str(i) for i in conn.execute(insert, list(merged.values())).scalars()}
-        new_rows = [row for row in merged.values() if str(row["id"]) in inserted]
         skipped = [key for key, row in merged.items() if str(row["id"]) not in inserted]
-        for key, (memory_id, stored) in self._stored_keys(conn, skipped).items():
+        stored_keys = self._stored_keys(conn, skipped)
+        inserted |= self._insert_elsewhere_held(
+            conn, insert, [merged[key] for key in skipped if key not in stored_keys]
+        )
+        new_rows = [row for row in merged.values() if str(row["id"]) in inserted]
+        for key, (memory_id, stored) in stored_keys.items():
             row = merged[key]
             extra = [str(x) for x in row["source_episode_ids"] if str(x) not in stored]
             if extra:
@@ -309,6 +313,33 @@ class MemoryRepository(MemoryVectors):
                     .values(source_episode_ids=stored + extra, updated_at=row["updated_at"])
                 )
         return [memory_of_new(row) for row in new_rows]
+
+    @staticmethod
+    def _insert_elsewhere_held(
+        conn: Connection, insert: Any, rows: _list[dict[str, Any]]
+    ) -> set[str]:
+        """Insert rows whose content is new to their partition but whose id another partition
+        holds (an imported row may carry any id): each under its partition's moved id
+        (``moved_memory_id``), so no row of another tenant or subject can keep a memory from
+        being stored. Returns the ids inserted (the rows' ``id`` is updated)."""
+        done: set[str] = set()
+        first = [row["id"] for row in rows]
+        for attempt in range(1, 4):
+            if not rows:
+                break
+            for row, old in zip(rows, first, strict=True):
+                scope = Scope.model_construct(
+                    runtime_id=row["runtime_id"], user_id=row["user_id"], agent_id=row["agent_id"]
+                )
+                row["id"] = moved_memory_id(row["tenant_id"], scope, old, attempt)
+            done |= {str(i) for i in conn.execute(insert, rows).scalars()}
+            first = [
+                old for row, old in zip(rows, first, strict=True) if str(row["id"]) not in done
+            ]
+            rows = [row for row in rows if str(row["id"]) not in done]
+        if rows:  # three different partitions hold this memory's ids: a database to look at
+            raise RuntimeError(f"memory ids held elsewhere: {[str(r['id']) for r in rows]}")
+        return done
 
     @staticmethod
     def _stored_keys(

@@ -36,6 +36,7 @@ from cairn.store.slate_transfer import (
     export_slates,
     restore_slates,
 )
+from cairn.store.transfer_ids import place_memories, repair_references
 from cairn.store.transfer_values import decode_values, jsonable
 
 # Exported in this order, so an import meets documents before their chunks and episodes
@@ -121,6 +122,7 @@ class TransferRepository(Repository):
                     self.db.fts.ensure(conn, fts.MEMORIES, tenant_id)
                     self.db.fts.ensure(conn, fts.CHUNKS, tenant_id)
                 self._refuse_foreign_ids(conn, tenant_id, rows)
+                moved = place_memories(conn, tenant_id, scope, rows["memory"])
                 for kind, table in TABLES.items():
                     for row in rows[kind]:
                         if table is memories and self.db.is_sqlite:
@@ -128,6 +130,7 @@ class TransferRepository(Repository):
                             row["search_stems"] = row_stems(analysed, row.get("metadata"))
                         stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
                         counts[kind] += int(conn.execute(stmt).rowcount or 0)
+                repair_references(conn, tenant_id, scope, moved)
                 counts |= restore_slates(conn, self.db.insert, tenant_id, scope, rows)
         except (StatementError, DBAPIError) as exc:
             if isinstance(exc, DBAPIError) and exc.connection_invalidated:
@@ -145,8 +148,11 @@ class TransferRepository(Repository):
         """Ids are unique across tenants: a record whose id another tenant holds cannot be
         restored with its id, so the import is refused (naming no tenant, no row)."""
         for kind, table in TABLES.items():
-            if table is ladder_runs:
-                continue  # run ids are unique per tenant only
+            if table is ladder_runs or table is memories:
+                # Run ids are unique per tenant only; memories are placed under ids of this
+                # partition (``cairn.store.transfer_ids``), so refusing could only tell the
+                # importer what another tenant holds.
+                continue
             ids = [row["id"] for row in rows[kind]]
             for start in range(0, len(ids), PAGE):
                 taken = conn.execute(

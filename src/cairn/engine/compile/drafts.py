@@ -11,9 +11,7 @@ from typing import Any, Protocol
 from cairn.core.analysis import content_digest
 from cairn.core.episodes import Episode
 from cairn.core.memories import KINDS as KINDS  # (re-exported: cairn.engine.compile)
-from cairn.core.scope import Scope
-
-_NAMESPACE = uuid.UUID("6f0c6d2e-6a34-5c61-9b8e-63616972e000")
+from cairn.core.memories import memory_id as memory_id
 
 
 @dataclass(frozen=True)
@@ -39,14 +37,6 @@ class MemoryDraft:
         slot fact also hashes its start, so a value that comes back after another (A, B, A)
         is a new memory, not the superseded one."""
         return content_digest(self.content, self.valid_from if self.slot else None)
-
-
-def memory_id(tenant_id: str, scope: Scope, kind: str, content_hash: str) -> uuid.UUID:
-    """Deterministic id: the same memory compiled twice, anywhere, gets the same id."""
-    key = "\x1f".join(
-        (tenant_id, scope.runtime_id, scope.user_id, scope.agent_id, kind, content_hash)
-    )
-    return uuid.uuid5(_NAMESPACE, key)
 
 
 @dataclass(frozen=True)
