@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from cairn.core.analysis import content_terms
 from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.engine.compile.drafts import KINDS, memory_id
+from cairn.engine.compile.heuristic import messages_of
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.store import Store
@@ -225,9 +227,16 @@ def delete_episode(
 ) -> int:
     """Delete one episode and the memories derived from it alone; how many memories went."""
     episode = get_episode(store, tenant_id, episode_id)
+    # Its words, as its neighbours' memories were indexed (and embedded) with them.
+    words = {w for msg in messages_of(episode) for w in content_terms(msg.text)}
     with store.transaction() as tx:
         tx.compiling.lock_scope(tenant_id, episode.scope)
         removed = tx.lifecycle.delete_episode(tenant_id, episode_id)
+        changed = tx.memories.drop_context_words(
+            tenant_id, episode.scope, episode.session_id, words, utcnow()
+        )
+        if changed:
+            tx.lifecycle.bump_vectors(tenant_id, episode.scope)
     _after_erase(store, vectors, tenant_id, [episode.scope])
     return removed
 

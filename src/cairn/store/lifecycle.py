@@ -122,12 +122,14 @@ class LifecycleRepository(Repository):
         key = str(episode_id)
         only: list[tuple[uuid.UUID, list[str]]] = []
         shared: list[tuple[uuid.UUID, list[str]]] = []
-        for mem_id, sources in self._derived_from(conn, tenant_id, scope, key):
+        for mem_id, kind, sources in self._derived_from(conn, tenant_id, scope, key):
             ids = [str(x) for x in sources]
             if key not in ids:
                 continue  # the text filter is a prefilter; the JSON decides
             rest = [x for x in ids if x != key]
-            (shared if rest else only).append((mem_id, rest))
+            # A session summary quotes the episode: it goes with it (the next compile of the
+            # session summarises what is left).
+            (shared if rest and kind != "episode_summary" else only).append((mem_id, rest))
         for mem_id, rest in shared:
             conn.execute(update(t).where(t.c.id == mem_id).values(source_episode_ids=rest))
         if only:
@@ -143,8 +145,8 @@ class LifecycleRepository(Repository):
 
     def _derived_from(
         self, conn: Connection, tenant_id: str, scope: Scope, episode_key: str
-    ) -> list[tuple[uuid.UUID, list[Any]]]:
-        """``(id, source_episode_ids)`` of the partition's memories citing the episode."""
+    ) -> list[tuple[uuid.UUID, str, list[Any]]]:
+        """``(id, kind, source_episode_ids)`` of the partition's memories citing the episode."""
         where = [
             t.c.tenant_id == tenant_id,
             t.c.runtime_id == scope.runtime_id,
@@ -159,8 +161,8 @@ class LifecycleRepository(Repository):
             cites = text("memories.source_episode_ids @> CAST(:arr AS jsonb)").bindparams(
                 arr=json.dumps([episode_key])
             )
-        stmt = select(t.c.id, t.c.source_episode_ids).where(*where, cites)
-        return [(r[0], list(r[1] or [])) for r in conn.execute(stmt)]
+        stmt = select(t.c.id, t.c.kind, t.c.source_episode_ids).where(*where, cites)
+        return [(r[0], r[1], list(r[2] or [])) for r in conn.execute(stmt)]
 
     def erase(self, selector: PartitionSelector) -> tuple[list[Scope], dict[str, int]]:
         """Delete everything of the selected partitions (``cairn.store.partitions``); the

@@ -417,6 +417,40 @@ class MemoryRepository(MemoryVectors):
             .values(metadata=metadata, search_stems=None, updated_at=now)
         )
 
+    def drop_context_words(
+        self, tenant_id: str, scope: Scope, session_id: str | None, words: set[str], now: datetime
+    ) -> _list[int]:
+        """Take ``words`` (a deleted episode's) out of the neighbour words indexed with the
+        session's memories, and forget those memories' vectors (they embedded the words);
+        returns the seqs changed. Nothing of a deleted episode stays searchable."""
+        conn = self._tx_write
+        rows = conn.execute(
+            select(t.c.seq, t.c.metadata, t.c.search_text).where(
+                scope_filter(t, tenant_id, scope),
+                t.c.session_id.is_(None) if session_id is None else t.c.session_id == session_id,
+                t.c.status != "deleted",
+            )
+        ).all()
+        changed: _list[int] = []
+        for seq, metadata, analysed in rows:
+            terms = str((metadata or {}).get("context_terms") or "").split()
+            kept = [w for w in terms if w not in words]
+            if len(kept) == len(terms):
+                continue
+            metadata = {**metadata, "context_terms": " ".join(kept)}
+            conn.execute(
+                update(t)
+                .where(t.c.seq == seq)
+                .values(
+                    metadata=metadata,
+                    search_stems=self._stems(analysed or "", metadata),
+                    updated_at=now,
+                )
+            )
+            changed.append(int(seq))
+        self.clear_vectors(changed)
+        return changed
+
     def set_sources(self, memory_id: uuid.UUID, sources: _list[str], now: datetime) -> None:
         conn = self._tx_write
         conn.execute(
