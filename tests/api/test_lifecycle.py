@@ -4,6 +4,7 @@ next compile), delete an episode with the memories derived from it alone."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -154,6 +155,11 @@ def test_forget_memory_is_not_recreated_by_compile(backend_client: TestClient) -
         again = backend_client.delete(f"/v1/memories/{m['id']}")
         assert again.json()["error"]["code"] == "memory_not_found"
     assert not any("FBI" in m["content"] for m in _search(backend_client, "FBI Washington"))
+    # Nothing of the text stays in the tombstones (an export shows every stored column).
+    exported = backend_client.get("/v1/subjects/u1/export").text
+    tombs = [r["row"] for r in map(json.loads, exported.splitlines()) if r.get("type") == "memory"]
+    tombs = [r for r in tombs if r["status"] == "deleted"]
+    assert len(tombs) == 2 and all(not r["search_text"] and not r["content"] for r in tombs)
     # Compile the very same episodes again (as a re-processing would): the tombstones keep
     # both memories from coming back.
     _recompile_everything(backend_client)

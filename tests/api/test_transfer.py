@@ -4,6 +4,7 @@ provenance come across intact, search works there, and importing again changes n
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,7 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
     memory = next(line for line in lines if line["type"] == "memory")
     item = next(line for line in lines if line["type"] == "item")
     slate = next(line for line in lines if line["type"] == "slate")
+    chunk = next(line for line in lines if line["type"] == "chunk")
     bad_rows = [
         {"type": "nonsense", "row": {}},
         {"type": "memory"},
@@ -187,6 +189,21 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
         {"type": "item", "row": {**item["row"], "namespace": "a..b."}},
         {"type": "item", "row": {**item["row"], "value": "text"}},
         {"type": "item", "row": {**item["row"], "address": "x" * 64}},
+        {"type": "memory", "row": {**memory["row"], "source_episode_ids": []}},
+        {
+            "type": "memory",
+            "row": {
+                **memory["row"],
+                "valid_from": "2026-02-01T00:00:00+00:00",
+                "valid_to": "2026-01-01T00:00:00+00:00",
+            },
+        },
+        {"type": "episode", "row": {**lines[1]["row"], "source": ""}},
+        {"type": "episode", "row": {**lines[1]["row"], "source": "s" * 300}},
+        {"type": "item", "row": {**item["row"], "key": "k" * 5000}},
+        {"type": "item", "row": {**item["row"], "ttl_seconds": -1}},
+        {"type": "chunk", "row": {**chunk["row"], "char_end": 10**12}},
+        {"type": "header", "format": "cairn-export", "version": 99},
         {"type": "slate", "row": {**slate["row"], "files": "likes.md"}},
         {"type": "slate", "row": {**slate["row"], "files": []}},
         {"type": "slate", "row": {**slate["row"], "entries": [{"file": "likes.md"}]}},
@@ -203,3 +220,23 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
     scope = {"runtime_id": "default", "user_id": SUBJECT}
     assert _ok(dst.post("/v1/items/search", json={"scope": scope})) == {"items": []}
     assert [line for line in export_lines(dst) if line["type"].startswith("slate")] == []
+
+
+def test_import_makes_derived_text_again_and_wipes_tombstones(two_cairns: Any) -> None:
+    """What is derived from a memory's text is never taken from a record: an edited
+    ``search_text`` finds nothing, and a tombstone keeps no text."""
+    src, dst = two_cairns
+    fill(src)
+    lines = export_lines(src)
+    memory = next(line for line in lines if line["type"] == "memory" and line["row"]["content"])
+    planted = {**memory["row"], "search_text": "injectedsecretword"}
+    tomb = {**memory["row"], "id": str(uuid.uuid4()), "status": "deleted", "kind": "note"}
+    records = [r for r in lines if r["type"] == "episode"]
+    records += [{"type": "memory", "row": planted}, {"type": "memory", "row": tomb}]
+    _ok(dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": records}))
+    params = {"subject_id": SUBJECT, "q": "injectedsecretword"}
+    assert _ok(dst.get("/v1/memories/search", params=params))["memories"] == []
+    exported = [r for r in export_lines(dst) if r["type"] == "memory"]
+    stored = next(r["row"] for r in exported if r["row"]["status"] == "deleted")
+    assert stored["content"] == "" and stored["summary"] == ""
+    assert set(stored["metadata"]) <= {"deleted_at", "deleted_by"}

@@ -4,6 +4,7 @@ nothing about what other tenants hold (memory ids are derived, so anyone can com
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -45,7 +46,7 @@ def _probe_record(victim_tenant: str, subject: str) -> dict[str, Any]:
             "summary": "",
             "confidence": 1.0,
             "status": "active",
-            "source_episode_ids": [],
+            "source_episode_ids": [str(uuid.uuid4())],
             "metadata": {},
             "content_hash": digest,
             "created_at": "2026-01-01T00:00:00+00:00",

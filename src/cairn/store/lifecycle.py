@@ -96,6 +96,7 @@ class LifecycleRepository(Repository):
                 status="deleted",
                 content="",
                 summary="",
+                search_text="",
                 metadata={"deleted_at": now.isoformat(), "deleted_by": deleted_by},
                 vector_size=None,
                 search_stems=None,

@@ -25,7 +25,7 @@ from cairn.store import fts
 from cairn.store.documents import document_chunks, documents
 from cairn.store.episodes import scope_filter
 from cairn.store.items import item_address, items, namespace_labels
-from cairn.store.memory_search import row_stems
+from cairn.store.memory_search import row_stems, search_text
 from cairn.store.repository import Repository
 from cairn.store.runs import ladder_runs
 from cairn.store.schema import episodes, memories
@@ -55,6 +55,8 @@ _LEFT_OUT = {"seq", "embedding", "vector_size", "search_stems"}
 # vectors, like every embedding, are not exported.
 _DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
 PAGE = 500
+MAX_ITEM_KEY = 1024  # as ``PUT /v1/items`` takes it
+_TOMBSTONE_KEYS = ("deleted_at", "deleted_by")  # what forgetting keeps of a memory
 MEMORY_STATUSES = ("active", "superseded", "deleted")
 
 
@@ -179,6 +181,8 @@ def _decode(
         _check_memory(out, index)
     if table is items:
         _derive_item(out, index)
+    if table is episodes and not str(out.get("source", "")).strip():
+        raise InvalidInput(f"record {index}: source must not be blank", code="invalid_import")
     out["tenant_id"] = tenant_id
     out["user_id"] = scope.user_id
     if table is not ladder_runs:
@@ -193,27 +197,51 @@ def _derive_item(row: dict[str, Any], index: int) -> None:
     labels = namespace_labels(path)
     if not path.endswith(".") or not labels or not all(labels):
         raise InvalidInput(f"record {index}: bad item namespace", code="invalid_import")
+    if len(row["key"]) > MAX_ITEM_KEY:
+        raise InvalidInput(
+            f"record {index}: an item key is at most {MAX_ITEM_KEY} characters",
+            code="invalid_import",
+        )
+    ttl = row.get("ttl_seconds")
+    if ttl is not None and not ttl > 0:
+        raise InvalidInput(f"record {index}: ttl_seconds must be > 0", code="invalid_import")
     row["depth"] = len(labels)
     row["address"] = item_address(path, row["key"])
 
 
 def _check_memory(row: dict[str, Any], index: int) -> None:
-    """What readers of a memory rely on beyond column types."""
-    problem = None
-    if row.get("status") not in MEMORY_STATUSES:
-        problem = "unknown memory status"
-    elif row.get("kind") not in KINDS:
-        problem = f"unknown memory kind (kinds are {', '.join(KINDS)})"
-    elif row.get("status") != "deleted" and not str(row.get("content", "")).strip():
-        problem = "content must not be blank (only a forgotten memory's is empty)"
-    elif not 0.0 <= float(row.get("confidence", 0.0)) <= 1.0:
-        problem = "confidence must be in [0, 1]"
-    elif not isinstance(row.get("metadata"), dict):
-        problem = "metadata must be an object"
-    else:
-        try:
-            [uuid.UUID(str(x)) for x in row.get("source_episode_ids", [])]
-        except ValueError:
-            problem = "source_episode_ids must be UUIDs"
+    """What readers of a memory rely on beyond column types; what is derived from the text
+    (its analysed ``search_text``) is made again, never taken from the record, and a
+    forgotten memory's tombstone keeps nothing but its id and hash."""
+    problem = _memory_problem(row)
     if problem:
         raise InvalidInput(f"record {index}: {problem}", code="invalid_import")
+    if row["status"] == "deleted":
+        kept = {k: str(v) for k, v in row["metadata"].items() if k in _TOMBSTONE_KEYS}
+        row.update(content="", summary="", metadata=kept, search_text="")
+    else:
+        row["search_text"] = search_text(row["content"], row["metadata"])
+
+
+def _memory_problem(row: dict[str, Any]) -> str | None:
+    if row.get("status") not in MEMORY_STATUSES:
+        return "unknown memory status"
+    if row.get("kind") not in KINDS:
+        return f"unknown memory kind (kinds are {', '.join(KINDS)})"
+    if row.get("status") != "deleted" and not str(row.get("content", "")).strip():
+        return "content must not be blank (only a forgotten memory's is empty)"
+    if not 0.0 <= float(row.get("confidence", 0.0)) <= 1.0:
+        return "confidence must be in [0, 1]"
+    if not isinstance(row.get("metadata"), dict):
+        return "metadata must be an object"
+    sources = row.get("source_episode_ids")
+    if not isinstance(sources, list) or not sources:
+        return "source_episode_ids must list the episodes it was compiled from (never empty)"
+    try:
+        [uuid.UUID(str(x)) for x in sources]
+    except ValueError:
+        return "source_episode_ids must be UUIDs"
+    start, end = row.get("valid_from"), row.get("valid_to")
+    if start is not None and end is not None and end < start:
+        return "valid_to is before valid_from"
+    return None

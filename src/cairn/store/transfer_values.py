@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Integer, String, Uuid
+from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, String, Uuid
 
 from cairn.errors import InvalidInput
 from cairn.store.schema import UTCDateTime
@@ -50,6 +50,16 @@ def decode_values(columns: dict[str, Any], row: dict[str, Any], index: int) -> d
             raise InvalidInput(f"record {index}: bad {name}: {exc}", code="invalid_import") from exc
         if value is None and not col.nullable:
             raise InvalidInput(f"record {index}: {name} must not be null", code="invalid_import")
+        length = getattr(col.type, "length", None)
+        if (
+            isinstance(col.type, String)
+            and isinstance(value, str)
+            and length
+            and len(value) > length
+        ):
+            raise InvalidInput(
+                f"record {index}: {name} is longer than {length} characters", code="invalid_import"
+            )
         if (value is not None and not _fits(col.type, value)) or (
             name in _OBJECTS and not isinstance(value, dict)
         ):
@@ -70,7 +80,10 @@ def _fits(kind: Any, value: Any) -> bool:
     if isinstance(kind, Boolean):
         return isinstance(value, bool)
     if isinstance(kind, Integer):
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
+        # A plain INTEGER is 32 bits on PostgreSQL (SQLite's would take more): the smaller bound
+        # for both, so a record fits either backend or neither.
+        bound = 2**62 if isinstance(kind, BigInteger) else 2**31
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) < bound
     if isinstance(kind, Float):
         return isinstance(value, int | float) and not isinstance(value, bool)
     if isinstance(kind, String):

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
-from cairn.engine.lifecycle import export_lines
+from cairn.engine.lifecycle import EXPORT_FORMAT, EXPORT_VERSION, export_lines
+from cairn.errors import InvalidInput
 from cairn.http.auth import require_tenant, services_of
 from cairn.http.headers import attachment
 
@@ -64,6 +65,15 @@ def import_subject(
     already stored is skipped, so a retried or repeated import changes nothing."""
     services = services_of(request)
     scope = Scope.for_subject(subject_id)
+    for i, record in enumerate(body.records):
+        if record.get("type") == "header" and (
+            record.get("format") != EXPORT_FORMAT or record.get("version") != EXPORT_VERSION
+        ):
+            raise InvalidInput(
+                f"record {i}: not a {EXPORT_FORMAT} version {EXPORT_VERSION} header "
+                f"(format {record.get('format')!r}, version {record.get('version')!r})",
+                code="invalid_import",
+            )
     counts = services.store.transfer.import_records(tenant, scope, body.records)
     if services.embedder is not None and counts.get("memory"):
         from cairn.engine.search import embed_memories
