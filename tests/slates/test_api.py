@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi.testclient import TestClient
 
 from cairn.services import Services
@@ -266,6 +268,43 @@ def test_a_match_schema_never_fetches_a_reference(
     inside = {"$defs": {"f": {"type": "object", "required": ["fact"]}}, "$ref": "#/$defs/f"}
     r = api.post(f"{BASE}/facts/core.md", json={"content": '{"fact": "x"}', "match": inside})
     assert r.status_code == 200 and r.json()["written"] is True
+
+
+def test_a_backtracking_pattern_cannot_stall_the_server(api: TestClient) -> None:
+    """``pattern`` runs with a time limit: these patterns backtrack exponentially, so Python's
+    ``re`` (jsonschema's) would hold the interpreter for longer than any test runs."""
+    for pattern, value in (
+        ("^(a|aa)+$", "a" * 5000 + "!"),
+        ("(x+x+)+y", "x" * 5000),
+        ("^((a+)+)+b", "a" * 5000),
+    ):
+        for schema in (
+            {"properties": {"fact": {"type": "string", "pattern": pattern}}},
+            {"patternProperties": {pattern: {}}, "additionalProperties": False},
+            {"propertyNames": {"pattern": pattern}},
+        ):
+            content = (
+                json.dumps({"fact": value}) if "properties" in schema else json.dumps({value: 1})
+            )
+            body = {"content": content, "match": {"type": "object", **schema}}
+            r = api.post(f"{BASE}/facts/core.md", json=body)
+            assert r.status_code == 200, r.text
+            assert r.json()["written"] is False and r.json()["reason"] == "schema_mismatch"
+            assert "took over 0.05 s" in r.json()["detail"], r.json()
+    assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
+    for schema, says in (
+        ({"properties": {"f": {"pattern": "(unclosed"}}}, "is not a 'regex'"),
+        ({"patternProperties": {"^a": {}}, "unevaluatedProperties": False}, "not supported"),
+    ):
+        r = api.post(f"{BASE}/facts/core.md", json={"content": "{}", "match": schema})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_schema", r.text
+        assert says in r.text
+    # A pattern that is only data (an enum value, a property's name) is not checked.
+    data = {"enum": [{"pattern": "(unclosed"}], "properties": {"pattern": {"type": "string"}}}
+    r = api.post(
+        f"{BASE}/facts/core.md", json={"content": '{"pattern": "(unclosed"}', "match": data}
+    )
+    assert r.status_code == 200 and r.json()["written"] is True, r.text
 
 
 def test_content_nested_too_deeply_is_no_json_not_a_500(api: TestClient) -> None:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cairn.core.tokens import get_tokenizer
 from cairn.core.yamlfiles import YAMLError, load_yaml, read_yaml_text, yaml_problem
 from cairn.errors import ConfigError
+from cairn.slates.patterns import check_patterns, schema_objects
 
 EvictionPolicy = Literal["FIFO", "LRU", "reject"]
 WriteMode = Literal["append", "overwrite", "mergeByKey"]
@@ -177,6 +178,9 @@ def check_schema(schema: Any) -> dict[str, Any] | bool:
         raise ValueError(f"match is not a valid JSON Schema: {exc.message}") from None
     except RecursionError:
         raise ValueError("match is nested too deeply") from None
+    problem = check_patterns(schema)
+    if problem is not None:
+        raise ValueError(f"match: {problem}")
     outside = next(_outside_refs(schema), None)
     if outside is not None:
         raise ValueError(
@@ -185,30 +189,13 @@ def check_schema(schema: Any) -> dict[str, Any] | bool:
     return schema
 
 
-# Keywords whose values are data, not schemas (a "$ref" in them is text), and keywords whose
-# values map names to schemas (a property may be called "const").
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
-_SCHEMA_MAPS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-)
-
-
 def _outside_refs(schema: Any) -> Iterator[str]:
-    """References of a schema that do not start with ``#`` (walked without recursion)."""
-    stack: list[tuple[Any, bool]] = [(schema, False)]  # (node, whether it maps names)
-    while stack:
-        node, names = stack.pop()
-        if isinstance(node, list):
-            stack.extend((item, False) for item in node)
-        elif isinstance(node, dict) and names:
-            stack.extend((value, False) for value in node.values())
-        elif isinstance(node, dict):
-            for key, value in node.items():
-                if key in ("$ref", "$dynamicRef") and isinstance(value, str):
-                    if not value.startswith("#"):
-                        yield value
-                elif key not in _DATA_KEYWORDS:
-                    stack.append((value, key in _SCHEMA_MAPS))
+    """References of a schema that do not start with ``#``."""
+    for node in schema_objects(schema):
+        for key in ("$ref", "$dynamicRef"):
+            value = node.get(key)
+            if isinstance(value, str) and not value.startswith("#"):
+                yield value
 
 
 class SlateWriteSpec(_Strict):

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
 from cairn.core.slates import canonical_json
+from cairn.slates.patterns import BoundedValidator
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 _JSON_FENCES = ("", "json", "jsonc", "json5")
@@ -158,7 +158,7 @@ def extract_value(output: str, *, match: Any = None, field: str | None = None) -
     # An empty registry that retrieves nothing: a reference outside the schema (a URL, a
     # file) is refused, never fetched (``config.check_schema`` refuses such schemas first).
     registry: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-    validator = Draft202012Validator(match, registry=registry) if match is not None else None
+    validator = BoundedValidator(match, registry=registry) if match is not None else None
     first_failure: Extraction | None = None
     for candidate in json_candidates(output):
         found = _check(candidate, validator, field)
