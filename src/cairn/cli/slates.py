@@ -47,7 +47,16 @@ def open_slates(
             database_url=database_url,
             configured_key=settings.api_key,
         )
-        slates = Slates(store, tokenizer=settings.tokenizer, ladders_dir=settings.ladders_dir)
+        # As the server does: an invalid ladder file is reported and the valid ones serve.
+        problems: list[str] = []
+        slates = Slates(
+            store,
+            tokenizer=settings.tokenizer,
+            ladders_dir=settings.ladders_dir,
+            problems=problems,
+        )
+        for problem in problems:
+            typer.echo(f"skipped an invalid ladder file: {problem}", err=True)
         yield slates, acting
     except typer.Exit:
         raise

@@ -352,13 +352,17 @@ def ladder_name(path: Path, document: Any) -> str:
 
 
 def load_slate_declarations(
-    ladders_dir: Path | str | None, *, tokenizer: str = "cl100k_base"
+    ladders_dir: Path | str | None,
+    *,
+    tokenizer: str = "cl100k_base",
+    problems: list[str] | None = None,
 ) -> dict[str, list[SlateSpec]]:
     """Parse the ``slates:`` block of every ``*.yaml``/``*.yml`` in ``ladders_dir``.
 
     Other top-level keys (steps, agents, resources, models …) are left to the ladder loader;
     files without a ``slates`` key are skipped. Returns ``{ladder name: [SlateSpec, …]}``;
-    raises ``ConfigError`` naming file and path.
+    raises ``ConfigError`` naming file and path — or, given a ``problems`` list, skips an
+    invalid file and adds its error there (as the server skips it: valid ladders serve).
     """
     if ladders_dir is None:
         return {}
@@ -369,18 +373,35 @@ def load_slate_declarations(
     origin: dict[str, Path] = {}
     for path in sorted([*root.glob("*.yaml"), *root.glob("*.yml")]):
         try:
-            document = load_yaml(read_yaml_text(path))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read YAML: {exc}") from None
-        except YAMLError as exc:
-            raise ConfigError(f"{path}: cannot read YAML: {yaml_problem(exc)}") from None
-        if not isinstance(document, dict) or "slates" not in document:
-            # Declares no slates. It may not even be a ladder (a hook's settings file can sit
-            # beside the ladders); the ladder loader reports what is wrong with real ladders.
+            found = _file_declarations(path, origin, tokenizer)
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
             continue
-        name = ladder_name(path, document)
-        if name in origin:
-            raise ConfigError(f"{path}: ladder name {name!r} is already used by {origin[name]}")
-        origin[name] = path
-        result[name] = parse_slates(document.get("slates") or [], str(path), tokenizer=tokenizer)
+        if found is not None:
+            origin[found[0]] = path
+            result[found[0]] = found[1]
     return result
+
+
+def _file_declarations(
+    path: Path, origin: dict[str, Path], tokenizer: str
+) -> tuple[str, list[SlateSpec]] | None:
+    """One file's ``(ladder name, slates)``, None when it declares none; ``ConfigError``."""
+    try:
+        document = load_yaml(read_yaml_text(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read YAML: {exc}") from None
+    except YAMLError as exc:
+        raise ConfigError(f"{path}: cannot read YAML: {yaml_problem(exc)}") from None
+    if not isinstance(document, dict) or "slates" not in document:
+        # Declares no slates. It may not even be a ladder (a hook's settings file can sit
+        # beside the ladders); the ladder loader reports what is wrong with real ladders.
+        return None
+    name = ladder_name(path, document)
+    if name in origin:
+        raise ConfigError(f"{path}: ladder name {name!r} is already used by {origin[name]}")
+    specs = parse_slates(document.get("slates") or [], str(path), tokenizer=tokenizer)
+    check_init_sizes(specs, str(path), tokenizer=tokenizer)
+    return name, specs

@@ -18,10 +18,17 @@ from cairn.slates.errors import FileNotFound, FolderNotFound, SlateNotFound
 class Declarations:
     """The declared slates of every ladder, by ladder and title."""
 
-    def __init__(self, tokenizer: str, ladders_dir: Path | str | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: str,
+        ladders_dir: Path | str | None = None,
+        problems: list[str] | None = None,
+    ) -> None:
+        """``problems``: skip invalid ladder files, adding their errors to it (else raise)."""
         self.tokenizer = tokenizer
         self._declared: dict[str, dict[str, SlateSpec]] = {}
-        for ladder, specs in load_slate_declarations(ladders_dir, tokenizer=tokenizer).items():
+        declared = load_slate_declarations(ladders_dir, tokenizer=tokenizer, problems=problems)
+        for ladder, specs in declared.items():
             self.declare(ladder, specs)
 
     def declare(self, ladder: str, specs: list[SlateSpec]) -> None:

@@ -38,13 +38,15 @@ class Slates:
         tokenizer: str = "cl100k_base",
         ladders_dir: Path | str | None = None,
         metrics: Metrics | None = None,
+        problems: list[str] | None = None,
     ) -> None:
+        """``problems``: skip ladder files that are invalid, adding their errors to it."""
         self.store = store
         # Counts evictions (cairn_slate_evictions_total) when given.
         self.metrics = metrics
         self.tokenizer = tokenizer
         self._count = get_tokenizer(tokenizer).count
-        self.declarations = Declarations(tokenizer, ladders_dir)
+        self.declarations = Declarations(tokenizer, ladders_dir, problems)
         self._folders = Folders(self._count)
 
     # --- declarations -----------------------------------------------------------------------
