@@ -92,7 +92,10 @@ def test_errors_are_pages_and_the_api_stays_json(web: TestClient) -> None:
     r = web.get("/ui/runs/run-unknown")
     assert r.status_code == 404 and "run_not_found" in r.text
     r = web.get("/ui/context", params={"subject_id": "bad/id", "query": "x"})
-    assert r.status_code == 422 and "subject_id" in r.text
+    assert r.status_code == 422 and "subject_id" in r.text and "any script" in r.text
+    # The timeline's "Preview its context" link: the form with the subject filled in.
+    r = web.get("/ui/context", params={"subject_id": "user 李雷"})
+    assert r.status_code == 200 and 'value="user 李雷"' in r.text, r.text[:2000]
     assert web.get("/ui/static/cairn.css").status_code == 200
     assert (
         web.get("/openapi.json")

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from cairn.core.memory import Budget, ContextItem, ContextRequest, ContextResult
 from cairn.core.scope import Scope
-from cairn.core.subject_id import is_subject_id
+from cairn.core.subject_id import SUBJECT_ID_RULE, subject_id_problem
 from cairn.engine.context import apply_min_score, pack_context, priority_order
 from cairn.engine.context.fit import fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, default_costs
@@ -121,8 +121,9 @@ def _request_of(form: dict[str, str]) -> tuple[ContextRequest | None, list[str]]
     """The ``ContextRequest`` the form describes, or the problems with it (field: message)."""
     errors: list[str] = []
     subject = form.get("subject_id", "").strip()
-    if not is_subject_id(subject):
-        errors.append("subject_id: 1 to 256 characters of letters, digits and _ . - :")
+    problem = subject_id_problem(subject)
+    if problem is not None:
+        errors.append(f"subject_id: it {problem} ({SUBJECT_ID_RULE})")
     budget_values = {k: _number(form, k, errors) for k in ("max_tokens", "max_items", "max_chars")}
     min_score = _number(form, "min_score", errors, real=True)
     if errors:
@@ -174,7 +175,12 @@ def context_page(
         "preview": None,
         "limits": Budget().resolved(),
     }
-    if subject_id or query:
+    if not (query.strip() or session_id.strip()):
+        # A link from a subject's page: the form with the subject filled in, nothing to run.
+        problem = subject_id_problem(subject_id.strip()) if subject_id else None
+        if problem is not None:
+            ctx["errors"] = [f"subject_id: it {problem} ({SUBJECT_ID_RULE})"]
+    else:
         req, errors = _request_of(form)
         ctx["errors"] = errors
         if req is not None:

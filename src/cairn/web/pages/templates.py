@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from cairn.core.scope import Scope
-from cairn.core.subject_id import is_subject_id
+from cairn.core.subject_id import SUBJECT_ID_RULE, subject_id_problem
 from cairn.engine.ingest import record_episode
 from cairn.errors import InvalidInput
 from cairn.http.auth import services_of
@@ -69,9 +69,10 @@ def template_page(
 
 def _check_form(subject_id: str, session_id: str) -> None:
     """The checks ``TemplateApply`` makes on the API's body, as field errors of the form."""
-    if not is_subject_id(subject_id):
+    problem = subject_id_problem(subject_id)
+    if problem is not None:
         raise InvalidInput(
-            "Subject id must be 1 to 256 characters of letters, digits and _ . - :",
+            f"Subject id: it {problem} ({SUBJECT_ID_RULE}).",
             details={"field": "subject_id", "fields": ["subject_id"]},
         )
     if len(session_id) > 256:
