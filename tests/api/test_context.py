@@ -141,6 +141,13 @@ def test_turn_and_document_validation(client: TestClient) -> None:
         json={"scope": SCOPE, "conversation_id": "c", "idempotency_key": "k", "messages": []},
     )
     assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "messages"
+    blank = [{"role": "user", "content": ""}, {"role": "assistant", "content": "  "}]
+    r = client.post(
+        "/v1/scopes/turns",
+        json={"scope": SCOPE, "conversation_id": "c", "idempotency_key": "k", "messages": blank},
+    )
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "messages"
+    assert "a turn needs one with content" in r.text
     r = client.post(
         "/v1/scopes/documents",
         json={"scope": SCOPE, "dataset_id": "d", "document_id": "x", "content": " "},

@@ -195,6 +195,14 @@ class Turn(BaseModel):
             raise ValueError(f"{info.field_name} must not be empty")
         return value
 
+    @field_validator("messages")
+    @classmethod
+    def _said_something(cls, value: list[Message]) -> list[Message]:
+        # A turn of blank messages would be stored, and compiled, as its metadata alone.
+        if not any(m.content.strip() for m in value):
+            raise ValueError("every message is blank: a turn needs one with content")
+        return value
+
 
 class TurnCommit(BaseModel):
     """The stored turn: its episode id, and ``created`` False when the key was seen before."""
