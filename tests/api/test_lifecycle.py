@@ -135,6 +135,7 @@ def test_correction_keeps_an_omitted_valid_to_and_clears_a_null_one(
         f"/v1/memories/{ended['id']}", json={"content": "User works at the CIA"}
     ).json()
     assert renamed["content"] == "User works at the CIA"
+    assert renamed["summary"] == "User works at the CIA"  # (it was left blank)
     assert renamed["valid_to"] == ended["valid_to"]
     # null reopens it.
     reopened = backend_client.patch(f"/v1/memories/{renamed['id']}", json={"valid_to": None})

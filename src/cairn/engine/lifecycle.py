@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 # Metadata derived from the old text: a correction must not keep it (it would index the old
 # words under the new version).
 _DERIVED_FROM_TEXT = ("keywords",)
+SUMMARY_CHARS = 200  # as the compiler cuts a memory's summary
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ def _corrected_row(
         "session_id": old.session_id,
         "kind": kind,
         "content": content,
-        "summary": "" if change.content is not None else old.summary,
+        "summary": old.summary if change.content is None else _summary_of(content, old),
         "confidence": old.confidence if change.confidence is None else change.confidence,
         "valid_from": change.valid_from or old.valid_from,
         "valid_to": None if change.reopen else change.valid_to or old.valid_to,
@@ -199,6 +200,15 @@ def _corrected_row(
         "created_at": now,
         "updated_at": now,
     }
+
+
+def _summary_of(content: str, old: Memory) -> str:
+    """A corrected text's short form, as the compiler makes one: its first 200 characters,
+    without a turn's ``Speaker: `` (it was left blank)."""
+    speaker = old.metadata.get("speaker")
+    prefix = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
+    text = content[len(prefix) :] if prefix and content.startswith(prefix) else content
+    return text.strip()[:SUMMARY_CHARS]
 
 
 def forget_memory(
