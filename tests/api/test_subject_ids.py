@@ -112,3 +112,25 @@ def test_export_names_its_file_for_any_subject_id(client: TestClient, subject: s
     assert disposition.isascii()
     encoded = disposition.split("filename*=UTF-8''", 1)[1]
     assert unquote(encoded) == f"cairn-{subject}.jsonl"
+
+
+def test_listing_by_prefix_is_exact_and_ordered_alike_on_both_backends(
+    backend_client: TestClient,
+) -> None:
+    """Case counts in a prefix and the order is by code point, on SQLite (whose LIKE ignores
+    ASCII case) as on PostgreSQL (whose default collation follows a locale)."""
+    names = ["ALIx", "Alice", "alice", "alpha", "ÅSA", "åsa", "b"]
+    for name in names:
+        episode = {
+            "subject_id": name,
+            "source": "chat",
+            "type": "note",
+            "payload": {"text": f"hello from {name}"},
+        }
+        assert backend_client.post("/v1/episodes", json=episode).status_code == 201
+    listed = backend_client.get("/v1/subjects", params={"limit": 100}).json()
+    assert [s["subject_id"] for s in listed["subjects"]] == sorted(names)
+    for prefix, expected in (("al", ["alice", "alpha"]), ("AL", ["ALIx"]), ("å", ["åsa"])):
+        got = backend_client.get("/v1/subjects", params={"prefix": prefix}).json()
+        assert [s["subject_id"] for s in got["subjects"]] == expected, prefix
+        assert got["total"] == len(expected)

@@ -39,13 +39,20 @@ class SubjectRepository(Repository):
             if table is memories:
                 stmt = stmt.where(table.c.status != "deleted")
             if prefix:
-                stmt = stmt.where(table.c.user_id.startswith(prefix, autoescape=True))
+                # LIKE narrows (and can use an index); SQLite's LIKE ignores the case of
+                # ASCII letters, so the exact comparison decides, as on PostgreSQL.
+                stmt = stmt.where(
+                    table.c.user_id.startswith(prefix, autoescape=True),
+                    func.substr(table.c.user_id, 1, len(prefix)) == prefix,
+                )
             parts.append(stmt)
         rows = union_all(*parts).subquery()
+        # Code point order on both backends (PostgreSQL's default collation follows a locale).
+        order = rows.c.subject_id if self.db.is_sqlite else rows.c.subject_id.collate("C")
         grouped = (
             select(rows.c.subject_id, func.sum(rows.c.e), func.sum(rows.c.m))
             .group_by(rows.c.subject_id)
-            .order_by(rows.c.subject_id)
+            .order_by(order)
             .limit(limit)
             .offset(offset)
         )
