@@ -73,6 +73,24 @@ def test_cli_lifecycle_and_round_trip_to_postgres(
     ]
     assert after[0] == after[1] and after[0] != timeline
 
+    # A bad record is named by its line in the file; a header of another version is refused.
+    bad = tmp_path / "bad.jsonl"
+    broken = {"type": "memory", "row": {**lines[-1]["row"], "kind": "bogus"}}
+    rows = [json.dumps(r) for r in lines[:2]] + ["", json.dumps(broken)]
+    bad.write_text("\n".join(rows) + "\n")
+    refused_import = run(tmp_path, "import", "other", str(bad), *db)
+    assert refused_import.exit_code == 1
+    said = " ".join(refused_import.output.split())  # (the console wraps long lines)
+    assert "bad.jsonl, line 4: unknown memory kind" in said, said
+    bad.write_text(json.dumps({**lines[0], "version": 99}) + "\n" + "{oops\n")
+    refused_import = run(tmp_path, "import", "other", str(bad), *db)
+    said = " ".join(refused_import.output.split())
+    assert refused_import.exit_code == 1 and "line 1: not a cairn-export version 1" in said
+    bad.write_text(json.dumps(lines[0]) + "\n" + "{oops\n")
+    refused_import = run(tmp_path, "import", "other", str(bad), *db)
+    said = " ".join(refused_import.output.split())
+    assert refused_import.exit_code == 1 and "line 2: not a JSON record" in said
+
     erased = run(tmp_path, "scopes", "delete", "--user-id", "user-1", "--yes", "--json", *db)
     assert _json(erased)["deleted"]["episodes"] == 2  # type: ignore[index]
     assert run(tmp_path, "episodes", "delete", episode_id, "--yes", *db).exit_code == 1

@@ -4,13 +4,18 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
 from cairn.cli._common import EXIT_FAILED, console, err_console, print_json
+from cairn.client import APIError
+from cairn.client._lifecycle import IMPORT_BATCH, merge_imports
+from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 
 memories_app = typer.Typer(help="Read, correct and forget single memories.", no_args_is_help=True)
 episodes_app = typer.Typer(help="Read and delete single episodes.", no_args_is_help=True)
@@ -196,19 +201,73 @@ def import_(
 
     Example: cairn import ana ana.jsonl --url http://fleet:8100
     """
-    with source.open(encoding="utf-8") as f:
-        try:
-            records = [json.loads(line) for line in f if line.strip()]
-        except (json.JSONDecodeError, RecursionError) as exc:
-            err_console.print(f"{source}: not JSON lines ({exc})")
-            raise typer.Exit(EXIT_FAILED) from exc
+    numbered = _read_records(source)
     with connected(url, api_key, database_url, as_json) as client:
-        result = client.subjects.import_records(subject_id, records)
+        result = _import_in_batches(client, subject_id, source, numbered)
     if as_json:
         print_json(dump(result))
         return
     made = ", ".join(f"{n} {k}(s)" for k, n in result.imported.items() if n) or "nothing new"
     console.print(f"imported {made}; {result.skipped} already stored")
+
+
+def _read_records(source: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` of an export file's records; its header is checked (a file
+    of another format or version is refused) and left out."""
+    numbered: list[tuple[int, dict[str, Any]]] = []
+    with source.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                err_console.print(f"{source}, line {lineno}: not a JSON record ({exc})")
+                raise typer.Exit(EXIT_FAILED) from exc
+            if not isinstance(record, dict):
+                err_console.print(f"{source}, line {lineno}: a record is a JSON object")
+                raise typer.Exit(EXIT_FAILED)
+            if record.get("type") == "header":
+                if (record.get("format"), record.get("version")) != (EXPORT_FORMAT, EXPORT_VERSION):
+                    err_console.print(
+                        f"{source}, line {lineno}: not a {EXPORT_FORMAT} version "
+                        f"{EXPORT_VERSION} export (format {record.get('format')!r}, version "
+                        f"{record.get('version')!r})"
+                    )
+                    raise typer.Exit(EXIT_FAILED)
+                continue
+            numbered.append((lineno, record))
+    return numbered
+
+
+_RECORD = re.compile(r"^record (\d+): ")
+
+
+def _import_in_batches(
+    client: Any, subject_id: str, source: Path, numbered: list[tuple[int, dict[str, Any]]]
+) -> Any:
+    """Import ``numbered`` records a call at a time; a refused record is reported by its line
+    in the file, with what was imported before it (each call is one transaction)."""
+    results = []
+    for start in range(0, len(numbered), IMPORT_BATCH):
+        batch = numbered[start : start + IMPORT_BATCH]
+        try:
+            results.append(client.subjects.import_records(subject_id, [r for _, r in batch]))
+        except APIError as exc:
+            found = _RECORD.match(exc.message)
+            if exc.code != "invalid_import" or found is None or int(found[1]) >= len(batch):
+                raise
+            line = batch[int(found[1])][0]
+            before = (
+                f"the {start} records before line {batch[0][0]} were imported; " if start else ""
+            )
+            err_console.print(
+                f"{source}, line {line}: {exc.message[found.end() :]} ({exc.code}); "
+                f"{before if start else ''}"
+                "nothing of that call was. Fix the line and run again: what is stored is skipped."
+            )
+            raise typer.Exit(EXIT_FAILED) from exc
+    return merge_imports(subject_id, results)
 
 
 @retention_app.command("show")

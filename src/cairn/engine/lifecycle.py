@@ -22,6 +22,7 @@ from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
+from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from cairn.engine.compile.drafts import KINDS, memory_id
 from cairn.engine.compile.heuristic import messages_of
 from cairn.engine.compile.text import normalize_for_hash
@@ -282,10 +283,6 @@ def erase_partitions(
         scopes, counts = tx.lifecycle.erase(selector)
     _after_erase(store, vectors, selector.tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
-
-
-EXPORT_FORMAT = "cairn-export"
-EXPORT_VERSION = 1
 
 
 def export_lines(store: Store, tenant_id: str, subject_id: str) -> Iterator[bytes]:

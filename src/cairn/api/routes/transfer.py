@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
-from cairn.engine.lifecycle import EXPORT_FORMAT, EXPORT_VERSION, export_lines
+from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
+from cairn.engine.lifecycle import export_lines
 from cairn.errors import InvalidInput
 from cairn.http.auth import require_tenant, services_of
 from cairn.http.headers import attachment
