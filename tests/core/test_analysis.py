@@ -236,3 +236,16 @@ def test_content_size_is_the_content_terms_weighed(text: str) -> None:
     size = content_size(text)
     terms = content_terms(text)
     assert 0.5 * len(terms) <= size <= len(terms)
+
+
+def test_cut_text_ends_between_graphemes() -> None:
+    from cairn.core.analysis import cut_text
+    from cairn.core.slates import preview
+
+    accent = "a" * 198 + "e\u0301" + "tail"  # é as e + a combining acute, at 199-200
+    assert preview(accent) == "a" * 198 + "…"  # not "…e" without its accent
+    family = "x" * 195 + "👩\u200d👩\u200d👧" + "!"  # one emoji of five code points
+    assert cut_text(family, 199) == "x" * 195
+    assert cut_text(family, 200) == "x" * 195 + "👩\u200d👩\u200d👧"
+    assert cut_text("short", 200) == "short"
+    assert cut_text("한국어 텍스트", 3) == "한국어"

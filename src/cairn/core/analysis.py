@@ -255,3 +255,20 @@ def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
             if len(term) > 1:
                 kept.setdefault(term)
     return list(kept)[:max_terms]
+
+
+_GRAPHEME = regex.compile(r"\X")
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text``'s longest prefix of at most ``limit`` characters that ends between two
+    graphemes: a cut never drops a combining accent from its letter (``e`` + U+0301) or splits
+    an emoji sequence, whatever the script."""
+    if len(text) <= limit:
+        return text
+    end = 0
+    for m in _GRAPHEME.finditer(text, 0, limit + 64):
+        if m.end() > limit:
+            break
+        end = m.end()
+    return text[:end]

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from cairn.core.analysis import cut_text
+
 FileKind = Literal["text", "json"]
 PREVIEW_CHARS = 200
 
@@ -83,7 +85,7 @@ def canonical_json(value: Any) -> str:
 
 
 def preview(text: str) -> str:
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+    return text if len(text) <= PREVIEW_CHARS else cut_text(text, PREVIEW_CHARS - 1) + "…"
 
 
 @dataclass(frozen=True, slots=True)

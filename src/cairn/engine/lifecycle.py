@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cairn.core.analysis import content_terms
+from cairn.core.analysis import content_terms, cut_text
 from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
 from cairn.core.memories import Memory
@@ -209,7 +209,7 @@ def _summary_of(content: str, old: Memory) -> str:
     speaker = old.metadata.get("speaker")
     prefix = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
     text = content[len(prefix) :] if prefix and content.startswith(prefix) else content
-    return text.strip()[:SUMMARY_CHARS]
+    return cut_text(text.strip(), SUMMARY_CHARS)
 
 
 def forget_memory(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from cairn.core.analysis import cut_text
 from cairn.core.memory import ContextResult, TurnCommit
 from cairn.ladders.board import Board
 from cairn.ladders.hooks import RequestContext
@@ -26,7 +27,7 @@ def run_hook(hook: Any, board: Board, ctx: RequestContext) -> dict[str, Any]:
                 "kind": i.kind,
                 "score": i.score,
                 "source_class": i.source_class,
-                "content": i.content[:200],
+                "content": cut_text(i.content, 200),
             }
             for i in result.items
         ]
