@@ -21,8 +21,12 @@ GOOD = [
     "🧗‍♀️ climber",  # emoji with a ZWJ (a format character)
     "a%b?c#d",
     "x" * 256,
+    "\u200fمرحبا\u200f",  # right-to-left marks  # noqa: RUF001
 ]
-BAD = ["", "a/b", "/", ".", "..", " lead", "trail ", "tab\there", "line\nbreak", "x" * 257]
+BAD = [
+    *["", "a/b", "/", ".", "..", " lead", "trail ", "tab\there", "line\nbreak", "x" * 257],
+    *["admin\u202egnp.exe", "\u2066x\u2069", "\u200d", "\u200b\u200d"],  # spoofing, invisible
+]
 
 
 def test_the_rule() -> None:

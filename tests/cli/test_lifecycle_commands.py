@@ -81,7 +81,7 @@ def test_cli_lifecycle_and_round_trip_to_postgres(
     refused_import = run(tmp_path, "import", "other", str(bad), *db)
     assert refused_import.exit_code == 1
     said = " ".join(refused_import.output.split())  # (the console wraps long lines)
-    assert "bad.jsonl, line 4: unknown memory kind" in said, said
+    assert "line 4: unknown memory kind" in said, said
     bad.write_text(json.dumps({**lines[0], "version": 99}) + "\n" + "{oops\n")
     refused_import = run(tmp_path, "import", "other", str(bad), *db)
     said = " ".join(refused_import.output.split())

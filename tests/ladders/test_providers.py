@@ -162,6 +162,7 @@ def test_default_provider_from_settings_through_the_endpoint(
             json={"messages": [{"role": "user", "content": "hi"}]},
         )
         assert r.status_code == 502 and r.json()["error"]["code"] == "provider_error"
+        assert r.headers["X-Cairn-Run-ID"] == "f-1"
         failed = httpx.get(f"{c.url}/v1/runs/f-1", headers={"X-API-Key": c.key}).json()
         assert failed["status"] == "failed" and failed["trace"]["error"]["code"] == "provider_error"
         # A retry of the failed run id runs again (and succeeds once the server is back).

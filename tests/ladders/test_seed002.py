@@ -238,6 +238,7 @@ def test_on_rejected_fail_fails_the_call(client: TestClient) -> None:
     assert err["code"] == "slate_write_refused"
     assert "step 'answer'" in err["message"] and "slate_limit_exceeded" in err["message"]
     assert err["details"]["writes"][0]["outcome"] == "refused"
+    assert r.headers["X-Cairn-Run-ID"] == err["details"]["run_id"]  # as every answer of a run
     run = client.get(f"/v1/runs/{err['details']['run_id']}").json()
     assert run["status"] == "failed" and run["trace"]["error"]["code"] == "slate_write_refused"
     assert metric(client, "refused", "slate_limit_exceeded", "strict") == 1

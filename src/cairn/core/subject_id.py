@@ -6,7 +6,9 @@ address (``user@example.com``), ``+`` tags, a name in any script (``José``, ``�
 
 - 1 to 256 characters;
 - printable text: letters, marks, digits, punctuation, symbols and inner spaces of any script,
-  plus the invisible formatting characters emoji and right-to-left text need (ZWJ, LRM, …);
+  plus the invisible formatting characters emoji and right-to-left text need (ZWJ, LRM, …),
+  but not the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+  U+2066-U+2069: they make one id display as another), and at least one visible character;
   no control characters, no line breaks, no other whitespace than the plain space;
 - no ``/`` (subject ids are URL path segments: ``DELETE /v1/subjects/{subject_id}``);
 - no leading or trailing space, and not ``.`` or ``..`` (URL clients rewrite those segments).
@@ -40,10 +42,19 @@ def subject_id_problem(value: str) -> str | None:
         return "must not start or end with whitespace"
     for ch in value:
         # Format characters (Cf) are not "printable" to Python, yet emoji sequences (ZWJ) and
-        # right-to-left text (LRM/RLM) need them.
+        # right-to-left text (LRM/RLM) need them; the embeddings, overrides and isolates only
+        # make one id display as another.
+        if ch in _BIDI_CONTROLS:
+            return f"must not contain a bidirectional control (U+{ord(ch):04X})"
         if not (ch.isprintable() or unicodedata.category(ch) == "Cf"):
             return f"must be printable text (U+{ord(ch):04X} is not)"
+    if all(ch == " " or unicodedata.category(ch) == "Cf" for ch in value):
+        return "must have a visible character"
     return None
+
+
+# LRE, RLE, PDF, LRO, RLO and LRI, RLI, FSI, PDI.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def check_subject_id(value: str) -> str:

@@ -41,7 +41,8 @@ class Declarations:
         self._declared.pop(ladder, None)
 
     def ladders(self) -> list[str]:
-        return sorted(self._declared)
+        """The ladders that declare at least one slate."""
+        return sorted(name for name, declared in self._declared.items() if declared)
 
     def specs(self, ladder: str) -> list[SlateSpec]:
         return list(self._declared.get(ladder, {}).values())

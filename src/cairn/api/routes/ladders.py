@@ -165,7 +165,9 @@ def chat_completions(
             outcome = runtime.run(target, run)
         except SlateWriteRefused as exc:
             metrics.count_writes(target.name, exc.details["writes"])
-            raise
+            raise _with_run_id(exc, run_id) from None
+        except CairnError as exc:  # the run's error answers name the run too
+            raise _with_run_id(exc, run_id) from None
         if outcome.replayed:
             headers["Idempotent-Replayed"] = "true"
         else:
@@ -178,7 +180,9 @@ def chat_completions(
         first = next(events)
     except SlateWriteRefused as exc:
         metrics.count_writes(target.name, exc.details["writes"])
-        raise
+        raise _with_run_id(exc, run_id) from None
+    except CairnError as exc:
+        raise _with_run_id(exc, run_id) from None
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     model = body.model or target.name
 
@@ -190,6 +194,14 @@ def chat_completions(
         media_type="text/event-stream",
         headers={**headers, "Cache-Control": "no-cache"},
     )
+
+
+def _with_run_id(exc: CairnError, run_id: str) -> CairnError:
+    """``exc`` with the ``X-Cairn-Run-ID`` header its error answer carries."""
+    headers = dict(getattr(exc, "headers", None) or {})
+    headers["X-Cairn-Run-ID"] = run_id
+    exc.headers = headers  # type: ignore[attr-defined]
+    return exc
 
 
 def _json(data: dict[str, Any], headers: dict[str, str]) -> Any:

@@ -15,7 +15,6 @@ rendered text: going over it is an error naming both numbers, never a silent cut
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -153,7 +152,6 @@ class _BoundedEnvironment(ImmutableSandboxedEnvironment):
     is stopped at its next call (every loop over ``range`` calls it)."""
 
     intercepted_binops = frozenset({"*", "**"})
-    deadline = 0.0  # per rendering (set by ``TemplateRenderer.render``; one thread each)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         huge_power = (
@@ -170,11 +168,12 @@ class _BoundedEnvironment(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_deadline()
+        _check_deadline(__context.get(DEADLINE_VAR))
         return super().call(__context, __obj, *args, **kwargs)
 
 
-_DEADLINE = threading.local()
+# The rendering's deadline, passed as a variable no template can name or assign (a hyphen).
+DEADLINE_VAR = "cairn-deadline"
 
 
 def _repeated_size(left: Any, right: Any) -> int:
@@ -185,8 +184,7 @@ def _repeated_size(left: Any, right: Any) -> int:
     return 0
 
 
-def _check_deadline() -> None:
-    deadline = getattr(_DEADLINE, "at", None)
+def _check_deadline(deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise SecurityError(f"the template ran over {MAX_RENDER_SECONDS:g} s")
 
@@ -230,7 +228,6 @@ class TemplateRenderer:
     def render(self, result: ContextResult) -> str:
         """The rendering; a template that fails, or outgrows its bounds (size, time), is a
         422 ``template_error`` (``render_too_large`` past ``max_chars``), never a 500."""
-        _DEADLINE.at = time.monotonic() + MAX_RENDER_SECONDS
         try:
             text = self._bounded_text(result)
         except InvalidInput:
@@ -246,18 +243,20 @@ class TemplateRenderer:
             raise InvalidInput(
                 f"template failed: {type(exc).__name__}: {exc}", code="template_error"
             ) from exc
-        finally:
-            _DEADLINE.at = None
         return _check_size(text, self.max_chars)
 
     def _bounded_text(self, result: ContextResult) -> str:
         """The rendered text, built chunk by chunk and stopped once it is longer than
         ``max_chars`` (or ``MAX_RENDER_CHARS``) could allow."""
+        deadline = time.monotonic() + MAX_RENDER_SECONDS
         chunks = self._template.generate(
-            items=[_item_vars(i) for i in result.items],
-            token_count=result.token_count,
-            truncated=result.truncated,
-            notice=NOTICE,
+            {
+                "items": [_item_vars(i) for i in result.items],
+                "token_count": result.token_count,
+                "truncated": result.truncated,
+                "notice": NOTICE,
+                DEADLINE_VAR: deadline,
+            }
         )
         parts: list[str] = []
         size = 0
@@ -272,5 +271,5 @@ class TemplateRenderer:
             if size > MAX_RENDER_CHARS:
                 raise SecurityError(f"the rendering is over {MAX_RENDER_CHARS:,} characters")
             parts.append(chunk)
-            _check_deadline()
+            _check_deadline(deadline)
         return "".join(parts)
