@@ -145,13 +145,17 @@ def test_open_folder_creates_and_deletes_files(api: TestClient) -> None:
 
 
 def test_evictions_endpoint_and_match(api: TestClient) -> None:
+    answered = []
     for i in range(40):
-        api.post(
+        r = api.post(
             f"{BASE}/lessons/wins.md",
             json={"content": f"lesson {i} " + "w " * 10, "run_id": f"r{i}"},
         )
+        answered += r.json()["evictions"]
     evictions = api.get(f"{BASE}/evictions", params={"limit": 5}).json()["evictions"]
     assert len(evictions) == 5
+    # A write's answer shows its evictions as the history lists them, ids included.
+    assert answered[-1]["id"] is not None and answered[-1] == evictions[0]
     first = evictions[-1]
     assert set(first) == {
         "id",

@@ -9,6 +9,7 @@ the first time a write locks the folder.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from cairn.core.ids import utcnow
 from cairn.core.slates import Entry, Eviction, FileState, FolderKey, FolderState, preview
@@ -133,8 +134,9 @@ class Folders:
             )
             for e in plan.evicted
         ]
-        tx.slate_history.record_evictions(key, evictions)
-        return evictions
+        ids = tx.slate_history.record_evictions(key, evictions)
+        # With their ids, as the slate's eviction history lists them.
+        return [replace(ev, id=i) for ev, i in zip(evictions, ids, strict=True)]
 
 
 def file_of(state: FolderState, name: str) -> FileState:

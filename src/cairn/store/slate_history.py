@@ -17,28 +17,31 @@ from cairn.store.slate_tables import slate_evictions, slate_skips
 
 
 class SlateHistoryRepository(Repository):
-    def record_evictions(self, key: FolderKey, evictions: list[Eviction]) -> None:
+    def record_evictions(self, key: FolderKey, evictions: list[Eviction]) -> list[int]:
+        """Store the evictions; their ids, in order (as ``list_evictions`` shows them)."""
         conn = self._tx_write
-        if evictions:
-            conn.execute(
-                slate_evictions.insert(),
-                [
-                    {
-                        "tenant_id": key.tenant,
-                        "ladder": key.ladder,
-                        "user_id": key.user_id,
-                        "slate": ev.slate,
-                        "folder": ev.folder,
-                        "file": ev.file,
-                        "preview": ev.preview,
-                        "tokens": ev.tokens,
-                        "policy": ev.policy,
-                        "run_id": ev.run_id,
-                        "evicted_at": ev.evicted_at,
-                    }
-                    for ev in evictions
-                ],
-            )
+        if not evictions:
+            return []
+        rows = conn.execute(
+            slate_evictions.insert().returning(slate_evictions.c.id, sort_by_parameter_order=True),
+            [
+                {
+                    "tenant_id": key.tenant,
+                    "ladder": key.ladder,
+                    "user_id": key.user_id,
+                    "slate": ev.slate,
+                    "folder": ev.folder,
+                    "file": ev.file,
+                    "preview": ev.preview,
+                    "tokens": ev.tokens,
+                    "policy": ev.policy,
+                    "run_id": ev.run_id,
+                    "evicted_at": ev.evicted_at,
+                }
+                for ev in evictions
+            ],
+        )
+        return [int(i) for i in rows.scalars()]
 
     def list_evictions(
         self,
