@@ -341,3 +341,15 @@ def test_a_per_user_slates_user_is_a_subject_id(api: TestClient) -> None:
     assert r.status_code == 200, r.text
     assert api.delete("/v1/subjects/李雷").status_code == 200
     assert "note of" not in api.get(url, params={"user_id": "李雷"}).json()["content"]
+
+
+def test_the_listing_counts_the_init_of_folders_never_written(api: TestClient) -> None:
+    """``GET /v1/slates`` says what reading the slate shows: a folder never written holds its
+    files' ``init`` (the per-user inbox's "nothing yet"), not 0 tokens."""
+    base = "/v1/slates/per-user/Notes"
+    p = {"user_id": "ann"}
+    assert api.post(f"{base}/scratch/idea.md", params=p, json={"content": "one"}).status_code == 200
+    listed = next(i for i in api.get("/v1/slates").json()["slates"] if i["ladder"] == "per-user")
+    tree = api.get(base, params={**p, "metatag": "tree"}).json()
+    assert listed["user_id"] == "ann"
+    assert listed["tokens"] == sum(f["tokens"] for f in tree["folders"]) == 1 + 2  # "nothing yet"

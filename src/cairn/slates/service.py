@@ -431,10 +431,16 @@ class Slates:
         """Every slate instance of the tenant: one per declared slate, one per user for
         ``partition: user`` slates that hold state."""
         rows = self.store.slates.list_folders(tenant, ladder)
-        usage: dict[tuple[str, str, str], int] = {}
-        for r in rows:
-            k = (r.ladder, r.slate, r.user_id)
-            usage[k] = usage.get(k, 0) + r.usage
+        stored = {(r.ladder, r.slate, r.user_id, r.folder): r.usage for r in rows}
+        users_of = {(r.ladder, r.slate, r.user_id) for r in rows}
+
+        def tokens(lname: str, spec: Any, uid: str) -> int:
+            # A folder never written holds its files' ``init`` (as reading it shows).
+            return sum(
+                stored.get((lname, spec.title, uid, f.name), self._init_tokens(f))
+                for f in spec.folders
+            )
+
         out: list[dict[str, Any]] = []
         for lname in self.declarations.ladders():
             if ladder is not None and lname != ladder:
@@ -445,7 +451,7 @@ class Slates:
                     [""]
                     if spec.partition == "ladder"
                     else sorted(
-                        {u for (la, s, u) in usage if la == lname and s == spec.title and u}
+                        {u for (la, s, u) in users_of if la == lname and s == spec.title and u}
                     )
                 )
                 for uid in users:
@@ -456,11 +462,14 @@ class Slates:
                             "partition": spec.partition,
                             "user_id": uid or None,
                             "folders": len(spec.folders),
-                            "tokens": usage.get((lname, spec.title, uid), 0),
+                            "tokens": tokens(lname, spec, uid),
                             "tokenLimit": limit,
                         }
                     )
         return out
+
+    def _init_tokens(self, folder: Any) -> int:
+        return sum(self._count(f.initial_content) for f in folder.files if f.initial_content)
 
 
 __all__ = ["Slates"]
