@@ -155,14 +155,21 @@ def test_seed_001_blocks_validate_in_a_ladder(tmp_path: Path) -> None:
         parse_ladder_file(reserved)
 
 
-def test_registry_loads_a_directory_and_rejects_bad_files(tmp_path: Path) -> None:
+def test_registry_loads_a_directory_and_rejects_bad_files(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     d = tmp_path / "ladders"
     d.mkdir()
     write_ladder(d, "one", "steps:\n  - id: a\n")
     write_ladder(d, "two", "name: one\n")
     clash = LadderRegistry.load(Settings(ladders_dir=d))
     assert clash.names() == ["one"] and clash.get("one").path.name == "one.yaml"
-    assert "'one' is already used by one.yaml" in clash.errors()[0]["error"]
+    (problem,) = clash.errors()
+    assert "'one' is already used by one.yaml" in problem["error"]
+    # Reported like any invalid file: logged, and never loaded.
+    two = next(state for state in clash.states() if state.path.name == "two.yaml")
+    assert problem["status"] == "invalid" and two.loaded_at is None
+    assert any("two.yaml is invalid" in r.getMessage() for r in caplog.records)
     (d / "two.yaml").unlink()
     registry = LadderRegistry.load(Settings(ladders_dir=d))
     assert registry.names() == ["one"]

@@ -364,11 +364,15 @@ class LadderRegistry:
                 files[path] = state = self._reload_file(path, documents[path], now)
                 clash = next((by_name[x.name] for x in state.ladders if x.name in by_name), None)
                 if clash is not None:
-                    state.error = (
+                    message = (
                         f"{path.name}: ladder name {state.name!r} is already used by "
                         f"{clash.path.name}"
                     )
-                    state.ladders = []
+                    old = self._files.get(path)
+                    if old is None or old.error != message:
+                        log.warning("ladder file %s is invalid: %s", path.name, message)
+                    # It never serves under this name: invalid, never loaded.
+                    state.error, state.ladders, state.loaded_at = message, [], None
                     continue
                 by_name.update({x.name: x for x in state.ladders})
             self._declare_slates(files)
