@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import os
 from pathlib import Path
 
@@ -35,6 +36,13 @@ def test_list(tmp_path: Path) -> None:
         "slates": ["Memory"],
     }
     assert rows[0]["agent"] == "assistant" and rows[0]["steps"] == ["reply"]
+    # An invalid file is named on stderr, with --json too (stdout stays the JSON).
+    ladders = tmp_path / "ladders"
+    shutil.copytree(EXAMPLES, ladders)
+    (ladders / "broken.yaml").write_text("steps: [\n")
+    r = runner.invoke(app, ["ladders", "list", "--json"], env=env_for(tmp_path, ladders))
+    assert r.exit_code == 0 and len(json.loads(r.stdout)) == 3
+    assert "broken.yaml" in r.stderr
 
 
 def test_the_example_agent_remembers(tmp_path: Path) -> None:

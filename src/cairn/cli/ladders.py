@@ -57,14 +57,16 @@ def list_ladders(
     ]
     if as_json:
         print_json(rows)
-        return
-    if settings.ladders_dir is None:
-        err_console.print("[yellow]no ladder directory: set CAIRN_LADDERS_DIR or --ladders-dir[/]")
-    table = Table("model id", "steps", "slates", "file")
-    for r in rows:
-        table.add_row(r["name"], ", ".join(r["steps"]), ", ".join(r["slates"]), r["file"])
-    console.print(table)
-    for problem in registry.errors():
+    else:
+        if settings.ladders_dir is None:
+            err_console.print(
+                "[yellow]no ladder directory: set CAIRN_LADDERS_DIR or --ladders-dir[/]"
+            )
+        table = Table("model id", "steps", "slates", "file")
+        for r in rows:
+            table.add_row(r["name"], ", ".join(r["steps"]), ", ".join(r["slates"]), r["file"])
+        console.print(table)
+    for problem in registry.errors():  # on stderr, with --json too
         err_console.print(
             f"[bold red]invalid[/] {escape(problem['file'])}: {escape(str(problem['error']))}",
             highlight=False,
