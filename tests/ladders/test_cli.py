@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 from pathlib import Path
 
 from typer.testing import CliRunner
