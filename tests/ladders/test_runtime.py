@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.errors import CairnError
+from cairn.errors import CairnError, InvalidInput
 from cairn.ladders.board import Board, check_variable_name
 from cairn.ladders.redact import redact
 from cairn.ladders.runtime import LadderRuntime, RunInProgress, RunRequest
@@ -388,5 +388,10 @@ def test_a_user_that_is_no_subject_id_is_refused_before_the_run(tmp_path: Path) 
                 assert r.json()["error"]["code"] == "slate_user_required"
             assert client.get("/v1/runs").json()["total"] == 0
             assert client.post(url, json={**body, "user": "alice@example.com"}).status_code == 200
+        # The same rule for every surface (the CLI and the inspector run through the runtime).
+        run = RunRequest(tenant="default", ladder="prefs", messages=body["messages"], user="a/b")
+        with pytest.raises(InvalidInput) as refused:
+            s.ladder_runtime.run(s.ladders.get("prefs"), run)
+        assert refused.value.code == "slate_user_required"
     finally:
         s.close()

@@ -39,6 +39,7 @@ from cairn.ladders.registry import Ladder
 from cairn.ladders.reply import shown_reply
 from cairn.ladders.slate_io import SlateAccess
 from cairn.ladders.steps import render_step
+from cairn.slates.declarations import check_slate_user
 from cairn.slates.errors import WriteAlreadyApplied
 from cairn.store.runs import COMPLETED, FAILED, RunRecord
 
@@ -165,6 +166,11 @@ class LadderRuntime:
 
         Errors before the first delta raise before anything is yielded, so callers can still
         answer with an error status."""
+        if request.user and any(s.partition == "user" for s in ladder.spec.slates):
+            # Per-user slate state belongs to the subject named by ``user`` (and goes with
+            # DELETE /v1/subjects/…): every surface refuses a user that is no subject id
+            # before the run, not at its first slate.
+            check_slate_user(request.user)
         run_id, skip, attempt = self._claim(ladder, request)
         if isinstance(skip, RunOutcome):
             self._count("replayed")

@@ -36,7 +36,6 @@ from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.registry import Ladder
 from cairn.ladders.runtime import RunOutcome, RunRequest, check_run_id
-from cairn.slates.declarations import check_slate_user
 from cairn.store.runs import RunRecord
 
 log = logging.getLogger("cairn.api")
@@ -141,8 +140,6 @@ def chat_completions(
     if body.model == target.name:
         # The ladder's own name (as the models list offers it) asks for no model override.
         body = body.model_copy(update={"model": None})
-    if body.user and any(slate.partition == "user" for slate in target.spec.slates):
-        check_slate_user(body.user)  # before the run rather than at its first slate
     # An empty header is a malformed key (422), not an absent one.
     run_id = check_run_id(idempotency_key) if idempotency_key is not None else f"run-{uuid7().hex}"
     meta = body.metadata or {}
