@@ -190,6 +190,7 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
         {"type": "item", "row": {**item["row"], "value": "text"}},
         {"type": "item", "row": {**item["row"], "address": "x" * 64}},
         {"type": "memory", "row": {**memory["row"], "source_episode_ids": []}},
+        {"type": "memory", "row": {**memory["row"], "summary": "s" * 201}},
         {
             "type": "memory",
             "row": {

@@ -314,4 +314,10 @@ def test_ingest_reads_standard_input(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["created"] == 2
     again = run(tmp_path, "ingest", "-", "--subject", "piped", "--json", input=lines)
-    assert json.loads(again.stdout)["duplicates"] == 2  # keys from "stdin" and the line number
+    assert json.loads(again.stdout)["duplicates"] == 2  # keys from the records' content
+    # Other records on the same line numbers are new data, not duplicates; a repeated record
+    # in one input is kept as often as it occurs.
+    other = {"source": "chat", "type": "note", "payload": {"text": "I am allergic to peanuts"}}
+    twice = "\n".join([json.dumps(other), json.dumps(other)])
+    third = run(tmp_path, "ingest", "-", "--subject", "piped", "--json", input=twice)
+    assert (json.loads(third.stdout)["created"], json.loads(third.stdout)["duplicates"]) == (2, 0)

@@ -14,6 +14,7 @@ Each reader yields ``(where, data)``: a location to name in errors (``line 7``,
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -45,7 +46,12 @@ def detect(path: Path) -> Literal["jsonl", "locomo", "chat"]:
 
 
 def read_jsonl(path: Path, subject_id: str | None, key_prefix: str | None) -> Iterator[Item]:
-    """One episode per non-blank line; ``subject_id`` fills in a missing one."""
+    """One episode per non-blank line; ``subject_id`` fills in a missing one. ``key_prefix``:
+    a line without an idempotency key gets ``<prefix>:<digest of the record>:<n>`` (the n-th
+    record of that content in the file), so importing the same records again writes nothing
+    new, and a different file, another stdin or an edited line is new data (a key of the file
+    name and line number dropped those as duplicates)."""
+    seen: dict[str, int] = {}
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -61,7 +67,10 @@ def read_jsonl(path: Path, subject_id: str | None, key_prefix: str | None) -> It
             if subject_id and "subject_id" not in data:
                 data["subject_id"] = subject_id
             if key_prefix and not data.get("idempotency_key"):
-                data["idempotency_key"] = f"{key_prefix}:{n}"
+                canonical = json.dumps(data, sort_keys=True, ensure_ascii=False)
+                digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
+                seen[digest] = seen.get(digest, 0) + 1
+                data["idempotency_key"] = f"{key_prefix}:{digest}:{seen[digest]}"
             yield f"line {n}", data
 
 

@@ -85,7 +85,7 @@ def ingest(
         True,
         "--keys/--no-keys",
         help="JSONL: give each line without an idempotency_key one from "
-        "the file name and line number, so a re-run writes nothing.",
+        "its content, so importing the same records again writes nothing.",
     ),
     compile_after: bool = typer.Option(
         False, "--compile", help="Compile the imported subjects afterwards."
@@ -110,7 +110,7 @@ def ingest(
         raise typer.BadParameter("choose jsonl, locomo, chat or auto", param_hint="--format")
     started = time.perf_counter()
     with _input(file) as path:
-        key_prefix = f"ingest:{(path.name if file != '-' else 'stdin')[:200]}" if keys else None
+        key_prefix = "ingest" if keys else None
         resolved, items = read(path, fmt, subject, key_prefix)  # type: ignore[arg-type]
         episodes, errors = _validate(items)
     summary: dict[str, Any] = {

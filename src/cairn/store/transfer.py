@@ -56,6 +56,7 @@ _LEFT_OUT = {"seq", "embedding", "vector_size", "search_stems"}
 _DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
 PAGE = 500
 MAX_ITEM_KEY = 1024  # as ``PUT /v1/items`` takes it
+MAX_SUMMARY = 200  # as the compilers cut a memory's summary (docs/memories.md)
 _TOMBSTONE_KEYS = ("deleted_at", "deleted_by")  # what forgetting keeps of a memory
 MEMORY_STATUSES = ("active", "superseded", "deleted")
 
@@ -234,6 +235,8 @@ def _memory_problem(row: dict[str, Any]) -> str | None:
         return "confidence must be in [0, 1]"
     if not isinstance(row.get("metadata"), dict):
         return "metadata must be an object"
+    if len(str(row.get("summary", ""))) > MAX_SUMMARY:
+        return f"summary is longer than {MAX_SUMMARY} characters (a memory's short form)"
     sources = row.get("source_episode_ids")
     if not isinstance(sources, list) or not sources:
         return "source_episode_ids must list the episodes it was compiled from (never empty)"
