@@ -189,6 +189,25 @@ def test_chunks_keep_size_and_overlap(assembly: CairnAssembly, store: Store) -> 
     assert chunks[-1].content.endswith("w1999")
 
 
+def test_unspaced_text_is_cut_into_chunks_that_fit_and_cover_it() -> None:
+    """A Chinese or Japanese document is one long "word": it is cut by tokens into chunks
+    that each fit and together cover every character (its long words are cut from a window,
+    not recounted whole after each cut, which took 50 s for 840 KB)."""
+    from cairn.core.tokens import get_tokenizer
+    from cairn.engine.documents import ChunkSettings, chunk_text
+
+    tokenizer = get_tokenizer("cl100k_base")
+    for text in ("長い文章です。" * 4000, "a" * 50_000 + " end", "Ж" * 20_000):
+        chunks = chunk_text(text, ChunkSettings(), tokenizer)
+        assert all(0 < c.token_count <= 200 for c in chunks)
+        assert all(c.content == text[c.char_start : c.char_end] for c in chunks)
+        covered = chunks[0].char_start
+        for c in chunks:
+            assert c.char_start <= covered  # no gap between consecutive chunks
+            covered = max(covered, c.char_end)
+        assert chunks[0].char_start == 0 and covered == len(text.rstrip())
+
+
 @pytest.mark.parametrize(
     "other",
     [
