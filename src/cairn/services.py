@@ -20,7 +20,7 @@ from cairn.core.tenants import DEFAULT_TENANT
 from cairn.core.tokens import CountingTokenizer, get_tokenizer
 from cairn.engine.backfill import EmbeddingBackfill
 from cairn.engine.compile import Compiler, CompileResult, compile_scope
-from cairn.engine.embedders import Embedder, LazyEmbedder
+from cairn.engine.embedders import Embedder, LazyEmbedder, check_embedder_settings
 from cairn.engine.ingest import IngestListener
 from cairn.engine.llm_compiler import LLMCompiler
 from cairn.engine.retention import RetentionClock
@@ -100,6 +100,7 @@ class Services:
         requests = self.requests
         self._own_embedder: LazyEmbedder | None = None
         if embedder is None and settings.embedder != "none":
+            check_embedder_settings(settings)
             embedder = self._own_embedder = LazyEmbedder(settings)
         self.embedder: Embedder | None = embedder
         self.embedding_backfill: EmbeddingBackfill | None = None

@@ -90,10 +90,14 @@ def test_openai_embedder_against_a_fake_server(
     broken.close()
 
 
-def test_embedder_settings() -> None:
+def test_embedder_settings(tmp_path: Any) -> None:
     assert get_embedder(Settings(embedder="none")) is None
     with pytest.raises(ConfigError):
         get_embedder(Settings(embedder="openai"))  # no base URL / model
+    # A server refuses to start without them (it loads its embedder on first use, and then
+    # failed every second while search quietly found nothing).
+    with pytest.raises(ConfigError, match="CAIRN_LLM_BASE_URL"):
+        Services.from_settings(make_settings(tmp_path, embedder="openai"))
 
 
 def test_local_embedder_without_the_extra_names_the_install_command(

@@ -381,6 +381,17 @@ class OpenAIEmbedder:
         self._client.close()
 
 
+def check_embedder_settings(settings: Settings) -> None:
+    """What the configured embedder needs besides its name, checked when a process starts
+    (it loads on first use): a ``ConfigError`` now rather than a failure every second later."""
+    if settings.embedder == "openai" and not (
+        settings.llm_base_url and settings.embedding_model
+    ):
+        raise ConfigError(
+            "CAIRN_EMBEDDER=openai needs CAIRN_LLM_BASE_URL and CAIRN_EMBEDDING_MODEL"
+        )
+
+
 def get_embedder(settings: Settings) -> Embedder | None:
     """The embedder ``settings.embedder`` names, or None for ``none`` (lexical search only)."""
     if settings.embedder == "none":
