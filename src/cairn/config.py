@@ -6,7 +6,7 @@ Every setting is documented in ``docs/configuration.md``; a test keeps the two i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -42,7 +42,14 @@ class Settings(BaseSettings):
     )
     max_body_bytes: int = Field(1_048_576, gt=0, description="Largest request body accepted.")
     log_json: bool = Field(False, description="Write request logs as JSON lines.")
-    log_level: str = Field("INFO", description="Logging level.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        "INFO", description="Logging level."
+    )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_name(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
     otel: bool = Field(
         False, description="OpenTelemetry traces (the otel extra; exporter from OTEL_* vars)."
     )

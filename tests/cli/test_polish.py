@@ -144,3 +144,23 @@ def test_the_key_decides_where_a_write_lands(tmp_path: Path) -> None:
     mine = runner.invoke(app, ["slates", "read", *where, "--api-key", key_a, "--peek"], env=env)
     theirs = runner.invoke(app, ["slates", "read", *where, "--api-key", key_b, "--peek"], env=env)
     assert "Rome is in Italy" in mine.output and "Rome" not in theirs.output, theirs.output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("CAIRN_PORT", "abc", "CAIRN_PORT: Input should be a valid integer"),
+        ("CAIRN_PORT", "99999", "CAIRN_PORT: Input should be less than or equal to 65535"),
+        ("CAIRN_LOG_LEVEL", "LOUD", "CAIRN_LOG_LEVEL: Input should be 'DEBUG'"),
+        ("CAIRN_DB_POOL_SIZE", "0", "CAIRN_DB_POOL_SIZE: Input should be greater than 0"),
+        ("CAIRN_EMBEDDER", "openai", "needs CAIRN_LLM_BASE_URL"),
+    ],
+)
+def test_a_bad_setting_is_a_configuration_error_naming_it(
+    tmp_path: Path, variable: str, value: str, says: str
+) -> None:
+    """Exit 3 with the variable and the rule, as cli.md documents, not a traceback."""
+    env = {"CAIRN_DATA_DIR": str(tmp_path / "data"), variable: value}
+    result = runner.invoke(app, ["serve"], env=env)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 3 and says in said and "Traceback" not in said, said

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -88,9 +89,18 @@ def acting_tenant(
 
 
 def settings_with(**overrides: Any) -> Settings:
-    """Settings from the environment, with the non-empty command-line overrides applied."""
+    """Settings from the environment, with the non-empty command-line overrides applied; a
+    bad value is a configuration error naming its variable (exit 3), not a traceback."""
     values = {k: v for k, v in overrides.items() if v is not None}
-    return Settings(**values)
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors(include_url=False):
+            name = ".".join(str(p) for p in e["loc"])
+            where = f"--{name.replace('_', '-')}" if name in values else f"CAIRN_{name.upper()}"
+            problems.append(f"{where}: {str(e['msg']).removeprefix('Value error, ')}")
+        raise fail(ConfigError("; ".join(problems))) from None
 
 
 def fail(error: Exception) -> typer.Exit:

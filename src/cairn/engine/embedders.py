@@ -384,9 +384,7 @@ class OpenAIEmbedder:
 def check_embedder_settings(settings: Settings) -> None:
     """What the configured embedder needs besides its name, checked when a process starts
     (it loads on first use): a ``ConfigError`` now rather than a failure every second later."""
-    if settings.embedder == "openai" and not (
-        settings.llm_base_url and settings.embedding_model
-    ):
+    if settings.embedder == "openai" and not (settings.llm_base_url and settings.embedding_model):
         raise ConfigError(
             "CAIRN_EMBEDDER=openai needs CAIRN_LLM_BASE_URL and CAIRN_EMBEDDING_MODEL"
         )
