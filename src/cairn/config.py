@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     @classmethod
     def _level_name(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
+
     otel: bool = Field(
         False, description="OpenTelemetry traces (the otel extra; exporter from OTEL_* vars)."
     )

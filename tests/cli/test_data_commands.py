@@ -321,3 +321,25 @@ def test_ingest_reads_standard_input(tmp_path: Path) -> None:
     twice = "\n".join([json.dumps(other), json.dumps(other)])
     third = run(tmp_path, "ingest", "-", "--subject", "piped", "--json", input=twice)
     assert (json.loads(third.stdout)["created"], json.loads(third.stdout)["duplicates"]) == (2, 0)
+
+
+def test_ingest_refuses_text_that_is_not_utf8_and_reads_a_byte_order_mark(tmp_path: Path) -> None:
+    bad = tmp_path / "bin.jsonl"
+    bad.write_bytes(b"\xff\xfe garbage\n")
+    result = run(tmp_path, "ingest", str(bad))
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "not UTF-8 text" in said, said
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(EPISODES[0]).encode() + b"\n")
+    result = run(tmp_path, "ingest", str(bom), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["created"] == 1
+
+
+def test_a_chatgpt_conversation_with_nothing_to_import_is_invalid(tmp_path: Path) -> None:
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([{"title": "t", "id": "cx", "mapping": {}, "current_node": "x"}]))
+    result = run(tmp_path, "ingest", str(export), "--subject", "u", "--json")
+    assert result.exit_code == 1
+    said = " ".join(result.output.split())
+    assert "record 0" in said and "no user or assistant message" in said, said

@@ -166,6 +166,10 @@ def read_chat(path: Path, subject_id: str | None) -> Iterator[Item]:
             continue
         if isinstance(record, dict) and isinstance(record.get("mapping"), dict):
             record = {**record, "messages": _thread_of(record)}
+            if not record["messages"]:
+                # Nothing to import is not success: an empty mapping, or no node with text.
+                yield where, ValueError("a 'mapping' with no user or assistant message in it")
+                continue
         if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
             yield where, ValueError("expected an object with a 'messages' list or a 'mapping'")
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import sys
 import tempfile
 import time
@@ -46,12 +47,30 @@ def _input(file: str) -> Iterator[Path]:
         path = Path(file)
         if not path.is_file():
             raise typer.BadParameter(f"{file} is not a readable file", param_hint="FILE")
-        yield path
-        return
+        raw = path.read_bytes()
+        if not raw.startswith(codecs.BOM_UTF8):
+            _utf8(raw, file)
+            yield path
+            return
+    else:
+        raw = sys.stdin.buffer.read()
+    # Standard input, or a file that starts with a byte-order mark (as Windows tools write
+    # UTF-8): read from a copy without it.
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "stdin"
-        path.write_text(sys.stdin.read(), encoding="utf-8")
+        path = Path(tmp) / ("stdin" if file == "-" else Path(file).name)
+        path.write_text(_utf8(raw, file).removeprefix("\ufeff"), encoding="utf-8")
         yield path
+
+
+def _utf8(raw: bytes, file: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = "standard input" if file == "-" else file
+        raise typer.BadParameter(
+            f"{where} is not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})",
+            param_hint="FILE",
+        ) from None
 
 
 def _compile(client: Cairn, subjects: list[str]) -> dict[str, int]:
