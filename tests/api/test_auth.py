@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -55,6 +56,18 @@ def test_tenant_header_must_match_key(backend_client: TestClient, two_tenants: d
     ok = backend_client.get("/v1/subjects", headers=h(a, **{"X-Tenant-ID": "tenant-a"}))
     assert ok.status_code == 200
     r = backend_client.get("/v1/subjects", headers=h(a, **{"X-Tenant-ID": "tenant-b"}))
+    assert r.status_code == 403 and r.json()["error"]["code"] == "tenant_mismatch"
+
+
+def test_a_tenant_header_in_any_script_matches_its_key(
+    backend_client: TestClient, backend_services: Services
+) -> None:
+    """HTTP carries header bytes: a UTF-8 ``X-Tenant-ID`` names the tenant it spells."""
+    key, _ = backend_services.store.keys.create("租户A")
+    headers: dict[str, Any] = {"Authorization": f"Bearer {key}", "X-Tenant-ID": "租户A".encode()}
+    assert backend_client.get("/v1/subjects", headers=headers).status_code == 200
+    headers["X-Tenant-ID"] = "租户B".encode()
+    r = backend_client.get("/v1/subjects", headers=headers)
     assert r.status_code == 403 and r.json()["error"]["code"] == "tenant_mismatch"
 
 
