@@ -64,12 +64,16 @@ def test_items_are_per_scope(backend_client: TestClient) -> None:
         ({"namespace": ["x" * 100] * 6}, "invalid_namespace"),
         ({"namespace": ["x"] * 33}, "invalid_namespace"),
         ({"namespace": [1]}, "validation_error"),
-        ({"key": "k" * 1025}, "validation_error"),
+        ({"key": "k" * 1025}, "invalid_key"),  # the codes docs/api.md lists
         ({"value": [1, 2]}, "validation_error"),
         ({"value": "text"}, "validation_error"),
         ({"vectors": [[1.0, 0.0], [1.0]]}, "invalid_vectors"),
-        ({"vectors": [[0.5] * 4097]}, "validation_error"),
-        ({"ttl_seconds": 0}, "validation_error"),
+        ({"vectors": [[0.5] * 4097]}, "invalid_vectors"),
+        ({"vectors": [[0.5]] * 65}, "invalid_vectors"),
+        ({"vectors": [[]]}, "invalid_vectors"),
+        ({"ttl_seconds": 0}, "invalid_ttl"),
+        ({"ttl_seconds": -5}, "invalid_ttl"),
+        ({"ttl_seconds": True}, "validation_error"),
         ({"ttl_seconds": 1e12}, "invalid_ttl"),
         ({"scope": {"runtime_id": ""}}, "validation_error"),
         ({"unknown": 1}, "validation_error"),
@@ -99,7 +103,8 @@ def test_bad_reads_are_422(backend_client: TestClient) -> None:
         ({"namespace_prefix": ["a.b"]}, "invalid_namespace"),
         ({"limit": 10_001}, "validation_error"),
         ({"offset": -1}, "validation_error"),
-        ({"query_vector": []}, "validation_error"),
+        ({"query_vector": []}, "invalid_vectors"),
+        ({"query_vector": [0.5] * 4097}, "invalid_vectors"),
     ]:
         error(c.post("/v1/items/search", json={**search, **body}), 422, code)
     for body, code in [

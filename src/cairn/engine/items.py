@@ -311,8 +311,12 @@ def rank(
 ) -> list[FoundItem]:
     """The candidates best first (see the module docstring)."""
     if query_vector is not None:
-        if not query_vector or not all(math.isfinite(x) for x in query_vector):
-            raise InvalidInput("query_vector must hold finite numbers", code="invalid_vectors")
+        if not 1 <= len(query_vector) <= MAX_DIMS or not all(
+            math.isfinite(x) for x in query_vector
+        ):
+            raise InvalidInput(
+                f"query_vector must hold 1 to {MAX_DIMS} finite numbers", code="invalid_vectors"
+            )
         scores = _vector_scores(candidates, np.asarray(query_vector), CLIENT_VECTORS)
         scored = [FoundItem(c, scores[c.seq]) for c in candidates if c.seq in scores]
         scored.sort(key=lambda f: -(f.score or 0.0))

@@ -40,7 +40,9 @@ NAMESPACE_RULES = (
     f"1 to {MAX_DEPTH} labels of 1 to {MAX_LABEL} characters without a '.' "
     "(at most 512 characters in all)"
 )
-Vector = Annotated[list[float], Field(min_length=1, max_length=MAX_DIMS)]
+# Lengths of keys and vectors, and the TTL, are checked by ``cairn.engine.items`` with the
+# documented codes (``invalid_key``, ``invalid_vectors``, ``invalid_ttl``), not here.
+Vector = list[float]
 
 
 class ItemPut(BaseModel):
@@ -50,7 +52,7 @@ class ItemPut(BaseModel):
 
     scope: Scope
     namespace: list[str] = Field(description=f'e.g. ["users", "ada"]: {NAMESPACE_RULES}.')
-    key: str = Field(max_length=MAX_KEY)
+    key: str = Field(description=f"At most {MAX_KEY} characters.")
     value: dict[str, Any] = Field(description="Any JSON object.")
     text: list[Annotated[str, Field(max_length=100_000)]] | None = Field(
         None,
@@ -60,14 +62,14 @@ class ItemPut(BaseModel):
     )
     vectors: list[Vector] | None = Field(
         None,
-        max_length=MAX_VECTORS,
-        description="The caller's own embeddings of the item's text (searched with "
-        "query_vector); without them the server's embedder, if any, embeds the text.",
+        description=f"The caller's own embeddings of the item's text (at most {MAX_VECTORS}, "
+        f"each of 1 to {MAX_DIMS} numbers; searched with query_vector); without them the "
+        "server's embedder, if any, embeds the text.",
     )
     ttl_seconds: float | None = Field(
         None,
-        gt=0,
-        description="Delete the item this long after its last write (or read with refresh_ttl).",
+        description="Delete the item this long after its last write (or read with refresh_ttl);"
+        " above 0, at most ten years.",
     )
 
 
