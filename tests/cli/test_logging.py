@@ -77,6 +77,28 @@ def test_json_logs_are_one_object_per_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_worker_logs_json_lines_too(tmp_path: Path) -> None:
+    """``cairn worker`` with CAIRN_LOG_JSON=true: every line it writes is one JSON object
+    (its own messages went to the console as plain text)."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")},
+        "CAIRN_DATA_DIR": str(tmp_path / "data"),
+        "CAIRN_EMBEDDER": "none",
+        "CAIRN_LOG_JSON": "true",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "cairn.cli.main", "worker", "--once"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]
+    assert any(r["logger"] == "cairn.worker" and r["message"] == "0 job(s) run" for r in records)
+
+
 def test_start_up_is_quiet_when_up_to_date(tmp_path: Path) -> None:
     proc, _ = _serve(tmp_path, CAIRN_LOG_LEVEL="INFO")
     first = _stop(proc)

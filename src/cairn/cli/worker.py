@@ -3,6 +3,7 @@ interrupted."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 
@@ -10,6 +11,8 @@ import typer
 
 from cairn.cli._common import err_console, fail, settings_with
 from cairn.logs import configure_logging
+
+log = logging.getLogger("cairn.worker")
 
 
 def worker(
@@ -28,6 +31,8 @@ def worker(
 
     settings = settings_with(database_url=database_url)
     configure_logging(settings.log_level, json_lines=settings.log_json)
+    # What the worker says goes to the log: with CAIRN_LOG_JSON=true every line of it is JSON.
+    say = log.info if settings.log_json else err_console.print
     try:
         services = Services.from_settings(settings)
     except Exception as exc:
@@ -36,24 +41,24 @@ def worker(
         if once:
             swept = sweep_retention(services.store)
             if swept.episodes_deleted or swept.memories_deleted:
-                err_console.print(
+                say(
                     f"retention: {swept.episodes_deleted} episode(s), "
                     f"{swept.memories_deleted} memory(ies) expired"
                 )
             done = 0
             while services.job_runner.work_once():
                 done += 1
-            err_console.print(f"{done} job(s) run")
+            say(f"{done} job(s) run")
             backfill = services.embedding_backfill
             if backfill is not None:
-                err_console.print(f"{backfill.run_until_idle()} memories embedded")
+                say(f"{backfill.run_until_idle()} memories embedded")
             return
         retention = RetentionClock(settings.retention_interval_s)
         w = CompileWorker(services.job_runner, retention, poll_s=poll)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        err_console.print("compile worker running (Ctrl-C to stop)")
+        say("compile worker running (Ctrl-C to stop)")
         w.start()
         if services.embedding_backfill is not None:
             services.embedding_backfill.start()
