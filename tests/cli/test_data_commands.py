@@ -127,6 +127,9 @@ def test_ingest_locomo_then_compile_search_and_timeline(tmp_path: Path) -> None:
     timeline = json.loads(run(tmp_path, "timeline", "locomo:conv-1", "--json").stdout)
     assert [e["metadata"]["dia_id"] for e in timeline["episodes"]] == ["D1:1", "D1:2", "D2:1"]
     assert [e["session_id"] for e in timeline["episodes"]] == ["session_1"] * 2 + ["session_2"]
+    # Each session's turns count their seconds from its own date (D2:1 is its first turn).
+    starts = [e["occurred_at"][:19] for e in timeline["episodes"]]
+    assert starts == ["2023-05-08T13:56:00", "2023-05-08T13:56:01", "2023-05-25T14:10:00"]
     found = run(tmp_path, "search", "locomo:conv-1", "dog Rex", "--json", embedder=default)
     assert any("Rex" in m["content"] for m in json.loads(found.stdout)["memories"])
     pretty = run(tmp_path, "search", "locomo:conv-1", "dog Rex")
@@ -143,8 +146,12 @@ def test_ingest_chat_export(tmp_path: Path) -> None:
             {
                 "id": "c1",
                 "messages": [
-                    {"role": "user", "content": "Book me a table for two"},
-                    {"role": "assistant", "content": "Done, 8pm at Lupa."},
+                    {
+                        "role": "user",
+                        "content": "Book me a table for two",
+                        "timestamp": "2024-03-01T19:00:00Z",
+                    },
+                    {"role": "assistant", "content": "Done, 8pm at Lupa."},  # (no time)
                 ],
             }
         ],
@@ -157,6 +164,9 @@ def test_ingest_chat_export(tmp_path: Path) -> None:
         "user",
         "assistant",
     ]
+    # A message without a time follows the one before it (not the time of the import).
+    times = [e["occurred_at"][:19] for e in timeline["episodes"]]
+    assert times == ["2024-03-01T19:00:00", "2024-03-01T19:00:01"]
     no_subject = run(tmp_path, "ingest", str(src), "--json")
     assert no_subject.exit_code == 1
 

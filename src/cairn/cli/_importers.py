@@ -87,7 +87,9 @@ def read_locomo(path: Path, subject_id: str | None) -> Iterator[Item]:
         return
     for conv in conversations:
         subject = subject_id or f"locomo:{conv.sample_id}"
-        for i, turn in enumerate(conv.turns):
+        position: dict[Any, int] = {}  # each session's turns count from its own date
+        for turn in conv.turns:
+            i = position[turn["session"]] = position.get(turn["session"], -1) + 1
             msg: dict[str, Any] = {"role": "user", "name": turn["speaker"], "content": turn["text"]}
             if turn.get("caption"):
                 msg["caption"] = turn["caption"]
@@ -179,6 +181,7 @@ def read_chat(path: Path, subject_id: str | None) -> Iterator[Item]:
         if not subject:
             yield where, ValueError("no subject: give --subject or a 'subject_id' per record")
             continue
+        last: tuple[int, str] | None = None  # the latest message with a time, and its time
         for i, msg in enumerate(record["messages"]):
             label = f"{where} message {i}"
             if not isinstance(msg, dict) or not isinstance(msg.get("content"), str):
@@ -196,9 +199,26 @@ def read_chat(path: Path, subject_id: str | None) -> Iterator[Item]:
                 "session_id": conv_id,
                 "idempotency_key": f"{conv_id}:{i}",
             }
-            if msg.get("timestamp") or msg.get("created_at"):
-                body["occurred_at"] = msg.get("timestamp") or msg.get("created_at")
+            stamp = msg.get("timestamp") or msg.get("created_at")
+            if stamp:
+                body["occurred_at"] = stamp
+                last = (i, str(stamp))
+            elif last is not None:
+                # A message without a time in a timed chat follows the one before it (it got
+                # the time of the import: a reply a year after its question).
+                later = _seconds_after(last[1], i - last[0])
+                if later is not None:
+                    body["occurred_at"] = later
             yield label, body
+
+
+def _seconds_after(stamp: str, seconds: int) -> str | None:
+    """``stamp`` (ISO 8601) plus ``seconds``, or None when it is not a time this can read."""
+    try:
+        at = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (at + timedelta(seconds=seconds)).isoformat()
 
 
 def read(
