@@ -155,6 +155,10 @@ def test_caller_vectors_rank_by_cosine(backend_client: TestClient) -> None:
         0.7071, 1e-3
     )
     assert hits[2]["score"] is None
+    # A query vector of another size scores nothing: said, not answered with no scores.
+    r = c.post("/v1/items/search", json={**body, "query_vector": [0.0, 1.0, 0.0]})
+    error(r, 422, "invalid_vectors")
+    assert "has 3 numbers; the items' own vectors have 2" in r.json()["error"]["message"]
 
 
 def test_erasing_the_scope_or_subject_leaves_no_item(

@@ -318,6 +318,18 @@ def rank(
                 f"query_vector must hold 1 to {MAX_DIMS} finite numbers", code="invalid_vectors"
             )
         scores = _vector_scores(candidates, np.asarray(query_vector), CLIENT_VECTORS)
+        sizes = {
+            c.embedding_dims
+            for c in candidates
+            if c.embedding is not None and c.embedding_source == CLIENT_VECTORS
+        }
+        if sizes and len(query_vector) not in sizes:
+            # Nothing could be scored: a vector of another model, most likely.
+            raise InvalidInput(
+                f"query_vector has {len(query_vector)} numbers; the items' own vectors have "
+                f"{', '.join(str(n) for n in sorted(sizes))}",
+                code="invalid_vectors",
+            )
         scored = [FoundItem(c, scores[c.seq]) for c in candidates if c.seq in scores]
         scored.sort(key=lambda f: -(f.score or 0.0))
         return scored + [FoundItem(c, None) for c in candidates if c.seq not in scores]
