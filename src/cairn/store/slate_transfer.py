@@ -46,35 +46,31 @@ def _columns(table: Table) -> dict[str, Any]:
 
 def export_slates(read: Any, tenant_id: str, scope: Scope) -> Iterator[dict[str, Any]]:
     """The partition's slate records; ``read()`` opens a read transaction (one per page)."""
+    for conn, folders in _pages(read, slate_folders, tenant_id, scope):
+        yield from [_folder_record(conn, f._mapping) for f in folders]
+    for kind, table in HISTORY.items():
+        for _, rows in _pages(read, table, tenant_id, scope):
+            yield from ({"type": kind, "row": _public(table, r._mapping)} for r in rows)
+
+
+def _pages(
+    read: Any, table: Table, tenant_id: str, scope: Scope
+) -> Iterator[tuple[Connection, list[Any]]]:
+    """The partition's rows of ``table`` in id order, a page at a time, each with the open
+    connection of its read (a caller reads what hangs off the rows in the same snapshot)."""
     after = 0
     while True:
         with read() as conn:
-            folders = conn.execute(
-                select(slate_folders)
-                .where(scope_filter(slate_folders, tenant_id, scope), slate_folders.c.id > after)
-                .order_by(slate_folders.c.id)
+            rows = conn.execute(
+                select(table)
+                .where(scope_filter(table, tenant_id, scope), table.c.id > after)
+                .order_by(table.c.id)
                 .limit(PAGE)
             ).all()
-            records = [_folder_record(conn, f._mapping) for f in folders]
-        yield from records
-        if len(folders) < PAGE:
-            break
-        after = folders[-1].id
-    for kind, table in HISTORY.items():
-        after = 0
-        while True:
-            with read() as conn:
-                rows = conn.execute(
-                    select(table)
-                    .where(scope_filter(table, tenant_id, scope), table.c.id > after)
-                    .order_by(table.c.id)
-                    .limit(PAGE)
-                ).all()
-            for r in rows:
-                yield {"type": kind, "row": _public(table, r._mapping)}
-            if len(rows) < PAGE:
-                break
-            after = rows[-1].id
+            yield conn, list(rows)
+        if len(rows) < PAGE:
+            return
+        after = rows[-1].id
 
 
 def _public(table: Table, row: Any) -> dict[str, Any]:
