@@ -530,6 +530,17 @@ def p_delete_file(w: World) -> None:
         assert w.b("DELETE", url, params=params).status_code == 200
 
 
+def p_file_name_with_a_slash(method: str) -> Callable[[World], None]:
+    """``a%2Fb`` as a file name: refused by name, whoever asks, without reading anything."""
+
+    def probe(w: World) -> None:
+        url = "/v1/slates/memory-ladder/Memory/facts/core.md/more"  # (a%2Fb, once decoded)
+        r = w.b(method, url, json={"content": "x"} if method == "POST" else None)
+        assert r.status_code == 422 and r.json()["error"]["code"] == "slate_invalid_name"
+
+    return probe
+
+
 def p_context(w: World) -> None:
     for subject in (SUBJ_A, SUBJ_SHARED):
         r = w.b(
@@ -866,6 +877,12 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     ("POST", "/v1/slates/{ladder}/{slate}/{folder}/reset"): p_reset,
     ("POST", "/v1/slates/{ladder}/{slate}/{folder}/{file}"): p_write_file,
     ("DELETE", "/v1/slates/{ladder}/{slate}/{folder}/{file}"): p_delete_file,
+    **{
+        (method, "/v1/slates/{ladder}/{slate}/{folder}/{file}/{rest:path}"): (
+            p_file_name_with_a_slash(method)
+        )
+        for method in ("GET", "POST", "DELETE")
+    },
     ("POST", "/v1/scopes/turns"): p_turns,
     ("POST", "/v1/scopes/documents"): p_documents,
     ("POST", "/v1/local/{ladder}/chat/completions"): p_chat,

@@ -353,3 +353,12 @@ def test_the_listing_counts_the_init_of_folders_never_written(api: TestClient) -
     tree = api.get(base, params={**p, "metatag": "tree"}).json()
     assert listed["user_id"] == "ann"
     assert listed["tokens"] == sum(f["tokens"] for f in tree["folders"]) == 1 + 2  # "nothing yet"
+
+
+def test_a_file_name_with_a_slash_is_refused_by_name(api: TestClient) -> None:
+    """``a%2Fb`` is decoded before routing: a 422 that says why, not a 404 naming no route."""
+    for method in ("GET", "POST", "DELETE"):
+        r = api.request(method, f"{BASE}/facts/a%2Fb", json={"content": "x"})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "slate_invalid_name", r.text
+        assert "has a '/'" in r.json()["error"]["message"]
+    assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}

@@ -206,3 +206,25 @@ def delete_file(
 ) -> dict[str, Any]:
     """Empty the file (a file of a folder that declares no files is removed)."""
     return _slates(request).delete_file(tenant, ladder, slate, folder, file, user_id=user_id)
+
+
+@router.api_route(
+    "/v1/slates/{ladder}/{slate}/{folder}/{file}/{rest:path}",
+    methods=["GET", "POST", "DELETE"],
+    include_in_schema=False,
+)
+def file_name_with_a_slash(
+    ladder: str,
+    slate: str,
+    folder: str,
+    file: str,
+    rest: str,
+    tenant: str = Depends(require_tenant),
+) -> None:
+    """A file name with ``/`` in it (``a%2Fb``, which servers decode before routing): no file
+    may be named so, and saying that beats a 404 that names no route."""
+    raise InvalidInput(
+        f"file name {f'{file}/{rest}'!r} has a '/': slate names are 1-128 characters without "
+        "'/' or '\\'",
+        code="slate_invalid_name",
+    )
