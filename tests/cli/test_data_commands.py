@@ -353,3 +353,15 @@ def test_a_chatgpt_conversation_with_nothing_to_import_is_invalid(tmp_path: Path
     assert result.exit_code == 1
     said = " ".join(result.output.split())
     assert "record 0" in said and "no user or assistant message" in said, said
+
+
+def test_ingest_keys_a_record_with_a_lone_surrogate(tmp_path: Path) -> None:
+    """Valid JSON may escape a lone surrogate: the record is keyed (and refused or stored by
+    the server's rules), never a traceback."""
+    src = tmp_path / "odd.jsonl"
+    src.write_text(
+        '{"subject_id": "u", "source": "s", "type": "note", "payload": {"t": "\\ud800"}}\n'
+    )
+    result = run(tmp_path, "ingest", str(src), "--json")
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "surrogates not allowed" in result.output

@@ -391,3 +391,6 @@ def test_relative_dates_past_the_calendars_ends_resolve_to_nothing() -> None:
     last = resolve_dates(text, datetime(9999, 12, 31, 12, tzinfo=UTC))
     assert "9999-12-30" in last and "9997" in last and not any(d.startswith("1") for d in last)
     assert resolve_dates("on February 30", datetime(2025, 3, 1, tzinfo=UTC)) == ["2025-02"]
+    # A number past Python's digit limit for int() is no number of days.
+    at = datetime(2025, 3, 1, tzinfo=UTC)
+    assert resolve_dates("1" * 5000 + " days ago, 3 days ago", at) == ["2025-02-26"]

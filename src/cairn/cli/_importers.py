@@ -49,8 +49,9 @@ def read_jsonl(path: Path, subject_id: str | None, key_prefix: str | None) -> It
     """One episode per non-blank line; ``subject_id`` fills in a missing one. ``key_prefix``:
     a line without an idempotency key gets ``<prefix>:<digest of the record>:<n>`` (the n-th
     record of that content in the file), so importing the same records again writes nothing
-    new, and a different file, another stdin or an edited line is new data (a key of the file
-    name and line number dropped those as duplicates)."""
+    new — from this file or any other — while an edited line, or other records on the same
+    lines of a same-named file or another stdin, are new data (a key of the file name and line
+    number dropped those as duplicates)."""
     seen: dict[str, int] = {}
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -67,7 +68,7 @@ def read_jsonl(path: Path, subject_id: str | None, key_prefix: str | None) -> It
             if subject_id and "subject_id" not in data:
                 data["subject_id"] = subject_id
             if key_prefix and not data.get("idempotency_key"):
-                canonical = json.dumps(data, sort_keys=True, ensure_ascii=False)
+                canonical = json.dumps(data, sort_keys=True)  # (ASCII: a lone surrogate too)
                 digest = hashlib.sha256(canonical.encode()).hexdigest()[:32]
                 seen[digest] = seen.get(digest, 0) + 1
                 data["idempotency_key"] = f"{key_prefix}:{digest}:{seen[digest]}"

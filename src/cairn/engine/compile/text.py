@@ -214,7 +214,7 @@ _REL_UNIT = re.compile(
     r"\b(last|next|this|past)\s+(week|weekend|month|year|summer|winter|spring|fall|autumn)\b"
 )
 _AGO = re.compile(
-    r"\b(a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+|a few|a couple of)\s+"
+    r"\b(a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,6}|a few|a couple of)\s+"
     r"(day|week|month|year)s?\s+ago\b"
 )
 _NUM = {
