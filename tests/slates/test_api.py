@@ -282,10 +282,13 @@ def test_a_backtracking_pattern_cannot_stall_the_server(api: TestClient) -> None
         ("(x+x+)+y", "x" * 5000),
         ("^((a+)+)+b", "a" * 5000),
     ):
+        dialect = "https://json-schema.org/draft/2020-12/schema"
         for schema in (
             {"properties": {"fact": {"type": "string", "pattern": pattern}}},
             {"patternProperties": {pattern: {}}, "additionalProperties": False},
             {"propertyNames": {"pattern": pattern}},
+            # A subschema naming its dialect got jsonschema's stock validator (Python's re).
+            {"properties": {"fact": {"$schema": dialect, "pattern": pattern}}},
         ):
             content = (
                 json.dumps({"fact": value}) if "properties" in schema else json.dumps({value: 1})
@@ -295,10 +298,18 @@ def test_a_backtracking_pattern_cannot_stall_the_server(api: TestClient) -> None
             assert r.status_code == 200, r.text
             assert r.json()["written"] is False and r.json()["reason"] == "schema_mismatch"
             assert "took over 0.05 s" in r.json()["detail"], r.json()
+    # Many values under one pattern share one budget (0.5 s), not 0.05 s each.
+    many = {"type": "array", "items": {"type": "string", "pattern": "^(a|aa)+$"}}
+    r = api.post(
+        f"{BASE}/facts/core.md",
+        json={"content": json.dumps(["a" * 500 + "!"] * 400), "match": many},
+    )
+    assert r.status_code == 200 and r.json()["reason"] == "schema_mismatch"
     assert api.get(f"{BASE}/facts/core.md").json() == {"content": ""}
     for schema, says in (
         ({"properties": {"f": {"pattern": "(unclosed"}}}, "is not a 'regex'"),
         ({"patternProperties": {"^a": {}}, "unevaluatedProperties": False}, "not supported"),
+        ({"allOf": [{"patternProperties": {"^a": {}}}], "unevaluatedProperties": False}, "not"),
     ):
         r = api.post(f"{BASE}/facts/core.md", json={"content": "{}", "match": schema})
         assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_schema", r.text

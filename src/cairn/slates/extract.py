@@ -23,7 +23,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
 from cairn.core.slates import canonical_json
-from cairn.slates.patterns import BoundedValidator
+from cairn.slates.patterns import BoundedValidator, bounded_schema, pattern_budget
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 _JSON_FENCES = ("", "json", "jsonc", "json5")
@@ -158,13 +158,16 @@ def extract_value(output: str, *, match: Any = None, field: str | None = None) -
     # An empty registry that retrieves nothing: a reference outside the schema (a URL, a
     # file) is refused, never fetched (``config.check_schema`` refuses such schemas first).
     registry: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-    validator = BoundedValidator(match, registry=registry) if match is not None else None
+    validator = (
+        BoundedValidator(bounded_schema(match), registry=registry) if match is not None else None
+    )
     first_failure: Extraction | None = None
-    for candidate in json_candidates(output):
-        found = _check(candidate, validator, field)
-        if found.ok:
-            return found
-        first_failure = first_failure or found
+    with pattern_budget():
+        for candidate in json_candidates(output):
+            found = _check(candidate, validator, field)
+            if found.ok:
+                return found
+            first_failure = first_failure or found
     if first_failure is not None:
         return first_failure
     return Extraction(reason="no_json", detail="the output holds no JSON object or array")

@@ -13,13 +13,31 @@ evaluates those patterns itself.
 
 from __future__ import annotations
 
+import copy
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import regex
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 PATTERN_SECONDS = 0.05
+# All the patterns of one extraction together (a pattern under ``items`` runs once per item):
+# past it every pattern counts as not matching.
+EXTRACTION_PATTERN_SECONDS = 0.5
+_DEADLINE: ContextVar[float | None] = ContextVar("cairn_pattern_deadline", default=None)
+
+
+@contextmanager
+def pattern_budget(seconds: float = EXTRACTION_PATTERN_SECONDS) -> Iterator[None]:
+    """Bound the time every pattern searched inside the block may take together."""
+    token = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 class PatternTimeout(Exception):
@@ -28,8 +46,14 @@ class PatternTimeout(Exception):
 
 def search(pattern: str, text: str) -> bool:
     """Whether ``pattern`` finds a match in ``text``; ``PatternTimeout`` past the limit."""
+    limit = PATTERN_SECONDS
+    deadline = _DEADLINE.get()
+    if deadline is not None:
+        limit = min(limit, deadline - time.monotonic())
+        if limit <= 0:
+            raise PatternTimeout(pattern)
     try:
-        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
+        return regex.search(pattern, text, timeout=limit) is not None
     except TimeoutError as exc:
         raise PatternTimeout(pattern) from exc
     except regex.error:
@@ -38,7 +62,8 @@ def search(pattern: str, text: str) -> bool:
 
 def _too_slow(pattern: str) -> ValidationError:
     return ValidationError(
-        f"pattern {pattern!r} took over {PATTERN_SECONDS:g} s on this value (counted as no match)"
+        f"pattern {pattern!r} took over {PATTERN_SECONDS:g} s on this value, or the patterns "
+        f"over {EXTRACTION_PATTERN_SECONDS:g} s together (counted as no match)"
     )
 
 
@@ -106,17 +131,32 @@ BoundedValidator = validators.extend(
 )
 
 
+def bounded_schema(schema: Any) -> Any:
+    """A copy of ``schema`` for ``BoundedValidator``: without ``$schema`` anywhere, since
+    jsonschema validates a subschema that names its dialect with that dialect's stock
+    validator (Python's ``re`` again); every schema here is read as Draft 2020-12."""
+    copied = copy.deepcopy(schema)
+    for node in schema_objects(copied):
+        node.pop("$schema", None)
+    return copied
+
+
 def check_patterns(schema: Any) -> str | None:
     """What is wrong with the schema's patterns for ``BoundedValidator``, or None: every
     pattern must compile, and ``unevaluatedProperties`` may not sit beside
     ``patternProperties`` (``jsonschema`` would run those patterns unbounded)."""
-    for node in schema_objects(schema):
+    nodes = list(schema_objects(schema))
+    # jsonschema finds the keys patternProperties evaluated, anywhere below (allOf, $ref,
+    # if, dependentSchemas), with Python's re.
+    if any("unevaluatedProperties" in n for n in nodes) and any(
+        "patternProperties" in n for n in nodes
+    ):
+        return "unevaluatedProperties in a schema with patternProperties is not supported"
+    for node in nodes:
         patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
         pattern_props = node.get("patternProperties")
         if isinstance(pattern_props, dict):
             patterns += list(pattern_props)
-            if "unevaluatedProperties" in node:
-                return "unevaluatedProperties beside patternProperties is not supported"
         for pattern in patterns:
             try:
                 regex.compile(pattern)
@@ -150,4 +190,12 @@ def schema_objects(schema: Any) -> Iterator[dict[str, Any]]:
                     stack.append((value, key in _SCHEMA_MAPS))
 
 
-__all__ = ["PATTERN_SECONDS", "BoundedValidator", "check_patterns", "schema_objects", "search"]
+__all__ = [
+    "PATTERN_SECONDS",
+    "BoundedValidator",
+    "bounded_schema",
+    "check_patterns",
+    "pattern_budget",
+    "schema_objects",
+    "search",
+]
