@@ -190,8 +190,6 @@ ALLOWED = {
     # Memos of constant data: a model class's field names; immutable SQL statements (their
     # text holds no tenant's data: names of FTS tables are hashes, values are bound).
     "core/construct.py": {"_FIELDS"},
-    # The sandbox a context template runs in: configured once (filters, bounds), holds no data.
-    "engine/context/render.py": {"_ENV"},
     "store/statements.py": {"@statement"},
 }
 MUTABLE_CALLS = {"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter"}

@@ -190,7 +190,22 @@ def test_template_is_sandboxed(template: str) -> None:
     [
         ("{{ 1/0 }}", "ZeroDivisionError"),
         ('{{ "%d" % "x" }}', "TypeError"),
-        ("{{ 10**5000 }}", "exponent over 256"),
+        ("{{ 10**5000 }}", "power of more than 10,000 bits"),
+        ("{{ (((10**256)**256)**256) }}", "power of more than 10,000 bits"),
+        ('{{ "%05000000d" % 1 }}', "field wider than"),
+        ('{{ "x".ljust(5000000) }}', "padding to over"),
+        ('{{ ("x" * 1000000).replace("x", "yy") }}', "a replace making over"),
+        ('{{ "a"|indent(100000000) }}', "indent wider than"),
+        # A loop that calls nothing is stopped by the watchdog, not by a call's check.
+        (
+            '{% set s = "x" * 12000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}',
+            "ran over 1 s",
+        ),
+        (
+            '{% set ns = namespace(a="x" * 1000) %}{% for i in range(30) %}'
+            "{% set ns.a = ns.a ~ ns.a %}{% endfor %}{{ ns.a | length }}",
+            "MB of memory",
+        ),
         ('{{ "x" * 100000000 }}', "repetition over 1,000,000"),
         ("{% for i in range(100000000) %}x{% endfor %}", "MAX_RANGE"),
         ("{% for i in range(100000) %}{{ 'x' * 900000 }}{% endfor %}", "over 1,000,000 char"),

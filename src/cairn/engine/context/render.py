@@ -21,11 +21,20 @@ from typing import Any
 
 import jinja2
 from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from cairn.core.memory import ContextItem, ContextResult
 from cairn.core.tokens import Tokenizer
 from cairn.engine.context.packing import Overhead
+from cairn.engine.context.sandbox import (
+    DEADLINE_VAR,
+    MAX_RENDER_CHARS,
+    MAX_RENDER_SECONDS,
+    BoundedEnvironment,
+    bounded_center,
+    bounded_indent,
+    check_deadline,
+    watched,
+)
 from cairn.errors import InvalidInput
 
 BLOCK_OPEN = "<recalled-memory>"
@@ -140,66 +149,14 @@ def _item_vars(item: ContextItem) -> dict[str, Any]:
     }
 
 
-# What one rendering may spend: a template is the caller's code, run in the server.
-MAX_RENDER_CHARS = 1_000_000  # output, and any one string or list a template builds
-MAX_RENDER_SECONDS = 1.0
-MAX_EXPONENT = 256
-
-
-class _BoundedEnvironment(ImmutableSandboxedEnvironment):
-    """The sandbox, plus bounds on what a template can make the server do: repetition
-    (``"x" * n``) and powers (``10 ** n``) stay small, and a rendering that runs past its time
-    is stopped at its next call (every loop over ``range`` calls it)."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        huge_power = (
-            operator == "**"
-            and isinstance(right, int)
-            and abs(right) > MAX_EXPONENT
-            and isinstance(left, int | float)
-            and abs(left) > 1
-        )
-        if huge_power:
-            raise SecurityError(f"an exponent over {MAX_EXPONENT} is not allowed")
-        if operator == "*" and _repeated_size(left, right) > MAX_RENDER_CHARS:
-            raise SecurityError(f"a repetition over {MAX_RENDER_CHARS:,} items is not allowed")
-        return super().call_binop(context, operator, left, right)
-
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_deadline(__context.get(DEADLINE_VAR))
-        return super().call(__context, __obj, *args, **kwargs)
-
-
-# The rendering's deadline, passed as a variable no template can name or assign (a hyphen).
-DEADLINE_VAR = "cairn-deadline"
-
-
-def _repeated_size(left: Any, right: Any) -> int:
-    """How many items ``left * right`` makes when it repeats a string or a sequence."""
-    for seq, n in ((left, right), (right, left)):
-        if isinstance(seq, str | list | tuple) and isinstance(n, int):
-            return len(seq) * n
-    return 0
-
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.monotonic() > deadline:
-        raise SecurityError(f"the template ran over {MAX_RENDER_SECONDS:g} s")
-
-
-def _bounded_center(value: Any, width: int = 80) -> str:
-    return str(value).center(min(int(width), MAX_RENDER_CHARS))
-
-
 # Configured once and never changed (no loader, so nothing is cached in it): every renderer
 # compiles its own template from it.
-_ENV = _BoundedEnvironment(
+_ENV = BoundedEnvironment(
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True
 )
 _ENV.filters["escape_memory"] = escape_text
-_ENV.filters["center"] = _bounded_center
+_ENV.filters["center"] = bounded_center
+_ENV.filters["indent"] = bounded_indent
 
 
 class TemplateRenderer:
@@ -228,8 +185,9 @@ class TemplateRenderer:
     def render(self, result: ContextResult) -> str:
         """The rendering; a template that fails, or outgrows its bounds (size, time), is a
         422 ``template_error`` (``render_too_large`` past ``max_chars``), never a 500."""
+        deadline = time.monotonic() + MAX_RENDER_SECONDS
         try:
-            text = self._bounded_text(result)
+            text = watched(lambda: self._bounded_text(result, deadline), deadline)
         except InvalidInput:
             raise
         except SecurityError as exc:
@@ -238,17 +196,23 @@ class TemplateRenderer:
             ) from exc
         except jinja2.TemplateError as exc:
             raise InvalidInput(f"template failed: {exc}", code="template_error") from exc
-        except (ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
+        except (
+            ArithmeticError,
+            TypeError,
+            ValueError,
+            LookupError,
+            AttributeError,
+            MemoryError,
+        ) as exc:
             # The template's own mistake ({{ 1/0 }}, "%d" % "x"): the caller's to fix.
             raise InvalidInput(
                 f"template failed: {type(exc).__name__}: {exc}", code="template_error"
             ) from exc
         return _check_size(text, self.max_chars)
 
-    def _bounded_text(self, result: ContextResult) -> str:
+    def _bounded_text(self, result: ContextResult, deadline: float) -> str:
         """The rendered text, built chunk by chunk and stopped once it is longer than
         ``max_chars`` (or ``MAX_RENDER_CHARS``) could allow."""
-        deadline = time.monotonic() + MAX_RENDER_SECONDS
         chunks = self._template.generate(
             {
                 "items": [_item_vars(i) for i in result.items],
@@ -271,5 +235,5 @@ class TemplateRenderer:
             if size > MAX_RENDER_CHARS:
                 raise SecurityError(f"the rendering is over {MAX_RENDER_CHARS:,} characters")
             parts.append(chunk)
-            _check_deadline(deadline)
+            check_deadline(deadline)
         return "".join(parts)

@@ -1,0 +1,185 @@
+"""The bounds of a custom context template: the caller's code, run in the server.
+
+Jinja2's sandbox keeps a template from reaching Python's internals; these keep it from
+spending the server. A rendering may take ``MAX_RENDER_SECONDS`` and grow the process by
+``MAX_RENDER_BYTES``: a watchdog thread stops it past either (an exception raised in the
+rendering thread, which takes effect between two Python steps, so it also stops a loop that
+calls nothing). Single steps that could be huge on their own are refused before they run:
+a repetition (``"x" * n``) or padding (``ljust``, ``center``, ``zfill``, ``%``/``format``
+widths) over ``MAX_RENDER_CHARS``, a power of more than ``MAX_POWER_BITS`` bits, a ``replace``
+that would outgrow the limit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+T = TypeVar("T")
+
+MAX_RENDER_CHARS = 1_000_000  # output, and any one string or list a template builds
+MAX_RENDER_SECONDS = 1.0
+MAX_RENDER_BYTES = 256 * 1024 * 1024  # growth of the process while one rendering runs
+MAX_POWER_BITS = 10_000
+# The rendering's deadline, passed as a variable no template can name or assign (a hyphen).
+DEADLINE_VAR = "cairn-deadline"
+_WIDTH = re.compile(r"(\d+)")
+_PADDING = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})
+
+
+class RenderStopped(BaseException):
+    """Raised in a rendering thread by its watchdog (a BaseException: no template or library
+    code on the way may swallow it)."""
+
+
+class BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """The immutable sandbox with the bounds of this module's docstring."""
+
+    intercepted_binops = frozenset({"*", "**", "%"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and _power_bits(left, right) > MAX_POWER_BITS:
+            raise SecurityError(f"a power of more than {MAX_POWER_BITS:,} bits is not allowed")
+        if operator == "*" and _repeated_size(left, right) > MAX_RENDER_CHARS:
+            raise SecurityError(f"a repetition over {MAX_RENDER_CHARS:,} items is not allowed")
+        if operator == "%" and isinstance(left, str):
+            _check_widths(left)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        check_deadline(__context.get(DEADLINE_VAR))
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, str):
+            _check_str_call(owner, getattr(__obj, "__name__", ""), args)
+        return super().call(__context, __obj, *args, **kwargs)
+
+
+def _power_bits(left: Any, right: Any) -> float:
+    if not (isinstance(left, int | float) and isinstance(right, int | float)):
+        return 0.0
+    if right <= 0 or abs(left) <= 1:
+        return 0.0
+    return float(right) * math.log2(abs(left))
+
+
+def _repeated_size(left: Any, right: Any) -> int:
+    """How many items ``left * right`` makes when it repeats a string or a sequence."""
+    for seq, n in ((left, right), (right, left)):
+        if isinstance(seq, str | list | tuple) and isinstance(n, int):
+            return len(seq) * n
+    return 0
+
+
+def _check_widths(text: str) -> None:
+    """A format string's field widths (``%05000000d``, ``{:>9999999}``) stay within bounds."""
+    if any(int(w) > MAX_RENDER_CHARS for w in _WIDTH.findall(text) if len(w) <= 12) or any(
+        len(w) > 12 for w in _WIDTH.findall(text)
+    ):
+        raise SecurityError(f"a field wider than {MAX_RENDER_CHARS:,} is not allowed")
+
+
+def _check_str_call(text: str, name: str, args: tuple[Any, ...]) -> None:
+    if name in _PADDING and any(isinstance(a, int) and a > MAX_RENDER_CHARS for a in args):
+        raise SecurityError(f"padding to over {MAX_RENDER_CHARS:,} characters is not allowed")
+    if name in ("format", "format_map"):
+        _check_widths(text)
+    if name == "replace" and len(args) >= 2 and isinstance(args[0], str):
+        grown = (
+            len(text) + text.count(args[0]) * len(str(args[1]))
+            if args[0]
+            else len(text) * (1 + len(str(args[1])))
+        )
+        if grown > MAX_RENDER_CHARS:
+            raise SecurityError(f"a replace making over {MAX_RENDER_CHARS:,} characters")
+
+
+def check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise SecurityError(f"the template ran over {MAX_RENDER_SECONDS:g} s")
+
+
+def bounded_center(value: Any, width: int = 80) -> str:
+    return str(value).center(min(int(width), MAX_RENDER_CHARS))
+
+
+def bounded_indent(value: Any, width: Any = 4, first: bool = False, blank: bool = False) -> str:
+    """Jinja's ``indent`` with a width of at most 1,000 (a number of spaces) or a short prefix."""
+    from jinja2.filters import do_indent
+
+    if (isinstance(width, int) and width > 1000) or (isinstance(width, str) and len(width) > 1000):
+        raise SecurityError("an indent wider than 1,000 is not allowed")
+    return str(do_indent(value, width, first, blank))
+
+
+def watched(render: Callable[[], T], deadline: float) -> T:
+    """``render()`` in this thread, stopped (``SecurityError``) once it runs past ``deadline``
+    or grows the process by more than ``MAX_RENDER_BYTES``."""
+    target = threading.get_ident()
+    done = threading.Event()
+    lock = threading.Lock()
+    fired: list[str] = []
+    start = _rss()
+
+    def watch() -> None:
+        while not done.wait(0.01):
+            why = "time" if time.monotonic() > deadline else ""
+            why = why or ("memory" if _rss() - start > MAX_RENDER_BYTES else "")
+            if why:
+                with lock:
+                    if not done.is_set():
+                        fired.append(why)
+                        _raise_in(target, RenderStopped)
+                return
+
+    watcher = threading.Thread(target=watch, name="cairn-template-watchdog", daemon=True)
+    watcher.start()
+    try:
+        try:
+            return render()
+        finally:
+            with lock:
+                done.set()
+                if fired:
+                    _raise_in(target, None)  # clear it if it has not been raised yet
+            watcher.join()
+    except RenderStopped:
+        if fired and fired[0] == "memory":
+            raise SecurityError(
+                f"the template used over {MAX_RENDER_BYTES // 2**20} MB of memory"
+            ) from None
+        raise SecurityError(f"the template ran over {MAX_RENDER_SECONDS:g} s") from None
+
+
+def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc is not None else None
+    )
+
+
+def _rss() -> int:
+    """This process's resident memory in bytes (Linux), 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+__all__ = [
+    "DEADLINE_VAR",
+    "MAX_RENDER_CHARS",
+    "MAX_RENDER_SECONDS",
+    "BoundedEnvironment",
+    "bounded_center",
+    "bounded_indent",
+    "check_deadline",
+    "watched",
+]
