@@ -125,3 +125,51 @@ def test_a_subject_copied_within_one_database_loses_nothing(backend_client: Test
     # Importing the same records again changes nothing.
     result = _ok(client.post("/v1/subjects/dst/import", json={"records": lines}))
     assert sum(result["imported"].values()) == 0 and result["skipped"] == len(lines)
+
+
+def test_a_reference_whose_target_never_comes_points_into_no_other_subject(
+    backend_client: TestClient,
+) -> None:
+    """Import only the old version of a corrected memory: its ``superseded_by`` must not name
+    the source subject's new version (whose history would then list the copy)."""
+    client = backend_client
+    _ok(client.post("/v1/episodes", json=_episode("src", "I work at the FBI in Washington.")), 201)
+    made = _ok(client.post("/v1/memories/compile", json={"subject_id": "src"}))["memories"]
+    fact = next(m for m in made if m["kind"] == "profile_fact")
+    new = _ok(client.patch(f"/v1/memories/{fact['id']}", json={"content": "User works at NASA"}))
+    lines = [json.loads(x) for x in client.get("/v1/subjects/src/export").text.splitlines()]
+    old_only = [r for r in lines[1:] if r["type"] == "episode" or r["row"]["id"] == fact["id"]]
+    _ok(client.post("/v1/subjects/dst/import", json={"records": old_only}))
+    history = _ok(client.get(f"/v1/memories/{new['id']}"))
+    assert [m["id"] for m in history["replaces"]] == [fact["id"]]  # the source's own chain
+    copy = next(
+        m
+        for m in _ok(client.get("/v1/timeline", params={"subject_id": "dst"}))["memories"]
+        if m["content"] == fact["content"]
+    )
+    assert copy["superseded_by"] not in (new["id"], fact["id"])
+    # The rest arrives later: the link is made then.
+    _ok(client.post("/v1/subjects/dst/import", json={"records": lines[1:]}))
+    chain = _ok(client.get(f"/v1/memories/{copy['id']}"))
+    assert chain["replaced_by"][0]["content"] == "User works at NASA"
+    assert chain["replaced_by"][0]["metadata"]["correction"]["replaces"] == copy["id"]
+
+
+def test_a_memory_the_subject_already_holds_takes_the_links(backend_client: TestClient) -> None:
+    """When the importing subject already has a record's content (under another id), the
+    imported versions link to that stored memory, not to an id that was never stored."""
+    client = backend_client
+    text = "I work at the FBI in Washington."
+    for subject in ("src", "dst"):
+        _ok(client.post("/v1/episodes", json=_episode(subject, text)), 201)
+    made = _ok(client.post("/v1/memories/compile", json={"subject_id": "src"}))["memories"]
+    _ok(client.post("/v1/memories/compile", json={"subject_id": "dst"}))
+    fact = next(m for m in made if m["kind"] == "profile_fact")
+    _ok(client.patch(f"/v1/memories/{fact['id']}", json={"content": "User works at NASA"}))
+    lines = [json.loads(x) for x in client.get("/v1/subjects/src/export").text.splitlines()]
+    _ok(client.post("/v1/subjects/dst/import", json={"records": lines[1:]}))
+    mine = _ok(client.get("/v1/timeline", params={"subject_id": "dst", "limit": 100}))["memories"]
+    held = next(m for m in mine if m["content"] == fact["content"])
+    nasa = next(m for m in mine if m["content"] == "User works at NASA")
+    assert nasa["metadata"]["correction"]["replaces"] == held["id"]
+    assert _ok(client.get(f"/v1/memories/{nasa['id']}"))["replaces"][0]["id"] == held["id"]

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, delete, select, text, update
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
+from cairn.store.episodes import scope_filter
 from cairn.store.memory_rows import row_to_memory
 from cairn.store.memory_vectors import bump_vector_version
 from cairn.store.partitions import PartitionSelector, erase, partitions
@@ -52,7 +53,7 @@ class LifecycleRepository(Repository):
             row = conn.execute(
                 select(*_COLUMNS)
                 .where(
-                    t.c.tenant_id == tenant_id,
+                    scope_filter(t, tenant_id, memory.scope),  # a chain stays in its subject
                     t.c.superseded_by == current.id,
                     t.c.status != "deleted",
                 )
@@ -75,7 +76,7 @@ class LifecycleRepository(Repository):
         current = memory
         while current.superseded_by is not None and len(out) < MAX_CHAIN:
             nxt = self.memory(tenant_id, current.superseded_by)
-            if nxt is None or nxt.id in seen:
+            if nxt is None or nxt.id in seen or nxt.scope != memory.scope:
                 break
             seen.add(nxt.id)
             out.append(nxt)

@@ -125,7 +125,7 @@ class TransferRepository(Repository):
                     self.db.fts.ensure(conn, fts.MEMORIES, tenant_id)
                     self.db.fts.ensure(conn, fts.CHUNKS, tenant_id)
                 self._refuse_foreign_ids(conn, tenant_id, rows)
-                moved = place_memories(conn, tenant_id, scope, rows["memory"])
+                olds = place_memories(conn, tenant_id, scope, rows["memory"])
                 for kind, table in TABLES.items():
                     for row in rows[kind]:
                         if table is memories and self.db.is_sqlite:
@@ -133,7 +133,7 @@ class TransferRepository(Repository):
                             row["search_stems"] = row_stems(analysed, row.get("metadata"))
                         stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
                         counts[kind] += int(conn.execute(stmt).rowcount or 0)
-                repair_references(conn, tenant_id, scope, moved)
+                repair_references(conn, tenant_id, scope, rows["memory"], olds)
                 counts |= restore_slates(conn, self.db.insert, tenant_id, scope, rows)
         except (StatementError, DBAPIError) as exc:
             if isinstance(exc, DBAPIError) and exc.connection_invalidated:

@@ -8,9 +8,13 @@ learn, from a refusal, whether the other tenant holds a memory. So a record keep
 when it is the id this partition derives for it (a subject restored where it was, or into
 another Cairn under the same tenant and subject id); any other record is stored under its
 **moved** id, a function of the importing partition and the old id alone
-(``moved_memory_id``), which no other tenant's memory can have. References between memories
-(``superseded_by``, a correction's ``replaces``) follow their record, whichever call of a
-paged import brings it.
+(``moved_memory_id``), which no other tenant's memory can have.
+
+References between memories (``superseded_by``, a correction's ``replaces``) follow their
+target, whichever call of a paged import brings it: a reference to a record not seen yet
+points at the target's moved id (never at the old id, which may be another subject's
+memory), and is pointed back at the old id if the target, when it comes, keeps it — or at the
+stored memory, if the partition already held the target's content under another id.
 """
 
 from __future__ import annotations
@@ -18,87 +22,120 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, case, select, update
 
 from cairn.core.memories import memory_id, moved_memory_id
 from cairn.core.scope import Scope
 from cairn.store.episodes import scope_filter
 from cairn.store.schema import memories
 
+t = memories
+
 
 def place_memories(
     conn: Connection, tenant_id: str, scope: Scope, rows: list[dict[str, Any]]
-) -> dict[uuid.UUID, uuid.UUID]:
+) -> list[uuid.UUID]:
     """Give decoded memory ``rows`` their ids in the partition and point their references at
-    the ids their targets have (or will have); returns ``old id → moved id`` of the rows moved,
-    for ``repair_references`` after they are inserted."""
-    moved = {
-        row["id"]: moved_memory_id(tenant_id, scope, row["id"])
-        for row in rows
-        if row["id"] != memory_id(tenant_id, scope, row["kind"], row["content_hash"])
-    }
-    kept = {row["id"] for row in rows} - set(moved)
+    the ids their targets have, or will have; returns each row's id as exported."""
+    final: dict[uuid.UUID, uuid.UUID] = {}
+    olds = [row["id"] for row in rows]
+    for old, row in zip(olds, rows, strict=True):
+        derived = memory_id(tenant_id, scope, row["kind"], row["content_hash"])
+        final[old] = old if old == derived else moved_memory_id(tenant_id, scope, old)
+    named = {r for row in rows for r in _references(row)} - set(final)
+    stored = _stored_ids(conn, tenant_id, scope, named)
 
     def target(old: uuid.UUID) -> uuid.UUID:
-        if old in moved:
-            return moved[old]
-        if old in kept:
-            return old
-        # Brought by an earlier call: stored moved, or under its own id. Not brought yet: its
-        # own id for now, repaired when it comes (``repair_references``) if it moves.
-        other = moved_memory_id(tenant_id, scope, old)
-        return other if _stored(conn, tenant_id, scope, other) else old
+        if old in final:
+            return final[old]
+        return old if old in stored else moved_memory_id(tenant_id, scope, old)
 
-    for row in rows:
-        row["id"] = moved.get(row["id"], row["id"])
+    for old, row in zip(olds, rows, strict=True):
+        row["id"] = final[old]
         if row.get("superseded_by") is not None:
             row["superseded_by"] = target(row["superseded_by"])
-        correction = row["metadata"].get("correction")
-        if isinstance(correction, dict) and isinstance(correction.get("replaces"), str):
-            try:
-                replaces = uuid.UUID(correction["replaces"])
-            except ValueError:
-                continue
-            row["metadata"] = {
-                **row["metadata"],
-                "correction": {**correction, "replaces": str(target(replaces))},
-            }
-    return moved
+        replaces = _replaces(row)
+        if replaces is not None:
+            correction = {**row["metadata"]["correction"], "replaces": str(target(replaces))}
+            row["metadata"] = {**row["metadata"], "correction": correction}
+    return olds
 
 
 def repair_references(
-    conn: Connection, tenant_id: str, scope: Scope, moved: dict[uuid.UUID, uuid.UUID]
+    conn: Connection,
+    tenant_id: str,
+    scope: Scope,
+    rows: list[dict[str, Any]],
+    olds: list[uuid.UUID],
 ) -> None:
-    """Point rows of earlier import calls that named a moved record by its old id at its new
-    one: ``superseded_by`` of the versions it replaced, and the ``replaces`` of the
-    correction that replaced it."""
-    t = memories
-    for old, new in moved.items():
+    """After the rows are inserted: point references that earlier calls (or this one) made to a
+    target's moved id at where the target really is — its own id when it kept it, or the
+    stored memory with its content when the partition held that already."""
+    where = scope_filter(t, tenant_id, scope)
+    inserted = _stored_ids(conn, tenant_id, scope, {row["id"] for row in rows})
+    remap: dict[uuid.UUID, uuid.UUID] = {}
+    for old, row in zip(olds, rows, strict=True):
+        placed = row["id"]
+        if placed not in inserted:  # the partition held its content under another id
+            held = conn.execute(
+                select(t.c.id).where(
+                    where, t.c.kind == row["kind"], t.c.content_hash == row["content_hash"]
+                )
+            ).scalar()
+            if held is not None and held != placed:
+                remap[placed] = held
+        pending = moved_memory_id(tenant_id, scope, old)
+        final = remap.get(placed, placed)
+        if pending != final:
+            remap[pending] = final
+    if not remap:
+        return
+    conn.execute(
+        update(t)
+        .where(where, t.c.superseded_by.in_(list(remap)))
+        .values(superseded_by=case(remap, value=t.c.superseded_by))
+    )
+    # A correction names what it replaced in its metadata.
+    names = {str(a): str(b) for a, b in remap.items()}
+    replaces = t.c.metadata["correction"]["replaces"].as_string()
+    for row_id, metadata in conn.execute(
+        select(t.c.id, t.c.metadata).where(where, replaces.in_(list(names)))
+    ).all():
+        correction = metadata["correction"]
+        fixed = {**correction, "replaces": names[correction["replaces"]]}
         conn.execute(
-            update(t)
-            .where(scope_filter(t, tenant_id, scope), t.c.superseded_by == old)
-            .values(superseded_by=new)
+            update(t).where(t.c.id == row_id).values(metadata={**metadata, "correction": fixed})
         )
-        newer = conn.execute(
-            select(t.c.superseded_by).where(scope_filter(t, tenant_id, scope), t.c.id == new)
-        ).scalar()
-        if newer is None:
-            continue
-        row = conn.execute(
-            select(t.c.id, t.c.metadata).where(scope_filter(t, tenant_id, scope), t.c.id == newer)
-        ).first()
-        if row is None:
-            continue
-        correction = (row.metadata or {}).get("correction")
-        if isinstance(correction, dict) and correction.get("replaces") == str(old):
-            metadata = {**row.metadata, "correction": {**correction, "replaces": str(new)}}
-            conn.execute(update(t).where(t.c.id == row.id).values(metadata=metadata))
 
 
-def _stored(conn: Connection, tenant_id: str, scope: Scope, memory: uuid.UUID) -> bool:
-    t = memories
-    stmt = select(t.c.id).where(scope_filter(t, tenant_id, scope), t.c.id == memory)
-    return conn.execute(stmt).first() is not None
+def _references(row: dict[str, Any]) -> list[uuid.UUID]:
+    found = [row["superseded_by"]] if row.get("superseded_by") is not None else []
+    replaces = _replaces(row)
+    return [*found, replaces] if replaces is not None else found
+
+
+def _replaces(row: dict[str, Any]) -> uuid.UUID | None:
+    correction = row["metadata"].get("correction")
+    if not isinstance(correction, dict) or not isinstance(correction.get("replaces"), str):
+        return None
+    try:
+        return uuid.UUID(correction["replaces"])
+    except ValueError:
+        return None
+
+
+def _stored_ids(
+    conn: Connection, tenant_id: str, scope: Scope, ids: set[uuid.UUID]
+) -> set[uuid.UUID]:
+    """Those of ``ids`` stored in the partition."""
+    found: set[uuid.UUID] = set()
+    wanted = list(ids)
+    for start in range(0, len(wanted), 500):
+        stmt = select(t.c.id).where(
+            scope_filter(t, tenant_id, scope), t.c.id.in_(wanted[start : start + 500])
+        )
+        found.update(conn.execute(stmt).scalars())
+    return found
 
 
 __all__ = ["place_memories", "repair_references"]
