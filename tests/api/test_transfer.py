@@ -90,6 +90,11 @@ def fill(client: TestClient) -> dict[str, Any]:
     for text in ("green tea every morning, никакого кофе", "茉莉花茶 after lunch, always hot"):
         for _ in range(2):
             _ok(client.post(likes, params={"user_id": SUBJECT}, json={"content": text}))
+    # One write that evicts several entries at once (same file, same time: alike but for
+    # their text, and each must be restored).
+    big = " ".join(f"word{i}" for i in range(14))
+    evicted = _ok(client.post(likes, params={"user_id": SUBJECT}, json={"content": big}))
+    assert len(evicted["evictions"]) >= 2, evicted
     skipped = client.post(
         likes,
         params={"user_id": SUBJECT},
@@ -209,6 +214,8 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
         {"type": "slate", "row": {**slate["row"], "files": []}},
         {"type": "slate", "row": {**slate["row"], "entries": [{"file": "likes.md"}]}},
         {"type": "slate", "row": {**slate["row"], "clock": "late"}},
+        {"type": "slate", "row": {**slate["row"], "usage": slate["row"]["usage"] + 1}},
+        {"type": "slate", "row": {**slate["row"], "entries": []}},  # files counted, no entries
         {"type": "slate_eviction", "row": {"ladder": "web-notes"}},
     ]
     for bad in bad_rows:

@@ -14,10 +14,10 @@ one is skipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Table, and_, select
+from sqlalchemy import Connection, Table, func, select
 
 from cairn.core.scope import Scope
 from cairn.errors import InvalidInput
@@ -34,9 +34,6 @@ from cairn.store.transfer_values import decode_values, jsonable
 HISTORY: dict[str, Table] = {"slate_eviction": slate_evictions, "slate_skip": slate_skips}
 SLATE_TYPES = ("slate", *HISTORY)
 _INTERNAL = {"id", "folder_id", "tenant_id", "runtime_id", "user_id", "agent_id"}
-# What identifies a history row when it carries no id of its own.
-_HISTORY_KEY = ("ladder", "slate", "folder", "file", "run_id")
-_HISTORY_TIME = {"slate_eviction": "evicted_at", "slate_skip": "created_at"}
 PAGE = 200
 
 
@@ -45,19 +42,26 @@ def _columns(table: Table) -> dict[str, Any]:
 
 
 def export_slates(read: Any, tenant_id: str, scope: Scope) -> Iterator[dict[str, Any]]:
-    """The partition's slate records; ``read()`` opens a read transaction (one per page)."""
-    for conn, folders in _pages(read, slate_folders, tenant_id, scope):
-        yield from [_folder_record(conn, f._mapping) for f in folders]
+    """The partition's slate records; ``read()`` opens a read transaction (one per page, closed
+    before its records are handed on: a slow reader holds no transaction open)."""
+    yield from _pages(read, slate_folders, tenant_id, scope, _folder_records)
     for kind, table in HISTORY.items():
-        for _, rows in _pages(read, table, tenant_id, scope):
-            yield from ({"type": kind, "row": _public(table, r._mapping)} for r in rows)
+
+        def history(conn: Connection, rows: list[Any], kind: str = kind) -> list[dict[str, Any]]:
+            return [{"type": kind, "row": _public(HISTORY[kind], r._mapping)} for r in rows]
+
+        yield from _pages(read, table, tenant_id, scope, history)
 
 
 def _pages(
-    read: Any, table: Table, tenant_id: str, scope: Scope
-) -> Iterator[tuple[Connection, list[Any]]]:
-    """The partition's rows of ``table`` in id order, a page at a time, each with the open
-    connection of its read (a caller reads what hangs off the rows in the same snapshot)."""
+    read: Any,
+    table: Table,
+    tenant_id: str,
+    scope: Scope,
+    records: Callable[[Connection, list[Any]], list[dict[str, Any]]],
+) -> Iterator[dict[str, Any]]:
+    """The records of the partition's rows of ``table`` in id order, a page at a time, each
+    page built in its own read (what hangs off the rows is read in the same snapshot)."""
     after = 0
     while True:
         with read() as conn:
@@ -67,10 +71,15 @@ def _pages(
                 .order_by(table.c.id)
                 .limit(PAGE)
             ).all()
-            yield conn, list(rows)
+            page = records(conn, list(rows))
+        yield from page
         if len(rows) < PAGE:
             return
         after = rows[-1].id
+
+
+def _folder_records(conn: Connection, folders: list[Any]) -> list[dict[str, Any]]:
+    return [_folder_record(conn, f._mapping) for f in folders]
 
 
 def _public(table: Table, row: Any) -> dict[str, Any]:
@@ -114,7 +123,30 @@ def decode_slate(row: dict[str, Any], index: int) -> dict[str, Any]:
             f"record {index}: entries of a file the folder does not have: {', '.join(strays)}",
             code="invalid_import",
         )
+    _check_counts(folder, index)
     return folder
+
+
+def _check_counts(folder: dict[str, Any], index: int) -> None:
+    """The counters a write relies on add up: a file's tokens and bytes are its entries',
+    the folder's usage its files' (a file counted full with nothing in it could never be
+    made to fit its limit again)."""
+    for f in folder["files"]:
+        entries = [e for e in folder["entries"] if e["file"] == f["name"]]
+        size = sum(len(e["content"].encode()) for e in entries)
+        if f.get("tokens", 0) < 0 or (entries and f.get("bytes", size) < 0):
+            raise InvalidInput(f"record {index}: negative counts", code="invalid_import")
+        if not entries and (f.get("tokens", 0) or f.get("bytes", 0)):
+            raise InvalidInput(
+                f"record {index}: file {f['name']!r} counts tokens but holds no entry",
+                code="invalid_import",
+            )
+    usage = folder.get("usage", 0)
+    if usage != sum(f.get("tokens", 0) for f in folder["files"]):
+        raise InvalidInput(
+            f"record {index}: the folder's usage is not the sum of its files' tokens",
+            code="invalid_import",
+        )
 
 
 def _decode_part(table: Table, value: Any, index: int) -> dict[str, Any]:
@@ -160,21 +192,31 @@ def restore_slates(
                 conn.execute(table.insert(), [{**r, "folder_id": folder_id} for r in part])
         counts["slate"] += 1
     for kind, table in HISTORY.items():
-        for row in rows.get(kind, []):
-            key = [
-                table.c[k].is_(None) if row.get(k) is None else table.c[k] == row[k]
-                for k in _HISTORY_KEY
-            ]
-            time = _HISTORY_TIME[kind]
-            same = select(table.c.id).where(
-                *(table.c[k] == v for k, v in owner.items()),
-                and_(*key),
-                table.c[time] == row[time],
-            )
-            if conn.execute(same.limit(1)).first() is None:
-                conn.execute(table.insert().values(**row, **owner))
-                counts[kind] += 1
+        counts[kind] = _restore_history(conn, table, owner, rows.get(kind, []))
     return counts
+
+
+def _restore_history(
+    conn: Connection, table: Table, owner: dict[str, Any], rows: list[dict[str, Any]]
+) -> int:
+    """Insert history rows the partition does not hold yet. Such a row has no key of its own,
+    and one write can evict several entries alike (same file and time), so rows are matched
+    on every column and counted: three identical rows in the records and one stored add two."""
+    wanted: dict[tuple[tuple[str, Any], ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        wanted.setdefault(tuple(sorted(row.items())), []).append(row)
+    added = 0
+    for values, group in wanted.items():
+        same = [table.c[k].is_(None) if v is None else table.c[k] == v for k, v in values]
+        held = conn.execute(
+            select(func.count())
+            .select_from(table)
+            .where(*(table.c[k] == v for k, v in owner.items()), *same)
+        ).scalar_one()
+        for row in group[int(held) :]:
+            conn.execute(table.insert().values(**row, **owner))
+            added += 1
+    return added
 
 
 __all__ = [
