@@ -59,6 +59,10 @@ def test_a_deleted_episodes_words_leave_summaries_and_neighbours(
     with backend_services.store.db.engine.connect() as conn:
         rows = conn.execute(text("SELECT content, metadata, search_text FROM memories")).all()
     assert rows and not any("bluebirdquartz" in str(r).lower() for r in rows)
+    # A word the rest of the session says too stays with the neighbours ("hint": turn 4).
+    timeline = _ok(client.get("/v1/timeline", params={"subject_id": "u1", "limit": 100}))
+    near = next(m for m in timeline["memories"] if m["content"].startswith("Assistant: Bergen"))
+    assert "hint" in near["metadata"]["context_terms"].split()
     # The rest of the session is still there, and found by its words.
     hits = _ok(client.get("/v1/memories/search", params={"subject_id": "u1", "q": "pottery"}))
     assert any("pottery" in m["content"] for m in hits["memories"])

@@ -238,10 +238,15 @@ def delete_episode(
 ) -> int:
     """Delete one episode and the memories derived from it alone; how many memories went."""
     episode = get_episode(store, tenant_id, episode_id)
-    # Its words, as its neighbours' memories were indexed (and embedded) with them.
-    words = {w for msg in messages_of(episode) for w in content_terms(msg.text)}
     with store.transaction() as tx:
         tx.compiling.lock_scope(tenant_id, episode.scope)
+        # Its words, as its neighbours' memories were indexed (and embedded) with them: those
+        # the rest of its session does not say too (those stay, whoever's neighbour said them).
+        words = _words_of([episode])
+        if episode.session_id:
+            session = tx.compiling.sessions(tenant_id, episode.scope, [episode])
+            others = [e for e in session.get(episode.session_id, []) if e.id != episode.id]
+            words -= _words_of(others)
         removed = tx.lifecycle.delete_episode(tenant_id, episode_id)
         changed = tx.memories.drop_context_words(
             tenant_id, episode.scope, episode.session_id, words, utcnow()
@@ -250,6 +255,10 @@ def delete_episode(
             tx.lifecycle.bump_vectors(tenant_id, episode.scope)
     _after_erase(store, vectors, tenant_id, [episode.scope])
     return removed
+
+
+def _words_of(episodes: list[Episode]) -> set[str]:
+    return {w for ep in episodes for msg in messages_of(ep) for w in content_terms(msg.text)}
 
 
 def erase_subject(
