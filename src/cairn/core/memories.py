@@ -16,10 +16,18 @@ from cairn.core.scope import Scope
 KINDS = ("turn", "note", "profile_fact", "episode_summary", "procedure")
 
 MemoryStatus = Literal["active", "superseded", "deleted"]
+SUMMARY_CHARS = 200  # a memory's summary, its short form, is at most this long
 
 _NAMESPACE = uuid.UUID("6f0c6d2e-6a34-5c61-9b8e-63616972e000")
 # Ids of imported memories that could not keep theirs (``moved_memory_id``).
 _MOVED = uuid.UUID("5b0b7c52-3f0e-5d2a-8f7e-63616972e001")
+
+
+def validity_problem(valid_from: datetime | None, valid_to: datetime | None) -> str | None:
+    """Why a memory's validity cannot be, or None: it may not end before it starts."""
+    if valid_from is not None and valid_to is not None and valid_to < valid_from:
+        return "valid_to is before valid_from"
+    return None
 
 
 def memory_id(tenant_id: str, scope: Scope, kind: str, content_hash: str) -> uuid.UUID:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.core.analysis import content_terms, cut_text
 from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
-from cairn.core.memories import Memory
+from cairn.core.memories import SUMMARY_CHARS, Memory, validity_problem
 from cairn.core.scope import Scope
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from cairn.engine.compile.drafts import KINDS, memory_id
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 # Metadata derived from the old text: a correction must not keep it (it would index the old
 # words under the new version).
 _DERIVED_FROM_TEXT = ("keywords",)
-SUMMARY_CHARS = 200  # as the compiler cuts a memory's summary
 
 
 @dataclass(frozen=True)
@@ -160,8 +159,9 @@ def _check_changes(old: Memory, row: dict[str, Any]) -> None:
 
 
 def _check_validity(valid_from: datetime | None, valid_to: datetime | None) -> None:
-    if valid_from is not None and valid_to is not None and valid_to < valid_from:
-        raise InvalidInput("valid_to is before valid_from", code="invalid_validity")
+    problem = validity_problem(valid_from, valid_to)
+    if problem is not None:
+        raise InvalidInput(problem, code="invalid_validity")
 
 
 def _corrected_row(

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import httpx
 
 from cairn.core.analysis import cut_text
+from cairn.core.memories import SUMMARY_CHARS
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
 from cairn.engine.compile.heuristic import HeuristicCompiler, messages_of
 from cairn.errors import CairnError, ConfigError
@@ -171,7 +172,7 @@ class LLMCompiler:
                     content=content,
                     source_episode_ids=tuple(e.id for e in eps),
                     valid_from=max(e.occurred_at for e in eps),
-                    summary=cut_text(content, 200),
+                    summary=cut_text(content, SUMMARY_CHARS),
                     confidence=max(0.0, min(1.0, confidence)),
                     session_id=eps[-1].session_id,
                     slot=slot.lower() if slot else None,

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Table, select
 from sqlalchemy.exc import DBAPIError, StatementError
 
-from cairn.core.memories import KINDS
+from cairn.core.memories import KINDS, SUMMARY_CHARS, validity_problem
 from cairn.core.scope import Scope
 from cairn.errors import Conflict, InvalidInput
 from cairn.store import fts
@@ -56,7 +56,6 @@ _LEFT_OUT = {"seq", "embedding", "vector_size", "search_stems"}
 _DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
 PAGE = 500
 MAX_ITEM_KEY = 1024  # as ``PUT /v1/items`` takes it
-MAX_SUMMARY = 200  # as the compilers cut a memory's summary (docs/memories.md)
 _TOMBSTONE_KEYS = ("deleted_at", "deleted_by")  # what forgetting keeps of a memory
 MEMORY_STATUSES = ("active", "superseded", "deleted")
 
@@ -235,8 +234,8 @@ def _memory_problem(row: dict[str, Any]) -> str | None:
         return "confidence must be in [0, 1]"
     if not isinstance(row.get("metadata"), dict):
         return "metadata must be an object"
-    if len(str(row.get("summary", ""))) > MAX_SUMMARY:
-        return f"summary is longer than {MAX_SUMMARY} characters (a memory's short form)"
+    if len(str(row.get("summary", ""))) > SUMMARY_CHARS:
+        return f"summary is longer than {SUMMARY_CHARS} characters (a memory's short form)"
     sources = row.get("source_episode_ids")
     if not isinstance(sources, list) or not sources:
         return "source_episode_ids must list the episodes it was compiled from (never empty)"
@@ -244,7 +243,4 @@ def _memory_problem(row: dict[str, Any]) -> str | None:
         [uuid.UUID(str(x)) for x in sources]
     except ValueError:
         return "source_episode_ids must be UUIDs"
-    start, end = row.get("valid_from"), row.get("valid_to")
-    if start is not None and end is not None and end < start:
-        return "valid_to is before valid_from"
-    return None
+    return validity_problem(row.get("valid_from"), row.get("valid_to"))

@@ -29,7 +29,7 @@ from cairn.core.analysis import content_size, content_terms, cut_text
 from cairn.core.episodes import Episode
 from cairn.core.filler import is_contentless, is_question
 from cairn.core.ids import as_utc
-from cairn.core.memories import Memory
+from cairn.core.memories import SUMMARY_CHARS, Memory
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
 from cairn.engine.compile.text import (
     date_keywords,
@@ -328,7 +328,7 @@ def _summary(session_id: str, episodes: list[Episode], messages: MessageMemo) ->
         content=content,
         source_episode_ids=sources,
         valid_from=start,
-        summary=cut_text(content, 200),
+        summary=cut_text(content, SUMMARY_CHARS),
         confidence=0.6,
         session_id=session_id,
         slot=f"session:{session_id}",
@@ -428,7 +428,7 @@ def _turn(
         content=f"{msg.speaker}: {msg.text}",
         source_episode_ids=(ep.id,),
         valid_from=msg.at,
-        summary=cut_text(msg.text, 200),
+        summary=cut_text(msg.text, SUMMARY_CHARS),
         confidence=turn_confidence(msg.text),
         session_id=ep.session_id,
         refresh=refresh,
@@ -484,7 +484,7 @@ class HeuristicCompiler:
                         content=chunk,
                         source_episode_ids=(ep.id,),
                         valid_from=ep.occurred_at,
-                        summary=cut_text(chunk, 200),
+                        summary=cut_text(chunk, SUMMARY_CHARS),
                         confidence=1.0,
                         session_id=ep.session_id,
                         metadata=_metadata(
