@@ -63,6 +63,12 @@ def test_a_deleted_episodes_words_leave_summaries_and_neighbours(
     timeline = _ok(client.get("/v1/timeline", params={"subject_id": "u1", "limit": 100}))
     near = next(m for m in timeline["memories"] if m["content"].startswith("Assistant: Bergen"))
     assert "hint" in near["metadata"]["context_terms"].split()
+    # The next compile summarises what is left of the session.
+    _ok(client.post("/v1/memories/compile", json={"subject_id": "u1"}))
+    timeline = _ok(client.get("/v1/timeline", params={"subject_id": "u1", "limit": 100}))
+    summaries = [m for m in timeline["memories"] if m["kind"] == "episode_summary"]
+    assert summaries and all("BLUEBIRDQUARTZ" not in m["content"] for m in summaries)
+    assert any("pottery" in m["content"] or "Bergen" in m["content"] for m in summaries)
     # The rest of the session is still there, and found by its words.
     hits = _ok(client.get("/v1/memories/search", params={"subject_id": "u1", "q": "pottery"}))
     assert any("pottery" in m["content"] for m in hits["memories"])

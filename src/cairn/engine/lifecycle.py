@@ -243,11 +243,16 @@ def delete_episode(
         # Its words, as its neighbours' memories were indexed (and embedded) with them: those
         # the rest of its session does not say too (those stay, whoever's neighbour said them).
         words = _words_of([episode])
+        others: list[Episode] = []
         if episode.session_id:
             session = tx.compiling.sessions(tenant_id, episode.scope, [episode])
             others = [e for e in session.get(episode.session_id, []) if e.id != episode.id]
             words -= _words_of(others)
         removed = tx.lifecycle.delete_episode(tenant_id, episode_id)
+        if others:
+            # The session's summary went with the episode it quoted: the next compile of the
+            # partition summarises what is left (through the session's latest episode).
+            tx.compiling.mark_uncompiled([others[-1].id])
         changed = tx.memories.drop_context_words(
             tenant_id, episode.scope, episode.session_id, words, utcnow()
         )
