@@ -252,7 +252,7 @@ def delete_episode(
         if others:
             # The session's summary went with the episode it quoted: the next compile of the
             # partition summarises what is left (through the session's latest episode).
-            tx.compiling.mark_uncompiled([others[-1].id])
+            tx.compiling.mark_compiled([others[-1].id], compiled=False)
         changed = tx.memories.drop_context_words(
             tenant_id, episode.scope, episode.session_id, words, utcnow()
         )

@@ -283,22 +283,14 @@ class CompileQueries(Repository):
             eps.sort(key=lambda e: (e.occurred_at, e.seq))
         return out
 
-    def mark_uncompiled(self, ids: list[uuid.UUID]) -> None:
-        """Have the next compile of the partition take these episodes (and their sessions)
-        again: what was made of them is found by content, and what is new is added."""
+    def mark_compiled(self, ids: list[uuid.UUID], compiled: bool = True) -> None:
+        """Mark the episodes compiled; ``compiled=False`` has the next compile of the
+        partition take them (and their sessions) again: what was made of them is found by
+        content, and what is new is added."""
         conn = self._tx_write
         for start in range(0, len(ids), 500):
             conn.execute(
                 update(episodes)
                 .where(episodes.c.id.in_(ids[start : start + 500]))
-                .values(compiled=False)
-            )
-
-    def mark_compiled(self, ids: list[uuid.UUID]) -> None:
-        conn = self._tx_write
-        for start in range(0, len(ids), 500):
-            conn.execute(
-                update(episodes)
-                .where(episodes.c.id.in_(ids[start : start + 500]))
-                .values(compiled=True)
+                .values(compiled=compiled)
             )

@@ -87,8 +87,7 @@ def _fits(kind: Any, value: Any) -> bool:
     if isinstance(kind, Float):
         return isinstance(value, int | float) and not isinstance(value, bool)
     if isinstance(kind, String):
-        length = getattr(kind, "length", None)
-        return isinstance(value, str) and (length is None or len(value) <= length)
+        return isinstance(value, str)  # (its length is checked before, with its own message)
     if isinstance(kind, JSON):
         return isinstance(value, dict | list)
     return False

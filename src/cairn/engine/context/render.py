@@ -26,13 +26,11 @@ from cairn.core.memory import ContextItem, ContextResult
 from cairn.core.tokens import Tokenizer
 from cairn.engine.context.packing import Overhead
 from cairn.engine.context.sandbox import (
-    DEADLINE_VAR,
     MAX_RENDER_CHARS,
     MAX_RENDER_SECONDS,
     BoundedEnvironment,
     bounded_center,
     bounded_indent,
-    check_deadline,
     watched,
 )
 from cairn.errors import InvalidInput
@@ -187,7 +185,7 @@ class TemplateRenderer:
         422 ``template_error`` (``render_too_large`` past ``max_chars``), never a 500."""
         deadline = time.monotonic() + MAX_RENDER_SECONDS
         try:
-            text = watched(lambda: self._bounded_text(result, deadline), deadline)
+            text = watched(lambda: self._bounded_text(result), deadline)
         except InvalidInput:
             raise
         except SecurityError as exc:
@@ -210,7 +208,7 @@ class TemplateRenderer:
             ) from exc
         return _check_size(text, self.max_chars)
 
-    def _bounded_text(self, result: ContextResult, deadline: float) -> str:
+    def _bounded_text(self, result: ContextResult) -> str:
         """The rendered text, built chunk by chunk and stopped once it is longer than
         ``max_chars`` (or ``MAX_RENDER_CHARS``) could allow."""
         chunks = self._template.generate(
@@ -219,7 +217,6 @@ class TemplateRenderer:
                 "token_count": result.token_count,
                 "truncated": result.truncated,
                 "notice": NOTICE,
-                DEADLINE_VAR: deadline,
             }
         )
         parts: list[str] = []
@@ -235,5 +232,4 @@ class TemplateRenderer:
             if size > MAX_RENDER_CHARS:
                 raise SecurityError(f"the rendering is over {MAX_RENDER_CHARS:,} characters")
             parts.append(chunk)
-            check_deadline(deadline)
         return "".join(parts)

@@ -29,8 +29,6 @@ MAX_RENDER_CHARS = 1_000_000  # output, and any one string or list a template bu
 MAX_RENDER_SECONDS = 1.0
 MAX_RENDER_BYTES = 256 * 1024 * 1024  # growth of the process while one rendering runs
 MAX_POWER_BITS = 10_000
-# The rendering's deadline, passed as a variable no template can name or assign (a hyphen).
-DEADLINE_VAR = "cairn-deadline"
 _WIDTH = re.compile(r"(\d+)")
 _PADDING = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})
 
@@ -55,7 +53,6 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        check_deadline(__context.get(DEADLINE_VAR))
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, str):
             _check_str_call(owner, getattr(__obj, "__name__", ""), args)
@@ -99,11 +96,6 @@ def _check_str_call(text: str, name: str, args: tuple[Any, ...]) -> None:
         )
         if grown > MAX_RENDER_CHARS:
             raise SecurityError(f"a replace making over {MAX_RENDER_CHARS:,} characters")
-
-
-def check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.monotonic() > deadline:
-        raise SecurityError(f"the template ran over {MAX_RENDER_SECONDS:g} s")
 
 
 def bounded_center(value: Any, width: int = 80) -> str:
@@ -174,12 +166,10 @@ def _rss() -> int:
 
 
 __all__ = [
-    "DEADLINE_VAR",
     "MAX_RENDER_CHARS",
     "MAX_RENDER_SECONDS",
     "BoundedEnvironment",
     "bounded_center",
     "bounded_indent",
-    "check_deadline",
     "watched",
 ]
