@@ -3,6 +3,7 @@ it, not in the neighbour words indexed (and embedded) with the turns around it."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -72,3 +73,101 @@ def test_a_deleted_episodes_words_leave_summaries_and_neighbours(
     # The rest of the session is still there, and found by its words.
     hits = _ok(client.get("/v1/memories/search", params={"subject_id": "u1", "q": "pottery"}))
     assert any("pottery" in m["content"] for m in hits["memories"])
+
+
+def _say(client: TestClient, subject: str, lines: list[str]) -> list[str]:
+    """One user turn per episode, a minute apart, in one session; their ids."""
+    ids = []
+    for i, content in enumerate(lines):
+        episode = {
+            "subject_id": subject,
+            "source": "chat",
+            "type": "conversation.turn",
+            "session_id": "s1",
+            "occurred_at": f"2026-03-01T10:{i:02d}:00Z",
+            "payload": {"messages": [{"role": "user", "content": content}]},
+        }
+        ids.append(_ok(client.post("/v1/episodes", json=episode), 201)["id"])
+    _ok(client.post("/v1/memories/compile", json={"subject_id": subject}))
+    return ids
+
+
+def _all(client: TestClient, subject: str) -> list[dict[str, Any]]:
+    """Every stored memory of the subject, in any status (its export)."""
+    r = client.get(f"/v1/subjects/{subject}/export")
+    assert r.status_code == 200, r.text[:400]
+    records = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+    return [rec["row"] for rec in records if rec.get("type") == "memory"]
+
+
+def test_a_stated_name_leaves_with_its_episode(
+    backend_client: TestClient, backend_services: Services
+) -> None:
+    client = backend_client
+    ids = _say(
+        client,
+        "n1",
+        [
+            "Hi there, my name is Zorblax.",
+            "I work at Acme Robotics these days.",
+            "I live in Porto.",
+        ],
+    )
+    facts = [m["content"] for m in _all(client, "n1") if m["kind"] == "profile_fact"]
+    assert "Zorblax works at Acme Robotics" in facts
+    hits = _ok(client.get("/v1/memories/search", params={"subject_id": "n1", "q": "zorblax"}))
+    assert len(hits["memories"]) >= 3  # the name fact, the facts naming them, their turns
+
+    _ok(client.delete(f"/v1/episodes/{ids[0]}"))
+    left = _all(client, "n1")
+    assert not any("zorblax" in json.dumps(m).lower() for m in left)
+    facts = [m["content"] for m in left if m["kind"] == "profile_fact"]
+    assert "User works at Acme Robotics" in facts and "User lives in Porto" in facts
+    hits = _ok(client.get("/v1/memories/search", params={"subject_id": "n1", "q": "zorblax"}))
+    assert hits["memories"] == []
+    hits = _ok(client.get("/v1/memories/search", params={"subject_id": "n1", "q": "Acme"}))
+    assert any(m["content"] == "User works at Acme Robotics" for m in hits["memories"])
+    with backend_services.store.db.engine.connect() as conn:
+        rows = conn.execute(text("SELECT * FROM memories")).all()
+    assert rows and not any("zorblax" in str(r).lower() for r in rows)
+
+
+def test_a_deleted_name_gives_way_to_the_name_still_stated(backend_client: TestClient) -> None:
+    client = backend_client
+    ids = _say(
+        client,
+        "n2",
+        [
+            "My name is Zorblax.",
+            "Actually my name is Quimby, Zorblax was a nickname.",
+            "I work at Acme Robotics.",
+        ],
+    )
+    current = [m for m in _all(client, "n2") if m["status"] == "active"]
+    assert "Quimby works at Acme Robotics" in [m["content"] for m in current]
+    _ok(client.delete(f"/v1/episodes/{ids[1]}"))
+    left = _all(client, "n2")
+    assert [json.dumps(m) for m in left if "quimby" in json.dumps(m).lower()] == []
+    current = {m["content"]: m for m in left if m["status"] == "active"}
+    # The name the user stated before is theirs again, and names the fact.
+    assert "User's name is Zorblax" in current
+    assert "Zorblax works at Acme Robotics" in current
+
+
+def test_a_deleted_update_gives_the_earlier_value_back(backend_client: TestClient) -> None:
+    client = backend_client
+    ids = _say(
+        client, "n3", ["I live in Paris.", "I moved to Berlin.", "I moved to Lisbon.", "Hello!"]
+    )
+    by_content = {m["content"]: m for m in _all(client, "n3")}
+    paris, berlin = by_content["User lives in Paris"], by_content["User lives in Berlin"]
+    lisbon = by_content["User lives in Lisbon"]
+    assert paris["superseded_by"] == berlin["id"] and berlin["superseded_by"] == lisbon["id"]
+    _ok(client.delete(f"/v1/episodes/{ids[1]}"))  # Berlin: Paris was replaced by Lisbon
+    by_content = {m["content"]: m for m in _all(client, "n3")}
+    assert "User lives in Berlin" not in by_content
+    assert by_content["User lives in Paris"]["superseded_by"] == lisbon["id"]
+    _ok(client.delete(f"/v1/episodes/{ids[2]}"))  # Lisbon: Paris holds again
+    paris = {m["content"]: m for m in _all(client, "n3")}["User lives in Paris"]
+    assert paris["status"] == "active" and paris["superseded_by"] is None
+    assert paris["valid_to"] is None

@@ -26,6 +26,7 @@ from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from cairn.engine.compile.drafts import KINDS, memory_id
 from cairn.engine.compile.heuristic import messages_of
 from cairn.engine.compile.text import normalize_for_hash
+from cairn.engine.stated_names import removed_names, unname
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.store import Store
 from cairn.store.partitions import PartitionSelector
@@ -249,6 +250,7 @@ def delete_episode(
             others = [e for e in session.get(episode.session_id, []) if e.id != episode.id]
             words -= _words_of(others)
         removed = tx.lifecycle.delete_episode(tenant_id, episode_id)
+        renamed = unname(tx, tenant_id, episode.scope, removed_names(removed), utcnow())
         if others:
             # The session's summary went with the episode it quoted: the next compile of the
             # partition summarises what is left (through the session's latest episode).
@@ -256,10 +258,10 @@ def delete_episode(
         changed = tx.memories.drop_context_words(
             tenant_id, episode.scope, episode.session_id, words, utcnow()
         )
-        if changed:
+        if changed or renamed:
             tx.lifecycle.bump_vectors(tenant_id, episode.scope)
     _after_erase(store, vectors, tenant_id, [episode.scope])
-    return removed
+    return len(removed)
 
 
 def _words_of(episodes: list[Episode]) -> set[str]:

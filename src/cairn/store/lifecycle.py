@@ -13,13 +13,14 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select, text, update
+from sqlalchemy import Connection, and_, delete, or_, select, text, update
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
 from cairn.store.memory_rows import row_to_memory
+from cairn.store.memory_search import row_stems, search_text
 from cairn.store.memory_vectors import bump_vector_version
 from cairn.store.partitions import PartitionSelector, erase, partitions
 from cairn.store.repository import Repository
@@ -83,6 +84,25 @@ class LifecycleRepository(Repository):
             current = nxt
         return out
 
+    def naming(self, tenant_id: str, scope: Scope, name: str) -> list[Memory]:
+        """The partition's stored memories (any status but tombstones) that carry a stated
+        ``name`` the compiler put in: facts whose subject it is, turns with it among their
+        keywords (callers check the speaker)."""
+        conn = self._tx_read
+        meta = t.c.metadata
+        stmt = select(*_COLUMNS).where(
+            scope_filter(t, tenant_id, scope),
+            t.c.status != "deleted",
+            or_(
+                and_(t.c.kind == "profile_fact", meta["subject"].as_string() == name),
+                and_(
+                    t.c.kind == "turn",
+                    meta["keywords"].as_string().contains(name, autoescape=True),
+                ),
+            ),
+        )
+        return [row_to_memory(r) for r in conn.execute(stmt)]
+
     # -- writes ------------------------------------------------------------------------------
 
     def forget(self, memory: Memory, deleted_by: str, now: datetime) -> None:
@@ -109,9 +129,56 @@ class LifecycleRepository(Repository):
         self.bump_vectors(memory.tenant_id, memory.scope)
         self.purge_index(memory.tenant_id)
 
-    def delete_episode(self, tenant_id: str, episode_id: uuid.UUID) -> int:
+    def rewrite(
+        self,
+        memory: Memory,
+        text: tuple[str, str, dict[str, Any]],
+        content_hash: str | None,
+        now: datetime,
+    ) -> None:
+        """Store new text for ``memory`` in place (no new version: what it said must not stay
+        readable): ``text`` is ``(content, summary, metadata)``, analysed again, and the vector is
+        dropped when the content changed (``content_hash`` given). A rewrite
+        reading like another stored memory of the partition merges into that one."""
+        conn = self._tx_write
+        content, summary, metadata = text
+        values: dict[str, Any] = {"metadata": metadata, "updated_at": now}
+        if content_hash is not None:
+            held = conn.execute(
+                select(t.c.id, t.c.source_episode_ids).where(
+                    scope_filter(t, memory.tenant_id, memory.scope),
+                    t.c.kind == memory.kind,
+                    t.c.content_hash == content_hash,
+                    t.c.id != memory.id,
+                )
+            ).first()
+            if held is not None:
+                known = [str(x) for x in held[1] or []]
+                extra = [str(x) for x in memory.source_episode_ids if str(x) not in known]
+                conn.execute(
+                    update(t).where(t.c.id == held[0]).values(source_episode_ids=known + extra)
+                )
+                conn.execute(
+                    update(t).where(t.c.superseded_by == memory.id).values(superseded_by=held[0])
+                )
+                conn.execute(delete(t).where(t.c.id == memory.id))
+                return
+            values.update(content=content, summary=summary, content_hash=content_hash)
+            seq = select(t.c.seq).where(t.c.id == memory.id).scalar_subquery()
+            conn.execute(delete(memory_embeddings).where(memory_embeddings.c.seq == seq))
+            values["vector_size"] = None
+        analysed = search_text(content, metadata)
+        values["search_text"] = analysed
+        if self.db.is_sqlite:
+            values["search_stems"] = row_stems(analysed, metadata, self.db.porter_stems)
+        conn.execute(update(t).where(t.c.id == memory.id).values(**values))
+
+    def delete_episode(
+        self, tenant_id: str, episode_id: uuid.UUID
+    ) -> list[tuple[str, dict[str, Any]]]:
         """Delete the episode and the memories derived from it alone (the episode is dropped
-        from the sources of the others); returns how many memories were deleted."""
+        from the sources of the others); returns ``(kind, metadata)`` of each memory deleted.
+        A version those memories superseded takes their place (``_reconnect``)."""
         conn = self._tx_write
         row = conn.execute(
             select(episodes_t.c.runtime_id, episodes_t.c.user_id, episodes_t.c.agent_id).where(
@@ -119,23 +186,24 @@ class LifecycleRepository(Repository):
             )
         ).first()
         if row is None:
-            return 0
+            return []
         scope = Scope.model_construct(runtime_id=row[0], user_id=row[1], agent_id=row[2])
         key = str(episode_id)
-        only: list[tuple[uuid.UUID, list[str]]] = []
-        shared: list[tuple[uuid.UUID, list[str]]] = []
-        for mem_id, kind, sources in self._derived_from(conn, tenant_id, scope, key):
+        only: list[tuple[uuid.UUID, str, dict[str, Any]]] = []
+        for mem_id, kind, sources, metadata in self._derived_from(conn, tenant_id, scope, key):
             ids = [str(x) for x in sources]
             if key not in ids:
                 continue  # the text filter is a prefilter; the JSON decides
             rest = [x for x in ids if x != key]
             # A session summary quotes the episode: it goes with it (the next compile of the
             # session summarises what is left).
-            (shared if rest and kind != "episode_summary" else only).append((mem_id, rest))
-        for mem_id, rest in shared:
-            conn.execute(update(t).where(t.c.id == mem_id).values(source_episode_ids=rest))
+            if rest and kind != "episode_summary":
+                conn.execute(update(t).where(t.c.id == mem_id).values(source_episode_ids=rest))
+            else:
+                only.append((mem_id, kind, dict(metadata or {})))
         if only:
-            conn.execute(delete(t).where(t.c.id.in_([m for m, _ in only])))
+            self._reconnect(conn, tenant_id, scope, [m for m, _, _ in only])
+            conn.execute(delete(t).where(t.c.id.in_([m for m, _, _ in only])))
             self.bump_vectors(tenant_id, scope)
         conn.execute(
             delete(episodes_t).where(
@@ -143,12 +211,44 @@ class LifecycleRepository(Repository):
             )
         )
         self.purge_index(tenant_id)
-        return len(only)
+        return [(kind, metadata) for _, kind, metadata in only]
+
+    @staticmethod
+    def _reconnect(
+        conn: Connection, tenant_id: str, scope: Scope, removed: list[uuid.UUID]
+    ) -> None:
+        """Versions superseded by a memory about to be deleted: superseded by what replaced
+        that memory in turn, or current again when nothing did ("I moved to Berlin" deleted,
+        "User lives in Paris" holds again)."""
+        gone = set(removed)
+        successor = {
+            r[0]: r[1]
+            for r in conn.execute(select(t.c.id, t.c.superseded_by).where(t.c.id.in_(removed)))
+        }
+        stmt = select(t.c.id, t.c.superseded_by).where(
+            scope_filter(t, tenant_id, scope),
+            t.c.status == "superseded",
+            t.c.superseded_by.in_(removed),
+        )
+        for mem_id, target in conn.execute(stmt).all():
+            if mem_id in gone:
+                continue
+            seen: set[uuid.UUID] = set()
+            while target in gone and target not in seen:
+                seen.add(target)
+                target = successor.get(target)
+            if target is None or target in gone:
+                values: dict[str, Any] = {"status": "active", "valid_to": None}
+                values["superseded_by"] = None
+            else:
+                values = {"superseded_by": target}
+            conn.execute(update(t).where(t.c.id == mem_id).values(**values))
 
     def _derived_from(
         self, conn: Connection, tenant_id: str, scope: Scope, episode_key: str
-    ) -> list[tuple[uuid.UUID, str, list[Any]]]:
-        """``(id, kind, source_episode_ids)`` of the partition's memories citing the episode."""
+    ) -> list[tuple[uuid.UUID, str, list[Any], Any]]:
+        """``(id, kind, source_episode_ids, metadata)`` of the partition's memories citing
+        the episode."""
         where = [
             t.c.tenant_id == tenant_id,
             t.c.runtime_id == scope.runtime_id,
@@ -163,8 +263,8 @@ class LifecycleRepository(Repository):
             cites = text("memories.source_episode_ids @> CAST(:arr AS jsonb)").bindparams(
                 arr=json.dumps([episode_key])
             )
-        stmt = select(t.c.id, t.c.kind, t.c.source_episode_ids).where(*where, cites)
-        return [(r[0], r[1], list(r[2] or [])) for r in conn.execute(stmt)]
+        stmt = select(t.c.id, t.c.kind, t.c.source_episode_ids, t.c.metadata).where(*where, cites)
+        return [(r[0], r[1], list(r[2] or []), r[3]) for r in conn.execute(stmt)]
 
     def erase(self, selector: PartitionSelector) -> tuple[list[Scope], dict[str, int]]:
         """Delete everything of the selected partitions (``cairn.store.partitions``); the
