@@ -593,6 +593,18 @@ def p_documents(w: World) -> None:
     assert r.status_code in (200, 201) and r.json()["id"] != w.ids["document"]
 
 
+def p_delete_document(w: World) -> None:
+    """B deletes A's document by its scope and ids: B's own copy (if B stored one) at most,
+    never A's (A re-reads all of its data at the end)."""
+    params = {**SCOPE, "dataset_id": "ds-a", "document_id": "doc-1"}
+    r = w.b("DELETE", "/v1/scopes/documents", params=params)
+    assert r.status_code in (200, 404), r.text
+    if r.status_code == 404:
+        assert r.json()["error"]["code"] == "document_not_found"
+    r = w.b("DELETE", "/v1/scopes/documents", params=params)
+    assert r.status_code == 404, r.text  # nothing of A's was there to delete
+
+
 def p_chat(w: World) -> None:
     # A's run id as B's Idempotency-Key: a new run of B's, never a replay of A's.
     r = w.b(
@@ -885,6 +897,7 @@ API_PROBES: dict[tuple[str, str], Callable[[World], None]] = {
     },
     ("POST", "/v1/scopes/turns"): p_turns,
     ("POST", "/v1/scopes/documents"): p_documents,
+    ("DELETE", "/v1/scopes/documents"): p_delete_document,
     ("POST", "/v1/local/{ladder}/chat/completions"): p_chat,
     ("POST", "/v1/ladders/reload"): p_ladder_reload,
     ("POST", "/v1/local/chat/completions"): p_chat_by_model,

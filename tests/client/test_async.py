@@ -52,6 +52,10 @@ async def _every_method(c: AsyncCairn) -> None:
     assert turn.created
     doc = await c.scopes.put_document(scope, "ds", "d", "Some text.", idempotency_key="d")
     assert doc.chunk_count >= 1
+    gone = await c.scopes.delete_document(scope, "ds", "d")
+    assert gone.documents_deleted == 1 and gone.chunks_deleted == doc.chunk_count
+    doc = await c.scopes.put_document(scope, "ds", "d", "Some text.", idempotency_key="d")
+    assert doc.created  # stored anew after its deletion
     assert (await c.scopes.context(scope, "hello", conversation_id="c")).items
     assert (await c.slates.list()).slates[0].ladder == "notes"
     assert (await c.slates.write("notes", "Memory", "facts", "core.md", "x y z")).written

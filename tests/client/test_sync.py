@@ -191,6 +191,13 @@ def test_scopes_turns_documents_and_context(local: Cairn) -> None:
         {"runtime_id": "app", "user_id": "u-2"}, "cat", conversation_id="conv-1"
     )
     assert other.items == []  # another user's partition sees nothing
+    gone = local.scopes.delete_document(scope, "docs", "d-1")
+    assert (gone.documents_deleted, gone.chunks_deleted) == (1, doc.chunk_count)
+    ctx = local.scopes.context(scope, "warm places", dataset_ids=["docs"])
+    assert not any("warm" in item.content for item in ctx.items)
+    with pytest.raises(NotFoundError) as info:
+        local.scopes.delete_document(scope, "docs", "d-1")
+    assert info.value.code == "document_not_found"
 
 
 def test_slates(local: Cairn) -> None:

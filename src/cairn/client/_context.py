@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cairn.client._base import Call, body_of
+from cairn.client._base import Call, body_of, clean_params
 from cairn.client._feature_models import (
     Budget,
     ContextBundle,
     DocumentCommit,
+    DocumentDeleted,
     Message,
     Scope,
     ScopeContext,
@@ -120,6 +121,13 @@ def document_call(
     )
 
 
+def delete_document_call(
+    scope: ScopeLike, dataset_id: str, document_id: str
+) -> Call[DocumentDeleted]:
+    params = clean_params({**_scope(scope), "dataset_id": dataset_id, "document_id": document_id})
+    return Call("DELETE", "/v1/scopes/documents", DocumentDeleted, params=params)
+
+
 class Scopes:
     """``client.scopes``: context, turns and documents addressed by a scope."""
 
@@ -194,6 +202,12 @@ class Scopes:
             document_call(scope, dataset_id, document_id, content, title, idempotency_key, metadata)
         )
 
+    def delete_document(
+        self, scope: ScopeLike, dataset_id: str, document_id: str
+    ) -> DocumentDeleted:
+        """Delete a document (every version stored of it) with its chunks."""
+        return self._client._send(delete_document_call(scope, dataset_id, document_id))
+
 
 class AsyncScopes:
     """``client.scopes`` of ``AsyncCairn``."""
@@ -267,3 +281,9 @@ class AsyncScopes:
         return await self._client._send(
             document_call(scope, dataset_id, document_id, content, title, idempotency_key, metadata)
         )
+
+    async def delete_document(
+        self, scope: ScopeLike, dataset_id: str, document_id: str
+    ) -> DocumentDeleted:
+        """Delete a document (every version stored of it) with its chunks."""
+        return await self._client._send(delete_document_call(scope, dataset_id, document_id))

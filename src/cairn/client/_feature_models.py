@@ -116,6 +116,14 @@ class DocumentCommit(Response):
     created: bool
 
 
+class DocumentDeleted(Response):
+    scope: Scope
+    dataset_id: str
+    document_id: str
+    documents_deleted: int
+    chunks_deleted: int
+
+
 # --- slates (/v1/slates) ----------------------------------------------------------------------
 class SlateInstance(Response):
     ladder: str

@@ -12,7 +12,9 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.core.memory import Document, DocumentCommit
+from cairn.core.scope import Scope
 from cairn.core.tokens import Tokenizer
+from cairn.errors import NotFound
 from cairn.store import Store
 from cairn.store.documents import NewChunk
 
@@ -117,3 +119,23 @@ def put_document(
         chunk_count=stored.chunk_count,
         created=stored.created,
     )
+
+
+def delete_document(
+    store: Store, tenant_id: str, scope: Scope, dataset_id: str, document_id: str
+) -> tuple[int, int]:
+    """Delete the scope's document ``document_id`` of ``dataset_id``, every stored version of
+    it (one per idempotency key) with its chunks, so none of its text stays searchable or
+    stored; ``(documents, chunks)`` removed. Putting it again afterwards stores it anew."""
+    with store.transaction() as tx:
+        docs, chunks = tx.documents.delete(tenant_id, scope, dataset_id, document_id)
+        if chunks:
+            tx.lifecycle.purge_index(tenant_id)
+    if not docs:
+        raise NotFound(
+            f"no document {document_id!r} in dataset {dataset_id!r} of this scope",
+            code="document_not_found",
+        )
+    store.lifecycle.forget_cached_text()
+    store.lifecycle.checkpoint()
+    return docs, chunks

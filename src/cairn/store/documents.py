@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    delete,
     select,
     text,
 )
@@ -208,6 +209,29 @@ class DocumentRepository(Repository):
                     ],
                 )
         return StoredDocument(doc_uid, dataset_id, document_id, idempotency_key, len(chunks), True)
+
+    def delete(
+        self, tenant_id: str, scope: Scope, dataset_id: str, document_id: str
+    ) -> tuple[int, int]:
+        """Delete every stored version of the scope's document ``document_id`` of the dataset
+        (each key stored one) with its chunks and their index entries; ``(documents,
+        chunks)`` removed."""
+        with self._writing() as conn:
+            chunks = conn.execute(
+                delete(document_chunks).where(
+                    scope_filter(document_chunks, tenant_id, scope),
+                    document_chunks.c.dataset_id == dataset_id,
+                    document_chunks.c.document_id == document_id,
+                )
+            ).rowcount
+            docs = conn.execute(
+                delete(documents).where(
+                    scope_filter(documents, tenant_id, scope),
+                    documents.c.dataset_id == dataset_id,
+                    documents.c.document_id == document_id,
+                )
+            ).rowcount
+        return int(docs or 0), int(chunks or 0)
 
     def _by_key(
         self, conn: Connection, tenant_id: str, scope: Scope, dataset_id: str, key: str

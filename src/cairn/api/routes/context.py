@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cairn.api.errors import validate_input
 from cairn.api.schemas import EpisodePublic, MemoryPublic
 from cairn.core.memory import (
+    KEY_MAX_LENGTH,
     Budget,
     ContextRequest,
     ContextResult,
@@ -19,10 +20,12 @@ from cairn.core.memory import (
     Turn,
     TurnCommit,
 )
-from cairn.core.scope import Scope
+from cairn.core.scope import MAX_ID_LENGTH, Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.context.fit import fit_rendering, fit_to_tokens
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer, default_costs
+from cairn.engine.documents import delete_document
+from cairn.errors import InvalidInput
 from cairn.http.auth import require_tenant, services_of
 from cairn.http.runtimes import assembly_for
 from cairn.services import Services
@@ -228,6 +231,44 @@ def put_document(
     if not commit.created:
         response.status_code = 200
     return commit
+
+
+class DocumentDeletedPublic(BaseModel):
+    scope: Scope
+    dataset_id: str
+    document_id: str
+    documents_deleted: int = Field(description="Stored versions removed (one per key).")
+    chunks_deleted: int
+
+
+@router.delete("/v1/scopes/documents", response_model=DocumentDeletedPublic)
+def delete_scope_document(
+    request: Request,
+    runtime_id: str = Query(min_length=1, max_length=MAX_ID_LENGTH),
+    dataset_id: str = Query(min_length=1, max_length=KEY_MAX_LENGTH),
+    document_id: str = Query(min_length=1, max_length=KEY_MAX_LENGTH),
+    user_id: str = Query("", max_length=MAX_ID_LENGTH),
+    agent_id: str = Query("", max_length=MAX_ID_LENGTH),
+    tenant: str = Depends(require_tenant),
+) -> DocumentDeletedPublic:
+    """Delete a document of a dataset, every version stored of it, with its chunks: the way
+    to replace one is to delete it and put the new text. 404 ``document_not_found``."""
+    scope = validate_input(
+        Scope, {"runtime_id": runtime_id, "user_id": user_id, "agent_id": agent_id}
+    )
+    dataset, document = dataset_id.strip(), document_id.strip()  # keys are stored trimmed
+    if not dataset or not document or "\x00" in dataset + document:
+        raise InvalidInput(
+            "dataset_id and document_id must be non-blank text", code="validation_error"
+        )
+    docs, chunks = delete_document(services_of(request).store, tenant, scope, dataset, document)
+    return DocumentDeletedPublic(
+        scope=scope,
+        dataset_id=dataset,
+        document_id=document,
+        documents_deleted=docs,
+        chunks_deleted=chunks,
+    )
 
 
 __all__ = ["router"]
