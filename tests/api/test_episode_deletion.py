@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from cairn.services import Services
+from tests.api.test_erasure import found_in, sqlite_evidence
 
 TURNS = [
     ("user", "Hi, I moved to Bergen last spring and I love the fjords there."),
@@ -60,6 +61,8 @@ def test_a_deleted_episodes_words_leave_summaries_and_neighbours(
     with backend_services.store.db.engine.connect() as conn:
         rows = conn.execute(text("SELECT content, metadata, search_text FROM memories")).all()
     assert rows and not any("bluebirdquartz" in str(r).lower() for r in rows)
+    if backend_services.store.db.is_sqlite:  # nor in the file's pages (its full-text index)
+        assert found_in("bluebirdquartz", *sqlite_evidence(backend_services)) == []
     # A word the rest of the session says too stays with the neighbours ("hint": turn 4).
     timeline = _ok(client.get("/v1/timeline", params={"subject_id": "u1", "limit": 100}))
     near = next(m for m in timeline["memories"] if m["content"].startswith("Assistant: Bergen"))
@@ -130,6 +133,8 @@ def test_a_stated_name_leaves_with_its_episode(
     with backend_services.store.db.engine.connect() as conn:
         rows = conn.execute(text("SELECT * FROM memories")).all()
     assert rows and not any("zorblax" in str(r).lower() for r in rows)
+    if backend_services.store.db.is_sqlite:
+        assert found_in("zorblax", *sqlite_evidence(backend_services)) == []
 
 
 def test_a_deleted_name_gives_way_to_the_name_still_stated(backend_client: TestClient) -> None:

@@ -260,6 +260,8 @@ def delete_episode(
         )
         if changed or renamed:
             tx.lifecycle.bump_vectors(tenant_id, episode.scope)
+        # Last, after every re-index above: merged segments keep no term of the deleted one.
+        tx.lifecycle.purge_index(tenant_id)
     _after_erase(store, vectors, tenant_id, [episode.scope])
     return len(removed)
 

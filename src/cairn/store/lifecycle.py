@@ -178,7 +178,8 @@ class LifecycleRepository(Repository):
     ) -> list[tuple[str, dict[str, Any]]]:
         """Delete the episode and the memories derived from it alone (the episode is dropped
         from the sources of the others); returns ``(kind, metadata)`` of each memory deleted.
-        A version those memories superseded takes their place (``_reconnect``)."""
+        A version those memories superseded takes their place (``_reconnect``). The caller
+        merges the index segments (``purge_index``) once it has re-indexed what it changes."""
         conn = self._tx_write
         row = conn.execute(
             select(episodes_t.c.runtime_id, episodes_t.c.user_id, episodes_t.c.agent_id).where(
@@ -210,7 +211,6 @@ class LifecycleRepository(Repository):
                 episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id
             )
         )
-        self.purge_index(tenant_id)
         return [(kind, metadata) for _, kind, metadata in only]
 
     @staticmethod
