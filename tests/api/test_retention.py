@@ -4,6 +4,7 @@ and /metrics counts what expired."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
@@ -12,6 +13,7 @@ from sqlalchemy import update
 from cairn.core.ids import utcnow
 from cairn.engine.retention import RetentionClock, sweep_retention
 from cairn.store.schema import episodes, memories
+from tests.api.test_erasure import found_in, rows_text, sqlite_evidence
 from tests.api.test_memories import EPISODES, ingest
 
 
@@ -84,3 +86,26 @@ def test_retention_clock_runs_first_sweep_at_once_then_waits() -> None:
     clock = RetentionClock(3600)
     assert clock.due() and not clock.due()
     assert not RetentionClock(0).due()
+
+
+def test_expired_text_leaves_the_database_files(backend_client: TestClient) -> None:
+    """What a sweep expires is gone from the rows and, on SQLite, from the file's pages (its
+    full-text index) and its write-ahead log, as every other deletion leaves them."""
+    services = backend_client.app.state.services  # type: ignore[attr-defined]
+    marker = "zq" + secrets.token_hex(6)
+    episode = {
+        "subject_id": "u-exp",
+        "source": "chat",
+        "type": "conversation.turn",
+        "payload": {"messages": [{"role": "user", "content": f"My locker code is {marker}."}]},
+        "metadata": {"note": marker},
+    }
+    assert backend_client.post("/v1/episodes", json=episode).status_code == 201
+    assert backend_client.post("/v1/memories/compile", json={"subject_id": "u-exp"}).is_success
+    _age_everything(backend_client, 3)
+    backend_client.put("/v1/retention", json={"episode_ttl_days": 1, "memory_ttl_days": 1})
+    result = sweep_retention(services.store)
+    assert result.episodes_deleted == 1 and result.memories_deleted >= 1
+    assert marker not in rows_text(services)
+    if services.store.db.is_sqlite:
+        assert found_in(marker, *sqlite_evidence(services)) == []

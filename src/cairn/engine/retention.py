@@ -62,6 +62,7 @@ def sweep_retention(store: Store) -> SweepResult:
             gone_m = store.retention.expire(policy.tenant_id, "memories", before)
         if gone_e or gone_m:
             store.retention.record(policy.tenant_id, now, gone_e, gone_m)
+            _scrub(store, policy.tenant_id)
             log.info(
                 "retention: tenant %s: %d episode(s), %d memory(ies) expired",
                 policy.tenant_id,
@@ -72,6 +73,16 @@ def sweep_retention(store: Store) -> SweepResult:
         episodes += gone_e
         memories += gone_m
     return SweepResult(tenants, episodes, memories)
+
+
+def _scrub(store: Store, tenant_id: str) -> None:
+    """What every deletion does after it: merge the tenant's full-text segments (SQLite keeps
+    deleted terms in old ones until they merge), forget remembered stems and checkpoint the
+    write-ahead log, so no expired text stays in the database files."""
+    with store.transaction() as tx:
+        tx.lifecycle.purge_index(tenant_id)
+    store.lifecycle.forget_cached_text()
+    store.lifecycle.checkpoint()
 
 
 class RetentionClock:
