@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from cairn.services import Services
 from cairn.store.items import items as items_t
+from tests.api.test_erasure import found_in, sqlite_evidence
 
 SCOPE = {"runtime_id": "langgraph", "user_id": "ada"}
 ADDRESS = {**SCOPE, "namespace": ["users", "ada"], "key": "prefs"}
@@ -205,3 +206,13 @@ def test_the_server_embedder_finds_meaning_without_shared_words(
     with semantic_services.store.db.read() as conn:
         sources = conn.execute(select(items_t.c.embedding_source)).scalars().all()
     assert sources == [semantic_services.embedder.name] * 2
+
+
+def test_a_deleted_items_value_leaves_the_database_files(
+    backend_client: TestClient, backend_services: Services
+) -> None:
+    marker = "zqitem" + "7f3a9c"
+    put(backend_client, value={"text": f"the alarm code is {marker}"})
+    assert backend_client.delete("/v1/items", params=ADDRESS).json() == {"deleted": True}
+    if backend_services.store.db.is_sqlite:  # neither the file nor its write-ahead log
+        assert found_in(marker, *sqlite_evidence(backend_services)) == []

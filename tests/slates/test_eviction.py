@@ -193,3 +193,18 @@ def test_partitions_never_cross(slates: Slates) -> None:
     assert slates.read(T, other_ladder, "S", "f", "a", user_id="alice") == ""
     users = {i["user_id"] for i in slates.instances(T, ladder)}
     assert users == {"alice", "bob"}
+
+
+def test_deleting_a_file_or_resetting_drops_the_evictions_that_quote_it(slates: Slates) -> None:
+    ladder = fresh_ladder(slates, folder_slate("FIFO", 4, ["a", "b"]))
+    for file, word in [("a", "one"), ("a", "two"), ("b", "three"), ("b", "four")]:
+        slates.write(T, ladder, "S", "f", file, word)
+    slates.write(T, ladder, "S", "f", "a", "five six")  # evicts "one" (a) and "two" (a)
+    slates.write(T, ladder, "S", "f", "b", "seven")  # evicts "three" (b)
+    listed = [(e.file, e.preview) for e in slates.evictions(T, ladder, "S")]
+    assert {f for f, _ in listed} == {"a", "b"} and ("a", "one") in listed
+    slates.delete_file(T, ladder, "S", "f", "a")
+    left = [(e.file, e.preview) for e in slates.evictions(T, ladder, "S")]
+    assert left == [(f, p) for f, p in listed if f == "b"]
+    slates.reset(T, ladder, "S", "f")
+    assert slates.evictions(T, ladder, "S") == []

@@ -172,7 +172,10 @@ def delete_item(
     store: Store, tenant_id: str, scope: Scope, namespace: Sequence[str], key: str
 ) -> bool:
     check_namespace(namespace, field="namespace")
-    return bool(store.items.delete(tenant_id, scope, namespace, key))
+    deleted = bool(store.items.delete(tenant_id, scope, namespace, key))
+    if deleted:
+        store.lifecycle.checkpoint()  # (SQLite: the log keeps no page of the value)
+    return deleted
 
 
 # --------------------------------------------------------------------------- filters

@@ -330,7 +330,8 @@ class Slates:
         *,
         user_id: str | None = None,
     ) -> dict[str, Any]:
-        """Empty a file (a declared file stays, empty; a file of an open folder is removed)."""
+        """Empty a file (a declared file stays, empty; a file of an open folder is removed),
+        with the recorded evictions of its entries."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         with self.store.transaction() as tx:
@@ -354,6 +355,8 @@ class Slates:
                 )
             usage = state.usage - f.tokens
             tx.slates.save_folder(state.id, clock=state.clock, usage=usage, now=now)
+            tx.slate_history.forget_evictions(fkey, file)
+        self.store.lifecycle.checkpoint()  # (SQLite: the log keeps no page of the text)
         return {
             "slate": slate,
             "folder": folder,
@@ -365,7 +368,8 @@ class Slates:
     def reset(
         self, tenant: str, ladder: str, slate: str, folder: str, *, user_id: str | None = None
     ) -> dict[str, Any]:
-        """Put a folder back to its declared ``init`` contents (tags and use history cleared)."""
+        """Put a folder back to its declared ``init`` contents (tags, use history and recorded
+        evictions cleared)."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         with self.store.transaction() as tx:
@@ -374,7 +378,9 @@ class Slates:
             for f in state.files.values():
                 assert f.id is not None
                 tx.slates.drop_file(state.id, f.id, f.name)
+            tx.slate_history.forget_evictions(fkey)
             state = self._folders.locked(tx, fkey, fspec)
+        self.store.lifecycle.checkpoint()
         return {
             "slate": slate,
             "folder": folder,

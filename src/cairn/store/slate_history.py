@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from cairn.core.slates import Eviction, FolderKey
 from cairn.store.repository import Repository
@@ -42,6 +42,21 @@ class SlateHistoryRepository(Repository):
             ],
         )
         return [int(i) for i in rows.scalars()]
+
+    def forget_evictions(self, key: FolderKey, file: str | None = None) -> int:
+        """Drop the recorded evictions of a folder (of one of its files), whose previews
+        quote what was evicted: a deleted file or a reset folder leaves none of its text."""
+        c = slate_evictions.c
+        where = [
+            c.tenant_id == key.tenant,
+            c.ladder == key.ladder,
+            c.user_id == key.user_id,
+            c.slate == key.slate,
+            c.folder == key.folder,
+        ]
+        if file is not None:
+            where.append(c.file == file)
+        return int(self._tx_write.execute(delete(slate_evictions).where(*where)).rowcount or 0)
 
     def list_evictions(
         self,
