@@ -214,3 +214,35 @@ def test_delete_scopes_refuses_bad_input(world: Any) -> None:
         assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
     empty = _ok(client.delete("/v1/scopes", params={"user_id": "nobody"}))
     assert empty["partitions"] == [] and set(empty["deleted"].values()) == {0}
+
+
+def _chat(client: TestClient, marker: str, key: str) -> str:
+    """A run of the example assistant (its memory.turn hook commits the turn to the scope
+    ``(memories, user-1, assistant)``) by the OpenAI user ``hank``; the run's id."""
+    r = client.post(
+        "/v1/local/assistant/chat/completions",
+        headers={"X-Conversation-ID": "c-erase", "Idempotency-Key": key},
+        json={"user": "hank", "messages": [{"role": "user", "content": f"My word is {marker}."}]},
+    )
+    assert r.status_code == 200, r.text
+    return r.headers["X-Cairn-Run-ID"]
+
+
+def test_a_run_that_committed_a_turn_goes_with_the_turn(world: Any) -> None:
+    client, services = world
+    marker, other = "zq" + secrets.token_hex(6), "zq" + secrets.token_hex(6)
+    run_id = _chat(client, marker, "run-erase-1")
+    assert _ok(client.get(f"/v1/runs/{run_id}"))["id"] == run_id
+    with services.store.db.engine.connect() as conn:
+        episode = conn.execute(
+            text("SELECT id FROM episodes WHERE source = 'cairn.turn_sink'")
+        ).scalar_one()
+    _ok(client.delete(f"/v1/episodes/{episode}"))
+    assert client.get(f"/v1/runs/{run_id}").status_code == 404
+    assert marker not in rows_text(services)
+    # Erasing the scope's user takes the runs that committed its turns, whoever ran them.
+    run_id = _chat(client, other, "run-erase-2")
+    deleted = _ok(client.delete("/v1/scopes", params={"user_id": "user-1"}))["deleted"]
+    assert deleted["ladder_runs"] == 1 and deleted["episodes"] == 1
+    assert client.get(f"/v1/runs/{run_id}").status_code == 404
+    assert other not in rows_text(services)

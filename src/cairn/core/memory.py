@@ -34,6 +34,9 @@ DEFAULT_RECENT_TURNS = 6
 MAX_RECENT_TURNS = 200
 KEY_MAX_LENGTH = 256
 TURN_KEY_PREFIX = "turn:"
+# The ``source`` of the episode a committed turn is stored as (its ``metadata.run_id`` names
+# the ladder run that committed it, if one did).
+TURN_SOURCE = "cairn.turn_sink"
 TURN_KEY_MAX_LENGTH = KEY_MAX_LENGTH - len(TURN_KEY_PREFIX)
 
 SourceClass = Literal["recent", "long_term", "summary"]

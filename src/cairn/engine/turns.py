@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from cairn.core.episodes import Episode, NewEpisode
-from cairn.core.memory import TURN_KEY_PREFIX, Turn, TurnCommit
+from cairn.core.memory import TURN_KEY_PREFIX, TURN_SOURCE, Turn, TurnCommit
 from cairn.engine.ingest import IngestListener, record_episodes
 from cairn.store import Store
 
 TURN_EPISODE_TYPE = "conversation.turn"
-TURN_SOURCE = "cairn.turn_sink"
 # Turn keys live beside application episode keys in the same partition; the prefix
 # (``core.memory.TURN_KEY_PREFIX``) keeps a turn's key from ever matching an episode the
 # application stored under the same string.

@@ -22,7 +22,7 @@ from cairn.store.episodes import scope_filter
 from cairn.store.memory_rows import row_to_memory
 from cairn.store.memory_search import row_stems, search_text
 from cairn.store.memory_vectors import bump_vector_version
-from cairn.store.partitions import PartitionSelector, erase, partitions
+from cairn.store.partitions import PartitionSelector, drop_runs, erase, partitions, turn_runs
 from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
@@ -206,11 +206,9 @@ class LifecycleRepository(Repository):
             self._reconnect(conn, tenant_id, scope, [m for m, _, _ in only])
             conn.execute(delete(t).where(t.c.id.in_([m for m, _, _ in only])))
             self.bump_vectors(tenant_id, scope)
-        conn.execute(
-            delete(episodes_t).where(
-                episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id
-            )
-        )
+        this = (episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id)
+        drop_runs(conn, tenant_id, turn_runs(*this))  # a run that committed it quotes it
+        conn.execute(delete(episodes_t).where(*this))
         return [(kind, metadata) for _, kind, metadata in only]
 
     @staticmethod

@@ -14,9 +14,11 @@ Full-text entries live in the rows (the FTS5 triggers follow them); a memory's v
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, Table, delete, select
+from sqlalchemy import Connection, Select, Table, delete, select
 
+from cairn.core.memory import TURN_SOURCE
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
 from cairn.store.documents import document_chunks, documents
 from cairn.store.items import items
@@ -106,6 +108,9 @@ def partitions(conn: Connection, selector: PartitionSelector) -> list[Scope]:
 def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
     """Delete every row the selector matches from every registered table; counts per table."""
     counts: dict[str, int] = {}
+    # Runs that committed a turn to these partitions quote it: they go with it (whoever the
+    # run's own user was).
+    turned = drop_runs(conn, selector.tenant_id, turn_runs(*selector.where(episodes)))
     for table in SCOPED_TABLES:
         res = conn.execute(delete(table).where(*selector.where(table)))  # type: ignore[arg-type]
         counts[table.name] = int(res.rowcount or 0)
@@ -129,4 +134,27 @@ def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
             )
         )
         counts[ladder_runs.name] = int(res.rowcount or 0)
+    counts[ladder_runs.name] += turned
     return counts
+
+
+def turn_runs(*where: Any) -> Select[Any]:
+    """The run ids the turns among the episodes ``where`` selects were committed by."""
+    run_id = episodes.c.metadata["run_id"].as_string()
+    return select(run_id).where(*where, episodes.c.source == TURN_SOURCE, run_id.is_not(None))
+
+
+def drop_runs(conn: Connection, tenant_id: str, run_ids: Select[Any]) -> int:
+    """Delete the tenant's ladder runs ``run_ids`` selects (with their effect keys); how many."""
+    ids = [str(r) for r in conn.execute(run_ids).scalars() if r]
+    if not ids:
+        return 0
+    conn.execute(
+        delete(slate_applied_writes).where(
+            slate_applied_writes.c.tenant_id == tenant_id, slate_applied_writes.c.run_id.in_(ids)
+        )
+    )
+    res = conn.execute(
+        delete(ladder_runs).where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(ids))
+    )
+    return int(res.rowcount or 0)
