@@ -357,6 +357,21 @@ def test_a_liked_thing_ends_where_another_clause_begins(store: Store) -> None:
     assert {m.content for m in facts} == {"Ana likes green tea", "Ana lives in Kyiv"}
 
 
+def test_a_name_ends_with_its_sentence(store: Store) -> None:
+    assert first_clause("Zorblax. I adore jazz") == "Zorblax"
+    assert first_clause("J. R. Tolkien") == "J. R. Tolkien"
+    assert first_clause("Dr. Ada Byron. We met") == "Dr. Ada Byron"
+    scope = Scope.for_subject("zorblax")
+    said = "My name is Zorblax. I work at Acme Robotics. I adore jazz."
+    store.episodes.append_many(TENANT, [turn(scope, said, name="Zed", key="k")])
+    facts = [m for m in compile_scope(store, TENANT, scope).memories if m.kind == "profile_fact"]
+    assert {m.content for m in facts} == {
+        "Zed's name is Zorblax",
+        "Zorblax works at Acme Robotics",
+        "Zorblax likes jazz",
+    }
+
+
 def test_a_job_named_before_the_employer_still_gives_the_employer(store: Store) -> None:
     scope = Scope.for_subject("nurse")
     said = "I work as a nurse at St. Mary's hospital. I work as a senior data scientist at Meta."

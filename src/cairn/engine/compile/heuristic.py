@@ -246,7 +246,7 @@ def _stated_names(batch: CompileInput, messages: MessageMemo) -> dict[str, str]:
             if msg.role in ("assistant", "system", "tool"):
                 continue
             for m in name_pattern.finditer(msg.text):
-                value = m.group(1).strip().rstrip(".,!?;:'\u2019-").strip()
+                value = first_clause(m.group(1).strip()).rstrip(".,!?;:'\u2019-").strip()
                 if value and value.lower() != msg.speaker.lower():
                     names[msg.speaker.lower()] = value
     return names

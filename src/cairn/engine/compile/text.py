@@ -51,6 +51,7 @@ _NEXT_CLAUSE = re.compile(
     r"(?:I|I'm|I've|I'd|I'll|we|we're|he|she|they|it's|you)\b.*",
     re.I,
 )
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z])(?<!\b(?:Dr|Mr|Ms|St|Jr|Sr))(?<!\bMrs)\.\s.*", re.S)
 # A run of capitalized words, e.g. "New York", "Dr Seuss", "LGBTQ".
 _ENTITY = re.compile(
     r"\b([A-Z][a-zA-Z0-9'\u2019\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'\u2019\-]*)*)"
@@ -187,8 +188,9 @@ def _ends_with_abbreviation(sentence: str) -> bool:
 
 def first_clause(value: str) -> str:
     """``value`` up to where another clause with its own subject begins (``I like green tea
-    and I live in Kyiv`` likes ``green tea``)."""
-    return _NEXT_CLAUSE.sub("", value)
+    and I live in Kyiv`` likes ``green tea``) or its sentence ends (``Zorblax. I adore…`` is
+    named ``Zorblax``; not after an initial or a title: ``J. R. Tolkien``, ``St. Mary's``)."""
+    return _SENTENCE_END.sub("", _NEXT_CLAUSE.sub("", value))
 
 
 def entities(text: str) -> list[str]:
