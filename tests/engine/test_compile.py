@@ -4,13 +4,20 @@ idempotency, supersession, dedup."""
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
-from cairn.engine.compile.text import first_clause, resolve_dates, sentences
+from cairn.engine.compile.text import (
+    first_clause,
+    note_chunks,
+    resolve_dates,
+    sentences,
+    text_weight,
+)
 from cairn.store import Store
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -409,3 +416,42 @@ def test_relative_dates_past_the_calendars_ends_resolve_to_nothing() -> None:
     # A number past Python's digit limit for int() is no number of days.
     at = datetime(2025, 3, 1, tzinfo=UTC)
     assert resolve_dates("1" * 5000 + " days ago, 3 days ago", at) == ["2025-02-26"]
+
+
+NOTES = {
+    "zh": "".join(
+        f"第{i}天我们去了杭州的一家老茶馆，喝了当地有名的茶，认识了一位老师傅。" for i in range(100)
+    )
+    + "最后一天，我把护照忘在了拉萨的布达拉宫门口。",
+    "ja": "東京に住んでいます。毎朝コーヒーを飲みます。" * 60,
+    "th": " ".join(["ผมชอบไปเที่ยวเชียงใหม่ตอนหน้าหนาว"] * 80),
+    "th-unspaced": "ผมชอบไปเที่ยวเชียงใหม่ตอนหน้าหนาว" * 80,
+    "en": "We hiked to the lake and back before lunch. " * 40,
+}
+
+
+def test_a_note_is_cut_into_chunks_in_every_script_keeping_its_text(store: Store) -> None:
+    for lang, text in NOTES.items():
+        text = text.strip()
+        chunks = note_chunks(text, 120)
+        assert len(chunks) > 1, lang
+        assert all(text_weight(c) <= 130 for c in chunks), (lang, [text_weight(c) for c in chunks])
+        # Each chunk is the text as written; together they are all of it, in order.
+        position = 0
+        for chunk in chunks:
+            found = text.index(chunk, position)
+            assert not text[position:found].strip(), lang
+            position = found + len(chunk)
+        assert not text[position:].strip()
+        # A cut never separates a Thai vowel or tone mark from its letter.
+        assert all(not unicodedata.combining(c[0]) for c in chunks)
+    assert note_chunks("東京に住んでいます。毎朝コーヒーを飲みます。", 120) == [
+        "東京に住んでいます。毎朝コーヒーを飲みます。"
+    ]
+    # Through the compiler: the passport sentence is in a memory of its own size.
+    scope = Scope.for_subject("notes-zh")
+    note = NewEpisode(scope=scope, source="test", type="note", payload={"text": NOTES["zh"]})
+    store.episodes.append_many(TENANT, [note])
+    made = [m for m in compile_scope(store, TENANT, scope).memories if m.kind == "note"]
+    assert len(made) > 5
+    assert any("护照" in m.content and len(m.content) < 400 for m in made)

@@ -35,6 +35,7 @@ from cairn.engine.compile.text import (
     date_keywords,
     entities,
     first_clause,
+    note_chunks,
     resolve_dates,
     sentences,
     words,
@@ -351,23 +352,6 @@ def restates_turns(memory: Memory) -> bool:
     return memory.kind == "episode_summary" and memory.metadata.get("compiler") == NAME
 
 
-def _chunks(text: str) -> list[str]:
-    """Sentences grouped into chunks of about ``NOTE_CHUNK_WORDS`` words."""
-    out: list[str] = []
-    current: list[str] = []
-    size = 0
-    for s in sentences(text) or [text]:
-        n = len(s.split())
-        if current and size + n > NOTE_CHUNK_WORDS:
-            out.append(" ".join(current))
-            current, size = [], 0
-        current.append(s)
-        size += n
-    if current:
-        out.append(" ".join(current))
-    return out
-
-
 def _neighbours(
     batch: CompileInput, messages: MessageMemo
 ) -> tuple[dict[tuple[Any, int], tuple[str, ...]], list[tuple[Any, Any]]]:
@@ -477,7 +461,7 @@ class HeuristicCompiler:
             text = _note_text(ep)
             if not text:
                 continue
-            for i, chunk in enumerate(_chunks(text)):
+            for i, chunk in enumerate(note_chunks(text, NOTE_CHUNK_WORDS)):
                 drafts.append(
                     MemoryDraft(
                         kind="note",

@@ -7,6 +7,7 @@ compiler built on it is deterministic.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 from datetime import MAXYEAR, MINYEAR, date, datetime, timedelta
 
@@ -184,6 +185,80 @@ def sentences(text: str) -> list[str]:
 def _ends_with_abbreviation(sentence: str) -> bool:
     last = sentence.rsplit(None, 1)[-1]
     return last.endswith(".") and last[:-1].lstrip("(\"'").lower() in _ABBREVIATIONS
+
+
+# Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana, CJK): their
+# characters weigh half a word each when a note is cut into chunks.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]"
+)
+_RUN = re.compile(r"\S+")
+
+
+def text_weight(text: str) -> int:
+    """About how many words ``text`` holds, in any script (two unspaced characters a word)."""
+    return len(text.split()) + len(_UNSPACED.findall(text)) // 2
+
+
+def note_chunks(text: str, limit: int) -> list[str]:
+    """``text`` cut into chunks of about ``limit`` words (``text_weight``) at sentence ends,
+    inside a longer sentence at spaces, and inside a longer unspaced run between characters
+    (never before a combining mark). Each chunk is the text exactly as written, from its first
+    character to its last."""
+    pieces: list[tuple[int, int]] = []
+    for a, b in _sentence_spans(text):
+        if text_weight(text[a:b]) <= limit:
+            pieces.append((a, b))
+            continue
+        for run in _RUN.finditer(text, a, b):
+            pieces.extend(_cut_run(text, run.start(), run.end(), limit))
+    out: list[str] = []
+    start = end = size = 0
+    for a, b in pieces:
+        n = text_weight(text[a:b])
+        if size and size + n > limit:
+            out.append(text[start:end])
+            size = 0
+        if not size:
+            start = a
+        end, size = b, size + max(n, 1)
+    if size:
+        out.append(text[start:end])
+    return out
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text`` (as ``sentences`` cuts it)."""
+    bounds = [0] + [x for m in _SENTENCE.finditer(text) for x in (m.start(), m.end())]
+    bounds.append(len(text))
+    out: list[tuple[int, int]] = []
+    for a, b in zip(bounds[::2], bounds[1::2], strict=True):
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a >= b:
+            continue
+        if out and _ends_with_abbreviation(text[out[-1][0] : out[-1][1]]):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+def _cut_run(text: str, a: int, b: int, limit: int) -> list[tuple[int, int]]:
+    """A run without spaces, cut where it weighs ``limit`` words (between characters that are
+    not a combining mark)."""
+    out: list[tuple[int, int]] = []
+    while text_weight(text[a:b]) > limit:
+        end = min(a + 2 * limit, b)
+        while end < b and unicodedata.category(text[end]) in ("Mn", "Mc", "Me"):
+            end += 1
+        out.append((a, end))
+        a = end
+    if a < b:
+        out.append((a, b))
+    return out
 
 
 def first_clause(value: str) -> str:
