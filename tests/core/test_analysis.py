@@ -249,3 +249,21 @@ def test_cut_text_ends_between_graphemes() -> None:
     assert cut_text(family, 200) == "x" * 195 + "👩\u200d👩\u200d👧"
     assert cut_text("short", 200) == "short"
     assert cut_text("한국어 텍스트", 3) == "한국어"
+
+
+def test_unspaced_scripts_pair_graphemes_not_code_points() -> None:
+    # Thai vowel and tone marks stay with their letter: "shrimp" shares no term with
+    # "the farmer keeps rice in the granary" (ยุ้งฉาง), which it did through ุ้ and ้ง.
+    assert query_terms("กุ้ง") == ["กุ้ง"]
+    granary = index_text("ชาวนาเก็บข้าวไว้ในยุ้งฉาง").split()
+    assert "ยุ้ง" in granary and not set(query_terms("กุ้ง")) & set(granary)
+    assert not any(unicodedata.category(t[0]).startswith("M") for t in granary)
+    # Unmarked runs pair characters as before.
+    pairs = ["我", "我住", "住", "住在", "在", "在北", "北", "北京", "京"]
+    assert index_text("我住在北京").split() == pairs
+
+
+def test_every_scripts_digits_are_searched_as_ascii_digits() -> None:
+    assert index_text("मेरा पिन कोड ११००१ है").split()[3] == "11001"
+    for digits in ("٣٠٤", "۳۰۴", "৩০৪", "๓๐๔", "３０４"):
+        assert query_terms(digits) == ["304"], digits

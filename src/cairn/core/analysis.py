@@ -63,11 +63,20 @@ _OPTIONAL_MARKS = regex.compile(
     r"[\u0300-\u0305\u0307-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
     r"\u0591-\u05c7\u064b-\u065f\u0670\u06d6-\u06ed]|(?<![\u0438\u0418])\u0306"
 )
-# Letters with a stroke or ligatures that NFKD does not decompose.
+# Letters with a stroke or ligatures that NFKD does not decompose, and the decimal digits of
+# every script (Arabic-Indic, Persian, Devanagari, Bengali, Thai, …) as ASCII digits: ``११००१``
+# is found by ``11001``.
 _LETTERS = str.maketrans(
     {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "ħ": "h", "æ": "ae", "œ": "oe", "þ": "th"}
     | {"\u0131": "i"}  # dotless i
+    | {
+        chr(c): str(unicodedata.decimal(chr(c)))
+        for c in range(0x0660, 0x10000)
+        if unicodedata.category(chr(c)) == "Nd"
+    }
 )
+_MARK = regex.compile(r"\p{M}")
+_GRAPHEME = regex.compile(r"\X")
 
 # Only the digest format's tag: a stored hash of the older, ASCII-only scheme can never equal
 # one of this scheme, so re-hashing rows in place never trips the unique constraint.
@@ -104,16 +113,19 @@ def fold(text: str) -> str:
 
 
 def _bigrams(run: str, unigrams: bool) -> list[str]:
-    """Overlapping pairs of an unspaced-script run in order, each preceded by its first
-    character when ``unigrams`` (a one-character run is always that character)."""
-    if len(run) == 1:
+    """Overlapping pairs of an unspaced-script run's characters in order, each preceded by its
+    first character when ``unigrams`` (a one-character run is always that character). A
+    character is a grapheme: a Thai, Lao, Khmer or Myanmar letter with its vowel and tone
+    marks (``กุ้ง`` is ``กุ้`` + ``ง``), so no term is a lone mark and no pair splits one."""
+    units: str | list[str] = _GRAPHEME.findall(run) if _MARK.search(run) else run
+    if len(units) == 1:
         return [run]
     out: list[str] = []
-    for i in range(len(run)):
+    for i in range(len(units)):
         if unigrams:
-            out.append(run[i])
-        if i + 1 < len(run):
-            out.append(run[i : i + 2])
+            out.append(units[i])
+        if i + 1 < len(units):
+            out.append(units[i] + units[i + 1])
     return out
 
 
@@ -257,7 +269,6 @@ def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
     return list(kept)[:max_terms]
 
 
-_GRAPHEME = regex.compile(r"\X")
 
 
 def cut_text(text: str, limit: int) -> str:
