@@ -140,3 +140,38 @@ def test_a_turn_that_only_asks_is_a_question(text: str) -> None:
 )
 def test_a_turn_that_states_something_is_no_question(text: str) -> None:
     assert not is_question(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "תודה רבה!",
+        "סבבה",
+        "धन्यवाद",
+        "ठीक है",
+        "ขอบคุณครับ",
+        "โอเค",
+        "555555",
+        "Teşekkürler!",
+        "Tamam",
+        "Cảm ơn bạn!",
+        "Ευχαριστώ!",
+        "Εντάξει, τα λέμε!",
+    ],
+)
+def test_filler_in_hebrew_hindi_thai_turkish_vietnamese_greek(text: str) -> None:
+    assert is_contentless(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Tamam, yarın İzmir'e gidiyorum.",
+        "ठीक है, मैं कल दिल्ली जा रहा हूँ",
+        "ขอบคุณครับ พรุ่งนี้ผมจะไปเชียงใหม่",
+        "תודה, עברתי לחיפה",
+        "Cảm ơn, tôi sống ở Đà Nẵng",
+    ],
+)
+def test_filler_words_beside_content_are_content(text: str) -> None:
+    assert not is_contentless(text)

@@ -60,6 +60,14 @@ _FILLER_TEXT = """
     나중에 다음에 그래 그래요 그럼 알겠어 알겠어요 알겠습니다
     알았어 오케이 고마워 고마워요 감사 감사해요 감사합니다 맞아 맞아요 그니까 그러니까 진짜
     정말 대박 멋있다 최고 축하해 축하해요
+    tamam peki olur evet hayır yok teşekkürler teşekkür ederim ederiz sağ ol olun sağol
+    merhaba selam günaydın iyi geceler akşamlar günler görüşürüz hoşça kal harika süper çok
+    güzel aynen kesinlikle anladım tabii tabi elbette rica bye eyvallah
+    cảm ơn bạn nhé nha vâng dạ ừ ừm được rồi ok xin chào tạm biệt hẹn gặp lại tuyệt quá hay
+    ευχαριστώ ευχαριστούμε πολύ ναι όχι εντάξει οκ γεια σου σας καλημέρα καληνύχτα καλησπέρα
+    τέλεια ωραία σωστά φυσικά μπράβο τα λέμε αντίο
+    תודה רבה כן לא בסדר אוקיי שלום היי בוקר טוב לילה ערב יופי מעולה אחלה סבבה נכון ברור
+    להתראות ביי מזל
 """
 FILLER_WORDS = frozenset(_FILLER_TEXT.split())
 # Whole messages in scripts written without spaces.
@@ -137,16 +145,59 @@ FILLER_PHRASES = frozenset(
         "うんうん",
         "はいはい",
         "笑",
+        # Thai (the polite particles ครับ / ค่ะ / คะ / นะ written on), Hindi: whole messages,
+        # matched without spaces and punctuation (their words carry marks _WORD splits at).
+        "ขอบคุณ",
+        "ขอบคุณครับ",
+        "ขอบคุณค่ะ",
+        "ขอบคุณมาก",
+        "ขอบคุณมากครับ",
+        "ขอบคุณมากค่ะ",
+        "โอเค",
+        "โอเคครับ",
+        "โอเคค่ะ",
+        "ครับ",
+        "ค่ะ",
+        "คะ",
+        "ได้ครับ",
+        "ได้ค่ะ",
+        "ได้เลย",
+        "สวัสดี",
+        "สวัสดีครับ",
+        "สวัสดีค่ะ",
+        "บาย",
+        "เยี่ยม",
+        "เยี่ยมเลย",
+        "ใช่",
+        "ใช่ครับ",
+        "ใช่ค่ะ",
+        "धन्यवाद",
+        "शुक्रिया",
+        "ठीक",
+        "ठीकहै",
+        "हाँ",
+        "हां",
+        "जी",
+        "हाँजी",
+        "जीहाँ",
+        "नमस्ते",
+        "अच्छा",
+        "ओके",
+        "बढ़िया",
+        "बहुतबढ़िया",
+        "बहुतधन्यवाद",
+        "फिरमिलेंगे",
     }
 )
 # Characters that make a message of an unspaced script filler when it has no other:
 # laughter, interjections, agreement and sentence-final particles (好好好, 嗯嗯, 哈哈哈).
 FILLER_CHARACTERS = frozenset("哈嘿嘻呵嗯哦噢喔啊呀啦哇耶好的对是吧呢嘛了行嗨拜谢哎唉嘞哟")
-# haha, hehe, lol, lmao, xD, jaja, the Cyrillic kha-a, 哈哈, www and 草 (Japanese), ههه, ㅋㅋ/ㅎㅎ.
+# haha, hehe, lol, lmao, xD, jaja, the Cyrillic kha-a, 哈哈, www and 草 (Japanese), ههه, ㅋㅋ/ㅎㅎ,
+# 555 (Thai).
 _LAUGHTER = re.compile(
     r"^(?:(?:h[aeiou])+h?|l+o+l+|lmao|rofl|x+d+|j[aeiou](?:j[aeiou])+"
     r"|\u0445\u0430(?:\u0445\u0430)+|\u0430?(?:\u0445\u0430)+\u0445?|哈+|w+|草|\u0647{3,}"
-    r"|[\u110f\u1112\u314b\u314e]{2,})$"
+    r"|[\u110f\u1112\u314b\u314e]{2,}|5{3,})$"  # (555: Thai "hahaha")
 )
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 
@@ -155,12 +206,22 @@ def _norm(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
 
 
+def _spelled(norm: str) -> str:
+    """Letters, marks and digits alone (no spaces, punctuation, symbols or emoji)."""
+    return "".join(c for c in norm if unicodedata.category(c)[0] in "LMN")
+
+
+_PHRASES = frozenset(_spelled(_norm(p)) for p in FILLER_PHRASES)
+
+
 def is_contentless(text: str) -> bool:
     """True when ``text`` has no word beyond filler, laughter, emoji and punctuation."""
     norm = _norm(text).strip()
     words = _WORD.findall(norm)
     if not words:
         return True  # only emoji, symbols or punctuation
+    if _spelled(norm) in _PHRASES:
+        return True
     for w in words:
         if w in FILLER_WORDS or w in FILLER_PHRASES or _LAUGHTER.match(w):
             continue
