@@ -205,3 +205,22 @@ def test_open_mode_needs_no_sign_in(page: Any, open_server: LiveServer, shoot: A
     assert response.status == 403
     with open_server.api() as api:
         assert api.get("/v1/subjects", params={"prefix": subject}).json()["total"] == 1
+
+
+def test_right_to_left_and_unbroken_text_lay_out_within_the_page(
+    page: Any, live_server: LiveServer, sign_in: Any
+) -> None:
+    subject = unique("web-rtl")
+    hebrew = "אני גר בחיפה ועובד בנמל."
+    unbroken = "x" * 400
+    for text in (hebrew, unbroken):
+        record(live_server, "a", subject, 1, payload={"text": text})
+    with live_server.api("a") as api:
+        assert api.post("/v1/memories/compile", json={"subject_id": subject}).is_success
+    sign_in(page, "a")
+    page.goto(f"{live_server.url}/ui/subjects/{subject}")
+    memory = page.locator(".content", has_text="בחיפה").first
+    expect(memory).to_have_attribute("dir", "auto")
+    expect(page.locator(".content", has_text=unbroken[:40]).first).to_be_visible()
+    # The page does not grow sideways: long words wrap, whatever their script.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
