@@ -298,6 +298,11 @@ def erase_partitions(
         raise InvalidInput("user_id must not be empty", code="validation_error")
     selector = PartitionSelector(tenant_id, user_id, runtime_id, agent_id)
     with store.transaction() as tx:
+        # A compile of these partitions running now (a turn's background compile) finishes
+        # first, and one starting later finds their episodes gone: none writes memories of
+        # erased episodes after the erasure.
+        for scope in tx.lifecycle.partitions(selector):
+            tx.compiling.lock_scope(tenant_id, scope)
         scopes, counts = tx.lifecycle.erase(selector)
     _after_erase(store, vectors, selector.tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}

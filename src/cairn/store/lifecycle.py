@@ -264,6 +264,11 @@ class LifecycleRepository(Repository):
         stmt = select(t.c.id, t.c.kind, t.c.source_episode_ids, t.c.metadata).where(*where, cites)
         return [(r[0], r[1], list(r[2] or []), r[3]) for r in conn.execute(stmt)]
 
+    def partitions(self, selector: PartitionSelector) -> list[Scope]:
+        """The partitions the selector matches that hold data, in a stable order."""
+        found = partitions(self._tx_read, selector)
+        return sorted(found, key=lambda s: (s.runtime_id, s.user_id, s.agent_id))
+
     def erase(self, selector: PartitionSelector) -> tuple[list[Scope], dict[str, int]]:
         """Delete everything of the selected partitions (``cairn.store.partitions``); the
         partitions that held data, and row counts per table."""
