@@ -110,10 +110,14 @@ class MemoryVectors(Repository):
         blobs = dict(items)
         if not blobs:
             return
+        # ``FOR SHARE`` (PostgreSQL): a deletion of these rows waits for this write instead of
+        # landing between the read and the insert (a foreign key violation).
         stored = conn.execute(
-            select(t.c.seq).where(
+            select(t.c.seq)
+            .where(
                 t.c.seq.in_(list(blobs)), scope_filter(t, tenant_id, scope), t.c.status != "deleted"
             )
+            .with_for_update(read=True)
         ).scalars()
         kept = [int(seq) for seq in stored]
         if not kept:
