@@ -3,6 +3,7 @@ on every route, and URL-path routes take them percent-encoded; on both backends.
 
 from __future__ import annotations
 
+import unicodedata
 from urllib.parse import quote
 
 import pytest
@@ -138,3 +139,28 @@ def test_listing_by_prefix_is_exact_and_ordered_alike_on_both_backends(
         got = backend_client.get("/v1/subjects", params={"prefix": prefix}).json()
         assert [s["subject_id"] for s in got["subjects"]] == expected, prefix
         assert got["total"] == len(expected)
+
+
+def test_composed_and_decomposed_spellings_are_one_subject(backend_client: TestClient) -> None:
+    c = backend_client
+    nfc, nfd = "José", unicodedata.normalize("NFD", "José")
+    assert nfc != nfd
+    assert c.post("/v1/episodes", json=_episode(nfd)).status_code == 201
+    assert c.post("/v1/episodes", json=_episode(nfc)).status_code == 201
+    scope = {"runtime_id": "app", "user_id": nfd, "agent_id": ""}
+    turn = {"scope": scope, "conversation_id": "c", "idempotency_key": "t1"}
+    turn["messages"] = [{"role": "user", "content": "Hi"}]
+    assert c.post("/v1/scopes/turns", json=turn).status_code == 201
+    subjects = c.get("/v1/subjects").json()["subjects"]
+    assert [s["subject_id"] for s in subjects] == [nfc]  # one subject, in NFC
+    timeline = c.get("/v1/timeline", params={"subject_id": nfd}).json()
+    assert timeline["subject_id"] == nfc and len(timeline["episodes"]) == 2
+    assert (
+        c.get("/v1/subjects", params={"prefix": unicodedata.normalize("NFD", "Jos")}).json()[
+            "total"
+        ]
+        == 1
+    )
+    # Erasing by either spelling erases the person in every runtime.
+    erased = c.delete("/v1/scopes", params={"user_id": nfd}).json()
+    assert erased["deleted"]["episodes"] == 3

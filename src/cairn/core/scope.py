@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from cairn.core.subject_id import canonical_id
 from cairn.core.text import check_no_nul
 
 DEFAULT_RUNTIME = "default"
@@ -15,7 +16,8 @@ MAX_ID_LENGTH = 256
 
 class Scope(BaseModel):
     """``runtime_id`` is required; an empty ``user_id`` is the global user and an empty
-    ``agent_id`` the global-agent partition, which never widens a read to other agents."""
+    ``agent_id`` the global-agent partition, which never widens a read to other agents. Ids
+    are trimmed and kept in NFC (``cairn.core.subject_id.canonical_id``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -29,7 +31,7 @@ class Scope(BaseModel):
         if value is None:
             return ""
         if isinstance(value, str):
-            value = check_no_nul(value).strip()
+            value = canonical_id(check_no_nul(value).strip())
             if len(value) > MAX_ID_LENGTH:
                 raise ValueError(f"at most {MAX_ID_LENGTH} characters")
             return value

@@ -13,6 +13,9 @@ address (``user@example.com``), ``+`` tags, a name in any script (``José``, ``�
 - no ``/`` (subject ids are URL path segments: ``DELETE /v1/subjects/{subject_id}``);
 - no leading or trailing space, and not ``.`` or ``..`` (URL clients rewrite those segments).
 
+An id is kept in Unicode NFC (``canonical_id``): ``José`` typed with a combining accent
+(NFD, as some systems write it) and with the composed ``é`` is one subject.
+
 In a URL path, percent-encode it as any segment (``user%40example.com``, ``a%2Bb``).
 """
 
@@ -57,12 +60,19 @@ def subject_id_problem(value: str) -> str | None:
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+def canonical_id(value: str) -> str:
+    """An id (subject, runtime, agent, per-user slate user) in the one form it is stored in:
+    Unicode NFC, so the composed and decomposed spellings of one text are one id."""
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
+
+
 def check_subject_id(value: str) -> str:
-    """``value`` if it is a subject id; ValueError naming the rule otherwise."""
+    """``value`` in its canonical form (``canonical_id``) if it is a subject id; ValueError
+    naming the rule otherwise."""
     problem = subject_id_problem(value)
     if problem is not None:
         raise ValueError(f"subject id {problem}: {SUBJECT_ID_RULE}")
-    return value
+    return canonical_id(value)
 
 
 def is_subject_id(value: str) -> bool:

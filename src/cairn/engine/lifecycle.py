@@ -22,6 +22,7 @@ from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
 from cairn.core.memories import SUMMARY_CHARS, Memory, validity_problem
 from cairn.core.scope import Scope
+from cairn.core.subject_id import canonical_id
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from cairn.engine.compile.drafts import KINDS, memory_id
 from cairn.engine.compile.heuristic import messages_of
@@ -296,7 +297,8 @@ def erase_partitions(
     [scopes that held data], "deleted": {table: rows}}``."""
     if not user_id:
         raise InvalidInput("user_id must not be empty", code="validation_error")
-    selector = PartitionSelector(tenant_id, user_id, runtime_id, agent_id)
+    ids = [None if v is None else canonical_id(v) for v in (user_id, runtime_id, agent_id)]
+    selector = PartitionSelector(tenant_id, ids[0] or "", ids[1], ids[2])
     with store.transaction() as tx:
         # A compile of these partitions running now (a turn's background compile) finishes
         # first, and one starting later finds their episodes gone: none writes memories of

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from cairn.core.ids import utcnow, uuid7
+from cairn.core.subject_id import canonical_id
 from cairn.errors import CairnError, InvalidInput
 from cairn.ladders.attempt import INTERNAL_ERROR, Attempt, step_options, streamed
 from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEPS, Board
@@ -66,6 +67,11 @@ class RunRequest:
     user: str = ""
     context_id: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The OpenAI ``user`` names a subject (its per-user slates, its runs' erasure): kept
+        # in the subject id's canonical form.
+        self.user = canonical_id(self.user)
 
     def fingerprint(self) -> str:
         data = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cairn.core.slates import FolderKey
-from cairn.core.subject_id import SUBJECT_ID_RULE, subject_id_problem
+from cairn.core.subject_id import SUBJECT_ID_RULE, canonical_id, subject_id_problem
 from cairn.errors import InvalidInput
 from cairn.slates.config import FolderSpec, SlateSpec, check_init_sizes, load_slate_declarations
 from cairn.slates.errors import FileNotFound, FolderNotFound, SlateNotFound
@@ -96,7 +96,7 @@ def folder_key(
                 code="slate_user_required",
             )
         check_slate_user(user_id)
-        return FolderKey(tenant, ladder, user_id, sspec.title, folder)
+        return FolderKey(tenant, ladder, canonical_id(user_id), sspec.title, folder)
     return FolderKey(tenant, ladder, "", sspec.title, folder)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, literal, select, union_all
 
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
+from cairn.core.subject_id import canonical_id
 from cairn.store.partitions import PartitionSelector, erase
 from cairn.store.repository import Repository
 from cairn.store.schema import episodes, memories
@@ -39,6 +40,7 @@ class SubjectRepository(Repository):
             if table is memories:
                 stmt = stmt.where(table.c.status != "deleted")
             if prefix:
+                prefix = canonical_id(prefix)
                 # LIKE narrows (and can use an index); SQLite's LIKE ignores the case of
                 # ASCII letters, so the exact comparison decides, as on PostgreSQL.
                 stmt = stmt.where(
