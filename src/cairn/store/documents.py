@@ -216,22 +216,19 @@ class DocumentRepository(Repository):
         """Delete every stored version of the scope's document ``document_id`` of the dataset
         (each key stored one) with its chunks and their index entries; ``(documents,
         chunks)`` removed."""
+        removed: list[int] = []
         with self._writing() as conn:
-            chunks = conn.execute(
-                delete(document_chunks).where(
-                    scope_filter(document_chunks, tenant_id, scope),
-                    document_chunks.c.dataset_id == dataset_id,
-                    document_chunks.c.document_id == document_id,
+            for table in (document_chunks, documents):  # (chunks first: they name the rows)
+                res = conn.execute(
+                    delete(table).where(
+                        scope_filter(table, tenant_id, scope),
+                        table.c.dataset_id == dataset_id,
+                        table.c.document_id == document_id,
+                    )
                 )
-            ).rowcount
-            docs = conn.execute(
-                delete(documents).where(
-                    scope_filter(documents, tenant_id, scope),
-                    documents.c.dataset_id == dataset_id,
-                    documents.c.document_id == document_id,
-                )
-            ).rowcount
-        return int(docs or 0), int(chunks or 0)
+                removed.append(int(res.rowcount or 0))
+        chunks, docs = removed
+        return docs, chunks
 
     def _by_key(
         self, conn: Connection, tenant_id: str, scope: Scope, dataset_id: str, key: str
