@@ -166,6 +166,16 @@ class Settings(BaseSettings):
             return [p for p in value.replace(",", ":").split(":") if p.strip()]
         return value
 
+    def resolved_template_dirs(self) -> list[Path]:
+        """``template_dirs``, then ``server/templates/`` of the working directory when it
+        exists (the seed's place for operator templates: "drop a new *.yaml file into
+        server/templates/")."""
+        dirs = list(self.template_dirs)
+        local = Path("server") / "templates"
+        if local.is_dir() and all(local.resolve() != d.resolve() for d in dirs):
+            dirs.append(local)
+        return dirs
+
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to a SQLite file inside ``data_dir``."""
         if self.database_url:

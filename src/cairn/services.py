@@ -60,7 +60,7 @@ class Services:
         self._auth_generation = -1
         self._auth_lock = threading.Lock()  # worker threads refresh the answer concurrently
         # Bundled + CAIRN_TEMPLATE_DIRS; a bad file raises ConfigError: the server will not start.
-        self.templates: TemplateCatalogue = load_catalogue(settings.template_dirs)
+        self.templates: TemplateCatalogue = load_catalogue(settings.resolved_template_dirs())
         # Token counts of context items are remembered here (the encoding itself is shared).
         self.tokenizer = CountingTokenizer(get_tokenizer(settings.tokenizer))
         # Called with (tenant, scopes) after new episodes are stored.

@@ -265,3 +265,20 @@ def test_template_dirs_setting_reads_a_separated_list(
     monkeypatch.setenv("CAIRN_TEMPLATE_DIRS", f"{tmp_path / 'one'}:{tmp_path / 'two'}")
     settings = make_settings(tmp_path)
     assert {"one", "two"} <= {t.id for t in load_catalogue(settings.template_dirs)}
+
+
+def test_server_templates_of_the_working_directory_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seed's way to add one: "drop a new *.yaml file into server/templates/"."""
+    write_yaml(tmp_path / "server" / "templates", "sales.yaml", SIXTH)
+    monkeypatch.chdir(tmp_path)
+    settings = make_settings(tmp_path / "data")
+    assert settings.resolved_template_dirs() == [Path("server") / "templates"]
+    services = Services.from_settings(settings)
+    try:
+        assert services.templates.get("sales-call-note").version == 2
+    finally:
+        services.close()
+    listed = make_settings(tmp_path / "data", template_dirs=[tmp_path / "server" / "templates"])
+    assert len(listed.resolved_template_dirs()) == 1  # not read twice (a duplicate id)

@@ -32,7 +32,7 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON.")
 def _catalogue() -> TemplateCatalogue:
     """The catalogue a server with the current settings would serve (exit 3 if invalid)."""
     try:
-        return load_catalogue(settings_with().template_dirs)
+        return load_catalogue(settings_with().resolved_template_dirs())
     except Exception as exc:
         raise fail(exc) from exc
 
