@@ -187,6 +187,12 @@ steps:
       - name: Core
         type: slateRead
         from: { slate: Memory, folder: facts, file: core.md }
+      - name: Bare
+        type: slateRead
+        from: { slate: Memory, folder: facts, file: core.md, metatag: tags }
+      - name: Tree
+        type: slateRead
+        from: { slate: Memory, metatag: tree, depth: 1 }
     slateWrite:
       to: { slate: Memory, folder: facts, file: core.md }
       field: fact
@@ -209,6 +215,10 @@ def test_metatag_reads_and_tags(tmp_path: Path) -> None:
         prompt = first.trace["steps"][0]["messages"][0]["content"]  # type: ignore[index]
         assert '## FileList\n[{"name": "core.md"' in prompt
         assert "## Tags\nno tags\n\n## Core\nseeded fact" in prompt
+        # Seed 002: "Without a fallback, empty reads produce an empty string in the prompt".
+        assert "## Bare\n\n" in prompt and "[]" not in prompt
+        # The tree is the slate's: read without naming a folder.
+        assert '## Tree\n{"slate": "Memory"' in prompt
         second = rt.run(
             ladder,
             RunRequest(tenant="t", ladder="meta", messages=[{"role": "user", "content": "y"}]),

@@ -322,6 +322,8 @@ def check_slate_ref(slates: dict[str, SlateSpec], ref: Any, where: str) -> None:
             f"{where}: slate {ref.slate!r} is not declared in slates "
             f"(declared: {', '.join(sorted(slates)) or 'none'})"
         )
+    if ref.folder is None:
+        return  # (the slate's tree)
     folder = slate.folder(ref.folder)
     if folder is None:
         raise ValueError(f"{where}: slate {ref.slate!r} has no folder {ref.folder!r}")

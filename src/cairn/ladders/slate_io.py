@@ -24,12 +24,12 @@ class SlateAccess:
     def read(self, ref: SlateReadSource, fallback: str | None = None) -> str:
         """The text a ``slateRead`` field sees; ``fallback`` replaces an empty result (an empty
         file, a metatag with no items) and a failed read, as the slates service defines."""
-        return str(
+        text = str(
             self.slates.read(
                 self.tenant,
                 self.ladder,
                 ref.slate,
-                ref.folder,
+                ref.folder or "",
                 ref.file,
                 user_id=self.user,
                 metatag=ref.metatag,
@@ -38,6 +38,9 @@ class SlateAccess:
                 run_id=self.run_id,
             )
         )
+        # Without a fallback, an empty read is an empty string in the prompt (a metatag with
+        # no items too, not "[]").
+        return "" if ref.metatag and text == "[]" else text
 
     def write(self, spec: SlateWriteSpec, output: str, effect: str | None = None) -> dict[str, Any]:
         """Apply a ``slateWrite`` block; a no-match is a recorded no-op, an error is traced.

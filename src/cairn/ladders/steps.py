@@ -122,7 +122,7 @@ def resolve_text(f: TextField, board: Board) -> ResolvedField:
 def resolve_slate_read(f: SlateReadField, read: SlateReader) -> ResolvedField:
     ref = f.source
     where = ref.model_dump(exclude_none=True)
-    label = f"slate:{ref.slate}/{ref.folder}" + (f"/{ref.file}" if ref.file else "")
+    label = f"slate:{ref.slate}" + "".join(f"/{p}" for p in (ref.folder, ref.file) if p)
     try:
         value = read(ref, f.fallback)
         error = None

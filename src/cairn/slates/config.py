@@ -151,10 +151,11 @@ class SlateTarget(_Strict):
 
 
 class SlateReadSource(_Strict):
-    """``from:`` of a ``slateRead`` field: a file's content or a metatag."""
+    """``from:`` of a ``slateRead`` field: a file's content or a metatag (``tree`` is the
+    slate's: it needs no folder)."""
 
     slate: str
-    folder: str
+    folder: str | None = None
     file: str | None = None
     metatag: Metatag | None = None
     depth: int | None = Field(None, ge=0)
@@ -163,6 +164,8 @@ class SlateReadSource(_Strict):
     def _file_or_metatag(self) -> SlateReadSource:
         if self.file is None and self.metatag not in ("index", "tree"):
             raise ValueError("without 'file', 'metatag' must be 'index' or 'tree'")
+        if self.folder is None and (self.file is not None or self.metatag != "tree"):
+            raise ValueError("'folder' is required (only the slate's 'tree' metatag has none)")
         return self
 
 
