@@ -15,6 +15,7 @@ from cairn.client import (
     NotFoundError,
 )
 from cairn.config import Settings
+from cairn.core.scope import Scope as CoreScope
 from cairn.services import Services
 
 
@@ -191,6 +192,9 @@ def test_scopes_turns_documents_and_context(local: Cairn) -> None:
         {"runtime_id": "app", "user_id": "u-2"}, "cat", conversation_id="conv-1"
     )
     assert other.items == []  # another user's partition sees nothing
+    # The contracts' own Scope (seed 001) is a scope to the SDK too.
+    core = CoreScope(runtime_id="app", user_id="u-1", agent_id="assistant")
+    assert local.scopes.context(core, "cat name", conversation_id="conv-1").items == ctx.items
     gone = local.scopes.delete_document(scope, "docs", "d-1")
     assert (gone.documents_deleted, gone.chunks_deleted) == (1, doc.chunk_count)
     ctx = local.scopes.context(scope, "warm places", dataset_ids=["docs"])

@@ -13,16 +13,16 @@ from cairn.client._feature_models import (
     DocumentCommit,
     DocumentDeleted,
     Message,
-    Scope,
     ScopeContext,
+    ScopeLike,
     TurnCommit,
+    scope_of,
 )
 from cairn.client._lifecycle import ScopesDeleted, delete_scopes_call
 
 if TYPE_CHECKING:
     from cairn.client._client import AsyncCairn, Cairn
 
-ScopeLike = Scope | dict[str, str]
 MessageLike = Message | dict[str, str]
 
 
@@ -39,7 +39,7 @@ def context_call(
 
 
 def _scope(scope: ScopeLike) -> dict[str, Any]:
-    return body_of(scope if isinstance(scope, Scope) else Scope.model_validate(scope))
+    return body_of(scope_of(scope))
 
 
 def scope_context_call(

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from cairn.client._models import Episode, Memory, Request, Response
+from cairn.core.scope import Scope as CoreScope
 
 
 # --- memory templates (/v1/memory-templates) -------------------------------------------------
@@ -57,6 +58,20 @@ class Scope(Request):
     runtime_id: str = Field(min_length=1)
     user_id: str = ""
     agent_id: str = ""
+
+
+# A scope as the SDK takes it: its own ``Scope``, the contracts' (``cairn.core.scope.Scope``,
+# seed 001), or a dict of the same keys.
+ScopeLike = Scope | CoreScope | dict[str, str]
+
+
+def scope_of(scope: ScopeLike) -> Scope:
+    """``scope`` as the SDK's ``Scope`` (validated)."""
+    if isinstance(scope, Scope):
+        return scope
+    if isinstance(scope, CoreScope):
+        return Scope.model_validate(scope.model_dump())
+    return Scope.model_validate(scope)
 
 
 class Budget(Request):

@@ -8,13 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.client._base import Call, clean_params
 from cairn.client._errors import NotFoundError
-from cairn.client._feature_models import Scope
+from cairn.client._feature_models import ScopeLike, scope_of
 from cairn.client._models import Response
 
 if TYPE_CHECKING:
     from cairn.client._client import AsyncCairn, Cairn
-
-ScopeLike = Scope | dict[str, str]
 
 
 class Item(Response):
@@ -42,8 +40,7 @@ class NamespaceList(Response):
 
 
 def _scope(scope: ScopeLike) -> dict[str, str]:
-    checked = scope if isinstance(scope, Scope) else Scope.model_validate(scope)
-    return checked.model_dump()
+    return scope_of(scope).model_dump()
 
 
 def _address(scope: ScopeLike, namespace: Sequence[str], key: str) -> dict[str, Any]:
