@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- Turkish text
 """Migration 0026 on both backends: turns compiled before the filler lists of Turkish,
 Vietnamese, Greek, Hebrew, Thai and Hindi (a turn of one of those words kept its confidence and
 its neighbours' words) get what the compiler gives them now."""
