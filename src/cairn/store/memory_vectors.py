@@ -110,14 +110,18 @@ class MemoryVectors(Repository):
         blobs = dict(items)
         if not blobs:
             return
-        # ``FOR SHARE`` (PostgreSQL): a deletion of these rows waits for this write instead of
-        # landing between the read and the insert (a foreign key violation).
+        # PostgreSQL: the rows are locked for this write (``FOR UPDATE``), so a deletion waits
+        # for it instead of landing between the read and the insert (a foreign key
+        # violation); rows another pass is writing now are skipped (``SKIP LOCKED``: it
+        # writes them), so two passes never wait on each other (a shared lock that both then
+        # upgraded deadlocked).
         stored = conn.execute(
             select(t.c.seq)
             .where(
                 t.c.seq.in_(list(blobs)), scope_filter(t, tenant_id, scope), t.c.status != "deleted"
             )
-            .with_for_update(read=True)
+            .order_by(t.c.seq)
+            .with_for_update(skip_locked=True)
         ).scalars()
         kept = [int(seq) for seq in stored]
         if not kept:
