@@ -11,6 +11,7 @@ from typing import Any
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
+from cairn.engine.compile.heuristic import HeuristicCompiler
 from cairn.engine.compile.text import (
     first_clause,
     note_chunks,
@@ -18,6 +19,7 @@ from cairn.engine.compile.text import (
     sentences,
     text_weight,
 )
+from cairn.engine.lifecycle import delete_episode
 from cairn.store import Store
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -455,3 +457,42 @@ def test_a_note_is_cut_into_chunks_in_every_script_keeping_its_text(store: Store
     made = [m for m in compile_scope(store, TENANT, scope).memories if m.kind == "note"]
     assert len(made) > 5
     assert any("护照" in m.content and len(m.content) < 400 for m in made)
+
+
+class _DeletingDuringPlan(HeuristicCompiler):
+    """Deletes an episode (as a concurrent request would) while its first plan is made."""
+
+    def __init__(self, store: Store, victim: Any) -> None:
+        super().__init__()
+        self.store, self.victim, self.plans = store, victim, 0
+
+    def compile(self, batch: Any) -> Any:
+        self.plans += 1
+        drafts = super().compile(batch)
+        if self.plans == 1:
+            delete_episode(self.store, TENANT, self.victim)
+        return drafts
+
+
+def test_an_episode_deleted_while_a_compile_plans_is_not_quoted(store: Store) -> None:
+    """The plan read the session with the episode in it; the write finds it gone and plans
+    again: no summary or neighbour words quote what was deleted."""
+    scope = Scope.for_subject("race")
+    said = [f"Note {i}: the locker code ZQSECRET{i} is written on the blue card." for i in range(5)]
+    stored, _ = store.episodes.append_many(
+        TENANT, [turn(scope, s, minutes=i, key=f"k{i}") for i, s in enumerate(said)]
+    )
+    compile_scope(store, TENANT, scope)
+    store.episodes.append_many(
+        TENANT, [turn(scope, "Also the bike lock code is on the red card.", minutes=9, key="k9")]
+    )
+    compiler = _DeletingDuringPlan(store, stored[0].id)
+    compile_scope(store, TENANT, scope, compiler=compiler)
+    assert compiler.plans == 2
+    with store.snapshot() as tx:
+        texts = [
+            f"{m.content} {m.metadata.get('context_terms', '')}"
+            for m in tx.memories.list(TENANT, scope, limit=100)
+        ]
+    assert texts and not any("zqsecret0" in t.lower() for t in texts)
+    assert any("red card" in t for t in texts)

@@ -239,6 +239,15 @@ class CompileQueries(Repository):
         stmt = select(episodes.c.id).where(episodes.c.id.in_(ids), episodes.c.compiled.is_(False))
         return {r[0] for r in conn.execute(stmt)}
 
+    def count_present(self, ids: list[uuid.UUID]) -> int:
+        """How many of the episodes ``ids`` are stored."""
+        conn = self._tx_read
+        total = 0
+        for start in range(0, len(ids), 500):
+            stmt = select(func.count()).where(episodes.c.id.in_(ids[start : start + 500]))
+            total += int(conn.execute(stmt).scalar_one())
+        return total
+
     def count_uncompiled(self, tenant_id: str, scope: Scope) -> int:
         conn = self._tx_read
         stmt = (

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 DEFAULT_BATCH = 100
 # Episodes one compile request covers (in steps of DEFAULT_BATCH) before it answers has_more.
 REQUEST_LIMIT = 5000
+# Plans made for one step at most: an episode the plan read deleted before the write makes
+# it plan again (the last plan is written whatever happened meanwhile).
+PLAN_ATTEMPTS = 3
 
 
 @dataclass
@@ -122,36 +125,20 @@ def compile_scope(
     tracing = tracing or Tracing()
 
     with tracing.span("cairn.compile.step", {"cairn.tenant": tenant_id}) as span:
-        pause_point()  # a background compile lets the requests in flight go first
-        with tracing.span("cairn.compile.read"), store.snapshot() as tx:
-            batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
-            sessions = tx.compiling.sessions(tenant_id, scope, batch)
-            names = stated_names(tx, tenant_id, scope) if batch else {}
-        if not batch:
-            return CompileResult(memories_created=0)
-        now = utcnow()
-        with tracing.span("cairn.compile.plan"):
-            drafts = compiler.compile(CompileInput(batch, sessions, names))
-            # Rows (with their analysed search text) are built before the write transaction:
-            # it holds SQLite's one writer lock, which a single ingest waits on meanwhile.
-            rows = {id(d): _row(tenant_id, scope, d, compiler, now) for d in drafts}
-        pause_point()  # ... and again before it takes the writer lock
-        with tracing.span("cairn.compile.write"), store.transaction() as tx:
-            tx.compiling.lock_scope(tenant_id, scope)
-            fresh = tx.compiling.still_uncompiled([ep.id for ep in batch])
-            fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
-            drafts = [
-                d
-                for d in drafts
-                if any(i in fresh for i in d.source_episode_ids)
-                or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
-            ]
-            created = _apply(tx, tenant_id, scope, drafts, rows, now)
-            tx.compiling.mark_compiled([ep.id for ep in batch if ep.id in fresh])
-            if count_remaining or not fresh:
-                remaining = tx.compiling.count_uncompiled(tenant_id, scope)
-            else:
-                remaining = int(tx.compiling.any_uncompiled(tenant_id, scope))
+        for attempt in range(PLAN_ATTEMPTS):
+            plan = _plan(store, tenant_id, scope, compiler, max_episodes, tracing)
+            if plan is None:
+                return CompileResult(memories_created=0)
+            pause_point()  # ... and again before it takes the writer lock
+            with tracing.span("cairn.compile.write"), store.transaction() as tx:
+                tx.compiling.lock_scope(tenant_id, scope)
+                # An episode read for the plan (the batch, its sessions' others) deleted since
+                # (an erasure, an episode deleted): the plan quotes it in a summary or in
+                # neighbour words, so it is made again without it.
+                if attempt + 1 < PLAN_ATTEMPTS and not plan.whole(tx):
+                    continue
+                fresh, created, remaining = _write(tx, tenant_id, scope, plan, count_remaining)
+            break
         if fresh:
             store.refresh_statistics()  # a table that grew much gets fresh planner statistics
         if span is not None:
@@ -172,6 +159,71 @@ def compile_scope(
         remaining_episodes=remaining,
         episodes_compiled=len(fresh),
     )
+
+
+@dataclass
+class _Plan:
+    """A compile step's plan: the batch, every episode read for it, the drafts and their rows."""
+
+    batch: list[Any]
+    read: list[uuid.UUID]
+    drafts: list[MemoryDraft]
+    rows: dict[int, dict[str, Any]]
+    now: Any
+
+    def whole(self, tx: UnitOfWork) -> bool:
+        """Whether every episode the plan read is still stored."""
+        return tx.compiling.count_present(self.read) == len(self.read)
+
+
+def _plan(
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    compiler: Compiler,
+    max_episodes: int,
+    tracing: Tracing,
+) -> _Plan | None:
+    """Read the next batch (and the sessions it touches) and compile it, outside any write
+    transaction; None when no episode waits."""
+    pause_point()  # a background compile lets the requests in flight go first
+    with tracing.span("cairn.compile.read"), store.snapshot() as tx:
+        batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
+        sessions = tx.compiling.sessions(tenant_id, scope, batch)
+        names = stated_names(tx, tenant_id, scope) if batch else {}
+    if not batch:
+        return None
+    now = utcnow()
+    with tracing.span("cairn.compile.plan"):
+        drafts = compiler.compile(CompileInput(batch, sessions, names))
+        # Rows (with their analysed search text) are built before the write transaction:
+        # it holds SQLite's one writer lock, which a single ingest waits on meanwhile.
+        rows = {id(d): _row(tenant_id, scope, d, compiler, now) for d in drafts}
+    read = {ep.id for ep in batch} | {ep.id for eps in sessions.values() for ep in eps}
+    return _Plan(batch, sorted(read), drafts, rows, now)
+
+
+def _write(
+    tx: UnitOfWork, tenant_id: str, scope: Scope, plan: _Plan, count_remaining: bool
+) -> tuple[set[uuid.UUID], list[Memory], int]:
+    """Store the plan's memories of the episodes nobody compiled meanwhile (under the
+    partition's lock); ``(episodes compiled, memories created, episodes remaining)``."""
+    batch = plan.batch
+    fresh = tx.compiling.still_uncompiled([ep.id for ep in batch])
+    fresh_sessions = {ep.session_id for ep in batch if ep.id in fresh}
+    drafts = [
+        d
+        for d in plan.drafts
+        if any(i in fresh for i in d.source_episode_ids)
+        or ((d.kind == "episode_summary" or d.refresh) and d.session_id in fresh_sessions)
+    ]
+    created = _apply(tx, tenant_id, scope, drafts, plan.rows, plan.now)
+    tx.compiling.mark_compiled([ep.id for ep in batch if ep.id in fresh])
+    if count_remaining or not fresh:
+        remaining = tx.compiling.count_uncompiled(tenant_id, scope)
+    else:
+        remaining = int(tx.compiling.any_uncompiled(tenant_id, scope))
+    return fresh, created, remaining
 
 
 def compile_request(
