@@ -27,6 +27,7 @@ GOOD = [
 BAD = [
     *["", "a/b", "/", ".", "..", " lead", "trail ", "tab\there", "line\nbreak", "x" * 257],
     *["admin\u202egnp.exe", "\u2066x\u2069", "\u200d", "\u200b\u200d"],  # spoofing, invisible
+    "\u0958" * 200,  # 200 characters, 400 in NFC (U+0958 decomposes)
 ]
 
 

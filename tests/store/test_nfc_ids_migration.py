@@ -11,6 +11,7 @@ from alembic import command
 from sqlalchemy import create_engine, text
 
 from cairn.core.scope import Scope
+from cairn.engine.lifecycle import erase_subject
 from cairn.store import open_store
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config
@@ -73,5 +74,13 @@ def test_0025_renames_decomposed_ids_to_nfc(db_url: str) -> None:
         hits = store.memories.lexical(TENANT, Scope.for_subject(JOSE), ["bees"], limit=5)
         assert hits  # found under the NFC id, full-text entries included
         assert Scope.for_subject(JOSE_NFD) == Scope.for_subject(JOSE)
+        # The Zoë left decomposed is the same person: erasing Zoë erases both partitions.
+        erased = erase_subject(store, TENANT, ZOE_NFD)
+        assert erased["episodes"] == 2
     finally:
         store.close()
+    engine = create_engine(normalize_url(db_url))
+    with engine.connect() as conn:
+        left = {str(u) for (u,) in conn.execute(text("SELECT DISTINCT user_id FROM memories"))}
+    engine.dispose()
+    assert left == {JOSE}

@@ -37,6 +37,8 @@ def subject_id_problem(value: str) -> str | None:
     """Why ``value`` is not a subject id, or None when it is one."""
     if not 1 <= len(value) <= MAX_SUBJECT_ID:
         return f"must be 1-{MAX_SUBJECT_ID} characters"
+    if len(canonical_id(value)) > MAX_SUBJECT_ID:  # (NFC can lengthen a text)
+        return f"must be 1-{MAX_SUBJECT_ID} characters in NFC"
     if "/" in value:
         return "must not contain '/'"
     if value in (".", ".."):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -297,16 +298,28 @@ def erase_partitions(
     [scopes that held data], "deleted": {table: rows}}``."""
     if not user_id:
         raise InvalidInput("user_id must not be empty", code="validation_error")
-    ids = [None if v is None else canonical_id(v) for v in (user_id, runtime_id, agent_id)]
-    selector = PartitionSelector(tenant_id, ids[0] or "", ids[1], ids[2])
+    runtime, agent = (None if v is None else canonical_id(v) for v in (runtime_id, agent_id))
+    # The user in NFC, and in NFD: a partition stored under the decomposed form that migration
+    # 0025 could not rename (its NFC form held data too) is the same person.
+    users = dict.fromkeys(unicodedata.normalize(f, user_id) for f in ("NFC", "NFD"))
+    selectors = [PartitionSelector(tenant_id, u, runtime, agent) for u in users]
+    scopes: list[Scope] = []
+    counts: dict[str, int] = {}
     with store.transaction() as tx:
         # A compile of these partitions running now (a turn's background compile) finishes
         # first, and one starting later finds their episodes gone: none writes memories of
         # erased episodes after the erasure.
-        for scope in tx.lifecycle.partitions(selector):
+        for scope in sorted(
+            {s for sel in selectors for s in tx.lifecycle.partitions(sel)},
+            key=lambda s: (s.runtime_id, s.user_id, s.agent_id),
+        ):
             tx.compiling.lock_scope(tenant_id, scope)
-        scopes, counts = tx.lifecycle.erase(selector)
-    _after_erase(store, vectors, selector.tenant_id, scopes)
+        for selector in selectors:
+            found, deleted = tx.lifecycle.erase(selector)
+            scopes += found
+            for table, n in deleted.items():
+                counts[table] = counts.get(table, 0) + n
+    _after_erase(store, vectors, tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
 
 

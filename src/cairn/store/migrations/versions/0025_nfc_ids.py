@@ -7,7 +7,8 @@ an id that is not NFC are renamed to its NFC form, in every table that holds par
 (their full-text entries follow: on SQLite the rows are re-indexed under the new partition
 token; on PostgreSQL the term statistics follow the memories by their trigger). Where the NFC
 partition already holds data of its own the two are not merged: the old one is left as it
-is and named in a warning (export it under its old id with an older release, or erase it).
+is and named in a warning; erasing the subject (``DELETE /v1/subjects/…``, ``DELETE
+/v1/scopes``, by either spelling) erases both.
 
 Revision ID: 0025_nfc_ids
 """
@@ -62,7 +63,7 @@ def upgrade() -> None:
         if _holds_data(conn, tenant, *new):
             log.warning(
                 "partition (%r, %r, %r) of tenant %r is kept as it is: its NFC form holds "
-                "data of its own (export or erase it)",
+                "data of its own (erasing the subject erases both)",
                 runtime,
                 user,
                 agent,
