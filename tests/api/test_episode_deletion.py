@@ -176,3 +176,29 @@ def test_a_deleted_update_gives_the_earlier_value_back(backend_client: TestClien
     paris = {m["content"]: m for m in _all(client, "n3")}["User lives in Paris"]
     assert paris["status"] == "active" and paris["superseded_by"] is None
     assert paris["valid_to"] is None
+
+
+def test_of_two_versions_made_current_again_only_the_latest_is(backend_client: TestClient) -> None:
+    """A value stated late is stored already superseded by the current one: when that current
+    one goes, the latest of the others by validity is current, not all of them."""
+    client = backend_client
+    ids = []
+    for content, day, key in [
+        ("I live in Paris.", "01", "p"),
+        ("I moved to Berlin.", "03", "b"),
+        ("I moved to Rome.", "02", "r"),
+    ]:
+        episode = {
+            "subject_id": "n4",
+            "source": "chat",
+            "type": "conversation.turn",
+            "idempotency_key": key,
+            "occurred_at": f"2026-01-{day}T10:00:00Z",
+            "payload": {"messages": [{"role": "user", "content": content}]},
+        }
+        ids.append(_ok(client.post("/v1/episodes", json=episode), 201)["id"])
+        _ok(client.post("/v1/memories/compile", json={"subject_id": "n4"}))
+    _ok(client.delete(f"/v1/episodes/{ids[1]}"))
+    facts = {m["content"]: m for m in _all(client, "n4") if m["kind"] == "profile_fact"}
+    assert [c for c, m in facts.items() if m["status"] == "active"] == ["User lives in Rome"]
+    assert facts["User lives in Paris"]["superseded_by"] == facts["User lives in Rome"]["id"]

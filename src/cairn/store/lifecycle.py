@@ -223,12 +223,15 @@ class LifecycleRepository(Repository):
             r[0]: r[1]
             for r in conn.execute(select(t.c.id, t.c.superseded_by).where(t.c.id.in_(removed)))
         }
-        stmt = select(t.c.id, t.c.superseded_by).where(
+        stmt = select(
+            t.c.id, t.c.superseded_by, t.c.metadata["slot"].as_string(), t.c.valid_from
+        ).where(
             scope_filter(t, tenant_id, scope),
             t.c.status == "superseded",
             t.c.superseded_by.in_(removed),
         )
-        for mem_id, target in conn.execute(stmt).all():
+        revived: dict[Any, list[tuple[Any, uuid.UUID]]] = {}
+        for mem_id, target, slot, valid_from in conn.execute(stmt).all():
             if mem_id in gone:
                 continue
             seen: set[uuid.UUID] = set()
@@ -236,11 +239,21 @@ class LifecycleRepository(Repository):
                 seen.add(target)
                 target = successor.get(target)
             if target is None or target in gone:
-                values: dict[str, Any] = {"status": "active", "valid_to": None}
-                values["superseded_by"] = None
+                # Current again; of several of one slot (a value stated late was stored
+                # already superseded), only the latest.
+                revived.setdefault(slot or mem_id, []).append((valid_from, mem_id))
             else:
-                values = {"superseded_by": target}
-            conn.execute(update(t).where(t.c.id == mem_id).values(**values))
+                conn.execute(update(t).where(t.c.id == mem_id).values(superseded_by=target))
+        for versions in revived.values():
+            versions.sort(key=lambda v: (v[0] is not None, v[0]))
+            latest = versions[-1][1]
+            conn.execute(
+                update(t)
+                .where(t.c.id == latest)
+                .values(status="active", valid_to=None, superseded_by=None)
+            )
+            for _, mem_id in versions[:-1]:
+                conn.execute(update(t).where(t.c.id == mem_id).values(superseded_by=latest))
 
     def _derived_from(
         self, conn: Connection, tenant_id: str, scope: Scope, episode_key: str
