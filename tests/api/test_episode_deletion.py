@@ -202,3 +202,14 @@ def test_of_two_versions_made_current_again_only_the_latest_is(backend_client: T
     facts = {m["content"]: m for m in _all(client, "n4") if m["kind"] == "profile_fact"}
     assert [c for c, m in facts.items() if m["status"] == "active"] == ["User lives in Rome"]
     assert facts["User lives in Paris"]["superseded_by"] == facts["User lives in Rome"]["id"]
+
+
+def test_a_name_beginning_with_a_common_word_is_a_fact_and_leaves_with_its_episode(
+    backend_client: TestClient,
+) -> None:
+    client = backend_client
+    ids = _say(client, "n5", ["My name is So Yeon.", "I work at Acme Robotics."])
+    facts = [m["content"] for m in _all(client, "n5") if m["kind"] == "profile_fact"]
+    assert "User's name is So Yeon" in facts and "So Yeon works at Acme Robotics" in facts
+    _ok(client.delete(f"/v1/episodes/{ids[0]}"))
+    assert not any("yeon" in json.dumps(m).lower() for m in _all(client, "n5"))

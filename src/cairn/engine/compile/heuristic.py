@@ -275,7 +275,7 @@ def _facts(msg: Message, names: dict[str, str]) -> Iterator[MemoryDraft]:
                 # "User's name is Maya" says who the user is; "Maya's name is Maya" would not.
                 content = template.format(s=msg.speaker if slot == "name" else subject, v=value)
             first = words(value)[:1]
-            if not first or first[0] in _BAD_OBJECTS:
+            if not first or (slot != "name" and first[0] in _BAD_OBJECTS):  # ("So Yeon")
                 continue
             yield MemoryDraft(
                 kind="profile_fact",

@@ -92,8 +92,13 @@ def _row(
 def stated_names(tx: UnitOfWork, tenant_id: str, scope: Scope) -> dict[str, str]:
     """``speaker label → name`` from the partition's current name facts (slot ``x:name``), so
     facts of a later compile name the person ("Maya works at Initech", not "User …")."""
+    return names_of(tx.memories.active_in_slots(tenant_id, scope, "profile_fact", suffix=":name"))
+
+
+def names_of(facts: list[Memory]) -> dict[str, str]:
+    """``speaker label → name`` of name facts."""
     out: dict[str, str] = {}
-    for m in tx.memories.active_in_slots(tenant_id, scope, "profile_fact", suffix=":name"):
+    for m in facts:
         slot = str(m.metadata.get("slot") or "")
         value = m.metadata.get("value")
         if slot.endswith(":name") and isinstance(value, str) and value:
@@ -190,16 +195,21 @@ def _plan(
     with tracing.span("cairn.compile.read"), store.snapshot() as tx:
         batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
         sessions = tx.compiling.sessions(tenant_id, scope, batch)
-        names = stated_names(tx, tenant_id, scope) if batch else {}
+        facts = (
+            tx.memories.active_in_slots(tenant_id, scope, "profile_fact", suffix=":name")
+            if batch
+            else []
+        )
     if not batch:
         return None
     now = utcnow()
     with tracing.span("cairn.compile.plan"):
-        drafts = compiler.compile(CompileInput(batch, sessions, names))
+        drafts = compiler.compile(CompileInput(batch, sessions, names_of(facts)))
         # Rows (with their analysed search text) are built before the write transaction:
         # it holds SQLite's one writer lock, which a single ingest waits on meanwhile.
         rows = {id(d): _row(tenant_id, scope, d, compiler, now) for d in drafts}
     read = {ep.id for ep in batch} | {ep.id for eps in sessions.values() for ep in eps}
+    read |= {i for m in facts for i in m.source_episode_ids}  # (the names it gives speakers)
     return _Plan(batch, sorted(read), drafts, rows, now)
 
 
