@@ -370,6 +370,9 @@ def test_a_name_ends_with_its_sentence(store: Store) -> None:
     assert first_clause("Zorblax. I adore jazz") == "Zorblax"
     assert first_clause("J. R. Tolkien") == "J. R. Tolkien"
     assert first_clause("Dr. Ada Byron. We met") == "Dr. Ada Byron"
+    assert first_clause("Mt. Pleasant") == "Mt. Pleasant"
+    assert first_clause("Ft. Lauderdale. It is warm") == "Ft. Lauderdale"
+    assert first_clause("Prof. Xavier") == "Prof. Xavier"
     scope = Scope.for_subject("zorblax")
     said = "My name is Zorblax. I work at Acme Robotics. I adore jazz."
     store.episodes.append_many(TENANT, [turn(scope, said, name="Zed", key="k")])

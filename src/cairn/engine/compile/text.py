@@ -52,7 +52,7 @@ _NEXT_CLAUSE = re.compile(
     r"(?:I|I'm|I've|I'd|I'll|we|we're|he|she|they|it's|you)\b.*",
     re.I,
 )
-_SENTENCE_END = re.compile(r"(?<!\b[A-Z])(?<!\b(?:Dr|Mr|Ms|St|Jr|Sr))(?<!\bMrs)\.\s.*", re.S)
+_FULL_STOP = re.compile(r"(\S*)\.\s")
 # A run of capitalized words, e.g. "New York", "Dr Seuss", "LGBTQ".
 _ENTITY = re.compile(
     r"\b([A-Z][a-zA-Z0-9'\u2019\-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'\u2019\-]*)*)"
@@ -264,8 +264,14 @@ def _cut_run(text: str, a: int, b: int, limit: int) -> list[tuple[int, int]]:
 def first_clause(value: str) -> str:
     """``value`` up to where another clause with its own subject begins (``I like green tea
     and I live in Kyiv`` likes ``green tea``) or its sentence ends (``Zorblax. I adore…`` is
-    named ``Zorblax``; not after an initial or a title: ``J. R. Tolkien``, ``St. Mary's``)."""
-    return _SENTENCE_END.sub("", _NEXT_CLAUSE.sub("", value))
+    named ``Zorblax``; not after an initial or an abbreviation: ``J. R. Tolkien``, ``St.
+    Mary's``, ``Mt. Pleasant``)."""
+    value = _NEXT_CLAUSE.sub("", value)
+    for m in _FULL_STOP.finditer(value):
+        word = m.group(1).lstrip("(\"'")
+        if len(word) > 1 and word.lower() not in _ABBREVIATIONS and "." not in word:
+            return value[: m.start() + len(m.group(1))]
+    return value
 
 
 def entities(text: str) -> list[str]:
