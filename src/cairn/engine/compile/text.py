@@ -247,17 +247,22 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _cut_run(text: str, a: int, b: int, limit: int) -> list[tuple[int, int]]:
-    """A run without spaces, cut where it weighs ``limit`` words (between characters that are
-    not a combining mark)."""
+    """A run without spaces, cut where it weighs ``limit`` words (``2 * limit`` unspaced
+    characters), between characters that are not a combining mark; one pass."""
     out: list[tuple[int, int]] = []
-    while text_weight(text[a:b]) > limit:
-        end = min(a + 2 * limit, b)
-        while end < b and unicodedata.category(text[end]) in ("Mn", "Mc", "Me"):
-            end += 1
-        out.append((a, end))
-        a = end
-    if a < b:
-        out.append((a, b))
+    i = start = a
+    count = 0
+    while i < b:
+        if _UNSPACED.match(text, i):
+            count += 1
+        i += 1
+        if count >= 2 * limit:
+            while i < b and unicodedata.category(text[i]) in ("Mn", "Mc", "Me"):
+                i += 1
+            out.append((start, i))
+            start, count = i, 0
+    if start < b:
+        out.append((start, b))
     return out
 
 
