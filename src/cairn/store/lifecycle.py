@@ -319,7 +319,15 @@ class LifecycleRepository(Repository):
         if not self.db.is_sqlite:
             return
         raw = self.db.engine.raw_connection()
+        driver: Any = raw.driver_connection
         try:
-            raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[union-attr]
+            # Never wait on readers or writers (a pooled connection waits up to 30 s): a log
+            # in use is checkpointed as far as it can be, and the next checkpoint completes it.
+            (waited,) = driver.execute("PRAGMA busy_timeout").fetchone()
+            driver.execute("PRAGMA busy_timeout = 0")
+            try:
+                driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                driver.execute(f"PRAGMA busy_timeout = {int(waited)}")
         finally:
             raw.close()
