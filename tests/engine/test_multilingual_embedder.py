@@ -161,6 +161,7 @@ def test_the_table_is_mapped_from_the_model_cache(tmp_path: Path, use: UseEmbedd
     as used); with no writable cache it stays in memory and the vectors are the same."""
     mapped = UseEmbedder(cache_dir=tmp_path / "cache")
     (written,) = (tmp_path / "cache").glob("use-m3-*.npy")
+    assert written.stat().st_mode & 0o777 == 0o644  # readable by another user (an image's)
     assert isinstance(mapped._backend.table, np.memmap)
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")

@@ -90,6 +90,7 @@ def test_the_integer_model_is_built_once_and_cached(tmp_path: Any) -> None:
     assert built.parent == tmp_path / "cache" and built.is_file() and built.suffix == ".ort"
     assert built.read_bytes()[4:8] == b"ORTM"  # onnxruntime's own format (a flatbuffer)
     assert not list(built.parent.glob(".*partial"))
+    assert built.stat().st_mode & 0o777 == 0o644  # readable by another user (an image's)
     # The graph it was saved from (which onnx can read).
     graph = tmp_path / "integer.onnx"
     onnx_model.integer_graph(source, graph)

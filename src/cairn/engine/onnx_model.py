@@ -168,6 +168,7 @@ def _build(source: Path, target: Path) -> bool:
             capture_output=True,
             timeout=_BUILD_TIMEOUT_S,
         )
+        os.chmod(partial, 0o644)  # readable by every user of the cache (mkstemp's is 0600)
         os.replace(partial, target)
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""

@@ -287,6 +287,9 @@ def _write_table(table: Any, target: Path) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             np.save(f, table)
+        # (mkstemp makes it 0600: a cache built by one user, an image's root at build time,
+        # is read by another, the image's unprivileged server. Model weights are public.)
+        os.chmod(partial, 0o644)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
