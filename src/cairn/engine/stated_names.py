@@ -64,7 +64,7 @@ def _rewrite(
     meta = dict(memory.metadata)
     if memory.kind == "turn":
         keywords = str(meta.get("keywords") or "")
-        if not keywords.endswith(name):
+        if keywords != name and not keywords.endswith(f" {name}"):  # (not "Mary Ann" for "Ann")
             return False
         meta["keywords"] = f"{keywords[: -len(name)].strip()} {instead or ''}".strip()
         text = (memory.content, memory.summary, meta)
