@@ -213,3 +213,27 @@ def test_a_name_beginning_with_a_common_word_is_a_fact_and_leaves_with_its_episo
     assert "User's name is So Yeon" in facts and "So Yeon works at Acme Robotics" in facts
     _ok(client.delete(f"/v1/episodes/{ids[0]}"))
     assert not any("yeon" in json.dumps(m).lower() for m in _all(client, "n5"))
+
+
+def test_a_removed_name_is_not_cut_from_a_longer_one(backend_client: TestClient) -> None:
+    client = backend_client
+    _say(client, "n6", ["My name is Mary Ann.", "I work at Acme Robotics."])
+    episode = {
+        "subject_id": "n6",
+        "source": "chat",
+        "type": "conversation.turn",
+        "session_id": "s2",
+        "payload": {"messages": [{"role": "user", "content": "My name is Ann now."}]},
+    }
+    ann = _ok(client.post("/v1/episodes", json=episode), 201)["id"]
+    episode["payload"] = {"messages": [{"role": "user", "content": "I live in Porto."}]}
+    _ok(client.post("/v1/episodes", json=episode), 201)
+    _ok(client.post("/v1/memories/compile", json={"subject_id": "n6"}))
+    _ok(client.delete(f"/v1/episodes/{ann}"))
+    turns = {
+        m["content"]: m["metadata"]["keywords"] for m in _all(client, "n6") if m["kind"] == "turn"
+    }
+    assert turns["User: I work at Acme Robotics."].endswith(" Mary Ann")
+    assert turns["User: I live in Porto."].endswith(" Mary Ann")  # the name on record again
+    facts = {m["content"] for m in _all(client, "n6") if m["status"] == "active"}
+    assert "Mary Ann lives in Porto" in facts and "User's name is Mary Ann" in facts

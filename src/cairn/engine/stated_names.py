@@ -17,7 +17,7 @@ from cairn.core.analysis import content_digest, cut_text
 from cairn.core.memories import SUMMARY_CHARS, Memory
 from cairn.core.scope import Scope
 from cairn.engine.compile.runner import stated_names
-from cairn.engine.compile.text import entities
+from cairn.engine.compile.text import date_keywords, entities
 from cairn.store import UnitOfWork
 
 
@@ -63,10 +63,12 @@ def _rewrite(
 ) -> bool:
     meta = dict(memory.metadata)
     if memory.kind == "turn":
-        keywords = str(meta.get("keywords") or "")
-        if keywords != name and not keywords.endswith(f" {name}"):  # (not "Mary Ann" for "Ann")
+        # The compiler appends the name to the date keywords: exactly that name, not the end of
+        # another ("Mary Ann" when "Ann" is removed).
+        dates = " ".join(date_keywords([str(meta.get("date") or ""), *meta.get("dates", [])]))
+        if str(meta.get("keywords") or "").removeprefix(dates).strip() != name:
             return False
-        meta["keywords"] = f"{keywords[: -len(name)].strip()} {instead or ''}".strip()
+        meta["keywords"] = f"{dates} {instead or ''}".strip()
         text = (memory.content, memory.summary, meta)
         tx.lifecycle.rewrite(memory, text, None, now)
         return True
