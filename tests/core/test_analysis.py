@@ -265,5 +265,5 @@ def test_unspaced_scripts_pair_graphemes_not_code_points() -> None:
 
 def test_every_scripts_digits_are_searched_as_ascii_digits() -> None:
     assert index_text("मेरा पिन कोड ११००१ है").split()[3] == "11001"
-    for digits in ("٣٠٤", "۳۰۴", "৩০৪", "๓๐๔", "３０４"):
+    for digits in ("٣٠٤", "۳۰۴", "৩০৪", "๓๐๔", "３０４", "\U00011069\U00011066\U0001106a"):
         assert query_terms(digits) == ["304"], digits

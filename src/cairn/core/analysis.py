@@ -71,7 +71,7 @@ _LETTERS = str.maketrans(
     | {"\u0131": "i"}  # dotless i
     | {
         chr(c): str(unicodedata.decimal(chr(c)))
-        for c in range(0x0660, 0x10000)
+        for c in (*range(0x0660, 0x10000), *range(0x10100, 0x1FC00))
         if unicodedata.category(chr(c)) == "Nd"
     }
 )
