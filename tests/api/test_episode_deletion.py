@@ -172,6 +172,7 @@ def test_a_deleted_update_gives_the_earlier_value_back(backend_client: TestClien
     by_content = {m["content"]: m for m in _all(client, "n3")}
     assert "User lives in Berlin" not in by_content
     assert by_content["User lives in Paris"]["superseded_by"] == lisbon["id"]
+    assert by_content["User lives in Paris"]["valid_to"] == lisbon["valid_from"]  # no gap
     _ok(client.delete(f"/v1/episodes/{ids[2]}"))  # Lisbon: Paris holds again
     paris = {m["content"]: m for m in _all(client, "n3")}["User lives in Paris"]
     assert paris["status"] == "active" and paris["superseded_by"] is None

@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, or_, select, text, update
+from sqlalchemy import Connection, and_, delete, func, or_, select, text, update
 
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
@@ -243,7 +243,13 @@ class LifecycleRepository(Repository):
                 # already superseded), only the latest.
                 revived.setdefault(slot or mem_id, []).append((valid_from, mem_id))
             else:
-                conn.execute(update(t).where(t.c.id == mem_id).values(superseded_by=target))
+                # Valid until its new successor began (as ``supersede`` marks a version).
+                until = select(t.c.valid_from).where(t.c.id == target).scalar_subquery()
+                conn.execute(
+                    update(t)
+                    .where(t.c.id == mem_id)
+                    .values(superseded_by=target, valid_to=func.coalesce(until, t.c.valid_to))
+                )
         for versions in revived.values():
             versions.sort(key=lambda v: (v[0] is not None, v[0]))
             latest = versions[-1][1]
