@@ -63,17 +63,28 @@ _OPTIONAL_MARKS = regex.compile(
     r"[\u0300-\u0305\u0307-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
     r"\u0591-\u05c7\u064b-\u065f\u0670\u06d6-\u06ed]|(?<![\u0438\u0418])\u0306"
 )
+
+
+def _digits() -> dict[str, str]:
+    """Every non-ASCII decimal digit of the Basic and Supplementary Multilingual Planes as its
+    ASCII digit. Digits are encoded in runs of ten (0 to 9), so every tenth code point is
+    looked at and each run found is taken whole (3 ms at import, where testing every code
+    point took 19)."""
+    out: dict[str, str] = {}
+    for code in range(0x0660, 0x1FC00, 10):
+        if unicodedata.category(chr(code)) == "Nd":
+            zero = code - unicodedata.decimal(chr(code))
+            out.update({chr(zero + i): str(i) for i in range(10)})
+    return out
+
+
 # Letters with a stroke or ligatures that NFKD does not decompose, and the decimal digits of
-# every script (Arabic-Indic, Persian, Devanagari, Bengali, Thai, …) as ASCII digits: ``११००१``
-# is found by ``11001``.
+# every script (Arabic-Indic, Persian, Devanagari, Bengali, Thai, Brahmi, …) as ASCII digits:
+# ``११००१`` is found by ``11001``.
 _LETTERS = str.maketrans(
     {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "ħ": "h", "æ": "ae", "œ": "oe", "þ": "th"}
     | {"\u0131": "i"}  # dotless i
-    | {
-        chr(c): str(unicodedata.decimal(chr(c)))
-        for c in (*range(0x0660, 0x10000), *range(0x10100, 0x1FC00))
-        if unicodedata.category(chr(c)) == "Nd"
-    }
+    | _digits()
 )
 _MARK = regex.compile(r"\p{M}")
 _GRAPHEME = regex.compile(r"\X")

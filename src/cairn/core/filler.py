@@ -212,6 +212,8 @@ def _spelled(norm: str) -> str:
 
 
 _PHRASES = frozenset(_spelled(_norm(p)) for p in FILLER_PHRASES)
+# Longer messages are no whole filler phrase (with its punctuation and emoji): not spelled out.
+_PHRASE_SPAN = 4 * max(map(len, _PHRASES))
 
 
 def is_contentless(text: str) -> bool:
@@ -220,7 +222,7 @@ def is_contentless(text: str) -> bool:
     words = _WORD.findall(norm)
     if not words:
         return True  # only emoji, symbols or punctuation
-    if _spelled(norm) in _PHRASES:
+    if len(norm) <= _PHRASE_SPAN and _spelled(norm) in _PHRASES:
         return True
     for w in words:
         if w in FILLER_WORDS or w in FILLER_PHRASES or _LAUGHTER.match(w):

@@ -20,13 +20,12 @@ Revision ID: 0017_contentless_turns
 """
 
 import json
-import time
-from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
 
 from cairn.core.filler import is_contentless
+from cairn.store.migrations.turns import bump_vector_versions, turn_text
 
 revision = "0017_contentless_turns"
 down_revision = "0016_memory_lengths"
@@ -35,13 +34,6 @@ depends_on = None
 
 BATCH = 5000
 CONTENTLESS_CONFIDENCE = 0.2
-
-
-def turn_text(content: str, metadata: dict[str, Any]) -> str:
-    """What the speaker said: the turn's content without its ``Speaker: ``."""
-    speaker = metadata.get("speaker")
-    prefix = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
-    return content[len(prefix) :] if prefix and content.startswith(prefix) else content
 
 
 def upgrade() -> None:
@@ -58,7 +50,7 @@ def upgrade() -> None:
             {"floor": CONTENTLESS_CONFIDENCE, "last": last, "batch": BATCH},
         ).all()
         if not rows:
-            _bump_vector_versions(bind, touched)
+            bump_vector_versions(bind, touched)
             return
         changes = []
         for seq, content, raw, tenant, runtime, user, agent in rows:
@@ -83,21 +75,6 @@ def upgrade() -> None:
                 changes,
             )
         last = rows[-1][0]
-
-
-def _bump_vector_versions(bind: Any, partitions: set[tuple[str, str, str, str]]) -> None:
-    """Move on the vector version of each partition whose vectors were cleared (a clock
-    value, as ``cairn.store.memory_vectors`` writes it); a partition without one has no
-    vectors anyone could have cached."""
-    version = time.time_ns() // 1000
-    for tenant, runtime, user, agent in sorted(partitions):
-        bind.execute(
-            sa.text(
-                "UPDATE memory_vector_versions SET version = :v WHERE tenant_id = :t "
-                "AND runtime_id = :r AND user_id = :u AND agent_id = :a"
-            ),
-            {"v": version, "t": tenant, "r": runtime, "u": user, "a": agent},
-        )
 
 
 def downgrade() -> None:

@@ -16,12 +16,12 @@ Revision ID: 0022_question_turns
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
 
 from cairn.core.filler import is_question
+from cairn.store.migrations.turns import turn_text
 
 revision = "0022_question_turns"
 down_revision = "0021_search_stems"
@@ -32,13 +32,6 @@ BATCH = 5000
 QUESTION_FACTOR = 0.75
 # ? and the marks NFKC makes one: full-width, small, doubled; and the Arabic question mark.
 QUESTION_MARKS = ("?", "\uff1f", "\ufe56", "\u2047", "\u2048", "\u2049", "\u061f")
-
-
-def turn_text(content: str, metadata: dict[str, Any]) -> str:
-    """What the speaker said: the turn's content without its ``Speaker: ``."""
-    speaker = metadata.get("speaker")
-    prefix = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
-    return content[len(prefix) :] if prefix and content.startswith(prefix) else content
 
 
 def upgrade() -> None:

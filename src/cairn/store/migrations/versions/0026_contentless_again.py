@@ -14,14 +14,13 @@ Revision ID: 0026_contentless_again
 """
 
 import json
-import time
-from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
 
 from cairn.core.filler import is_contentless
 from cairn.store.fts5_rank import indexed_stems
+from cairn.store.migrations.turns import bump_vector_versions, turn_text
 
 revision = "0026_contentless_again"
 down_revision = "0025_nfc_ids"
@@ -30,12 +29,6 @@ depends_on = None
 
 BATCH = 5000
 CONTENTLESS_CONFIDENCE = 0.2
-
-
-def _said(content: str, metadata: dict[str, Any]) -> str:
-    speaker = metadata.get("speaker")
-    prefix = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
-    return content.removeprefix(prefix) if prefix else content
 
 
 def upgrade() -> None:
@@ -61,13 +54,13 @@ def upgrade() -> None:
                 metadata.get("compiler") != "heuristic"
                 or metadata.get("contentless")
                 or "correction" in metadata
-                or not is_contentless(_said(str(content), metadata))
+                or not is_contentless(turn_text(str(content), metadata))
             ):
                 continue
             metadata.update(contentless=True, context_terms="")
             stems = indexed_stems(f"{analysed or ''} ") if sqlite else None
-            changes.append({"q": seq, "v": CONTENTLESS_CONFIDENCE, "m": json.dumps(metadata)})
-            changes[-1]["s"] = stems
+            change = {"q": seq, "v": CONTENTLESS_CONFIDENCE, "m": json.dumps(metadata), "s": stems}
+            changes.append(change)
             touched.add(tuple(partition))
         if not changes:
             continue
@@ -83,15 +76,7 @@ def upgrade() -> None:
             sa.text("DELETE FROM memory_embeddings WHERE seq = :q"),
             [{"q": c["q"]} for c in changes],
         )
-    version = time.time_ns() // 1000
-    for tenant, runtime, user, agent in sorted(touched):
-        bind.execute(
-            sa.text(
-                "UPDATE memory_vector_versions SET version = :v WHERE tenant_id = :t "
-                "AND runtime_id = :r AND user_id = :u AND agent_id = :a"
-            ),
-            {"v": version, "t": tenant, "r": runtime, "u": user, "a": agent},
-        )
+    bump_vector_versions(bind, touched)
 
 
 def downgrade() -> None:
