@@ -246,3 +246,39 @@ def test_a_run_that_committed_a_turn_goes_with_the_turn(world: Any) -> None:
     assert deleted["ladder_runs"] == 1 and deleted["episodes"] == 1
     assert client.get(f"/v1/runs/{run_id}").status_code == 404
     assert other not in rows_text(services)
+
+
+def test_a_turn_that_only_names_a_run_does_not_take_it(world: Any) -> None:
+    """``metadata.run_id`` of a turn is the caller's to write: a turn committed through
+    ``POST /v1/scopes/turns`` to another scope, naming a run (and its key), is deleted
+    alone, by either deletion; the run goes only with the turn its own trace says it
+    committed."""
+    client, services = world
+    marker = "zq" + secrets.token_hex(6)
+    run_id = _chat(client, marker, "run-forged-1")
+
+    def forge(conversation: str) -> str:
+        r = client.post(
+            "/v1/scopes/turns",
+            json={
+                "scope": {"runtime_id": "default", "user_id": "mallory", "agent_id": ""},
+                "conversation_id": conversation,
+                "idempotency_key": run_id,
+                "messages": [{"role": "user", "content": "nothing to see"}],
+                "metadata": {"run_id": run_id, "channel": "main"},
+            },
+        )
+        assert r.status_code == 201, r.text
+        return str(r.json()["episode_id"])
+
+    forge("c-forged-1")
+    deleted = _ok(client.delete("/v1/scopes", params={"user_id": "mallory"}))["deleted"]
+    assert deleted["episodes"] == 1 and deleted["ladder_runs"] == 0
+    assert _ok(client.get(f"/v1/runs/{run_id}"))["id"] == run_id
+    _ok(client.delete(f"/v1/episodes/{forge('c-forged-2')}"))
+    assert _ok(client.get(f"/v1/runs/{run_id}"))["id"] == run_id
+    # The run's own turn still takes it.
+    deleted = _ok(client.delete("/v1/scopes", params={"user_id": "user-1"}))["deleted"]
+    assert deleted["ladder_runs"] == 1
+    assert client.get(f"/v1/runs/{run_id}").status_code == 404
+    assert marker not in rows_text(services)

@@ -13,6 +13,7 @@ Full-text entries live in the rows (the FTS5 triggers follow them); a memory's v
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,14 +140,33 @@ def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
 
 
 def turn_runs(*where: Any) -> Select[Any]:
-    """The run ids the turns among the episodes ``where`` selects were committed by."""
+    """``(run id, episode id)`` of the turns among the episodes ``where`` selects that name
+    the ladder run that committed them (``metadata.run_id``)."""
     run_id = episodes.c.metadata["run_id"].as_string()
-    return select(run_id).where(*where, episodes.c.source == TURN_SOURCE, run_id.is_not(None))
+    return select(run_id, episodes.c.id).where(
+        *where, episodes.c.source == TURN_SOURCE, run_id.is_not(None)
+    )
 
 
-def drop_runs(conn: Connection, tenant_id: str, run_ids: Select[Any]) -> int:
-    """Delete the tenant's ladder runs ``run_ids`` selects (with their effect keys); how many."""
-    ids = [str(r) for r in conn.execute(run_ids).scalars() if r]
+def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
+    """Delete the tenant's ladder runs that committed the turns ``turns`` selects (as
+    ``turn_runs`` does), with their effect keys; how many.
+
+    A turn's ``metadata.run_id`` only points at a run: the caller of ``POST /v1/scopes/turns``
+    writes the metadata, and could name another scope's run. A run goes only when its own
+    record (its trace's ``commit`` hooks, written by the server) names the turn's episode."""
+    wanted: dict[str, set[str]] = {}
+    for run_id, episode_id in conn.execute(turns):
+        if run_id:
+            wanted.setdefault(str(run_id), set()).add(_uuid(episode_id))
+    if not wanted:
+        return 0
+    found = conn.execute(
+        select(ladder_runs.c.id, ladder_runs.c.trace).where(
+            ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(list(wanted))
+        )
+    )
+    ids = [str(rid) for rid, trace in found if _committed(trace) & wanted[str(rid)]]
     if not ids:
         return 0
     conn.execute(
@@ -158,3 +178,22 @@ def drop_runs(conn: Connection, tenant_id: str, run_ids: Select[Any]) -> int:
         delete(ladder_runs).where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(ids))
     )
     return int(res.rowcount or 0)
+
+
+def _committed(trace: Any) -> set[str]:
+    """The episode ids a run's trace says its commit hooks stored."""
+    hooks = trace.get("commit") if isinstance(trace, dict) else None
+    out = set()
+    for hook in hooks if isinstance(hooks, list) else []:
+        episode = hook.get("episode_id") if isinstance(hook, dict) else None
+        if episode:
+            out.add(_uuid(episode))
+    return out
+
+
+def _uuid(value: Any) -> str:
+    """An episode id in one spelling (hex, as stored or as shown)."""
+    try:
+        return uuid.UUID(str(value)).hex
+    except ValueError:
+        return str(value)
