@@ -4,11 +4,15 @@ it, not in the neighbour words indexed (and embedded) with the turns around it."
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from cairn.core.analysis import content_digest
+from cairn.core.memories import memory_id
+from cairn.core.scope import Scope
 from cairn.services import Services
 from tests.api.test_erasure import found_in, sqlite_evidence
 
@@ -157,6 +161,53 @@ def test_a_deleted_name_gives_way_to_the_name_still_stated(backend_client: TestC
     # The name the user stated before is theirs again, and names the fact.
     assert "User's name is Zorblax" in current
     assert "Zorblax works at Acme Robotics" in current
+
+
+def test_a_memory_rewritten_without_a_name_gets_the_id_of_its_new_text(
+    backend_client: TestClient, backend_services: Services
+) -> None:
+    """A memory id is derived from the text (``memory_id``): kept after the name left it, it
+    would let anyone holding it test guesses of the name. The rewritten memory takes its new
+    text's id, and what referred to the old one (a newer version, an async job's list)
+    follows."""
+    client = backend_client
+    lines = ["My name is Zorblax.", "I live in Paris.", "I moved to Berlin."]
+    ids = []
+    for i, content in enumerate(lines):
+        episode = {
+            "subject_id": "n5",
+            "source": "chat",
+            "type": "conversation.turn",
+            "occurred_at": f"2026-01-0{i + 1}T10:00:00Z",
+            "payload": {"messages": [{"role": "user", "content": content}]},
+        }
+        ids.append(_ok(client.post("/v1/episodes", json=episode), 201)["id"])
+    job = _ok(client.post("/v1/memories/compile", json={"subject_id": "n5", "async": True}), 202)
+    while _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["status"] in (
+        "queued",
+        "running",
+    ):
+        backend_services.job_runner.work_once()
+    assert _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["status"] == "completed"
+    named = {m["content"]: m["id"] for m in _all(client, "n5") if "Zorblax" in m["content"]}
+    assert {"Zorblax lives in Paris", "Zorblax lives in Berlin"} <= set(named)
+
+    _ok(client.delete(f"/v1/episodes/{ids[0]}"))
+    left = {m["content"]: m for m in _all(client, "n5")}
+    paris, berlin = left["User lives in Paris"], left["User lives in Berlin"]
+    assert not set(named.values()) & {m["id"] for m in left.values()}
+    scope = Scope.for_subject("n5")
+    for memory in (paris, berlin):
+        starts = (
+            datetime.fromisoformat(memory["valid_from"]) if memory["metadata"].get("slot") else None
+        )
+        derived = memory_id(
+            "default", scope, "profile_fact", content_digest(memory["content"], starts)
+        )
+        assert memory["id"] == str(derived)
+    assert paris["superseded_by"] == berlin["id"] and berlin["status"] == "active"
+    listed = {m["id"] for m in _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["memories"]}
+    assert {paris["id"], berlin["id"]} <= listed
 
 
 def test_a_deleted_update_gives_the_earlier_value_back(backend_client: TestClient) -> None:

@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, or_, select, text, update
 
-from cairn.core.memories import Memory
+from cairn.core.memories import Memory, memory_id, moved_memory_id
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
+from cairn.store.jobs import compile_jobs
 from cairn.store.memory_rows import row_to_memory
 from cairn.store.memory_search import row_stems, search_text
 from cairn.store.memory_vectors import bump_vector_version
@@ -27,6 +28,7 @@ from cairn.store.repository import Repository
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 from cairn.store.schema import memory_embeddings
+from cairn.store.transfer_ids import repoint
 
 _COLUMNS = [c for c in t.c if c.name not in ("vector_size", "search_stems")]
 # A chain longer than this is a cycle or corruption; history stops there.
@@ -172,6 +174,33 @@ class LifecycleRepository(Repository):
         if self.db.is_sqlite:
             values["search_stems"] = row_stems(analysed, metadata, self.db.porter_stems)
         conn.execute(update(t).where(t.c.id == memory.id).values(**values))
+        if content_hash is not None:
+            self._rederive_id(conn, memory, content_hash)
+
+    def _rederive_id(self, conn: Connection, memory: Memory, content_hash: str) -> None:
+        """Give a rewritten memory the id its new text derives (``memory_id``), and point
+        what referred to it there: an id derived from the old text would let anyone holding
+        it test guesses of what that text said (a deleted name)."""
+        tenant_id, scope = memory.tenant_id, memory.scope
+        new_id = memory_id(tenant_id, scope, memory.kind, content_hash)
+        attempt = 0
+        while new_id != memory.id and conn.execute(select(t.c.seq).where(t.c.id == new_id)).first():
+            attempt += 1
+            new_id = moved_memory_id(tenant_id, scope, new_id, attempt)
+        if new_id == memory.id:
+            return
+        conn.execute(update(t).where(t.c.id == memory.id).values(id=new_id))
+        repoint(conn, scope_filter(t, tenant_id, scope), {memory.id: new_id})
+        old = str(memory.id)
+        for job_id, ids in conn.execute(
+            select(compile_jobs.c.id, compile_jobs.c.memory_ids).where(
+                scope_filter(compile_jobs, tenant_id, scope)
+            )
+        ).all():
+            if old in (ids or []):
+                listed = [str(new_id) if i == old else i for i in ids]
+                job = update(compile_jobs).where(compile_jobs.c.id == job_id)
+                conn.execute(job.values(memory_ids=listed))
 
     def delete_episode(
         self, tenant_id: str, episode_id: uuid.UUID

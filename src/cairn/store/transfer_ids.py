@@ -88,6 +88,12 @@ def repair_references(
         final = remap.get(placed, placed)
         if pending != final:
             remap[pending] = final
+    repoint(conn, where, remap)
+
+
+def repoint(conn: Connection, where: Any, remap: dict[uuid.UUID, uuid.UUID]) -> None:
+    """Point the references of the memories ``where`` selects (``superseded_by``, a
+    correction's ``replaces``) at ``remap[old]`` instead of ``old``."""
     if not remap:
         return
     conn.execute(
