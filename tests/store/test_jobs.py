@@ -106,3 +106,68 @@ def test_a_slow_live_worker_keeps_its_job(
     assert stolen == []
     done = store.jobs.get("t1", job.id)
     assert done is not None and done.status == "succeeded" and done.attempts == 1
+
+
+class _Died(BaseException):
+    """A worker process killed in the middle of a job (nothing after it runs)."""
+
+
+def test_a_job_taken_over_lists_what_every_attempt_created(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker dies after two compile steps of a job; the claim that takes the job over
+    compiles the rest, and the job then lists (and counts) every memory the job created, not
+    only its last attempt's. While it runs, its status shows what it created so far."""
+    from cairn.core.episodes import NewEpisode
+    from cairn.engine import worker as worker_module
+    from cairn.engine.compile import compile_scope
+    from cairn.engine.worker import JobRunner
+
+    monkeypatch.setattr(worker_module, "PROGRESS_S", 0.0)
+    scope = Scope.for_subject("u")
+    store.episodes.append_many(
+        "t1",
+        [
+            NewEpisode(
+                scope=scope,
+                source="t",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "content": f"I visited city number {i}."}]},
+            )
+            for i in range(30)
+        ],
+    )
+    steps = []
+
+    def step(tenant_id: str, scope_: Scope) -> object:
+        if len(steps) == 2:
+            raise _Died
+        result = compile_scope(store, tenant_id, scope_, max_episodes=5)
+        steps.append(result)
+        return result
+
+    job = store.jobs.enqueue("t1", scope)
+    claimed = store.jobs.claim(30)
+    assert claimed is not None
+    with pytest.raises(_Died):
+        JobRunner(store, step, Metrics(), lease_s=30).run_job(claimed)  # type: ignore[arg-type]
+    first = [m.id for r in steps for m in r.memories]
+    assert first and all(r.has_more for r in steps)
+    running = store.jobs.get("t1", job.id)
+    assert running is not None and running.status == "running"
+    assert running.memory_ids == first and running.memories_created == len(first)
+    with store.db.write() as conn:  # its lease runs out
+        conn.execute(update(compile_jobs).values(lease_until=utcnow() - timedelta(seconds=1)))
+    again = store.jobs.claim(30)
+    assert again is not None and again.attempts == 2
+
+    def rest(tenant_id: str, scope_: Scope) -> object:
+        return compile_scope(store, tenant_id, scope_)
+
+    JobRunner(store, rest, Metrics(), lease_s=30).run_job(again)  # type: ignore[arg-type]
+    done = store.jobs.get("t1", job.id)
+    assert done is not None and done.status == "succeeded"
+    with store.snapshot() as tx:
+        every = {m.id for m in tx.memories.list("t1", scope, limit=1000)}
+    assert set(done.memory_ids) == every and done.memories_created == len(every)
+    assert len(done.memory_ids) == len(every) and set(first) < every

@@ -28,6 +28,8 @@ log = logging.getLogger("cairn.worker")
 # One compile step of one partition (``compile_scope`` with the process's compiler and
 # embedding pass; ``Services.compile_step``).
 CompileStep = Callable[[str, Scope], CompileResult]
+# How often a running job records the memories created so far (``JobRunner.run_job``).
+PROGRESS_S = 1.0
 
 
 class Heartbeat:
@@ -76,9 +78,13 @@ class JobRunner:
 
     def run_job(self, job: CompileJob) -> None:
         """Compile a claimed job's partition to the end, renewing the job's lease meanwhile,
-        then record success or failure (only while the job is still this claim's)."""
-        created: list[uuid.UUID] = []
+        then record success or failure (only while the job is still this claim's). The
+        memories created are recorded on the job as they come (at most every
+        ``PROGRESS_S``), and a claim that takes over a dead one's job starts from those: the
+        job lists what all its attempts created, not only the last one's."""
+        created: list[uuid.UUID] = list(job.memory_ids)
         error: str | None = None
+        recorded, recorded_at = len(created), time.monotonic()
         with Heartbeat(self.store.jobs, job, self.lease_s):
             try:
                 while True:
@@ -86,6 +92,9 @@ class JobRunner:
                     created.extend(m.id for m in result.memories)
                     if not result.has_more or result.episodes_compiled == 0:
                         break
+                    if len(created) > recorded and time.monotonic() - recorded_at >= PROGRESS_S:
+                        self.store.jobs.progress(job.id, job.attempts, created)
+                        recorded, recorded_at = len(created), time.monotonic()
             except Exception as exc:  # recorded on the job; the worker keeps going
                 log.exception("compile job %s failed", job.id)
                 error = f"{type(exc).__name__}: {exc}"

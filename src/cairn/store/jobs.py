@@ -184,6 +184,23 @@ class JobRepository(Repository):
             )
         return bool(result.rowcount)
 
+    def progress(self, job_id: uuid.UUID, attempt: int, memory_ids: list[uuid.UUID]) -> bool:
+        """Record the memories the running claim ``attempt`` has created so far (a claim that
+        takes the job over after this one died goes on from them, and the job's status shows
+        them meanwhile); False when the job is no longer this claim's."""
+        ids = [str(i) for i in memory_ids]
+        with self._writing() as conn:
+            result = conn.execute(
+                update(compile_jobs)
+                .where(
+                    compile_jobs.c.id == job_id,
+                    compile_jobs.c.status == "running",
+                    compile_jobs.c.attempts == attempt,
+                )
+                .values(memory_ids=ids, memories_created=len(ids))
+            )
+        return bool(result.rowcount)
+
     def finish(
         self,
         job_id: uuid.UUID,
