@@ -210,6 +210,34 @@ def test_a_memory_rewritten_without_a_name_gets_the_id_of_its_new_text(
     assert {paris["id"], berlin["id"]} <= listed
 
 
+def test_references_follow_a_renamed_memory_merged_into_another(
+    backend_client: TestClient,
+) -> None:
+    """Without the deleted name a fact reads like one already stored: it merges into that
+    one, and what referred to it (a newer version, a correction's ``replaces``) points there;
+    no reference is left to an id that is gone."""
+    client = backend_client
+    _say(client, "n6", ["I like jazz."])
+    ids = _say(client, "n6", ["My name is Zorblax.", "I like jazz."])
+    facts = {m["content"]: m for m in _all(client, "n6")}
+    named = facts["Zorblax likes jazz"]
+    fixed = _ok(
+        client.patch(f"/v1/memories/{named['id']}", json={"content": "Zorblax likes bebop"})
+    )
+    assert fixed["metadata"]["correction"]["replaces"] == named["id"]
+
+    _ok(client.delete(f"/v1/episodes/{ids[0]}"))
+    left = {m["content"]: m for m in _all(client, "n6")}
+    assert not any("zorblax" in json.dumps(m).lower() for m in left.values())
+    plain, correction = left["User likes jazz"], left["User likes bebop"]
+    assert correction["metadata"]["correction"]["replaces"] == plain["id"]
+    stored = {m["id"] for m in left.values()}
+    for m in left.values():
+        assert m["superseded_by"] in stored | {None}
+        replaces = (m["metadata"].get("correction") or {}).get("replaces")
+        assert replaces in stored | {None}
+
+
 def test_a_deleted_update_gives_the_earlier_value_back(backend_client: TestClient) -> None:
     client = backend_client
     ids = _say(

@@ -6,6 +6,7 @@ the database file and its write-ahead log. Another user's data stays."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import sqlite3
 from collections.abc import Iterator
@@ -280,5 +281,35 @@ def test_a_turn_that_only_names_a_run_does_not_take_it(world: Any) -> None:
     # The run's own turn still takes it.
     deleted = _ok(client.delete("/v1/scopes", params={"user_id": "user-1"}))["deleted"]
     assert deleted["ladder_runs"] == 1
+    assert client.get(f"/v1/runs/{run_id}").status_code == 404
+    assert marker not in rows_text(services)
+
+
+def test_a_run_that_failed_after_committing_its_turn_goes_with_it(world: Any) -> None:
+    """A commit hook that stored the turn and then failed (an ingest listener raised) leaves
+    a failed run whose trace names no committed episode but quotes the turn: the turn that
+    carries the run's own key takes it."""
+    from sqlalchemy import update
+
+    from cairn.store.runs import ladder_runs
+
+    client, services = world
+    marker = "zq" + secrets.token_hex(6)
+    run_id = _chat(client, marker, "run-failed-1")
+    with services.store.db.write() as conn:  # (the server's own writer lock)
+        trace = conn.execute(
+            text("SELECT trace FROM ladder_runs WHERE id = :i"), {"i": run_id}
+        ).scalar_one()
+        trace = json.loads(trace) if isinstance(trace, str) else trace
+        assert trace["commit"] and marker in json.dumps(trace)
+        conn.execute(
+            update(ladder_runs)
+            .where(ladder_runs.c.id == run_id)
+            .values(status="failed", trace={**trace, "commit": []})
+        )
+        episode = conn.execute(
+            text("SELECT id FROM episodes WHERE source = 'cairn.turn_sink'")
+        ).scalar_one()
+    _ok(client.delete(f"/v1/episodes/{episode}"))
     assert client.get(f"/v1/runs/{run_id}").status_code == 404
     assert marker not in rows_text(services)

@@ -107,6 +107,16 @@ def test_async_compile_job(tmp_path: Any) -> None:
             }
             assert job["subject_id"] == "u1" and job["error"] is None
             assert job["memories_created"] == len(job["memories"]) > 0
+            # A job recorded by an earlier version lists its memories by id: still shown.
+            from sqlalchemy import update
+
+            from cairn.store.jobs import compile_jobs
+
+            listed = [m["id"] for m in job["memories"]]
+            with services.store.db.write() as conn:
+                conn.execute(update(compile_jobs).values(memory_ids=listed))
+            again = client.get(f"/v1/memories/compile/{job_id}").json()
+            assert [m["id"] for m in again["memories"]] == listed
     finally:
         services.close()
 

@@ -64,7 +64,7 @@ def test_a_lapsed_lease_is_claimed_again_and_the_old_claim_is_fenced(store: Stor
     # The first claim can neither renew nor record an outcome over the second.
     assert not store.jobs.renew(job.id, 1, 30)
     assert not store.jobs.finish(job.id, error="late", attempt=1)
-    assert store.jobs.finish(job.id, memory_ids=[], attempt=2)
+    assert store.jobs.finish(job.id, memories=[], attempt=2)
     done = store.jobs.get("t1", job.id)
     assert done is not None and done.status == "succeeded" and done.error is None
 
@@ -151,11 +151,11 @@ def test_a_job_taken_over_lists_what_every_attempt_created(
     assert claimed is not None
     with pytest.raises(_Died):
         JobRunner(store, step, Metrics(), lease_s=30).run_job(claimed)  # type: ignore[arg-type]
-    first = [m.id for r in steps for m in r.memories]
+    first = [m.seq for r in steps for m in r.memories]
     assert first and all(r.has_more for r in steps)
     running = store.jobs.get("t1", job.id)
     assert running is not None and running.status == "running"
-    assert running.memory_ids == first and running.memories_created == len(first)
+    assert running.memories == first and running.memories_created == len(first)
     with store.db.write() as conn:  # its lease runs out
         conn.execute(update(compile_jobs).values(lease_until=utcnow() - timedelta(seconds=1)))
     again = store.jobs.claim(30)
@@ -168,6 +168,6 @@ def test_a_job_taken_over_lists_what_every_attempt_created(
     done = store.jobs.get("t1", job.id)
     assert done is not None and done.status == "succeeded"
     with store.snapshot() as tx:
-        every = {m.id for m in tx.memories.list("t1", scope, limit=1000)}
-    assert set(done.memory_ids) == every and done.memories_created == len(every)
-    assert len(done.memory_ids) == len(every) and set(first) < every
+        every = {m.seq for m in tx.memories.list("t1", scope, limit=1000)}
+    assert set(done.memories) == every and done.memories_created == len(every)
+    assert len(done.memories) == len(every) and set(first) < every

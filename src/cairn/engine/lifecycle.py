@@ -36,6 +36,7 @@ from cairn.store.partitions import PartitionSelector
 if TYPE_CHECKING:
     from cairn.engine.embedders import Embedder
     from cairn.engine.vectors import VectorIndex
+    from cairn.store import UnitOfWork
 
 # Metadata derived from the old text: a correction must not keep it (it would index the old
 # words under the new version).
@@ -101,10 +102,7 @@ def correct_memory(
     _check(change)
     now = utcnow()
     with store.transaction() as tx:
-        old = tx.lifecycle.memory(tenant_id, memory_id_)
-        if old is None or old.status == "deleted":
-            raise _missing(memory_id_)
-        tx.compiling.lock_scope(tenant_id, old.scope)
+        old = _locked(tx, tenant_id, memory_id_)
         if old.status != "active":
             chain = tx.lifecycle.replaced_by(tenant_id, old)
             current = chain[-1].id if chain else old.superseded_by
@@ -215,6 +213,20 @@ def _summary_of(content: str, old: Memory) -> str:
     return cut_text(text.strip(), SUMMARY_CHARS)
 
 
+def _locked(tx: UnitOfWork, tenant_id: str, memory_id_: uuid.UUID) -> Memory:
+    """The memory (not forgotten) read again once its partition's compile lock is held: a
+    deletion that committed meanwhile may have rewritten it, given it another id (a deleted
+    name) or merged it away (PostgreSQL reads what committed before each statement)."""
+    memory = tx.lifecycle.memory(tenant_id, memory_id_)
+    if memory is None or memory.status == "deleted":
+        raise _missing(memory_id_)
+    tx.compiling.lock_scope(tenant_id, memory.scope)
+    memory = tx.lifecycle.memory(tenant_id, memory_id_)
+    if memory is None or memory.status == "deleted":
+        raise _missing(memory_id_)
+    return memory
+
+
 def forget_memory(
     store: Store,
     tenant_id: str,
@@ -227,10 +239,7 @@ def forget_memory(
     (the process's cached partition matrices) drop the partition's."""
     now = utcnow()
     with store.transaction() as tx:
-        memory = tx.lifecycle.memory(tenant_id, memory_id_)
-        if memory is None or memory.status == "deleted":
-            raise _missing(memory_id_)
-        tx.compiling.lock_scope(tenant_id, memory.scope)
+        memory = _locked(tx, tenant_id, memory_id_)
         tx.lifecycle.forget(memory, by, now)
     _after_erase(store, vectors, tenant_id, [memory.scope])
     return memory

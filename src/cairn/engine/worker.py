@@ -82,14 +82,14 @@ class JobRunner:
         memories created are recorded on the job as they come (at most every
         ``PROGRESS_S``), and a claim that takes over a dead one's job starts from those: the
         job lists what all its attempts created, not only the last one's."""
-        created: list[uuid.UUID] = list(job.memory_ids)
+        created: list[int | uuid.UUID] = list(job.memories)
         error: str | None = None
         recorded, recorded_at = len(created), time.monotonic()
         with Heartbeat(self.store.jobs, job, self.lease_s):
             try:
                 while True:
                     result = self.compile_step(job.tenant_id, job.scope)
-                    created.extend(m.id for m in result.memories)
+                    created.extend(m.seq for m in result.memories)
                     if not result.has_more or result.episodes_compiled == 0:
                         break
                     if len(created) > recorded and time.monotonic() - recorded_at >= PROGRESS_S:
@@ -100,7 +100,7 @@ class JobRunner:
                 error = f"{type(exc).__name__}: {exc}"
         # After the heartbeat stopped, so a last beat never races the outcome.
         recorded = self.store.jobs.finish(
-            job.id, memory_ids=created, error=error, attempt=job.attempts
+            job.id, memories=created, error=error, attempt=job.attempts
         )
         metrics = self.metrics
         metrics.memories_compiled.inc(len(created))

@@ -67,7 +67,10 @@ class CompileJob:
     scope: Scope
     status: str  # queued | running | succeeded | failed
     memories_created: int
-    memory_ids: list[uuid.UUID]
+    # The memories the job created, by ``seq`` (stable while a memory's id may change: a
+    # rewrite without a deleted name derives a new one); jobs recorded by earlier versions
+    # list ids.
+    memories: list[int | uuid.UUID]
     error: str | None
     attempts: int
     created_at: datetime
@@ -85,13 +88,18 @@ def _job(row: Row[Any]) -> CompileJob:
         ),
         status=m["status"],
         memories_created=m["memories_created"],
-        memory_ids=[uuid.UUID(str(x)) for x in m["memory_ids"]],
+        memories=[x if isinstance(x, int) else uuid.UUID(str(x)) for x in m["memory_ids"]],
         error=m["error"],
         attempts=m["attempts"],
         created_at=m["created_at"],
         started_at=m["started_at"],
         finished_at=m["finished_at"],
     )
+
+
+def _stored(memories: list[int | uuid.UUID]) -> list[int | str]:
+    """A job's memories as its JSON column holds them (seqs as numbers, ids as text)."""
+    return [m if isinstance(m, int) else str(m) for m in memories]
 
 
 class JobRepository(Repository):
@@ -184,11 +192,11 @@ class JobRepository(Repository):
             )
         return bool(result.rowcount)
 
-    def progress(self, job_id: uuid.UUID, attempt: int, memory_ids: list[uuid.UUID]) -> bool:
-        """Record the memories the running claim ``attempt`` has created so far (a claim that
-        takes the job over after this one died goes on from them, and the job's status shows
-        them meanwhile); False when the job is no longer this claim's."""
-        ids = [str(i) for i in memory_ids]
+    def progress(self, job_id: uuid.UUID, attempt: int, memories: list[int | uuid.UUID]) -> bool:
+        """Record the memories (seqs) the running claim ``attempt`` has created so far (a
+        claim that takes the job over after this one died goes on from them, and the job's
+        status shows them meanwhile); False when the job is no longer this claim's."""
+        ids = _stored(memories)
         with self._writing() as conn:
             result = conn.execute(
                 update(compile_jobs)
@@ -205,7 +213,7 @@ class JobRepository(Repository):
         self,
         job_id: uuid.UUID,
         *,
-        memory_ids: list[uuid.UUID] | None = None,
+        memories: list[int | uuid.UUID] | None = None,
         error: str | None = None,
         attempt: int | None = None,
     ) -> bool:
@@ -213,7 +221,7 @@ class JobRepository(Repository):
         worker whose job was taken over cannot overwrite the newer claim's outcome."""
         values: dict[str, Any] = {"finished_at": utcnow(), "lease_until": None}
         if error is None:
-            ids = [str(i) for i in memory_ids or []]
+            ids = _stored(memories or [])
             values.update(status="succeeded", memory_ids=ids, memories_created=len(ids))
         else:
             values.update(status="failed", error=error[:2000])

@@ -19,7 +19,6 @@ from cairn.core.memories import Memory, memory_id, moved_memory_id
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
-from cairn.store.jobs import compile_jobs
 from cairn.store.memory_rows import row_to_memory
 from cairn.store.memory_search import row_stems, search_text
 from cairn.store.memory_vectors import bump_vector_version
@@ -160,9 +159,8 @@ class LifecycleRepository(Repository):
                 conn.execute(
                     update(t).where(t.c.id == held[0]).values(source_episode_ids=known + extra)
                 )
-                conn.execute(
-                    update(t).where(t.c.superseded_by == memory.id).values(superseded_by=held[0])
-                )
+                where = scope_filter(t, memory.tenant_id, memory.scope)
+                repoint(conn, where, {memory.id: held[0]})
                 conn.execute(delete(t).where(t.c.id == memory.id))
                 return
             values.update(content=content, summary=summary, content_hash=content_hash)
@@ -179,28 +177,19 @@ class LifecycleRepository(Repository):
 
     def _rederive_id(self, conn: Connection, memory: Memory, content_hash: str) -> None:
         """Give a rewritten memory the id its new text derives (``memory_id``), and point
-        what referred to it there: an id derived from the old text would let anyone holding
-        it test guesses of what that text said (a deleted name)."""
+        what referred to it there (compile jobs list memories by ``seq``): an id derived from
+        the old text would let anyone holding it test guesses of what that text said (a
+        deleted name)."""
         tenant_id, scope = memory.tenant_id, memory.scope
-        new_id = memory_id(tenant_id, scope, memory.kind, content_hash)
-        attempt = 0
+        derived = new_id = memory_id(tenant_id, scope, memory.kind, content_hash)
+        attempt = 0  # (another partition may hold the derived id: an imported memory's)
         while new_id != memory.id and conn.execute(select(t.c.seq).where(t.c.id == new_id)).first():
             attempt += 1
-            new_id = moved_memory_id(tenant_id, scope, new_id, attempt)
+            new_id = moved_memory_id(tenant_id, scope, derived, attempt)
         if new_id == memory.id:
             return
         conn.execute(update(t).where(t.c.id == memory.id).values(id=new_id))
         repoint(conn, scope_filter(t, tenant_id, scope), {memory.id: new_id})
-        old = str(memory.id)
-        for job_id, ids in conn.execute(
-            select(compile_jobs.c.id, compile_jobs.c.memory_ids).where(
-                scope_filter(compile_jobs, tenant_id, scope)
-            )
-        ).all():
-            if old in (ids or []):
-                listed = [str(new_id) if i == old else i for i in ids]
-                job = update(compile_jobs).where(compile_jobs.c.id == job_id)
-                conn.execute(job.values(memory_ids=listed))
 
     def delete_episode(
         self, tenant_id: str, episode_id: uuid.UUID

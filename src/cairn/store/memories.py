@@ -31,7 +31,7 @@ from cairn.core.memories import Memory, moved_memory_id
 from cairn.core.scope import Scope
 from cairn.store import fts
 from cairn.store.episodes import scope_filter
-from cairn.store.memory_rows import content_key, memory_of, memory_of_new, row_to_memory
+from cairn.store.memory_rows import content_key, memory_of, row_to_memory
 from cairn.store.memory_search import lexical_ranked, row_stems, search_text
 from cairn.store.memory_vectors import MemoryVectors
 from cairn.store.schema import episodes as episodes_t
@@ -295,8 +295,8 @@ class MemoryRepository(MemoryVectors):
         # ``RETURNING`` also makes it one multi-row statement per 1,000 rows: without it an
         # ``ON CONFLICT`` insert is sent row by row, and PostgreSQL runs the statement trigger
         # of ``memory_term_stats`` (migration 0013) once per row.
-        insert = self.db.insert(t).on_conflict_do_nothing().returning(t.c.id)
-        inserted = {str(i) for i in conn.execute(insert, list(merged.values())).scalars()}
+        insert = self.db.insert(t).on_conflict_do_nothing().returning(t.c.id, t.c.seq)
+        inserted = {str(i): int(seq) for i, seq in conn.execute(insert, list(merged.values()))}
         skipped = [key for key, row in merged.items() if str(row["id"]) not in inserted]
         stored_keys = self._stored_keys(conn, skipped)
         inserted |= self._insert_elsewhere_held(
@@ -312,17 +312,18 @@ class MemoryRepository(MemoryVectors):
                     .where(t.c.id == memory_id)
                     .values(source_episode_ids=stored + extra, updated_at=row["updated_at"])
                 )
-        return [memory_of_new(row) for row in new_rows]
+        return [memory_of(row, inserted[str(row["id"])]) for row in new_rows]
 
     @staticmethod
     def _insert_elsewhere_held(
         conn: Connection, insert: Any, rows: _list[dict[str, Any]]
-    ) -> set[str]:
+    ) -> dict[str, int]:
         """Insert rows whose content is new to their partition but whose id another partition
         holds (an imported row may carry any id): each under its partition's moved id
         (``moved_memory_id``), so no row of another tenant or subject can keep a memory from
-        being stored. Returns the ids inserted (the rows' ``id`` is updated)."""
-        done: set[str] = set()
+        being stored. Returns the ids inserted with their seqs (the rows' ``id`` is
+        updated)."""
+        done: dict[str, int] = {}
         first = [row["id"] for row in rows]
         for attempt in range(1, 4):
             if not rows:
@@ -332,7 +333,7 @@ class MemoryRepository(MemoryVectors):
                     runtime_id=row["runtime_id"], user_id=row["user_id"], agent_id=row["agent_id"]
                 )
                 row["id"] = moved_memory_id(row["tenant_id"], scope, old, attempt)
-            done |= {str(i) for i in conn.execute(insert, rows).scalars()}
+            done |= {str(i): int(seq) for i, seq in conn.execute(insert, rows)}
             first = [
                 old for row, old in zip(rows, first, strict=True) if str(row["id"]) not in done
             ]

@@ -14,8 +14,8 @@ from cairn.core.scope import Scope
 
 
 def memory_of(m: Mapping[Any, Any], seq: int) -> Memory:
-    """The one row mapper of ``memories``: a stored row's mapping, or a row about to be
-    inserted (``seq`` 0: not read back)."""
+    """The one row mapper of ``memories``: a stored row's mapping, or a row just inserted
+    (with the ``seq`` its insert returned)."""
     scope = {"runtime_id": m["runtime_id"], "user_id": m["user_id"], "agent_id": m["agent_id"]}
     return construct(
         Memory,
@@ -43,11 +43,6 @@ def memory_of(m: Mapping[Any, Any], seq: int) -> Memory:
 
 def row_to_memory(row: Row[Any]) -> Memory:
     return memory_of(row._mapping, row._mapping["seq"])
-
-
-def memory_of_new(row: dict[str, Any]) -> Memory:
-    """The Memory a freshly inserted row stands for (without reading it back)."""
-    return memory_of(row, 0)
 
 
 def content_key(row: dict[str, Any]) -> tuple[Any, ...]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, Table, delete, select
 
-from cairn.core.memory import TURN_SOURCE
+from cairn.core.memory import TURN_KEY_PREFIX, TURN_SOURCE
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
 from cairn.store.documents import document_chunks, documents
 from cairn.store.items import items
@@ -140,10 +140,10 @@ def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
 
 
 def turn_runs(*where: Any) -> Select[Any]:
-    """``(run id, episode id)`` of the turns among the episodes ``where`` selects that name
-    the ladder run that committed them (``metadata.run_id``)."""
+    """``(run id, episode id, key)`` of the turns among the episodes ``where`` selects that
+    name the ladder run that committed them (``metadata.run_id``)."""
     run_id = episodes.c.metadata["run_id"].as_string()
-    return select(run_id, episodes.c.id).where(
+    return select(run_id, episodes.c.id, episodes.c.idempotency_key).where(
         *where, episodes.c.source == TURN_SOURCE, run_id.is_not(None)
     )
 
@@ -153,12 +153,14 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
     ``turn_runs`` does), with their effect keys; how many.
 
     A turn's ``metadata.run_id`` only points at a run: the caller of ``POST /v1/scopes/turns``
-    writes the metadata, and could name another scope's run. A run goes only when its own
-    record (its trace's ``commit`` hooks, written by the server) names the turn's episode."""
-    wanted: dict[str, set[str]] = {}
-    for run_id, episode_id in conn.execute(turns):
+    writes the metadata, and could name another scope's run. A run goes when its own record
+    (its trace's ``commit`` hooks, written by the server) names the turn's episode, or, when
+    it names none (the run failed after a commit hook stored the turn, before the hook's
+    result was traced), when the turn carries the key the run's hook gives it (the run id)."""
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for run_id, episode_id, key in conn.execute(turns):
         if run_id:
-            wanted.setdefault(str(run_id), set()).add(_uuid(episode_id))
+            wanted.setdefault(str(run_id), []).append((_uuid(episode_id), str(key or "")))
     if not wanted:
         return 0
     found = conn.execute(
@@ -166,7 +168,7 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
             ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(list(wanted))
         )
     )
-    ids = [str(rid) for rid, trace in found if _committed(trace) & wanted[str(rid)]]
+    ids = [str(rid) for rid, trace in found if _committed_by(str(rid), trace, wanted[str(rid)])]
     if not ids:
         return 0
     conn.execute(
@@ -178,6 +180,16 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
         delete(ladder_runs).where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(ids))
     )
     return int(res.rowcount or 0)
+
+
+def _committed_by(run_id: str, trace: Any, turns: list[tuple[str, str]]) -> bool:
+    """Whether the run ``run_id`` (its stored ``trace``) committed one of ``turns``
+    (``(episode id, key)``)."""
+    named = _committed(trace)
+    if named:
+        return any(episode in named for episode, _ in turns)
+    own = TURN_KEY_PREFIX + run_id
+    return any(key == own or key.startswith(own + ":") for _, key in turns)
 
 
 def _committed(trace: Any) -> set[str]:

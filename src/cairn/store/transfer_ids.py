@@ -144,4 +144,4 @@ def _stored_ids(
     return found
 
 
-__all__ = ["place_memories", "repair_references"]
+__all__ = ["place_memories", "repair_references", "repoint"]

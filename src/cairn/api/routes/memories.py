@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.schemas import MemoryPublic
+from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.compile import KINDS, compile_request
@@ -161,8 +162,14 @@ def get_compile_job(
     job = store.jobs.get(tenant, job_id)
     if job is None:
         raise NotFound(f"no compile job {job_id}", code="job_not_found")
+    # A job lists its memories by seq (older jobs by id).
+    seqs = [m for m in job.memories if isinstance(m, int)]
+    ids = [m for m in job.memories if not isinstance(m, int)]
     with store.snapshot() as tx:
-        memories = tx.memories.by_ids(tenant, job.memory_ids)
+        found: dict[int | uuid.UUID, Memory] = {}
+        found.update(tx.memories.by_seqs(tenant, job.scope, seqs).items())
+        found.update((m.id, m) for m in tx.memories.by_ids(tenant, ids))
+    memories = [found[m] for m in job.memories if m in found]
     return CompileJobPublic.model_construct(
         job_id=job.id,
         status=public_status(job.status),
