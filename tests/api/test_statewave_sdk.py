@@ -182,6 +182,15 @@ def test_support_agent_sdk_calls_say_not_supported(sw: StatewaveClient) -> None:
     calls = [
         (lambda: sw.get_receipt("r1"), "receipts"),
         (lambda: sw.list_receipts("user-1"), "receipts"),
+        (lambda: sw.verify_receipt("r1"), "receipts"),  # a GET
+        (lambda: sw.replay_receipt("r1"), "receipts"),
+        (lambda: sw.create_handoff("user-1", "s1"), "handoff"),
+        (lambda: sw.create_resolution("user-1", "s1"), "resolutions"),
+        (lambda: sw.list_suggested_labels(), "labels"),
+        (
+            lambda: sw.promote_suggested_labels("0190a2b4-0000-7000-8000-000000000000", ["pii"]),
+            "labels",
+        ),
         (lambda: sw.get_health("user-1"), "health"),
         (lambda: sw.get_sla("user-1"), "sla"),
         (lambda: sw.list_resolutions("user-1"), "resolutions"),

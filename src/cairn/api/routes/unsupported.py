@@ -34,6 +34,7 @@ ROUTES = [
     ("POST", "/admin/memories/{memory_id}/promote-labels", "labels"),
     ("GET", "/v1/receipts", "receipts"),
     ("GET", "/v1/receipts/{receipt_id}", "receipts"),
+    ("GET", "/v1/receipts/{receipt_id}/verify", "receipts"),  # the SDK sends GET
     ("POST", "/v1/receipts/{receipt_id}/verify", "receipts"),
     ("POST", "/v1/receipts/{receipt_id}/replay", "receipts"),
     ("GET", "/v1/subjects/{subject_id}/health", "health"),
