@@ -151,6 +151,24 @@ async def drive_stdio(env: dict[str, str]) -> None:
             )
         )
         assert index["index"][0]["name"] == "core.md"
+        # A file without its folder is refused (it read the whole tree).
+        orphan = await session.call_tool(
+            "read_slate", {"ladder": "notes", "slate": "Memory", "file": "core.md"}
+        )
+        assert orphan.is_error and "needs its folder" in orphan.content[0].text
+        # A user named for a slate every user shares: refused, nothing written.
+        shared = await session.call_tool(
+            "write_slate",
+            {
+                "ladder": "notes",
+                "slate": "Memory",
+                "folder": "facts",
+                "file": "core.md",
+                "content": "private",
+                "user_id": "alice",
+            },
+        )
+        assert shared.is_error and "slate_not_per_user (422)" in shared.content[0].text
 
         await _correct_and_forget(session)
 

@@ -107,6 +107,16 @@ def test_errors(api: TestClient) -> None:
         ("delete", f"{BASE}/facts/nope.md", None, 404, "file_not_found"),
         ("post", f"{BASE}/nope/reset", None, 404, "folder_not_found"),
         ("get", "/v1/slates/per-user/Notes/inbox/todo.md", None, 422, "slate_user_required"),
+        # A user named for a slate every user shares: the write would not be theirs alone.
+        (
+            "post",
+            f"{BASE}/facts/core.md?user_id=alice",
+            {"content": "a"},
+            422,
+            "slate_not_per_user",
+        ),
+        ("delete", f"{BASE}/facts/core.md?user_id=alice", None, 422, "slate_not_per_user"),
+        ("post", f"{BASE}/facts/reset?user_id=alice", None, 422, "slate_not_per_user"),
     ]
     for method, url, body, status, code in cases:
         r = api.request(method.upper(), url, json=body)

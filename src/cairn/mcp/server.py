@@ -357,6 +357,8 @@ def _slate_tools(client: AsyncCairn) -> list[Tool]:
         """Read working memory: a slate file's content, a folder's index (files and sizes),
         or the slate's tree when no folder is given."""
         if folder is None:
+            if file is not None:
+                raise ValueError(f"file {file!r} needs its folder: give folder too")
             return await client.slates.tree(ladder, slate, user_id=user_id)
         if file is None:
             index = await client.slates.index(ladder, slate, folder, user_id=user_id)

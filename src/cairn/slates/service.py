@@ -77,6 +77,18 @@ class Slates:
         """Raise the matching 404 error if the path is not declared."""
         self.declarations.ensure_known(ladder, slate, folder, file)
 
+    def check_user(self, ladder: str, slate: str, user_id: str | None) -> None:
+        """A caller that names a user for a slate shared by all users (``partition:
+        ladder``) would write where every user reads: 422 ``slate_not_per_user``. (A
+        ladder run passes its user for every slate; only the API and MCP callers are
+        checked.)"""
+        if user_id and self.spec(ladder, slate).partition != "user":
+            raise InvalidInput(
+                f"slate {slate!r} is shared by every user of ladder {ladder!r} (partition: "
+                "ladder): a user id would not keep the write to that user; leave it out",
+                code="slate_not_per_user",
+            )
+
     def _key(
         self, tenant: str, ladder: str, sspec: SlateSpec, folder: str, user_id: str | None
     ) -> FolderKey:

@@ -113,7 +113,9 @@ def reset_folder(
     tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Put the folder back to its declared `init` contents."""
-    return _slates(request).reset(tenant, ladder, slate, folder, user_id=user_id)
+    slates = _slates(request)
+    slates.check_user(ladder, slate, user_id)
+    return slates.reset(tenant, ladder, slate, folder, user_id=user_id)
 
 
 @router.get("/v1/slates/{ladder}/{slate}/{folder}/{file}")
@@ -159,6 +161,7 @@ def write_file(
     """Write to the file; returns the folder's new usage and any evictions. With `match` or
     `field`, a value that does not match is a no-op: `{"written": false, "reason": …}`."""
     slates = _slates(request)
+    slates.check_user(ladder, slate, user_id)
     if body.match is None and body.field is None:
         result = slates.write(
             tenant,
@@ -205,7 +208,9 @@ def delete_file(
     tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Empty the file (a file of a folder that declares no files is removed)."""
-    return _slates(request).delete_file(tenant, ladder, slate, folder, file, user_id=user_id)
+    slates = _slates(request)
+    slates.check_user(ladder, slate, user_id)
+    return slates.delete_file(tenant, ladder, slate, folder, file, user_id=user_id)
 
 
 @router.api_route(
