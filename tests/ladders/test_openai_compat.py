@@ -131,6 +131,32 @@ def test_tool_and_format_parameters_are_refused_not_dropped(
     assert core == ""
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "image_url", "image_url": {"url": "http://x/y.png"}},
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+    ],
+)
+def test_a_content_part_that_is_not_text_is_refused_not_dropped(
+    cairn: Cairn, part: dict[str, object]
+) -> None:
+    client = base_client(cairn)
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(
+            model="memory-ladder",
+            messages=[{"role": "user", "content": [{"type": "text", "text": QUESTION}, part]}],  # type: ignore[list-item]
+        )
+    assert err.value.code == "unsupported_parameter"
+    assert err.value.param == "messages[0].content" and str(part["type"]) in err.value.message
+    # Text parts alone are read.
+    reply = client.chat.completions.create(
+        model="memory-ladder",
+        messages=[{"role": "user", "content": [{"type": "text", "text": QUESTION}]}],
+    )
+    assert reply.choices[0].message.content
+
+
 def test_harmless_defaults_of_those_parameters_are_accepted(cairn: Cairn) -> None:
     reply = base_client(cairn).chat.completions.create(
         model="memory-ladder",

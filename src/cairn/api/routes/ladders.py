@@ -104,7 +104,9 @@ class ChatCompletionCreate(BaseModel):
 
 def refuse_unsupported(body: ChatCompletionCreate) -> None:
     """400 ``unsupported_parameter`` for the first of ``UNSUPPORTED_KEYS`` given a value that
-    asks for something (``response_format: {"type": "text"}`` and empty lists ask nothing)."""
+    asks for something (``response_format: {"type": "text"}`` and empty lists ask nothing),
+    and for a message content part that is not text (an image, audio, a file: a ladder's
+    prompts are text, and dropping the part would answer as if it had not been sent)."""
     extra = body.model_extra or {}
     for key in UNSUPPORTED_KEYS:
         value = extra.get(key)
@@ -117,6 +119,17 @@ def refuse_unsupported(body: ChatCompletionCreate) -> None:
             status=400,
             details={"param": key},
         )
+    for i, message in enumerate(body.messages):
+        for part in message.content if isinstance(message.content, list) else []:
+            kind = part.get("type")
+            if kind != "text":
+                raise InvalidInput(
+                    f"messages[{i}] has a content part of type {kind!r}: a ladder reads text "
+                    "only (parts of type 'text'); send images, audio and files another way",
+                    code="unsupported_parameter",
+                    status=400,
+                    details={"param": f"messages[{i}].content", "type": kind},
+                )
 
 
 def _sse(data: dict[str, Any] | str) -> bytes:
