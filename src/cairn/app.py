@@ -171,6 +171,10 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         lifespan=lifespan,
         docs_url=None,  # served by install_docs, from a package instead of a CDN
         redoc_url=None,
+        # ``/v1/subjects/`` (an empty id) is a 404 in the API's error shape, not a redirect
+        # to ``/v1/subjects``, which a client following it would list or act on instead
+        # (pages of the inspector are still redirected: ``cairn.api.errors``).
+        redirect_slashes=False,
     )
     app.state.services = services
     app.state.metrics = services.metrics

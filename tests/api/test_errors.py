@@ -94,6 +94,27 @@ def test_unknown_route_and_method(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("DELETE", "/v1/subjects/"),
+        ("GET", "/v1/memories/compile/"),
+        ("GET", "/v1/episodes/"),
+        ("POST", "/v1/episodes/"),
+    ],
+)
+def test_an_empty_last_segment_is_a_404_not_a_redirect(
+    client: TestClient, method: str, path: str
+) -> None:
+    """``/v1/subjects/`` (an empty subject id) is no route: a redirect to ``/v1/subjects``
+    would have a client act on the collection instead (the inspector's pages still redirect)."""
+    r = client.request(method, path, follow_redirects=False)
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["code"] == "not_found"
+    page = client.get("/docs/", follow_redirects=False)
+    assert page.status_code == 307 and page.headers["location"] == "/docs"
+
+
+@pytest.mark.parametrize(
     "params",
     [
         {},

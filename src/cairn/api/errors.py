@@ -12,9 +12,10 @@ from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from cairn.errors import CairnError
 from cairn.http.validation import validation_details
@@ -120,11 +121,30 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(request, 422, "validation_error", message, details)
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+def _page_without_slash(request: Request) -> str | None:
+    """For a page (not the API under ``/v1/``) asked for with a trailing slash, the URL
+    without it when that routes: the inspector's ``/ui/`` still opens."""
+    path = request.url.path
+    if request.method not in ("GET", "HEAD") or not path.endswith("/") or path == "/":
+        return None
+    if path.startswith("/v1/"):
+        return None
+    scope = {**request.scope, "path": path.rstrip("/") or "/"}
+    for route in request.app.router.routes:
+        if route.matches(scope)[0] == Match.FULL:
+            query = request.url.query
+            return scope["path"] + (f"?{query}" if query else "")
+    return None
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     if exc.status_code == 404 and message == "Not Found":
+        page = _page_without_slash(request)
+        if page is not None:
+            return RedirectResponse(page, status_code=307)
         message = f"no route for {request.method} {request.url.path}"
     kind = request.headers.get("content-type", "").lower()
     if exc.status_code == 400 and message == _UNPARSED and ("json" in kind or not kind):
