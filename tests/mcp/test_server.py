@@ -266,6 +266,13 @@ def test_an_unreachable_server_fails_at_start(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "error" in result.stderr
 
 
+def test_a_database_that_cannot_be_opened_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    url = "postgresql://postgres@127.0.0.1:5432/cairn_no_such_database_xyz"
+    result = CliRunner().invoke(app, ["mcp", "--database-url", url], env=env_for(tmp_path))
+    assert result.exit_code == 1
+    assert "cairn_no_such_database_xyz" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_help_names_every_tool() -> None:
     shown = CliRunner().invoke(app, ["mcp", "--help"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0

@@ -59,6 +59,8 @@ def mcp(
         )
     except CairnError as exc:
         raise fail(exc) from exc
+    except Exception as exc:  # the database could not be opened: one line, as every command
+        raise fail(exc) from exc
     server = build_server(client)
 
     async def run() -> None:
