@@ -61,6 +61,8 @@ def test_batch_timeline_subjects_and_delete(local: Cairn) -> None:
     assert [e.payload["n"] for e in timeline.episodes] == [0, 1]
     assert timeline.episodes_has_more is True
     assert local.timeline("user-2", limit=2, offset=2).episodes[0].payload == {"n": 2}
+    newest = local.timeline("user-2", limit=2, newest_first=True)
+    assert [e.payload["n"] for e in newest.episodes] == [1, 2]  # the newest window, in time order
     listing = local.subjects.list(prefix="user-")
     assert {(s.subject_id, s.episode_count) for s in listing.subjects} == {
         ("user-2", 3),

@@ -213,10 +213,16 @@ class Cairn:
         return self._send(Call("GET", "/v1/version", Version))
 
     def timeline(
-        self, subject_id: str, *, limit: int | None = None, offset: int | None = None
+        self,
+        subject_id: str,
+        *,
+        limit: int | None = None,
+        offset: int | None = None,
+        newest_first: bool = False,
     ) -> Timeline:
-        """Episodes and memories of a subject in time order, each paged by limit/offset."""
-        return self._send(timeline_call(subject_id, limit, offset))
+        """Episodes and memories of a subject in time order, each paged by limit/offset
+        (``newest_first``: the window from the newest end, ``offset`` counting back)."""
+        return self._send(timeline_call(subject_id, limit, offset, newest_first))
 
     def remember(
         self,
@@ -402,10 +408,16 @@ class AsyncCairn:
         return await self._send(Call("GET", "/v1/version", Version))
 
     async def timeline(
-        self, subject_id: str, *, limit: int | None = None, offset: int | None = None
+        self,
+        subject_id: str,
+        *,
+        limit: int | None = None,
+        offset: int | None = None,
+        newest_first: bool = False,
     ) -> Timeline:
-        """Episodes and memories of a subject in time order, each paged by limit/offset."""
-        return await self._send(timeline_call(subject_id, limit, offset))
+        """Episodes and memories of a subject in time order, each paged by limit/offset
+        (``newest_first``: the window from the newest end, ``offset`` counting back)."""
+        return await self._send(timeline_call(subject_id, limit, offset, newest_first))
 
     async def remember(
         self,

@@ -57,13 +57,16 @@ def create_batch_call(episodes: Iterable[EpisodeCreate | dict[str, Any]]) -> Cal
     )
 
 
-def timeline_call(subject_id: str, limit: int | None, offset: int | None) -> Call[Timeline]:
-    return Call(
-        "GET",
-        "/v1/timeline",
-        Timeline,
-        params=clean_params({"subject_id": subject_id, "limit": limit, "offset": offset}),
-    )
+def timeline_call(
+    subject_id: str, limit: int | None, offset: int | None, newest_first: bool = False
+) -> Call[Timeline]:
+    params = {
+        "subject_id": subject_id,
+        "limit": limit,
+        "offset": offset,
+        "newest_first": newest_first or None,
+    }
+    return Call("GET", "/v1/timeline", Timeline, params=clean_params(params))
 
 
 def list_subjects_call(
