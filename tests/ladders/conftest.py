@@ -112,6 +112,7 @@ class FakeModel:
     fail_first: int = 0  # answer 503 to this many requests first
     fail_status: int = 503
     delay_s: float = 0.0
+    piece_delay_s: float = 0.0  # a streamed reply's second half comes this much later
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
@@ -150,7 +151,9 @@ def fake_openai_app(model: FakeModel) -> FastAPI:
             }
 
         def events() -> Iterator[bytes]:
-            for piece in [text[: len(text) // 2], text[len(text) // 2 :]]:
+            for i, piece in enumerate([text[: len(text) // 2], text[len(text) // 2 :]]):
+                if i and model.piece_delay_s:
+                    time.sleep(model.piece_delay_s)
                 chunk = {
                     "id": "c",
                     "object": "chat.completion.chunk",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import time
 from pathlib import Path
 
 import httpx
@@ -9,7 +11,7 @@ import openai
 import pytest
 from openai import OpenAI
 
-from tests.ladders.conftest import Cairn, running_cairn, write_ladder
+from tests.ladders.conftest import Cairn, FakeModel, running_cairn, write_ladder
 
 QUESTION_1 = "What is the capital of France?"
 QUESTION_2 = "What is the capital of Germany?"
@@ -264,3 +266,60 @@ def test_nul_characters_are_refused(cairn: Cairn) -> None:
         json={"messages": [{"role": "user", "content": "a\u0000b"}]},
     )
     assert r.status_code == 422 and "NUL" in r.json()["error"]["message"]
+
+
+def test_a_stream_the_client_leaves_ends_its_run_at_once(
+    tmp_path: Path, ladders_dir: Path, fake_model: tuple[FakeModel, str]
+) -> None:
+    """A client that closes a stream mid-reply: the run is recorded as failed when the
+    stream next moves (not when the garbage collector finds it, a minute later), so a retry
+    with the same key runs it again instead of a 409 ``run_in_progress``."""
+    model, url = fake_model
+    model.reply = lambda body: "the first half, " + "then the second half"
+    model.piece_delay_s = 1.5
+    write_ladder(
+        ladders_dir,
+        "slow",
+        f"""
+providers:
+  p: {{kind: openai, baseUrl: "{url}"}}
+models: {{"*": p}}
+""",
+    )
+    # The garbage collector must not be what ends the run (it did, a minute or more later,
+    # when the stream's generator sat in a reference cycle).
+    gc.disable()
+    try:
+        _leave_a_stream(tmp_path, ladders_dir, model)
+    finally:
+        gc.enable()
+
+
+def _leave_a_stream(tmp_path: Path, ladders_dir: Path, model: FakeModel) -> None:
+    with running_cairn(tmp_path, ladders_dir) as c:
+        headers = {"Authorization": f"Bearer {c.key}", "Idempotency-Key": "left-1"}
+        body = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+        with httpx.stream(
+            "POST", f"{c.base('slow')}/chat/completions", headers=headers, json=body, timeout=30
+        ) as r:
+            assert r.status_code == 200
+            next(r.iter_lines())  # the first chunk, then the client goes away
+        status = None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            run = httpx.get(
+                f"{c.url}/v1/runs/left-1", headers={"Authorization": f"Bearer {c.key}"}
+            ).json()
+            status = run["status"]
+            if status != "running":
+                break
+            time.sleep(0.1)
+        assert status == "failed" and "disconnect" in str(run.get("error")), run
+        model.piece_delay_s = 0.0
+        again = httpx.post(
+            f"{c.base('slow')}/chat/completions",
+            headers=headers,
+            json={**body, "stream": False},
+            timeout=30,
+        )
+        assert again.status_code == 200, again.text

@@ -18,11 +18,15 @@ key, and runs, slates and memory are the tenant's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, Literal
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -199,11 +203,43 @@ def chat_completions(
     def count(writes: list[dict[str, Any]]) -> None:
         metrics.count_writes(target.name, writes)
 
-    return StreamingResponse(
-        _stream(first, events, run_id, model, include_usage, count),
+    stop = threading.Event()
+    return _ClosingStream(
+        _stream(first, events, run_id, model, include_usage, count, stop),
+        stop,
         media_type="text/event-stream",
         headers={**headers, "Cache-Control": "no-cache"},
     )
+
+
+class _ClosingStream(StreamingResponse):
+    """A run's event stream, closed as soon as the response ends, however it ends. A client
+    that goes away mid-stream leaves the stream unfinished, and Starlette neither closes it nor
+    lets it know: the run then stayed ``running`` (its retries refused with 409
+    ``run_in_progress``) until the garbage collector closed the generator, a minute or more
+    later. Closed here, the run records its failure (``client_disconnected``) at once when the
+    stream is between chunks, else at its next chunk (``stop``); off the event loop, as the
+    record is a database write."""
+
+    def __init__(
+        self, chunks: Generator[bytes, None, None], stop: threading.Event, **kwargs: Any
+    ) -> None:
+        super().__init__(chunks, **kwargs)
+        self._chunks = chunks
+        self._stop = stop
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._stop.set()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        # ValueError: it is running in a worker thread now, and stops at its next chunk.
+        with contextlib.suppress(ValueError):
+            self._chunks.close()
 
 
 def _with_run_id(exc: CairnError, run_id: str) -> CairnError:
@@ -227,13 +263,36 @@ def _stream(
     model: str,
     include_usage: bool,
     count: Callable[[list[dict[str, Any]]], None],
-) -> Iterator[bytes]:
+    stop: threading.Event | None = None,
+) -> Generator[bytes, None, None]:
     base = {
         "id": f"chatcmpl-{run_id}",
         "object": "chat.completion.chunk",
         "model": model,
         "system_fingerprint": None,
     }
+    import time
+
+    created = int(time.time())
+    try:
+        yield from _deltas(first, events, run_id, base, include_usage, count, created, stop)
+    finally:  # the client went away (or the run ended): the run's own generator ends now
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
+def _deltas(
+    first: str | RunOutcome,
+    events: Iterator[str | RunOutcome],
+    run_id: str,
+    base: dict[str, Any],
+    include_usage: bool,
+    count: Callable[[list[dict[str, Any]]], None],
+    created: int,
+    stop: threading.Event | None,
+) -> Iterator[bytes]:
+    """``_stream``'s chunks: the role, each delta of the run, its end (or its error)."""
 
     def chunk(delta: dict[str, Any], finish: str | None, created: int) -> dict[str, Any]:
         return {
@@ -242,14 +301,13 @@ def _stream(
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
         }
 
-    import time
-
-    created = int(time.time())
     yield _sse(chunk({"role": "assistant", "content": ""}, None, created))
     outcome: RunOutcome | None = None
     try:
         item: str | RunOutcome | None = first
         while item is not None:
+            if stop is not None and stop.is_set():
+                return  # the response ended: nobody reads the rest
             if isinstance(item, RunOutcome):
                 outcome = item
             elif item:
