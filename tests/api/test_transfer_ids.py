@@ -173,3 +173,36 @@ def test_a_memory_the_subject_already_holds_takes_the_links(backend_client: Test
     nasa = next(m for m in mine if m["content"] == "User works at NASA")
     assert nasa["metadata"]["correction"]["replaces"] == held["id"]
     assert _ok(client.get(f"/v1/memories/{nasa['id']}"))["replaces"][0]["id"] == held["id"]
+
+
+def test_a_copied_subject_cites_its_own_episodes(backend_client: TestClient) -> None:
+    """An export imported as another subject of the same tenant copies its episodes under
+    ids of the copy (they were skipped as stored, and the copy's memories cited the other
+    subject's episodes, out of reach of the copy's deletions): the copy is whole and its own,
+    in one call or record by record, and importing it again adds nothing."""
+    client = backend_client
+    _ok(
+        client.post("/v1/episodes", json=_episode("orig", "I live in Kyiv and I work at Roshen.")),
+        201,
+    )
+    _ok(client.post("/v1/memories/compile", json={"subject_id": "orig"}))
+    lines = [json.loads(x) for x in client.get("/v1/subjects/orig/export").text.splitlines()][1:]
+    original = _ok(client.get("/v1/timeline", params={"subject_id": "orig"}))
+    for target, batches in (("copy1", [lines]), ("copy2", [[r] for r in reversed(lines)])):
+        for batch in batches:
+            _ok(client.post(f"/v1/subjects/{target}/import", json={"records": batch}))
+        copy = _ok(client.get("/v1/timeline", params={"subject_id": target}))
+        own = {e["id"] for e in copy["episodes"]}
+        assert len(own) == 1 and not own & {e["id"] for e in original["episodes"]}
+        assert copy["memories"] and all(
+            set(m["source_episode_ids"]) <= own for m in copy["memories"]
+        )
+        again = _ok(client.post(f"/v1/subjects/{target}/import", json={"records": lines}))
+        assert sum(again["imported"].values()) == 0
+    # The copy's episode takes the copy's memories with it; the original keeps its own.
+    copy = _ok(client.get("/v1/timeline", params={"subject_id": "copy1"}))
+    deleted = _ok(client.delete(f"/v1/episodes/{copy['episodes'][0]['id']}"))
+    assert deleted["memories_deleted"] == len(copy["memories"])
+    assert _ok(client.get("/v1/timeline", params={"subject_id": "copy1"}))["memories"] == []
+    kept = _ok(client.get("/v1/timeline", params={"subject_id": "orig"}))
+    assert len(kept["memories"]) == len(original["memories"])

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Table, select
 from sqlalchemy.exc import DBAPIError, StatementError
 
-from cairn.core.memories import KINDS, SUMMARY_CHARS, validity_problem
+from cairn.core.memories import KINDS, SUMMARY_CHARS, moved_memory_id, validity_problem
 from cairn.core.scope import Scope
 from cairn.errors import Conflict, InvalidInput
 from cairn.store import fts
@@ -124,6 +124,7 @@ class TransferRepository(Repository):
                     self.db.fts.ensure(conn, fts.MEMORIES, tenant_id)
                     self.db.fts.ensure(conn, fts.CHUNKS, tenant_id)
                 self._refuse_foreign_ids(conn, tenant_id, rows)
+                self._move_episodes(conn, tenant_id, scope, rows)
                 olds = place_memories(conn, tenant_id, scope, rows["memory"])
                 for kind, table in TABLES.items():
                     for row in rows[kind]:
@@ -142,6 +143,38 @@ class TransferRepository(Repository):
                 code="invalid_import",
             ) from exc
         return counts
+
+    @staticmethod
+    def _move_episodes(
+        conn: Any, tenant_id: str, scope: Scope, rows: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        """Episodes whose ids another scope of the tenant holds (an export of another subject
+        imported here: a copy) are stored under their moved ids (a function of this partition
+        and the old id, so every call of a paged import maps alike), and the memories citing
+        them cite the moved ids: the copy's provenance stays inside its own scope, and
+        deleting the original's episodes leaves the copy whole (it was a 'skipped' row, and
+        the copy's memories cited the other subject's episodes)."""
+        cited = {uuid.UUID(str(e)) for row in rows["memory"] for e in row["source_episode_ids"]}
+        wanted = sorted({row["id"] for row in rows["episode"]} | cited, key=str)
+        held: set[uuid.UUID] = set()
+        for start in range(0, len(wanted), PAGE):
+            held.update(
+                conn.execute(
+                    select(episodes.c.id).where(
+                        episodes.c.id.in_(wanted[start : start + PAGE]),
+                        episodes.c.tenant_id == tenant_id,
+                        ~scope_filter(episodes, tenant_id, scope),
+                    )
+                ).scalars()
+            )
+        if not held:
+            return
+        moved = {old: moved_memory_id(tenant_id, scope, old) for old in held}
+        for row in rows["episode"]:
+            row["id"] = moved.get(row["id"], row["id"])
+        for row in rows["memory"]:
+            sources = [uuid.UUID(str(e)) for e in row["source_episode_ids"]]
+            row["source_episode_ids"] = [str(moved.get(e, e)) for e in sources]
 
     @staticmethod
     def _refuse_foreign_ids(
