@@ -285,31 +285,36 @@ def test_a_turn_that_only_names_a_run_does_not_take_it(world: Any) -> None:
     assert marker not in rows_text(services)
 
 
-def test_a_run_that_failed_after_committing_its_turn_goes_with_it(world: Any) -> None:
-    """A commit hook that stored the turn and then failed (an ingest listener raised) leaves
-    a failed run whose trace names no committed episode but quotes the turn: the turn that
-    carries the run's own key takes it."""
+def test_a_turn_with_a_runs_key_does_not_take_a_run_that_names_no_turn(world: Any) -> None:
+    """A run whose trace names no committed turn (it failed after its hook stored one, or
+    has no commit hook) is taken by no turn: the key, like the metadata, is the caller's to
+    choose, so a turn with the run's key in another scope must not reach it."""
     from sqlalchemy import update
 
     from cairn.store.runs import ladder_runs
 
-    client, services = world
-    marker = "zq" + secrets.token_hex(6)
-    run_id = _chat(client, marker, "run-failed-1")
-    with services.store.db.write() as conn:  # (the server's own writer lock)
+    client, _ = world
+    run_id = _chat(client, "zq" + secrets.token_hex(6), "run-failed-1")
+    with world[1].store.db.write() as conn:  # (the server's own writer lock)
         trace = conn.execute(
             text("SELECT trace FROM ladder_runs WHERE id = :i"), {"i": run_id}
         ).scalar_one()
         trace = json.loads(trace) if isinstance(trace, str) else trace
-        assert trace["commit"] and marker in json.dumps(trace)
         conn.execute(
             update(ladder_runs)
             .where(ladder_runs.c.id == run_id)
             .values(status="failed", trace={**trace, "commit": []})
         )
-        episode = conn.execute(
-            text("SELECT id FROM episodes WHERE source = 'cairn.turn_sink'")
-        ).scalar_one()
-    _ok(client.delete(f"/v1/episodes/{episode}"))
-    assert client.get(f"/v1/runs/{run_id}").status_code == 404
-    assert marker not in rows_text(services)
+    forged = client.post(
+        "/v1/scopes/turns",
+        json={
+            "scope": {"runtime_id": "default", "user_id": "mallory", "agent_id": ""},
+            "conversation_id": "c",
+            "idempotency_key": run_id,
+            "messages": [{"role": "user", "content": "nothing"}],
+            "metadata": {"run_id": run_id},
+        },
+    )
+    assert forged.status_code == 201, forged.text
+    _ok(client.delete(f"/v1/episodes/{forged.json()['episode_id']}"))
+    assert _ok(client.get(f"/v1/runs/{run_id}"))["id"] == run_id

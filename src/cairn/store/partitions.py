@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, Table, delete, select
 
-from cairn.core.memory import TURN_KEY_PREFIX, TURN_SOURCE
+from cairn.core.memory import TURN_SOURCE
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
 from cairn.store.documents import document_chunks, documents
 from cairn.store.items import items
@@ -153,10 +153,8 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
     ``turn_runs`` does), with their effect keys; how many.
 
     A turn's ``metadata.run_id`` only points at a run: the caller of ``POST /v1/scopes/turns``
-    writes the metadata, and could name another scope's run. A run goes when its own record
-    (its trace's ``commit`` hooks, written by the server) names the turn's episode, or, when
-    it names none (the run failed after a commit hook stored the turn, before the hook's
-    result was traced), when the turn carries the key the run's hook gives it (the run id)."""
+    writes the metadata (and the key), and could name another scope's run. A run goes when its
+    own record (its trace's ``commit`` hooks, written by the server) names the turn's episode."""
     wanted: dict[str, list[tuple[str, str]]] = {}
     for run_id, episode_id, key in conn.execute(turns):
         if run_id:
@@ -184,12 +182,11 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
 
 def _committed_by(run_id: str, trace: Any, turns: list[tuple[str, str]]) -> bool:
     """Whether the run ``run_id`` (its stored ``trace``) committed one of ``turns``
-    (``(episode id, key)``)."""
+    (``(episode id, key)``). Only the trace counts: a turn's key is the caller's to choose as
+    much as its metadata, so a run whose trace names no turn (it failed after its hook stored
+    one) is not taken by any turn."""
     named = _committed(trace)
-    if named:
-        return any(episode in named for episode, _ in turns)
-    own = TURN_KEY_PREFIX + run_id
-    return any(key == own or key.startswith(own + ":") for _, key in turns)
+    return any(episode in named for episode, _ in turns)
 
 
 def _committed(trace: Any) -> set[str]:
