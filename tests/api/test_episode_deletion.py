@@ -317,3 +317,34 @@ def test_a_removed_name_is_not_cut_from_a_longer_one(backend_client: TestClient)
     assert turns["User: I live in Porto."].endswith(" Mary Ann")  # the name on record again
     facts = {m["content"] for m in _all(client, "n6") if m["status"] == "active"}
     assert "Mary Ann lives in Porto" in facts and "User's name is Mary Ann" in facts
+
+
+def test_a_job_never_lists_a_later_memory_that_took_a_deleted_ones_seq(
+    backend_client: TestClient, backend_services: Services
+) -> None:
+    """SQLite gives a new row the seq (rowid) of the newest deleted one: a job that listed the
+    deleted memory must not list its successor, a memory it never made."""
+    client = backend_client
+    first = {
+        "subject_id": "n7",
+        "source": "chat",
+        "type": "conversation.turn",
+        "payload": {"messages": [{"role": "user", "content": "I live in Oslo."}]},
+    }
+    episode = _ok(client.post("/v1/episodes", json=first), 201)["id"]
+    job = _ok(client.post("/v1/memories/compile", json={"subject_id": "n7", "async": True}), 202)
+    while _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["status"] in (
+        "queued",
+        "running",
+    ):
+        backend_services.job_runner.work_once()
+    made = _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["memories"]
+    assert made and all("Oslo" in m["content"] for m in made)
+    _ok(client.delete(f"/v1/episodes/{episode}"))
+    later = {**first, "payload": {"messages": [{"role": "user", "content": "I like rye bread."}]}}
+    _ok(client.post("/v1/episodes", json=later), 201)
+    _ok(client.post("/v1/memories/compile", json={"subject_id": "n7"}))
+    listed = _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["memories"]
+    assert listed == [] and _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))[
+        "memories_created"
+    ] == len(made)

@@ -151,7 +151,7 @@ def test_a_job_taken_over_lists_what_every_attempt_created(
     assert claimed is not None
     with pytest.raises(_Died):
         JobRunner(store, step, Metrics(), lease_s=30).run_job(claimed)  # type: ignore[arg-type]
-    first = [m.seq for r in steps for m in r.memories]
+    first = [(m.seq, m.created_at) for r in steps for m in r.memories]
     assert first and all(r.has_more for r in steps)
     running = store.jobs.get("t1", job.id)
     assert running is not None and running.status == "running"
@@ -168,6 +168,6 @@ def test_a_job_taken_over_lists_what_every_attempt_created(
     done = store.jobs.get("t1", job.id)
     assert done is not None and done.status == "succeeded"
     with store.snapshot() as tx:
-        every = {m.seq for m in tx.memories.list("t1", scope, limit=1000)}
+        every = {(m.seq, m.created_at) for m in tx.memories.list("t1", scope, limit=1000)}
     assert set(done.memories) == every and done.memories_created == len(every)
     assert len(done.memories) == len(every) and set(first) < every

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 from cairn.core.ids import utcnow
@@ -21,7 +20,7 @@ from cairn.engine.retention import RetentionClock
 from cairn.engine.yielding import RequestGate, Yielder, stepping_aside
 from cairn.metrics import Metrics
 from cairn.store import Store
-from cairn.store.jobs import CompileJob, JobRepository
+from cairn.store.jobs import CompileJob, JobMemory, JobRepository
 
 log = logging.getLogger("cairn.worker")
 
@@ -82,14 +81,14 @@ class JobRunner:
         memories created are recorded on the job as they come (at most every
         ``PROGRESS_S``), and a claim that takes over a dead one's job starts from those: the
         job lists what all its attempts created, not only the last one's."""
-        created: list[int | uuid.UUID] = list(job.memories)
+        created: list[JobMemory] = list(job.memories)
         error: str | None = None
         recorded, recorded_at = len(created), time.monotonic()
         with Heartbeat(self.store.jobs, job, self.lease_s):
             try:
                 while True:
                     result = self.compile_step(job.tenant_id, job.scope)
-                    created.extend(m.seq for m in result.memories)
+                    created.extend((m.seq, m.created_at) for m in result.memories)
                     if not result.has_more or result.episodes_compiled == 0:
                         break
                     if len(created) > recorded and time.monotonic() - recorded_at >= PROGRESS_S:

@@ -60,6 +60,10 @@ STALE_AFTER = timedelta(minutes=10)
 DEFAULT_LEASE_SECONDS = 30
 
 
+# A memory a job created: ``(seq, created_at)``, or its id in jobs of earlier versions.
+JobMemory = tuple[int, datetime] | uuid.UUID
+
+
 @dataclass(frozen=True, slots=True)
 class CompileJob:
     id: uuid.UUID
@@ -67,10 +71,11 @@ class CompileJob:
     scope: Scope
     status: str  # queued | running | succeeded | failed
     memories_created: int
-    # The memories the job created, by ``seq`` (stable while a memory's id may change: a
-    # rewrite without a deleted name derives a new one); jobs recorded by earlier versions
-    # list ids.
-    memories: list[int | uuid.UUID]
+    # The memories the job created, as ``(seq, created_at)``: a seq is stable while a
+    # memory's id may change (a rewrite without a deleted name derives a new one), and its
+    # creation time tells it from a later memory SQLite gave a deleted one's seq (a rowid is
+    # reused). Jobs recorded by earlier versions list ids.
+    memories: list[JobMemory]
     error: str | None
     attempts: int
     created_at: datetime
@@ -88,7 +93,7 @@ def _job(row: Row[Any]) -> CompileJob:
         ),
         status=m["status"],
         memories_created=m["memories_created"],
-        memories=[x if isinstance(x, int) else uuid.UUID(str(x)) for x in m["memory_ids"]],
+        memories=[_job_memory(x) for x in m["memory_ids"]],
         error=m["error"],
         attempts=m["attempts"],
         created_at=m["created_at"],
@@ -97,9 +102,16 @@ def _job(row: Row[Any]) -> CompileJob:
     )
 
 
-def _stored(memories: list[int | uuid.UUID]) -> list[int | str]:
-    """A job's memories as its JSON column holds them (seqs as numbers, ids as text)."""
-    return [m if isinstance(m, int) else str(m) for m in memories]
+def _job_memory(value: Any) -> JobMemory:
+    """An entry of a job's JSON list: ``[seq, created_at]``, or an id (earlier versions)."""
+    if isinstance(value, list) and len(value) == 2:
+        return (int(value[0]), datetime.fromisoformat(str(value[1])))
+    return uuid.UUID(str(value))
+
+
+def _stored(memories: list[JobMemory]) -> list[Any]:
+    """A job's memories as its JSON column holds them."""
+    return [[m[0], m[1].isoformat()] if isinstance(m, tuple) else str(m) for m in memories]
 
 
 class JobRepository(Repository):
@@ -192,7 +204,7 @@ class JobRepository(Repository):
             )
         return bool(result.rowcount)
 
-    def progress(self, job_id: uuid.UUID, attempt: int, memories: list[int | uuid.UUID]) -> bool:
+    def progress(self, job_id: uuid.UUID, attempt: int, memories: list[JobMemory]) -> bool:
         """Record the memories (seqs) the running claim ``attempt`` has created so far (a
         claim that takes the job over after this one died goes on from them, and the job's
         status shows them meanwhile); False when the job is no longer this claim's."""
@@ -213,7 +225,7 @@ class JobRepository(Repository):
         self,
         job_id: uuid.UUID,
         *,
-        memories: list[int | uuid.UUID] | None = None,
+        memories: list[JobMemory] | None = None,
         error: str | None = None,
         attempt: int | None = None,
     ) -> bool:

@@ -162,14 +162,22 @@ def get_compile_job(
     job = store.jobs.get(tenant, job_id)
     if job is None:
         raise NotFound(f"no compile job {job_id}", code="job_not_found")
-    # A job lists its memories by seq (older jobs by id).
-    seqs = [m for m in job.memories if isinstance(m, int)]
-    ids = [m for m in job.memories if not isinstance(m, int)]
+    # A job lists its memories by seq and creation time (older jobs by id): a seq SQLite
+    # reused for a later memory is not this job's.
+    seqs = [m[0] for m in job.memories if isinstance(m, tuple)]
+    ids = [m for m in job.memories if isinstance(m, uuid.UUID)]
     with store.snapshot() as tx:
-        found: dict[int | uuid.UUID, Memory] = {}
-        found.update(tx.memories.by_seqs(tenant, job.scope, seqs).items())
-        found.update((m.id, m) for m in tx.memories.by_ids(tenant, ids))
-    memories = [found[m] for m in job.memories if m in found]
+        by_seq = tx.memories.by_seqs(tenant, job.scope, seqs)
+        by_id = {m.id: m for m in tx.memories.by_ids(tenant, ids)}
+    memories: list[Memory] = []
+    for entry in job.memories:
+        if isinstance(entry, uuid.UUID):
+            if entry in by_id:
+                memories.append(by_id[entry])
+            continue
+        found = by_seq.get(entry[0])
+        if found is not None and found.created_at == entry[1]:
+            memories.append(found)
     return CompileJobPublic.model_construct(
         job_id=job.id,
         status=public_status(job.status),
