@@ -206,3 +206,7 @@ def test_a_copied_subject_cites_its_own_episodes(backend_client: TestClient) -> 
     assert _ok(client.get("/v1/timeline", params={"subject_id": "copy1"}))["memories"] == []
     kept = _ok(client.get("/v1/timeline", params={"subject_id": "orig"}))
     assert len(kept["memories"]) == len(original["memories"])
+    # With the original gone, importing the copy's records again still adds nothing.
+    _ok(client.delete("/v1/subjects/orig"))
+    again = _ok(client.post("/v1/subjects/copy2/import", json={"records": lines}))
+    assert sum(again["imported"].values()) == 0, again

@@ -156,20 +156,22 @@ class TransferRepository(Repository):
         the copy's memories cited the other subject's episodes)."""
         cited = {uuid.UUID(str(e)) for row in rows["memory"] for e in row["source_episode_ids"]}
         wanted = sorted({row["id"] for row in rows["episode"]} | cited, key=str)
-        held: set[uuid.UUID] = set()
-        for start in range(0, len(wanted), PAGE):
-            held.update(
-                conn.execute(
-                    select(episodes.c.id).where(
-                        episodes.c.id.in_(wanted[start : start + PAGE]),
-                        episodes.c.tenant_id == tenant_id,
-                        ~scope_filter(episodes, tenant_id, scope),
-                    )
-                ).scalars()
-            )
+        elsewhere = ~scope_filter(episodes, tenant_id, scope)
+        held = _episode_ids(conn, wanted, (episodes.c.tenant_id == tenant_id) & elsewhere)
+        # Moved by an earlier import of the same records (the original may be gone since):
+        # moved again, so importing a copy twice adds nothing.
+        renamed = {moved_memory_id(tenant_id, scope, old): old for old in wanted}
+        here = scope_filter(episodes, tenant_id, scope)
+        held |= {renamed[i] for i in _episode_ids(conn, list(renamed), here)}
         if not held:
             return
         moved = {old: moved_memory_id(tenant_id, scope, old) for old in held}
+        if _episode_ids(conn, list(moved.values()), episodes.c.tenant_id != tenant_id):
+            raise Conflict(
+                "some record ids are already used in this database outside your tenant; they "
+                "cannot be restored with their ids",
+                code="import_id_conflict",
+            )
         for row in rows["episode"]:
             row["id"] = moved.get(row["id"], row["id"])
         for row in rows["memory"]:
@@ -203,6 +205,15 @@ class TransferRepository(Repository):
                         "tenant; they cannot be restored with their ids",
                         code="import_id_conflict",
                     )
+
+
+def _episode_ids(conn: Any, ids: list[uuid.UUID], where: Any) -> set[uuid.UUID]:
+    """The ``ids`` of stored episodes that ``where`` also selects."""
+    found: set[uuid.UUID] = set()
+    for start in range(0, len(ids), PAGE):
+        stmt = select(episodes.c.id).where(episodes.c.id.in_(ids[start : start + PAGE]), where)
+        found.update(uuid.UUID(str(i)) for i in conn.execute(stmt).scalars())
+    return found
 
 
 def _decode(
