@@ -42,6 +42,12 @@ def test_cli_round_trip(tmp_path: Path, ladders_dir: Path) -> None:
         input="Rome is in Italy",
     )
     assert code == 0, out
+    # A user named for a slate every user shares is refused, as over HTTP.
+    code, out = run(
+        ["slates", "write", "memory-ladder", "Memory", "facts", "core.md", "x", "--user", "al"],
+        env,
+    )
+    assert code == 1 and "slate_not_per_user" in out, out
     code, out = run(["slates", "read", "memory-ladder", "Memory", "facts", "core.md"], env)
     assert (code, out) == (0, "Paris is the capital of France\nRome is in Italy\n")
     code, out = run(

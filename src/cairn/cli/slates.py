@@ -178,6 +178,7 @@ def write(
     if content == "-":
         content = sys.stdin.read()
     with open_slates(database_url, ladders_dir, tenant, api_key) as (slates, tenant):
+        slates.check_user(ladder, slate, user)
         result = slates.write(
             tenant,
             ladder,

@@ -18,7 +18,6 @@ key, and runs, slates and memory are the tenant's.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -126,7 +125,7 @@ def refuse_unsupported(body: ChatCompletionCreate) -> None:
     for i, message in enumerate(body.messages):
         for part in message.content if isinstance(message.content, list) else []:
             kind = part.get("type")
-            if kind != "text":
+            if kind not in ("text", "refusal"):  # (an assistant's refusal is text too)
                 raise InvalidInput(
                     f"messages[{i}] has a content part of type {kind!r}: a ladder reads text "
                     "only (parts of type 'text'); send images, audio and files another way",
@@ -237,9 +236,12 @@ class _ClosingStream(StreamingResponse):
                 await anyio.to_thread.run_sync(self._close)
 
     def _close(self) -> None:
-        # ValueError: it is running in a worker thread now, and stops at its next chunk.
-        with contextlib.suppress(ValueError):
+        try:
             self._chunks.close()
+        except ValueError:  # running in a worker thread now: it stops at its next chunk
+            pass
+        except Exception:  # recording the run's end failed: the response is over anyway
+            log.exception("closing a run's stream failed")
 
 
 def _with_run_id(exc: CairnError, run_id: str) -> CairnError:

@@ -179,6 +179,7 @@ def write_page(
         "tags": tags,
     }
     try:
+        _slates(request).check_user(ladder, slate, user_id or None)
         result = _slates(request).write(
             viewer.tenant,
             ladder,
@@ -220,5 +221,6 @@ def reset_page(
     viewer: Viewer = Depends(current_viewer),
 ) -> Response:
     """Put a folder back to its declared ``init`` contents."""
+    _slates(request).check_user(ladder, slate, user_id or None)
     _slates(request).reset(viewer.tenant, ladder, slate, folder, user_id=user_id or None)
     return see_other(slate_url(ladder, slate, user_id or None, reset=folder) + f"#folder-{folder}")
