@@ -192,23 +192,19 @@ class JobRepository(Repository):
     def renew(self, job_id: uuid.UUID, attempt: int, lease_seconds: float) -> bool:
         """Extend the lease of the claim ``attempt``; False when the job is no longer this
         claim's (finished, or taken again after the lease ran out)."""
-        with self._writing() as conn:
-            result = conn.execute(
-                update(compile_jobs)
-                .where(
-                    compile_jobs.c.id == job_id,
-                    compile_jobs.c.status == "running",
-                    compile_jobs.c.attempts == attempt,
-                )
-                .values(lease_until=utcnow() + timedelta(seconds=lease_seconds))
-            )
-        return bool(result.rowcount)
+        return self._while_claimed(
+            job_id, attempt, lease_until=utcnow() + timedelta(seconds=lease_seconds)
+        )
 
     def progress(self, job_id: uuid.UUID, attempt: int, memories: list[JobMemory]) -> bool:
-        """Record the memories (seqs) the running claim ``attempt`` has created so far (a
-        claim that takes the job over after this one died goes on from them, and the job's
-        status shows them meanwhile); False when the job is no longer this claim's."""
+        """Record the memories the running claim ``attempt`` has created so far (a claim
+        that takes the job over after this one died goes on from them, and the job's status
+        shows them meanwhile); False when the job is no longer this claim's."""
         ids = _stored(memories)
+        return self._while_claimed(job_id, attempt, memory_ids=ids, memories_created=len(ids))
+
+    def _while_claimed(self, job_id: uuid.UUID, attempt: int, **values: Any) -> bool:
+        """Update the job while it is running under the claim ``attempt``."""
         with self._writing() as conn:
             result = conn.execute(
                 update(compile_jobs)
@@ -217,7 +213,7 @@ class JobRepository(Repository):
                     compile_jobs.c.status == "running",
                     compile_jobs.c.attempts == attempt,
                 )
-                .values(memory_ids=ids, memories_created=len(ids))
+                .values(**values)
             )
         return bool(result.rowcount)
 
