@@ -149,6 +149,12 @@ def test_a_content_part_that_is_not_text_is_refused_not_dropped(
         )
     assert err.value.code == "unsupported_parameter"
     assert err.value.param == "messages[0].content" and str(part["type"]) in err.value.message
+    # An unknown ladder is named first, whatever the request asks.
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(
+            model="no-such-ladder",
+            messages=[{"role": "user", "content": [part]}],  # type: ignore[list-item]
+        )
     # Text parts alone are read.
     reply = client.chat.completions.create(
         model="memory-ladder",

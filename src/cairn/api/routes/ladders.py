@@ -150,9 +150,9 @@ def chat_completions(
     conversation_id: str | None = Header(None, alias="X-Conversation-ID"),
 ) -> Any:
     """Run the ladder as a chat model. Unknown ladder → 404 ``ladder_not_found``."""
-    refuse_unsupported(body)
     services = services_of(request)
-    target = services.ladders.get(ladder)
+    target = services.ladders.get(ladder)  # an unknown ladder is a 404 before anything else
+    refuse_unsupported(body)
     if body.model == target.name:
         # The ladder's own name (as the models list offers it) asks for no model override.
         body = body.model_copy(update={"model": None})
