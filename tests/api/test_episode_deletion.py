@@ -82,8 +82,11 @@ def test_a_deleted_episodes_words_leave_summaries_and_neighbours(
     assert any("pottery" in m["content"] for m in hits["memories"])
 
 
-def _say(client: TestClient, subject: str, lines: list[str]) -> list[str]:
-    """One user turn per episode, a minute apart, in one session; their ids."""
+def _say(
+    client: TestClient, subject: str, lines: list[str], *, compile_now: bool = True
+) -> list[str]:
+    """One user turn per episode, a minute apart, in one session; their ids. Compiled at
+    once unless ``compile_now`` is False."""
     ids = []
     for i, content in enumerate(lines):
         episode = {
@@ -95,8 +98,19 @@ def _say(client: TestClient, subject: str, lines: list[str]) -> list[str]:
             "payload": {"messages": [{"role": "user", "content": content}]},
         }
         ids.append(_ok(client.post("/v1/episodes", json=episode), 201)["id"])
-    _ok(client.post("/v1/memories/compile", json={"subject_id": subject}))
+    if compile_now:
+        _ok(client.post("/v1/memories/compile", json={"subject_id": subject}))
     return ids
+
+
+def _compile_job(client: TestClient, services: Services, subject: str) -> str:
+    """Compile the subject as an async job, run by hand to its end; the job's id."""
+    job = _ok(client.post("/v1/memories/compile", json={"subject_id": subject, "async": True}), 202)
+    url = f"/v1/memories/compile/{job['job_id']}"
+    while _ok(client.get(url))["status"] in ("queued", "running"):
+        services.job_runner.work_once()
+    assert _ok(client.get(url))["status"] == "completed"
+    return str(job["job_id"])
 
 
 def _all(client: TestClient, subject: str) -> list[dict[str, Any]]:
@@ -171,24 +185,13 @@ def test_a_memory_rewritten_without_a_name_gets_the_id_of_its_new_text(
     text's id, and what referred to the old one (a newer version, an async job's list)
     follows."""
     client = backend_client
-    lines = ["My name is Zorblax.", "I live in Paris.", "I moved to Berlin."]
-    ids = []
-    for i, content in enumerate(lines):
-        episode = {
-            "subject_id": "n5",
-            "source": "chat",
-            "type": "conversation.turn",
-            "occurred_at": f"2026-01-0{i + 1}T10:00:00Z",
-            "payload": {"messages": [{"role": "user", "content": content}]},
-        }
-        ids.append(_ok(client.post("/v1/episodes", json=episode), 201)["id"])
-    job = _ok(client.post("/v1/memories/compile", json={"subject_id": "n5", "async": True}), 202)
-    while _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["status"] in (
-        "queued",
-        "running",
-    ):
-        backend_services.job_runner.work_once()
-    assert _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["status"] == "completed"
+    ids = _say(
+        client,
+        "n5",
+        ["My name is Zorblax.", "I live in Paris.", "I moved to Berlin."],
+        compile_now=False,
+    )
+    job_id = _compile_job(client, backend_services, "n5")
     named = {m["content"]: m["id"] for m in _all(client, "n5") if "Zorblax" in m["content"]}
     assert {"Zorblax lives in Paris", "Zorblax lives in Berlin"} <= set(named)
 
@@ -206,7 +209,7 @@ def test_a_memory_rewritten_without_a_name_gets_the_id_of_its_new_text(
         )
         assert memory["id"] == str(derived)
     assert paris["superseded_by"] == berlin["id"] and berlin["status"] == "active"
-    listed = {m["id"] for m in _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["memories"]}
+    listed = {m["id"] for m in _ok(client.get(f"/v1/memories/compile/{job_id}"))["memories"]}
     assert {paris["id"], berlin["id"]} <= listed
 
 
@@ -325,26 +328,11 @@ def test_a_job_never_lists_a_later_memory_that_took_a_deleted_ones_seq(
     """SQLite gives a new row the seq (rowid) of the newest deleted one: a job that listed the
     deleted memory must not list its successor, a memory it never made."""
     client = backend_client
-    first = {
-        "subject_id": "n7",
-        "source": "chat",
-        "type": "conversation.turn",
-        "payload": {"messages": [{"role": "user", "content": "I live in Oslo."}]},
-    }
-    episode = _ok(client.post("/v1/episodes", json=first), 201)["id"]
-    job = _ok(client.post("/v1/memories/compile", json={"subject_id": "n7", "async": True}), 202)
-    while _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["status"] in (
-        "queued",
-        "running",
-    ):
-        backend_services.job_runner.work_once()
-    made = _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["memories"]
+    (episode,) = _say(client, "n7", ["I live in Oslo."], compile_now=False)
+    url = f"/v1/memories/compile/{_compile_job(client, backend_services, 'n7')}"
+    made = _ok(client.get(url))["memories"]
     assert made and all("Oslo" in m["content"] for m in made)
     _ok(client.delete(f"/v1/episodes/{episode}"))
-    later = {**first, "payload": {"messages": [{"role": "user", "content": "I like rye bread."}]}}
-    _ok(client.post("/v1/episodes", json=later), 201)
-    _ok(client.post("/v1/memories/compile", json={"subject_id": "n7"}))
-    listed = _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))["memories"]
-    assert listed == [] and _ok(client.get(f"/v1/memories/compile/{job['job_id']}"))[
-        "memories_created"
-    ] == len(made)
+    _say(client, "n7", ["I like rye bread."])
+    job = _ok(client.get(url))
+    assert job["memories"] == [] and job["memories_created"] == len(made)

@@ -200,8 +200,8 @@ class JobRepository(Repository):
         """Record the memories the running claim ``attempt`` has created so far (a claim
         that takes the job over after this one died goes on from them, and the job's status
         shows them meanwhile); False when the job is no longer this claim's."""
-        ids = _stored(memories)
-        return self._while_claimed(job_id, attempt, memory_ids=ids, memories_created=len(ids))
+        listed = _stored(memories)
+        return self._while_claimed(job_id, attempt, memory_ids=listed, memories_created=len(listed))
 
     def _while_claimed(self, job_id: uuid.UUID, attempt: int, **values: Any) -> bool:
         """Update the job while it is running under the claim ``attempt``."""

@@ -140,10 +140,10 @@ def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
 
 
 def turn_runs(*where: Any) -> Select[Any]:
-    """``(run id, episode id, key)`` of the turns among the episodes ``where`` selects that
-    name the ladder run that committed them (``metadata.run_id``)."""
+    """``(run id, episode id)`` of the turns among the episodes ``where`` selects that name
+    the ladder run that committed them (``metadata.run_id``)."""
     run_id = episodes.c.metadata["run_id"].as_string()
-    return select(run_id, episodes.c.id, episodes.c.idempotency_key).where(
+    return select(run_id, episodes.c.id).where(
         *where, episodes.c.source == TURN_SOURCE, run_id.is_not(None)
     )
 
@@ -154,11 +154,12 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
 
     A turn's ``metadata.run_id`` only points at a run: the caller of ``POST /v1/scopes/turns``
     writes the metadata (and the key), and could name another scope's run. A run goes when its
-    own record (its trace's ``commit`` hooks, written by the server) names the turn's episode."""
-    wanted: dict[str, list[tuple[str, str]]] = {}
-    for run_id, episode_id, key in conn.execute(turns):
+    own record (its trace's ``commit`` hooks, written by the server) names the turn's episode;
+    a run whose trace names none (it failed after its hook stored one) is taken by no turn."""
+    wanted: dict[str, set[str]] = {}
+    for run_id, episode_id in conn.execute(turns):
         if run_id:
-            wanted.setdefault(str(run_id), []).append((_uuid(episode_id), str(key or "")))
+            wanted.setdefault(str(run_id), set()).add(_uuid(episode_id))
     if not wanted:
         return 0
     found = conn.execute(
@@ -166,7 +167,7 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
             ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(list(wanted))
         )
     )
-    ids = [str(rid) for rid, trace in found if _committed_by(str(rid), trace, wanted[str(rid)])]
+    ids = [str(rid) for rid, trace in found if _committed(trace) & wanted[str(rid)]]
     if not ids:
         return 0
     conn.execute(
@@ -178,15 +179,6 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
         delete(ladder_runs).where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(ids))
     )
     return int(res.rowcount or 0)
-
-
-def _committed_by(run_id: str, trace: Any, turns: list[tuple[str, str]]) -> bool:
-    """Whether the run ``run_id`` (its stored ``trace``) committed one of ``turns``
-    (``(episode id, key)``). Only the trace counts: a turn's key is the caller's to choose as
-    much as its metadata, so a run whose trace names no turn (it failed after its hook stored
-    one) is not taken by any turn."""
-    named = _committed(trace)
-    return any(episode in named for episode, _ in turns)
 
 
 def _committed(trace: Any) -> set[str]:
