@@ -137,6 +137,8 @@ def test_builtin_datasets_load_and_their_evidence_is_unshadowed() -> None:
     } <= set(names)
     fourth = {f"multilingual4-{lang}" for lang in ("en", "fr", "it", "pt", "nl", "pl", "tr")}
     assert fourth <= set(names)
+    fifth = {f"multilingual5-{lang}" for lang in ("en", "ar", "fa", "he", "hi", "th", "uk")}
+    assert fifth <= set(names)
     assert {"longform-en", "longform2-en", "longform-zh", "longform-ru"} <= set(names)
     for name in names:
         dataset = load_dataset(name)

@@ -19,6 +19,7 @@ from cairn.core.analysis import (
     index_text,
     query_terms,
 )
+from cairn.core.arabic import light_stem
 
 NFC_CAFE = unicodedata.normalize("NFC", "café")
 NFD_CAFE = unicodedata.normalize("NFD", "café")
@@ -171,7 +172,30 @@ def test_russian_and_arabic_question_words_are_dropped() -> None:
         "квартир",
     ]
     assert query_terms("К какому забегу готовится Ольга?") == ["забег", "готов", "ольг"]
-    assert query_terms("وين بتشتغل نور هلق؟") == ["تشتغل", "نور", "هلق"]
+    assert query_terms("وين بتشتغل نور هلق؟") == ["بتشتغل", "نور", "هلق"]
+    # Egyptian, Gulf and Maghrebi question words and possessive particles too.
+    assert query_terms("الشركة الجديدة بتاعة ريم متخصصة في إيه؟") == [
+        "شرك",
+        "جديد",
+        "ريم",
+        "متخصص",
+    ]
+    assert query_terms("وش صار مع خالد؟") == query_terms("كيفاش صار خالد") == ["صار", "خالد"]
+
+
+def test_arabic_words_keep_their_stem_whatever_is_attached() -> None:
+    """Light stemming (``cairn.core.arabic``): the article, ``و`` ("and") and the two
+    together come off, so "balcony" is found as "the balcony"; Snowball's stemmer, used
+    before, cut ``بلكونة`` to ``لكون`` and ``البلكونة`` to ``بلكون``."""
+    for bare in ["بلكونة", "شقة", "ريحان", "مستشفى", "طرابزون"]:
+        forms = [bare, "ال" + bare, "وال" + bare, "بال" + bare, "لل" + bare, "و" + bare]
+        assert len({light_stem(fold(f)) for f in forms}) == 1, bare
+    assert set(query_terms("شو مزروع على بلكونة ليلى؟")) & set(
+        index_terms("البلكونة صغيرة بس البندورة والريحان صاروا طالعين")
+    ) == {"بلكون"}
+    assert light_stem("شقة") == "شق" and light_stem("ليلى") == "ليل"
+    # Persian and Urdu words (letters Arabic does not use) are only normalized.
+    assert light_stem("کتابها") == "کتابها" and light_stem("والیبال") == "والیبال"
 
 
 def test_latin_script_function_words_drop_when_the_query_names_its_language() -> None:

@@ -24,10 +24,11 @@ document chunks, on both backends, so a query is cut into terms exactly as the s
   The backend then tokenizes the analysed text only at spaces (FTS5 ``unicode61`` with marks
   kept inside tokens; PostgreSQL's parser) and stems English words (FTS5 ``porter``,
   PostgreSQL ``english``); Russian (Cyrillic) and Arabic words, which neither backend stems,
-  are stemmed here with Snowball (PyStemmer), at index and query time alike. Queries drop
-  English, Russian and Arabic function words, and cut Chinese and Japanese question words and
-  particles out of their character runs, whose content characters are terms of their own
-  (``cairn.core.languages``), unless nothing else is left.
+  are stemmed here, at index and query time alike: Russian with Snowball (PyStemmer), Arabic
+  with a light stemmer (``cairn.core.arabic``). Queries drop English, Russian and Arabic
+  function words, and cut Chinese and Japanese question words and particles out of their
+  character runs, whose content characters are terms of their own (``cairn.core.languages``),
+  unless nothing else is left.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import regex
 import Stemmer
 
 from cairn.core import languages
+from cairn.core.arabic import light_stem
 
 # Scripts written without spaces between words: indexed as character bigrams.
 _UNSPACED = (
@@ -153,9 +155,9 @@ def _tokens(text: str, *, unigrams: bool) -> list[tuple[str, bool]]:
 
 
 class _Stems:
-    """Snowball stemmers for the inflected scripts the backends do not stem (Russian for
-    Cyrillic, Arabic), made on first use by one analysis call: PyStemmer objects hold a cache
-    and are not thread-safe, so none is shared between calls."""
+    """Stemmers for the inflected scripts the backends do not stem: Snowball's Russian for
+    Cyrillic, made on first use by one analysis call (PyStemmer objects hold a cache and are
+    not thread-safe, so none is shared between calls), and the light stemmer for Arabic."""
 
     def __init__(self) -> None:
         self._made: dict[str, Any] = {}
@@ -178,7 +180,7 @@ class _Stems:
             if "\u0400" <= first <= "\u052f":
                 part = self._stemmer("russian").stemWord(part)
             elif "\u0600" <= first <= "\u06ff" or "\u0750" <= first <= "\u077f":
-                part = self._stemmer("arabic").stemWord(part)
+                part = light_stem(part)
             out.append(part)
         return out
 

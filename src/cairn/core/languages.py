@@ -55,12 +55,16 @@ RUSSIAN = _words(
     то тоже только ты у уж уже чего чей чем чему что чтобы чье чьи чья чём это эта эти этот
     я""".replace("ё", "е")
 )
-# Modern Standard Arabic and common Levantine question and function words.
+# Modern Standard Arabic and common Levantine question and function words, then the question
+# words and possessive particles (English "what", "how", "of") of Egyptian, Gulf, Iraqi and
+# Maghrebi Arabic.
 ARABIC = _words(
     """في من على الى الي عن مع هذا هذه ذلك تلك التي الذي الذين هو هي هم انا انت نحن ما ماذا
     لماذا متى اين كم لا لم لن كان كانت يكون ان او ثم قد لقد كل بعض عند لدى حتى اين كيف هل و
     اي اية شو وين ليش ايمتى امتى مين قديش اديش اللي عم رح راح كمان بس شي هيك هاد
-    هاي مش لسا"""
+    هاي مش لسا تبع تبعت تبعي تبعك تبعه تبعها تبعو
+    ايه ازاي فين ليه كام انهي بتاع بتاعة بتاعت بتاعي بتاعك بتاعه بتاعها بتاعته بتاعتها
+    وش ايش شنو منو شلون شكد شكثر علاش كيفاش شكون فوقاش واش"""
 )
 # The words of these scripts never collide, so one set serves all.
 STOP_WORDS = ENGLISH | RUSSIAN | ARABIC

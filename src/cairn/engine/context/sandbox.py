@@ -122,8 +122,10 @@ def watched(render: Callable[[], T], deadline: float) -> T:
 
     def watch() -> None:
         while not done.wait(0.01):
-            why = "time" if time.monotonic() > deadline else ""
-            why = why or ("memory" if _rss() - start > MAX_RENDER_BYTES else "")
+            # Memory first: a watchdog that got no CPU for a while finds both over, and the
+            # memory is the template's doing where the time may be the machine's.
+            why = "memory" if _rss() - start > MAX_RENDER_BYTES else ""
+            why = why or ("time" if time.monotonic() > deadline else "")
             if why:
                 with lock:
                     if not done.is_set():
