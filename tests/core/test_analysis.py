@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001, RUF003 -- text in many scripts is what these tests are about
+# ruff: noqa: RUF001, RUF002, RUF003 -- text in many scripts is what these tests are about
 """``cairn.core.analysis``: hash keys and search terms for every script."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from cairn.core.analysis import (
     query_terms,
 )
 from cairn.core.arabic import light_stem
+from cairn.core.hebrew import prefix_stem
+from cairn.core.languages import STOP_WORDS
 
 NFC_CAFE = unicodedata.normalize("NFC", "café")
 NFD_CAFE = unicodedata.normalize("NFD", "café")
@@ -181,6 +183,23 @@ def test_russian_and_arabic_question_words_are_dropped() -> None:
         "متخصص",
     ]
     assert query_terms("وش صار مع خالد؟") == query_terms("كيفاش صار خالد") == ["صار", "خالد"]
+
+
+def test_hebrew_hindi_and_greek_words_are_stemmed_and_function_words_dropped() -> None:
+    """Hebrew particles (``ה`` "the", ``ו`` "and", ``ב`` "in" …) and plural endings come off;
+    Devanagari and Greek words get Snowball's Hindi and Greek; Ukrainian, Persian, Hebrew,
+    Hindi and Greek function and question words are dropped from a query."""
+    assert query_terms("מאיפה איתי אימץ את הכלב שלו?") == ["איתי", "אימץ", "כלב"]
+    assert {prefix_stem(w) for w in ["כלב", "הכלב", "והכלבים", "לכלבים"]} == {"כלב"}
+    assert set(query_terms("איפה הכלבים?")) <= set(index_terms("אימצתי כלב מעמותה"))
+    assert query_terms("कबीर की बहन ईशा क्या और कहाँ पढ़ेगी?") == ["कबीर", "बहन", "ईश", "पढ़"]
+    assert query_terms("कुत्तों") == query_terms("कुत्ता") == query_terms("कुत्ते")
+    assert query_terms("Де зараз працює Тарас?") == ["зараз", "працює", "тарас"]
+    assert query_terms("دن سگش را از کجا به فرزندی گرفت؟") == ["دن", "سگش", "فرزندی", "گرفت"]
+    assert query_terms("Πού δουλεύει η Κλαίρη;") == ["δουλευ", "κλαιρ"]  # Snowball's Greek
+    assert query_terms("σκύλος") == query_terms("σκύλων") == query_terms("ΣΚΥΛΙΆ")
+    # Every listed function word is written as ``fold`` leaves it, or it could never match.
+    assert all(fold(w) == w for w in STOP_WORDS)
 
 
 def test_arabic_words_keep_their_stem_whatever_is_attached() -> None:

@@ -22,13 +22,14 @@ document chunks, on both backends, so a query is cut into terms exactly as the s
   - symbols, emoji and punctuation separate terms and are not searchable.
 
   The backend then tokenizes the analysed text only at spaces (FTS5 ``unicode61`` with marks
-  kept inside tokens; PostgreSQL's parser) and stems English words (FTS5 ``porter``,
-  PostgreSQL ``english``); Russian (Cyrillic) and Arabic words, which neither backend stems,
-  are stemmed here, at index and query time alike: Russian with Snowball (PyStemmer), Arabic
-  with a light stemmer (``cairn.core.arabic``). Queries drop English, Russian and Arabic
-  function words, and cut Chinese and Japanese question words and particles out of their
-  character runs, whose content characters are terms of their own (``cairn.core.languages``),
-  unless nothing else is left.
+  kept inside tokens; PostgreSQL's parser) and stems English words (FTS5 ``porter``, PostgreSQL
+  ``english``); Cyrillic, Greek, Arabic, Hebrew and Devanagari words, which neither backend
+  stems, are stemmed here, at index and query time alike: Cyrillic, Greek and Devanagari with
+  Snowball's Russian, Greek and Hindi (PyStemmer), Arabic with a light stemmer
+  (``cairn.core.arabic``), Hebrew by its particle letters (``cairn.core.hebrew``). Queries drop
+  English, Russian, Ukrainian, Greek, Arabic, Persian, Hebrew and Hindi function words, and cut
+  Chinese and Japanese question words and particles out of their character runs, whose content
+  characters are terms of their own (``cairn.core.languages``), unless nothing else is left.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import Stemmer
 
 from cairn.core import languages
 from cairn.core.arabic import light_stem
+from cairn.core.hebrew import prefix_stem
 
 # Scripts written without spaces between words: indexed as character bigrams.
 _UNSPACED = (
@@ -156,8 +158,9 @@ def _tokens(text: str, *, unigrams: bool) -> list[tuple[str, bool]]:
 
 class _Stems:
     """Stemmers for the inflected scripts the backends do not stem: Snowball's Russian for
-    Cyrillic, made on first use by one analysis call (PyStemmer objects hold a cache and are
-    not thread-safe, so none is shared between calls), and the light stemmer for Arabic."""
+    Cyrillic, Hindi for Devanagari and Greek for Greek, made on first use by one analysis call
+    (PyStemmer objects hold a cache and are not thread-safe, so none is shared between calls),
+    the light stemmer for Arabic and the particle stemmer for Hebrew."""
 
     def __init__(self) -> None:
         self._made: dict[str, Any] = {}
@@ -181,6 +184,12 @@ class _Stems:
                 part = self._stemmer("russian").stemWord(part)
             elif "\u0600" <= first <= "\u06ff" or "\u0750" <= first <= "\u077f":
                 part = light_stem(part)
+            elif "\u05d0" <= first <= "\u05ea":
+                part = prefix_stem(part)
+            elif "\u0900" <= first <= "\u097f":
+                part = self._stemmer("hindi").stemWord(part)
+            elif "\u0370" <= first <= "\u03ff" or "\u1f00" <= first <= "\u1fff":
+                part = self._stemmer("greek").stemWord(part)
             out.append(part)
         return out
 
@@ -253,7 +262,7 @@ def _query_runs(query: str) -> list[tuple[str, bool]]:
 
 
 def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
-    """The distinct search terms of ``query`` in order: stop words (English, Russian, Arabic),
+    """The distinct search terms of ``query`` in order: stop words (``cairn.core.languages``),
     Chinese and Japanese question words and particles (``cairn.core.languages``) and
     one-letter words removed, unless nothing else is left; digits and unspaced-script
     characters are always terms. An unspaced-script piece of two or more characters gives its

@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001, RUF002 -- word lists in many scripts
+# ruff: noqa: RUF001, RUF002, RUF003 -- word lists in many scripts
 """Function words of the languages whose queries Cairn cleans.
 
 Search terms come from ``cairn.core.analysis``; a query keeps only the words that carry its
@@ -66,8 +66,47 @@ ARABIC = _words(
     ايه ازاي فين ليه كام انهي بتاع بتاعة بتاعت بتاعي بتاعك بتاعه بتاعها بتاعته بتاعتها
     وش ايش شنو منو شلون شكد شكثر علاش كيفاش شكون فوقاش واش"""
 )
-# The words of these scripts never collide, so one set serves all.
-STOP_WORDS = ENGLISH | RUSSIAN | ARABIC
+# Ukrainian function and question words (Cyrillic, beside Russian's; ``ї`` is folded to ``і``).
+UKRAINIAN = _words(
+    """і й та але або що як де коли хто чому навіщо куди звідки скільки чи не ні це цей ця ці
+    той ті він вона воно вони я ти ми ви мене мені тебе тобі його іі іх ім нас вас у в з із
+    зі до від для на по під про за над при через без між же ж би бо теж також ще вже лише
+    тільки навіть тут там який яка яке які якого якоі якому яких якій своє свій своя своі"""
+)
+# Hebrew function and question words (as written, before the particle letters come off).
+HEBREW = _words(
+    """של את זה זו זאת הוא היא הם הן אני אתה את אנחנו אתם אתן מה מי איפה מאיפה לאן מתי למה
+    מדוע איך כמה איזה איזו אילו האם אם על עם אל גם כל לא כן יש אין היה הייתה היו שלי שלך
+    שלו שלה שלנו שלכם שלהם שלהן כי אבל או רק עוד כבר כדי לי לך לו לה לנו להם אותו אותה
+    אותי אותם בו בה בהם ממנו ממנה עליו עליה"""
+)
+# Hindi postpositions, pronouns, auxiliaries and question words (Devanagari).
+HINDI = _words(
+    """का की के को में से पर ने है हैं था थी थे हो और या भी तो ही यह वह ये वो क्या कौन कौनसा
+    कौनसी कहाँ कहां कब क्यों कैसे कैसा कैसी कितना कितनी कितने किस किसने किसको किसे सी सा
+    एक नहीं ना मैं मेरा मेरी मेरे तुम तुम्हारा तुम्हारी आप आपका आपकी आपके उसका उसकी उसके
+    उनका उनकी उनके इस उस इसका इसकी अपना अपनी अपने रहा रही रहे गया गई गए हुआ हुई हुए
+    जो जब तक लिए वाला वाली वाले"""
+)
+# Persian function and question words (Arabic script with Persian letters; ``آ`` is ``ا``).
+PERSIAN = _words(
+    """و در به از که این ان را رو با برای تا یا هم اما ولی چه چی چیه چرا کجا کجاست کی کدام
+    چند چندم چطور چگونه ایا است هست نیست بود شد می نمی من تو او ما شما انها ایشان خود
+    یک هر همه اون این ها های ای"""
+)
+# Greek articles, pronouns, prepositions, particles and question words (accents removed, final
+# sigma as ``σ``, as ``fold`` leaves them).
+GREEK = _words(
+    """ο η το οι τα του τησ των τον την τη τισ τουσ στο στη στην στον στα στισ στουσ σε με για
+    απο και κι αλλα ομωσ που τι ποιοσ ποια ποιο ποιοι ποιεσ ποιον ποιασ ποιου ποιων ποτε
+    πωσ γιατι ποσο ποση ποσα ποσοι ποσεσ ποσουσ ειναι ηταν ειμαι εισαι ειμαστε ειστε
+    θα να δεν μην μη ενα ενασ μια ενοσ μιασ εγω εσυ αυτοσ αυτη αυτο αυτοι αυτα
+    αυτον αυτην αυτου αυτησ μου σου μασ σασ τουσ οτι αν ωσ επισησ πια ηδη ακομα ακομη εδω
+    εκει ολα ολοι ολεσ καθε πουθενα"""
+)
+# The words of these scripts never collide, so one set serves all (Ukrainian's and Russian's
+# share a script but not their function words).
+STOP_WORDS = ENGLISH | RUSSIAN | ARABIC | UKRAINIAN | HEBREW | HINDI | PERSIAN | GREEK
 
 # Function and question words of languages written in Latin script like English. Their words
 # collide with English and with each other (``die``, ``war``, ``son``, ``fur``), so a list

@@ -1,6 +1,5 @@
-"""Migration 0027 on both backends: rows with Arabic text are analysed again with the light
-stemmer, so a stored turn is found by the word as a question asks it; other rows are left as
-they are."""
+"""Migration 0027 on both backends: rows with Arabic, Hebrew, Hindi or Greek text are analysed again
+with the new stemmers, so a stored turn is found by the word as a question asks it."""
 
 from __future__ import annotations
 
@@ -22,10 +21,13 @@ SCOPE = Scope.for_subject("layla")
 SAID = [
     "البلكونة صغيرة بس البندورة والريحان صاروا طالعين",  # the balcony: tomatoes and basil
     "We grow basil on the balcony.",
+    "אימצתי את הכלב מעמותה בחולון",  # "I adopted the dog from a shelter in Holon"
+    "मैंने शेल्टर से कुत्ते गोद लिए",  # "I adopted dogs from a shelter"
+    "Υιοθέτησα τον σκύλο από ένα καταφύγιο",  # "I adopted the dog from a shelter"
 ]
 # As Snowball's Arabic stemmer cut them before this revision.
 OLD_TURN = "بلكون صغير بس بندور والريح صار طالع"
-OLD_CONTEXT = "بلكون والريح ايه"
+OLD_CONTEXT = "بلكون والريح ايه הכלב של कुत्ते में що σκυλοσ του"
 OLD_ITEM = "الشق لكون"
 
 
@@ -48,6 +50,11 @@ def test_0027_light_stems_arabic_rows(db_url: str) -> None:
     engine = create_engine(normalize_url(db_url))
     with engine.connect() as conn:
         command.downgrade(_config(conn), "0026_contentless_again")
+        for said in SAID[2:]:  # as the analysis left them before: words as written
+            conn.execute(
+                text("UPDATE memories SET search_text = :x WHERE content = :c"),
+                {"x": " ".join(f"Layla: {said}".replace(":", "").split()), "c": f"Layla: {said}"},
+            )
         conn.execute(
             text("UPDATE memories SET search_text = :x WHERE content LIKE 'Layla: ال%'"),
             {"x": OLD_TURN},
@@ -71,13 +78,20 @@ def test_0027_light_stems_arabic_rows(db_url: str) -> None:
     # their endings (a stem is never stemmed again); the function word (Egyptian "what") goes.
     context, english_after = analysed[SAID[1]]
     context = context if isinstance(context, dict) else json.loads(context)
-    assert context["context_terms"].split() == ["بلكون", "ريح"]
+    assert context["context_terms"].split() == ["بلكون", "ريح", "כלב", "कुत्त", "σκυλ"]
     assert english_after == search_text(english, context)
     assert item_text.split() == ["شق", "لكون"]
+    for said in SAID[2:]:  # analysed before as written, now stemmed
+        metadata, stored = analysed[said]
+        metadata = metadata if isinstance(metadata, dict) else json.loads(metadata)
+        assert stored == search_text(f"Layla: {said}", metadata)
+    assert "כלב" in analysed[SAID[2]][1].split() and "कुत्त" in analysed[SAID[3]][1].split()
+    assert "σκυλ" in analysed[SAID[4]][1].split()
 
     engine.dispose()
     store = open_store(db_url)
     try:
+        assert store.memories.lexical(TENANT, SCOPE, query_terms("איפה הכלבים?"), limit=5)
         # "What is planted on the balcony?" without the article finds the turn with it.
         terms = query_terms("شو مزروع على بلكونة ليلى؟")
         assert "بلكون" in terms

@@ -1,0 +1,153 @@
+"""Text analysis: Arabic, Hebrew, Hindi and Greek words stemmed, more languages' function words.
+
+``cairn.core.analysis`` now stems Arabic words with a light stemmer (``cairn.core.arabic``)
+instead of Snowball's, which stemmed a word differently with and without an attached particle
+(``بلكونة`` / ``البلكونة``); takes Hebrew words' particle letters off (``cairn.core.hebrew``:
+``הכלב`` is ``כלב``); stems Devanagari and Greek words with Snowball's Hindi and Greek; and
+knows the function words of Ukrainian, Persian, Hebrew, Hindi and Greek and the question words
+and possessive particles of Egyptian, Gulf, Iraqi and Maghrebi Arabic. This revision analyses
+again the stored text that holds an Arabic, Hebrew, Devanagari or Greek letter, and the
+neighbour words of Cyrillic text:
+
+- memories: ``search_text`` from the content (and keywords). The neighbour words
+  (``metadata.context_terms``), whose source texts are not stored, lose the function words now
+  known; a Hebrew, Devanagari or Greek one (stored as written) is stemmed; an Arabic one loses
+  the article or conjunction Snowball left on (``وال``, ``ال``, ``و``:
+  ``arabic.without_prefix``) but is not stemmed again (light stemming is not idempotent:
+  ``بلكون`` would lose ``ون``), so where Snowball cut differently (``لكون`` for ``بلكونة``) the
+  old term stays until the turn is compiled again. SQLite's ``search_stems`` follow;
+- document chunks: ``search_text`` from the content;
+- items: each old term of ``search_text`` as for neighbour words, function words kept (the
+  fields an item was indexed by are not stored).
+
+The full-text indexes follow (the SQLite triggers, PostgreSQL's generated ``tsv`` and the
+term statistics' triggers). A turn's confidence, which counts its content words, keeps the
+value its compile gave it. Other rows analyse as before and are not touched.
+
+Revision ID: 0027_light_stems
+"""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import regex
+import sqlalchemy as sa
+import Stemmer
+from alembic import op
+
+from cairn.core.analysis import STOP_WORDS, index_text
+from cairn.core.arabic import without_prefix
+from cairn.core.hebrew import prefix_stem
+from cairn.store.fts5_rank import indexed_stems
+from cairn.store.memory_search import search_text as memory_search_text
+
+revision = "0027_light_stems"
+down_revision = "0026_contentless_again"
+branch_labels = None
+depends_on = None
+
+BATCH = 1_000
+# Letters of the scripts whose analysis changed: Arabic, Hebrew, Devanagari, Greek; Cyrillic
+# only for neighbour words (Ukrainian function words).
+_ARABIC = regex.compile(r"[\u0600-\u06ff\u0750-\u077f]")
+_SCRIPTS = r"\u0600-\u06ff\u0750-\u077f\u05d0-\u05ea\u0900-\u097f\u0370-\u03ff\u1f00-\u1fff"
+_CHANGED = regex.compile(f"[{_SCRIPTS}]")
+_NEIGHBOURS = regex.compile(f"[{_SCRIPTS}\u0400-\u052f]")
+
+
+def upgrade() -> None:
+    conn = op.get_bind()
+    terms = _Terms()
+    _memories(conn, conn.dialect.name == "sqlite", terms)
+    _rows(conn, "document_chunks", "content", index_text)
+    _rows(conn, "items", "search_text", terms.index_terms)
+
+
+class _Terms:
+    """Old analysed terms as the analysis now makes them, as far as it can be told (see the
+    module); its Snowball stemmers serve this revision only."""
+
+    def __init__(self) -> None:
+        self._hindi = Stemmer.Stemmer("hindi")
+        self._greek = Stemmer.Stemmer("greek")
+
+    def term(self, old: str) -> str:
+        first = old[:1]
+        if "\u05d0" <= first <= "\u05ea":
+            return prefix_stem(old)
+        if "\u0900" <= first <= "\u097f":
+            return str(self._hindi.stemWord(old))
+        if "\u0370" <= first <= "\u03ff" or "\u1f00" <= first <= "\u1fff":
+            return str(self._greek.stemWord(old))
+        return without_prefix(old) if _ARABIC.match(old) else old
+
+    def neighbour_terms(self, old: str) -> str:
+        """Old neighbour words, the function words now known dropped, each once."""
+        out: dict[str, None] = {}
+        for term in old.split():
+            if term not in STOP_WORDS:
+                out.setdefault(self.term(term))
+        return " ".join(out)
+
+    def index_terms(self, old: str) -> str:
+        """Old analysed terms, repeats kept (what an index stores)."""
+        return " ".join(self.term(t) for t in old.split())
+
+
+def _memories(conn: sa.Connection, sqlite: bool, terms: _Terms) -> None:
+    after = 0
+    while True:
+        rows = conn.execute(
+            sa.text(
+                "SELECT seq, content, metadata FROM memories WHERE seq > :after "
+                "AND status != 'deleted' ORDER BY seq LIMIT :n"
+            ),
+            {"after": after, "n": BATCH},
+        ).all()
+        if not rows:
+            return
+        after = rows[-1][0]
+        changed = []
+        for seq, content, raw in rows:
+            meta: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+            context = str(meta.get("context_terms") or "")
+            text = f"{content} {meta.get('keywords') or ''}"
+            if not (_CHANGED.search(text) or _NEIGHBOURS.search(context)):
+                continue
+            if context:
+                meta["context_terms"] = terms.neighbour_terms(context)
+            analysed = memory_search_text(content or "", meta)
+            change = {"q": seq, "x": analysed, "m": json.dumps(meta, ensure_ascii=False)}
+            if sqlite:
+                change["s"] = indexed_stems(f"{analysed} {meta.get('context_terms') or ''}")
+            changed.append(change)
+        if changed:
+            sets = "search_text = :x, metadata = :m" + (", search_stems = :s" if sqlite else "")
+            conn.execute(sa.text(f"UPDATE memories SET {sets} WHERE seq = :q"), changed)
+
+
+def _rows(conn: sa.Connection, table: str, column: str, analyse: Callable[[str], str]) -> None:
+    """``search_text`` of ``table``'s rows with letters of a changed script, analysed again
+    from ``column``."""
+    after = 0
+    while True:
+        rows = conn.execute(
+            sa.text(f"SELECT seq, {column} FROM {table} WHERE seq > :after ORDER BY seq LIMIT :n"),
+            {"after": after, "n": BATCH},
+        ).all()
+        if not rows:
+            return
+        after = rows[-1][0]
+        changed = [
+            {"q": seq, "x": analyse(text or "")}
+            for seq, text in rows
+            if _CHANGED.search(text or "")
+        ]
+        if changed:
+            conn.execute(sa.text(f"UPDATE {table} SET search_text = :x WHERE seq = :q"), changed)
+
+
+def downgrade() -> None:
+    """Nothing to undo: an older release reads the analysed text as it is (its queries stem
+    Arabic words the old way, so they match fewer of these rows until compiled again)."""
