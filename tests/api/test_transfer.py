@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cairn.app import create_app
+from cairn.core.analysis import index_text
 from cairn.services import Services
 from tests.api.test_memories import EPISODES
 from tests.conftest import database_url, make_settings
@@ -231,19 +232,24 @@ def test_import_refuses_bad_records_and_writes_nothing(two_cairns: Any) -> None:
 
 
 def test_import_makes_derived_text_again_and_wipes_tombstones(two_cairns: Any) -> None:
-    """What is derived from a memory's text is never taken from a record: an edited
-    ``search_text`` finds nothing, and a tombstone keeps no text."""
+    """What is derived from a memory's or a chunk's text is never taken from a record: an
+    edited ``search_text`` finds nothing, and a tombstone keeps no text."""
     src, dst = two_cairns
     fill(src)
     lines = export_lines(src)
     memory = next(line for line in lines if line["type"] == "memory" and line["row"]["content"])
     planted = {**memory["row"], "search_text": "injectedsecretword"}
     tomb = {**memory["row"], "id": str(uuid.uuid4()), "status": "deleted", "kind": "note"}
-    records = [r for r in lines if r["type"] == "episode"]
+    records = [r for r in lines if r["type"] in ("episode", "document")]
     records += [{"type": "memory", "row": planted}, {"type": "memory", "row": tomb}]
+    chunk = next(line for line in lines if line["type"] == "chunk")
+    records.append({"type": "chunk", "row": {**chunk["row"], "search_text": "injectedsecretword"}})
     _ok(dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": records}))
     params = {"subject_id": SUBJECT, "q": "injectedsecretword"}
     assert _ok(dst.get("/v1/memories/search", params=params))["memories"] == []
+    # A chunk's analysed text too (an older release's export holds that release's analysis).
+    got = next(r["row"] for r in export_lines(dst) if r["type"] == "chunk")
+    assert got["search_text"] == index_text(got["content"]) != "injectedsecretword"
     exported = [r for r in export_lines(dst) if r["type"] == "memory"]
     stored = next(r["row"] for r in exported if r["row"]["status"] == "deleted")
     assert stored["content"] == "" and stored["summary"] == ""

@@ -139,6 +139,11 @@ def test_builtin_datasets_load_and_their_evidence_is_unshadowed() -> None:
     assert fourth <= set(names)
     fifth = {f"multilingual5-{lang}" for lang in ("en", "ar", "fa", "he", "hi", "th", "uk")}
     assert fifth <= set(names)
+    sixth = {f"multilingual6-{lang}" for lang in ("en", "he", "hi", "fa", "uk", "el")}
+    assert sixth <= set(names)
+    seventh = {f"multilingual7-{lang}" for lang in ("en", "el", "uk", "hi")}
+    eighth = {f"multilingual8-{lang}" for lang in ("en", "th", "vi", "id")}
+    assert seventh | eighth <= set(names)
     assert {"longform-en", "longform2-en", "longform-zh", "longform-ru"} <= set(names)
     for name in names:
         dataset = load_dataset(name)

@@ -167,6 +167,9 @@ def recall_command(
     multilingual3-<lang> (en, zh, ja, ru, ar, de, ko, es; held out),
     multilingual4-<lang> (en, fr, it, pt, nl, pl, tr; held out),
     multilingual5-<lang> (en, ar, fa, he, hi, th, uk; held out),
+    multilingual6-<lang> (en, he, hi, fa, uk, el; held out),
+    multilingual7-<lang> (en, el, uk, hi; held out),
+    multilingual8-<lang> (en, th, vi, id; held out),
     longform-en, longform2-en (long conversations, about 550 turns each),
     longform-zh, longform-ru (one long conversation each, about 375 turns).
     Example: cairn bench recall --dataset heldout-en --backend sqlite --budgets 500,1000

@@ -91,6 +91,8 @@ _LETTERS = str.maketrans(
     | _digits()
 )
 _MARK = regex.compile(r"\p{M}")
+# A word of Hebrew letters only: the particle stemmer would strip a mixed token's Hebrew away.
+_HEBREW_WORD = regex.compile(r"[\u05d0-\u05ea]+")
 _GRAPHEME = regex.compile(r"\X")
 
 # Only the digest format's tag: a stored hash of the older, ASCII-only scheme can never equal
@@ -179,19 +181,25 @@ class _Stems:
         for part in split:
             if not part:
                 continue
-            first = part[0]
-            if "\u0400" <= first <= "\u052f":
-                part = self._stemmer("russian").stemWord(part)
-            elif "\u0600" <= first <= "\u06ff" or "\u0750" <= first <= "\u077f":
-                part = light_stem(part)
-            elif "\u05d0" <= first <= "\u05ea":
-                part = prefix_stem(part)
-            elif "\u0900" <= first <= "\u097f":
-                part = self._stemmer("hindi").stemWord(part)
-            elif "\u0370" <= first <= "\u03ff" or "\u1f00" <= first <= "\u1fff":
-                part = self._stemmer("greek").stemWord(part)
-            out.append(part)
+            # A stemmer may leave nothing (Snowball's Greek takes all of ``οταν``): the word
+            # as it is then, or a query would hold an empty term.
+            out.append(self._stem(part) or part)
         return out
+
+    def _stem(self, part: str) -> str:
+        """One word part stemmed by its script's stemmer, or as it is."""
+        first = part[0]
+        if "\u0400" <= first <= "\u052f":
+            return str(self._stemmer("russian").stemWord(part))
+        if "\u0600" <= first <= "\u06ff" or "\u0750" <= first <= "\u077f":
+            return light_stem(part)
+        if "\u05d0" <= first <= "\u05ea":
+            return prefix_stem(part) if _HEBREW_WORD.fullmatch(part) else part
+        if "\u0900" <= first <= "\u097f":
+            return str(self._stemmer("hindi").stemWord(part))
+        if "\u0370" <= first <= "\u03ff" or "\u1f00" <= first <= "\u1fff":
+            return str(self._stemmer("greek").stemWord(part))
+        return part
 
 
 def index_terms(text: str) -> list[str]:

@@ -57,13 +57,14 @@ RUSSIAN = _words(
 )
 # Modern Standard Arabic and common Levantine question and function words, then the question
 # words and possessive particles (English "what", "how", "of") of Egyptian, Gulf, Iraqi and
-# Maghrebi Arabic.
+# Maghrebi Arabic. Left out where a word is also a content word elsewhere: Levantine ``تبع``
+# ("of") is MSA "followed", Egyptian ``انهي`` ("which") is "I finish".
 ARABIC = _words(
     """في من على الى الي عن مع هذا هذه ذلك تلك التي الذي الذين هو هي هم انا انت نحن ما ماذا
     لماذا متى اين كم لا لم لن كان كانت يكون ان او ثم قد لقد كل بعض عند لدى حتى اين كيف هل و
     اي اية شو وين ليش ايمتى امتى مين قديش اديش اللي عم رح راح كمان بس شي هيك هاد
-    هاي مش لسا تبع تبعت تبعي تبعك تبعه تبعها تبعو
-    ايه ازاي فين ليه كام انهي بتاع بتاعة بتاعت بتاعي بتاعك بتاعه بتاعها بتاعته بتاعتها
+    هاي مش لسا
+    ايه ازاي فين ليه كام بتاع بتاعة بتاعت بتاعي بتاعك بتاعه بتاعها بتاعته بتاعتها
     وش ايش شنو منو شلون شكد شكثر علاش كيفاش شكون فوقاش واش"""
 )
 # Ukrainian function and question words (Cyrillic, beside Russian's; ``ї`` is folded to ``і``).
@@ -91,15 +92,16 @@ HINDI = _words(
 # Persian function and question words (Arabic script with Persian letters; ``آ`` is ``ا``).
 PERSIAN = _words(
     """و در به از که این ان را رو با برای تا یا هم اما ولی چه چی چیه چرا کجا کجاست کی کدام
-    چند چندم چطور چگونه ایا است هست نیست بود شد می نمی من تو او ما شما انها ایشان خود
+    چند چندم چطور چگونه ایا است هست نیست بود می نمی من تو او ما شما انها ایشان خود
     یک هر همه اون این ها های ای"""
 )
 # Greek articles, pronouns, prepositions, particles and question words (accents removed, final
-# sigma as ``σ``, as ``fold`` leaves them).
+# sigma as ``σ``, as ``fold`` leaves them; not ``ποσο``, "how much", which is then ``ποσό``,
+# "amount").
 GREEK = _words(
     """ο η το οι τα του τησ των τον την τη τισ τουσ στο στη στην στον στα στισ στουσ σε με για
     απο και κι αλλα ομωσ που τι ποιοσ ποια ποιο ποιοι ποιεσ ποιον ποιασ ποιου ποιων ποτε
-    πωσ γιατι ποσο ποση ποσα ποσοι ποσεσ ποσουσ ειναι ηταν ειμαι εισαι ειμαστε ειστε
+    πωσ γιατι οταν ειναι ηταν ειμαι εισαι ειμαστε ειστε
     θα να δεν μην μη ενα ενασ μια ενοσ μιασ εγω εσυ αυτοσ αυτη αυτο αυτοι αυτα
     αυτον αυτην αυτου αυτησ μου σου μασ σασ τουσ οτι αν ωσ επισησ πια ηδη ακομα ακομη εδω
     εκει ολα ολοι ολεσ καθε πουθενα"""

@@ -267,10 +267,11 @@ class DocumentRepository(Repository):
         ``cairn.engine.query``), best first; ties break by chunk order. ``score`` is the raw
         full-text score, BM25 as FTS5 computes it on both backends (PostgreSQL:
         ``pg_bm25.chunk_score_sql``): the engine calibrates it, as it does the memories'."""
+        terms = [t for t in terms if t.strip()]  # an empty one is no term (see lexical)
         if not terms or not dataset_ids or limit <= 0:
             return []
         with self._reading() as conn:
-            return self._search(conn, tenant_id, scope, list(dataset_ids), list(terms), limit)
+            return self._search(conn, tenant_id, scope, list(dataset_ids), terms, limit)
 
     def _search(
         self,

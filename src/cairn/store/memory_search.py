@@ -146,7 +146,10 @@ def lexical_ranked(
 
     ``terms`` are terms of ``cairn.core.analysis`` (letters, marks and digits; CJK bigrams);
     the backend stems English words. Scores are BM25 on both backends (larger is better).
+    An empty term (none of the analysis's, but a caller's) is no term: PostgreSQL would read
+    its quoted form as a tsquery syntax error.
     """
+    terms = [t for t in terms if t.strip()]
     if not terms:
         return []
     params: dict[str, Any] = {

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Table, select
 from sqlalchemy.exc import DBAPIError, StatementError
 
+from cairn.core.analysis import index_text
 from cairn.core.memories import KINDS, SUMMARY_CHARS, moved_memory_id, validity_problem
 from cairn.core.scope import Scope
 from cairn.errors import Conflict, InvalidInput
@@ -225,6 +226,10 @@ def _decode(
         _check_memory(out, index)
     if table is items:
         _derive_item(out, index)
+    if table is document_chunks:
+        # Analysed again from the chunk's text, as a memory's is: an export of an older
+        # release holds the analysis of that release.
+        out["search_text"] = index_text(str(out.get("content") or ""))
     if table is episodes and not str(out.get("source", "")).strip():
         raise InvalidInput(f"record {index}: source must not be blank", code="invalid_import")
     out["tenant_id"] = tenant_id

@@ -15,7 +15,10 @@ analyses again the stored text that holds a mark or a non-ASCII digit:
   by are not stored).
 
 The full-text indexes follow (the SQLite triggers, PostgreSQL's generated ``tsv``). Rows
-without such characters analyse as before and are not touched.
+without such characters analyse as before and are not touched; rows with Arabic, Hebrew,
+Devanagari or Greek letters are left to ``0027_light_stems``, which analyses them again anyway
+(this revision uses the analysis of the running release, and ``0027`` after it would stem
+their stems a second time).
 
 Revision ID: 0024_grapheme_terms
 """
@@ -40,6 +43,11 @@ depends_on = None
 BATCH = 1_000
 # A mark, or a decimal digit other than ASCII's: text whose analysis changed.
 _AFFECTED = regex.compile(r"[\p{M}\p{Nd}--[0-9]]", regex.V1)
+# Letters of the scripts ``0027_light_stems`` analyses again: rows holding them are left to it.
+# This revision runs today's analysis, whose stems for them ``0027`` would stem a second time.
+_LATER = regex.compile(
+    r"[\u0600-\u06ff\u0750-\u077f\u05d0-\u05ea\u0370-\u03ff\u1f00-\u1fff]|[\u0900-\u0965\u0970-\u097f]"
+)
 _UNSPACED = regex.compile(
     r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
     r"\u30fc\u3005\u3006\u3007]"
@@ -101,6 +109,8 @@ def _memories(conn: sa.Connection, sqlite: bool) -> None:
             text = f"{content} {meta.get('keywords') or ''}"
             if not (_AFFECTED.search(text) or _AFFECTED.search(context)):
                 continue
+            if _LATER.search(text) or _LATER.search(context):
+                continue
             if context:
                 meta["context_terms"] = _context(context)
             analysed = memory_search_text(content or "", meta)
@@ -127,7 +137,7 @@ def _rows(conn: sa.Connection, table: str, column: str, analyse: Any) -> None:
         changed = [
             {"q": seq, "x": analyse(text or "")}
             for seq, text in rows
-            if _AFFECTED.search(text or "")
+            if _AFFECTED.search(text or "") and not _LATER.search(text or "")
         ]
         if changed:
             conn.execute(sa.text(f"UPDATE {table} SET search_text = :x WHERE seq = :q"), changed)
