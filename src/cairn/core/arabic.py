@@ -38,9 +38,10 @@ def light_stem(word: str) -> str:
     """The light stem of one folded Arabic-script word (see the module). Not idempotent, as
     no light stemmer is: a stem may end in what looks like a suffix (``بلكون``), so a stem
     must never be stemmed again."""
-    word = without_prefix(word)
-    if any(c in _OTHER_LANGUAGES for c in word):
+    word, arabic = _normalized(word)
+    if not arabic:
         return word
+    word = _unprefixed(word)
     for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 2:
             word = word[: -len(suffix)]
@@ -50,9 +51,19 @@ def light_stem(word: str) -> str:
 def without_prefix(word: str) -> str:
     """Steps 1 and 2 of ``light_stem``: a folded word normalized, its article or conjunction
     removed (the same for a stem of any stemmer that left them on)."""
+    word, arabic = _normalized(word)
+    return _unprefixed(word) if arabic else word
+
+
+def _normalized(word: str) -> tuple[str, bool]:
+    """Step 1, and whether the word is Arabic's (no letter of another Arabic-script
+    language)."""
     word = word.translate(_NORMALIZE)
-    if any(c in _OTHER_LANGUAGES for c in word):
-        return word
+    return word, not any(c in _OTHER_LANGUAGES for c in word)
+
+
+def _unprefixed(word: str) -> str:
+    """Step 2 on a normalized Arabic word."""
     for prefix in PREFIXES:
         keep = 3 if len(prefix) == 1 else 2
         if word.startswith(prefix) and len(word) - len(prefix) >= keep:

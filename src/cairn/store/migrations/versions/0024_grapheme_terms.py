@@ -34,6 +34,7 @@ from alembic import op
 from cairn.core.analysis import content_terms, index_text
 from cairn.store.fts5_rank import indexed_stems
 from cairn.store.memory_search import search_text as memory_search_text
+from cairn.store.migrations.reanalyse import reanalyse_rows
 
 revision = "0024_grapheme_terms"
 down_revision = "0023_tombstone_text"
@@ -57,8 +58,17 @@ _UNSPACED = regex.compile(
 def upgrade() -> None:
     conn = op.get_bind()
     _memories(conn, conn.dialect.name == "sqlite")
-    _rows(conn, "document_chunks", "content", index_text)
-    _rows(conn, "items", "search_text", lambda old: index_text(" ".join(_rejoined(old, True))))
+    reanalyse_rows(conn, "document_chunks", "content", index_text, _affected)
+    reanalyse_rows(conn, "items", "search_text", _item_text, _affected)
+
+
+def _affected(text: str) -> bool:
+    """A chunk's or item's text this revision analyses again (not one left to ``0027``)."""
+    return bool(_AFFECTED.search(text)) and not _LATER.search(text)
+
+
+def _item_text(old: str) -> str:
+    return index_text(" ".join(_rejoined(old, True)))
 
 
 def _rejoined(old: str, unigrams: bool) -> Iterator[str]:
@@ -121,26 +131,6 @@ def _memories(conn: sa.Connection, sqlite: bool) -> None:
         if changed:
             sets = "search_text = :x, metadata = :m" + (", search_stems = :s" if sqlite else "")
             conn.execute(sa.text(f"UPDATE memories SET {sets} WHERE seq = :q"), changed)
-
-
-def _rows(conn: sa.Connection, table: str, column: str, analyse: Any) -> None:
-    """``search_text`` of ``table``'s affected rows, analysed again from ``column``."""
-    after = 0
-    while True:
-        rows = conn.execute(
-            sa.text(f"SELECT seq, {column} FROM {table} WHERE seq > :after ORDER BY seq LIMIT :n"),
-            {"after": after, "n": BATCH},
-        ).all()
-        if not rows:
-            return
-        after = rows[-1][0]
-        changed = [
-            {"q": seq, "x": analyse(text or "")}
-            for seq, text in rows
-            if _AFFECTED.search(text or "") and not _LATER.search(text or "")
-        ]
-        if changed:
-            conn.execute(sa.text(f"UPDATE {table} SET search_text = :x WHERE seq = :q"), changed)
 
 
 def downgrade() -> None:

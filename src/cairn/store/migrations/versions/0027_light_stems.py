@@ -32,7 +32,6 @@ Revision ID: 0027_light_stems
 """
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import regex
@@ -45,6 +44,7 @@ from cairn.core.arabic import without_prefix
 from cairn.core.hebrew import prefix_stem
 from cairn.store.fts5_rank import indexed_stems
 from cairn.store.memory_search import search_text as memory_search_text
+from cairn.store.migrations.reanalyse import reanalyse_rows
 from cairn.store.migrations.turns import bump_vector_versions
 
 revision = "0027_light_stems"
@@ -64,8 +64,9 @@ def upgrade() -> None:
     conn = op.get_bind()
     terms = _Terms()
     _memories(conn, conn.dialect.name == "sqlite", terms)
-    _rows(conn, "document_chunks", "content", index_text)
-    _rows(conn, "items", "search_text", terms.index_terms)
+    changed = _CHANGED.search
+    reanalyse_rows(conn, "document_chunks", "content", index_text, lambda t: bool(changed(t)))
+    reanalyse_rows(conn, "items", "search_text", terms.index_terms, lambda t: bool(changed(t)))
 
 
 class _Terms:
@@ -143,27 +144,6 @@ def _memories(conn: sa.Connection, sqlite: bool, terms: _Terms) -> None:
             conn.execute(sa.text("UPDATE memories SET vector_size = NULL WHERE seq = :q"), unembed)
             conn.execute(sa.text("DELETE FROM memory_embeddings WHERE seq = :q"), unembed)
     bump_vector_versions(conn, touched)
-
-
-def _rows(conn: sa.Connection, table: str, column: str, analyse: Callable[[str], str]) -> None:
-    """``search_text`` of ``table``'s rows with letters of a changed script, analysed again
-    from ``column``."""
-    after = 0
-    while True:
-        rows = conn.execute(
-            sa.text(f"SELECT seq, {column} FROM {table} WHERE seq > :after ORDER BY seq LIMIT :n"),
-            {"after": after, "n": BATCH},
-        ).all()
-        if not rows:
-            return
-        after = rows[-1][0]
-        changed = [
-            {"q": seq, "x": analyse(text or "")}
-            for seq, text in rows
-            if _CHANGED.search(text or "")
-        ]
-        if changed:
-            conn.execute(sa.text(f"UPDATE {table} SET search_text = :x WHERE seq = :q"), changed)
 
 
 def downgrade() -> None:
