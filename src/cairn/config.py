@@ -69,9 +69,12 @@ class Settings(BaseSettings):
     )
 
     tokenizer: str = Field("cl100k_base", description="tiktoken encoding used to count tokens.")
-    embedder: Literal["multilingual", "onnx", "use", "none", "local", "openai"] = Field(
-        "multilingual",
-        description="Embedder for the vector lane: multilingual, onnx, use, none, local or openai.",
+    embedder: Literal["e5", "multilingual", "onnx", "use", "none", "local", "openai"] = Field(
+        "e5",
+        description=(
+            "Embedder for the vector lane: e5 (multilingual-e5-small, the default; multilingual "
+            "where it cannot run), multilingual, onnx, use, none, local or openai."
+        ),
     )
     embedder_threads: int = Field(
         1, gt=0, le=64, description="Threads a local embedder uses for one call."

@@ -196,14 +196,16 @@ def test_use_lets_a_query_in_between_micro_batches() -> None:
 
 
 def test_an_english_querys_halves_at_once_equal_a_stored_texts_vector(
-    default_embedder: MultilingualEmbedder, monkeypatch: pytest.MonkeyPatch
+    multilingual_embedder: MultilingualEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = "What does the user drink in the morning?"
-    (stored,) = default_embedder.embed([text])
-    assert default_embedder.embed_query(text) == stored
+    (stored,) = multilingual_embedder.embed([text])
+    assert multilingual_embedder.embed_query(text) == stored
     if len(os.sched_getaffinity(0)) > 1:  # the halves ran at once
-        assert default_embedder._pools.get("query") is not None
-    other = MultilingualEmbedder(default_embedder._english, default_embedder._multilingual)
+        assert multilingual_embedder._pools.get("query") is not None
+    other = MultilingualEmbedder(
+        multilingual_embedder._english, multilingual_embedder._multilingual
+    )
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
     assert other.embed_query(text) == stored  # one CPU: one after the other, no helper
     assert "query" not in other._pools
@@ -345,7 +347,7 @@ def test_the_pass_steps_aside_only_when_configured(tmp_path: Path, setting: bool
 
 
 def test_a_bulk_call_runs_the_halves_at_once_with_the_same_vectors(
-    default_embedder: MultilingualEmbedder, monkeypatch: pytest.MonkeyPatch
+    multilingual_embedder: MultilingualEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Several texts on more than one CPU: the multilingual half runs on a background thread
     (at the background's priority) while the English half runs in the caller's; the vectors
@@ -356,7 +358,7 @@ def test_a_bulk_call_runs_the_halves_at_once_with_the_same_vectors(
     from cairn.engine import niceness
 
     texts = ["I prefer green tea in the morning.", "Mi hermana vive en Bilbao.", "我住在北京"]
-    pair = MultilingualEmbedder(default_embedder._english, default_embedder._multilingual)
+    pair = MultilingualEmbedder(multilingual_embedder._english, multilingual_embedder._multilingual)
     try:
         monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0}, raising=False)
         one_after_the_other = pair.embed(texts)

@@ -90,23 +90,23 @@ def test_a_stored_text_gets_both_halves_and_a_query_is_routed_by_script() -> Non
     assert not other[:2].any()
 
 
-def test_the_default_settings_build_the_multilingual_embedder(
-    default_embedder: MultilingualEmbedder,
+def test_the_settings_build_the_multilingual_embedder(
+    multilingual_embedder: MultilingualEmbedder,
 ) -> None:
-    assert Settings().embedder == "multilingual"
-    assert default_embedder.dim == 896
+    assert isinstance(get_embedder(Settings(embedder="multilingual")), MultilingualEmbedder)
+    assert multilingual_embedder.dim == 896
     assert isinstance(get_embedder(Settings(embedder="use")), UseEmbedder)
     tea, drink, tax = (
         np.asarray(v)
-        for v in default_embedder.embed(
+        for v in multilingual_embedder.embed(
             ["I prefer green tea", "what does the user drink", "quarterly tax filing deadline"]
         )
     )
     assert float(drink @ tea) > float(drink @ tax)
     tea_ru, tax_ru = (
-        np.asarray(v) for v in default_embedder.embed(["Я пью зелёный чай", "Налоги в марте"])
+        np.asarray(v) for v in multilingual_embedder.embed(["Я пью зелёный чай", "Налоги в марте"])
     )
-    q = np.asarray(query_vector(default_embedder, "Что пьёт пользователь?"))
+    q = np.asarray(query_vector(multilingual_embedder, "Что пьёт пользователь?"))
     assert float(q @ tea_ru) > float(q @ tax_ru)
 
 

@@ -22,7 +22,7 @@ from cairn.services import Services
 
 
 def test_the_default_settings_embed_with_both_local_models() -> None:
-    assert Settings().embedder == "multilingual"
+    assert Settings().embedder == "e5"
     assert Settings(embedder="none").embedder == "none"
     assert get_embedder(Settings(embedder="none")) is None
 
@@ -42,7 +42,7 @@ def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
         # embeds never waits for one.
         services.embedding_backfill._drop_other_sizes()
         assert lazy.dim == 896 and lazy._inner is None
-        for name, dim in (("onnx", 384), ("use", 512), ("local", 384)):
+        for name, dim in (("onnx", 384), ("use", 512), ("local", 384), ("e5", 384)):
             assert LazyEmbedder(make_settings(tmp_path, embedder=name)).dim == dim
         assert lazy.overlap and lazy._inner is not None
         assert lazy.name == "all-MiniLM-L6-v2+use-multilingual-v3"

