@@ -2,7 +2,9 @@
 compile the vectors exist.
 
 1. **Query**: ``--queries`` distinct questions embedded one at a time, the process pinned to one
-   CPU and the model on one thread (as a server embeds a search query): p50/p95 ms.
+   CPU and the model on one thread (as a server embeds a search query): p50/p95 ms. With
+   ``--data``, the dataset's questions; otherwise synthetic ones of made-up words, which cost a
+   model of many sentence pieces (e5) several times a real question's.
 2. **Bulk**: the memories of a compiled synthetic conversation (their real embedding text, with
    context words) embedded in batches of ``CAIRN_EMBED_BATCH``, on one core and on all cores.
 3. **Vectors after a compile**: ``--memories`` turns ingested into a SQLite file and compiled
@@ -51,10 +53,17 @@ def _percentile(values: list[float], p: float) -> float:
     return ordered[int(p * (len(ordered) - 1))]
 
 
-def query_latency(embedder: Any, n: int) -> dict[str, float]:
+def query_latency(embedder: Any, n: int, data: Path | None = None) -> dict[str, float]:
+    """Distinct questions embedded one at a time: the dataset's own questions when ``data``
+    is given (real length), else seeded synthetic ones (made-up words: many more tokens)."""
     from cairn.engine.embedders import query_vector
 
     qs = questions(n + 20, seed=5)
+    if data is not None:
+        from cairn.bench.locomo import load
+
+        real = list(dict.fromkeys(q["question"] for c in load(data) for q in c.questions))
+        qs = real[: n + 20] if len(real) >= n + 20 else qs
     for q in qs[:20]:  # warm-up
         query_vector(embedder, q)
     times = []
@@ -80,7 +89,7 @@ def _ingest(store: Any, episodes: list[Any]) -> None:
 
 
 def vectors_after_compile(
-    n: int, threads: int, data: Path | None = None, matmul: str = "int8", name: str = "multilingual"
+    n: int, threads: int, data: Path | None = None, matmul: str = "int8", name: str = "e5"
 ) -> dict[str, Any]:
     """Ingest and compile ``n`` turns with the server's wiring; time the vectors' arrival."""
     from cairn.config import Settings
@@ -186,7 +195,7 @@ def run(
     data: Path | None = None,
     console: Console | None = None,
     matmul: str = "int8",
-    name: str = "multilingual",
+    name: str = "e5",
 ) -> dict[str, Any]:
     from cairn.bench.paraphrases import recall_at_1
     from cairn.config import Settings
@@ -198,7 +207,7 @@ def run(
     one: Any = get_embedder(Settings(embedder=name, embedder_threads=1, onnx_matmul=matmul))
     load_s = time.perf_counter() - t0
     two: Any = get_embedder(Settings(embedder=name, embedder_threads=2, onnx_matmul=matmul))
-    query = query_latency(one, queries)
+    query = query_latency(one, queries, data)
     texts = memory_texts(memories, data)
     bulk1 = bulk_rate(one, texts, batch, cores=1)
     bulk2 = bulk_rate(two, texts, batch, cores=2)

@@ -178,7 +178,7 @@ def embed(
         "int8", "--matmul", help="int8 (the default) or float32: CAIRN_ONNX_MATMUL."
     ),
     embedder: str = typer.Option(
-        "multilingual", "--embedder", help="multilingual (the default), onnx or use."
+        "e5", "--embedder", help="e5 (the default), multilingual, onnx or use."
     ),
 ) -> None:
     """The default embedder: query ms on one core, bulk memories/s, vectors' delay after a
