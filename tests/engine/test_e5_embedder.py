@@ -125,3 +125,16 @@ def test_a_missing_engine_is_a_clear_configuration_error(monkeypatch: pytest.Mon
     monkeypatch.setattr(e5_model, "_cpu_supported", lambda: False)
     with pytest.raises(Exception, match="AVX2"):
         E5Embedder()
+
+
+def test_long_texts_are_cut_near_the_models_length(e5: E5Embedder) -> None:
+    """The engine reads every token (about 1 ms each): a query is cut near 128 tokens, a stored
+    text near 512, by characters (fewer where a character is a word: CJK)."""
+    english = "Caroline went to the LGBTQ support group yesterday. " * 100
+    assert e5.embed_query(english) == e5.embed_query(english[: int(128 * 3.3)])
+    assert e5.embed([english]) == e5.embed([english[: int(512 * 3.3)]])
+    chinese = "我在一家医院当护士，每天工作十个小时。" * 60
+    assert e5_model.clip(chinese, 128) == chinese[:192]
+    assert e5_model.clip("short", 128) == "short"
+    mixed = "Maya 说 " + "hello world " * 80  # mostly Latin: the Latin length
+    assert e5_model.clip(mixed, 128) == mixed[: int(128 * 3.3)]
