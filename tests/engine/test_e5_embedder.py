@@ -138,3 +138,19 @@ def test_long_texts_are_cut_near_the_models_length(e5: E5Embedder) -> None:
     assert e5_model.clip("short", 128) == "short"
     mixed = "Maya 说 " + "hello world " * 80  # mostly Latin: the Latin length
     assert e5_model.clip(mixed, 128) == mixed[: int(128 * 3.3)]
+
+
+def test_a_turn_is_embedded_without_its_neighbours_words(e5: E5Embedder) -> None:
+    """e5 recalls as well without a turn's neighbour words, at half the tokens; the other
+    embedders keep them."""
+    from cairn.engine.search import embedding_text
+
+    meta = {"context_terms": "coffee morning"}
+    assert embedding_text("I prefer tea.", meta, e5) == "I prefer tea."
+    assert (
+        embedding_text("I prefer tea.", meta, LazyEmbedder(Settings(embedder="e5")))
+        == "I prefer tea."
+    )
+    onnx = OnnxEmbedder.__new__(OnnxEmbedder)
+    assert embedding_text("I prefer tea.", meta, onnx) == "I prefer tea. (coffee morning)"
+    assert embedding_text("I prefer tea.", meta) == "I prefer tea. (coffee morning)"

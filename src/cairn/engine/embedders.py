@@ -330,6 +330,14 @@ class LazyEmbedder:
         return 4 * self.dim if self._inner is None else vector_tag(self._inner)
 
     @property
+    def embeds_context(self) -> bool:
+        """Whether a turn's neighbour words go into its embedded text (``search.embedding_text``),
+        known without loading the model."""
+        if self._settings.embedder == "e5":
+            return False
+        return bool(getattr(self._get(), "embeds_context", True))
+
+    @property
     def multilingual(self) -> bool:
         """Whether the model's similarities hold across languages (``search.lane_weights``)."""
         return bool(getattr(self._get(), "multilingual", False))
