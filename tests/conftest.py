@@ -173,6 +173,28 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
+def compiled_notes(services: Services, subject: str, texts: list[str]) -> None:
+    """``texts`` posted as notes of ``subject`` through the real app, compiled, and every vector
+    written by the services' background pass (``services`` has an embedder)."""
+    with TestClient(create_app(services=services)) as client:
+        for i, text in enumerate(texts):
+            r = client.post(
+                "/v1/episodes",
+                json={
+                    "subject_id": subject,
+                    "source": "chat",
+                    "type": "note",
+                    "payload": {"text": text},
+                    "idempotency_key": f"k{i}",
+                },
+            )
+            assert r.status_code in (200, 201), r.text
+        r = client.post("/v1/memories/compile", json={"subject_id": subject})
+        assert r.status_code == 200, r.text
+        assert services.embedding_backfill is not None
+        assert services.embedding_backfill.wait_idle(30)
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Settings on a SQLite file in the test's own directory (no key: open mode)."""

@@ -77,9 +77,7 @@ def test_a_switch_from_minilm_to_e5_embeds_every_memory_again(
 ) -> None:
     """MiniLM's vectors are as long as e5's: the tag in ``vector_size`` tells them apart, so
     the background pass writes every memory's vector again and search reads only e5's."""
-    from fastapi.testclient import TestClient
-
-    from cairn.app import create_app
+    from tests.conftest import compiled_notes
 
     texts = ["I prefer green tea over coffee.", "My sister lives in Oslo.", "The car is red."]
     services = Services.from_settings(
@@ -87,23 +85,7 @@ def test_a_switch_from_minilm_to_e5_embeds_every_memory_again(
     )
     store, scope = services.store, Scope.for_subject("maya")
     try:
-        with TestClient(create_app(services=services)) as client:
-            for i, text in enumerate(texts):
-                r = client.post(
-                    "/v1/episodes",
-                    json={
-                        "subject_id": "maya",
-                        "source": "chat",
-                        "type": "note",
-                        "payload": {"text": text},
-                        "idempotency_key": f"k{i}",
-                    },
-                )
-                assert r.status_code in (200, 201), r.text
-            r = client.post("/v1/memories/compile", json={"subject_id": "maya"})
-            assert r.status_code == 200, r.text
-            assert services.embedding_backfill is not None
-            assert services.embedding_backfill.wait_idle(30)
+        compiled_notes(services, "maya", texts)
         with store.snapshot() as tx:
             assert tx.memories.vector_count("default", scope) == len(texts)
         assert EmbeddingBackfill(store, e5).run_until_idle() == len(texts)

@@ -113,33 +113,14 @@ def test_the_settings_build_the_multilingual_embedder(
 def test_changing_the_embedder_size_embeds_the_memories_again(tmp_path: Path) -> None:
     """Vectors of another size (another embedder's) are forgotten at start and written again;
     until then the vector lane ignores them instead of failing on mixed sizes."""
-    from fastapi.testclient import TestClient
-
-    from cairn.app import create_app
-    from tests.conftest import make_settings
+    from tests.conftest import compiled_notes, make_settings
 
     texts = ["I prefer green tea.", "My sister lives in Oslo.", "The car is red."]
     settings = make_settings(tmp_path, embedder="onnx")
     services = Services.from_settings(settings, embedder=HashingEmbedder(64))
     store, scope = services.store, Scope.for_subject("maya")
     try:
-        with TestClient(create_app(services=services)) as client:
-            for i, text in enumerate(texts):
-                r = client.post(
-                    "/v1/episodes",
-                    json={
-                        "subject_id": "maya",
-                        "source": "chat",
-                        "type": "note",
-                        "payload": {"text": text},
-                        "idempotency_key": f"k{i}",
-                    },
-                )
-                assert r.status_code in (200, 201), r.text
-            r = client.post("/v1/memories/compile", json={"subject_id": "maya"})
-            assert r.status_code == 200, r.text
-            assert services.embedding_backfill is not None
-            assert services.embedding_backfill.wait_idle(30)
+        compiled_notes(services, "maya", texts)
         new = HashingEmbedder(32)
         with store.transaction() as tx:  # one memory already has a vector of the new size
             first = tx.memories.vectors("default", scope).seqs[0]
