@@ -14,8 +14,9 @@ from cairn.core.scope import Scope
 from cairn.engine import e5_model
 from cairn.engine.backfill import EmbeddingBackfill
 from cairn.engine.e5_model import E5Embedder
-from cairn.engine.embedders import LazyEmbedder, OnnxEmbedder, get_embedder, vector_tag
+from cairn.engine.embedders import LazyEmbedder, OnnxEmbedder, get_embedder
 from cairn.engine.search import search_memories
+from cairn.errors import ConfigError
 from cairn.services import Services
 from tests.conftest import make_settings
 
@@ -28,7 +29,8 @@ def e5() -> E5Embedder:
 def test_vectors_are_unit_length_centred_and_independent_of_the_batch(e5: E5Embedder) -> None:
     texts = ["x", "", "word " * 700, "混合 text мир 🎉 e\u0301", "nul\x00byte", "lone \ud800 half"]
     batched = np.asarray(e5.embed(texts))
-    assert batched.shape == (6, 384) and e5.embed([]) == []
+    assert batched.shape == (6, 385) and e5.embed([]) == []
+    assert not batched[:, -1].any()  # the component that makes the length e5's own
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     for text, row in zip(texts, batched, strict=True):
         assert np.allclose(e5.embed([text])[0], row, atol=1e-6)
@@ -62,21 +64,37 @@ def test_meaning_in_every_script(e5: E5Embedder, fact: str, question: str, other
     assert float(q @ f) > float(q @ o) + 0.05
 
 
-def test_the_e5_vectors_are_told_from_minilms_of_the_same_length() -> None:
+def test_the_e5_vectors_are_told_from_minilms_by_their_length() -> None:
     settings = Settings(embedder="e5")
     lazy = LazyEmbedder(settings)
-    # Known without loading the model; as long as MiniLM's, but tagged apart.
-    assert lazy.dim == E5Embedder.dim == OnnxEmbedder.dim
-    assert lazy.vector_tag == E5Embedder.vector_tag != 4 * OnnxEmbedder.dim
-    assert vector_tag(OnnxEmbedder.__new__(OnnxEmbedder)) == 4 * OnnxEmbedder.dim
+    # Known without loading the model; one float longer than MiniLM's (a last 0).
+    assert lazy.dim == E5Embedder.dim == OnnxEmbedder.dim + 1
+    assert not lazy.embeds_context and lazy._inner is None
     assert isinstance(get_embedder(settings), E5Embedder)
+
+
+def test_the_default_falls_back_to_multilingual_where_e5_cannot_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cairn.engine.embedders import check_embedder_settings
+
+    monkeypatch.setattr(e5_model, "unavailable", lambda: "no AVX2 here")
+    lazy = LazyEmbedder(Settings())
+    assert lazy.dim == 896 and lazy.embeds_context is True
+    assert lazy.name.startswith("multilingual") and lazy._inner is None
+    # Chosen explicitly, e5 is kept, and a process refuses to start with it.
+    assert LazyEmbedder(Settings(embedder="e5")).dim == E5Embedder.dim
+    with pytest.raises(ConfigError, match="no AVX2 here"):
+        check_embedder_settings(Settings(embedder="e5"))
+    check_embedder_settings(Settings())  # the default falls back: no error
 
 
 def test_a_switch_from_minilm_to_e5_embeds_every_memory_again(
     tmp_path: Path, e5: E5Embedder, onnx_embedder: OnnxEmbedder
 ) -> None:
-    """MiniLM's vectors are as long as e5's: the tag in ``vector_size`` tells them apart, so
-    the background pass writes every memory's vector again and search reads only e5's."""
+    """e5's vectors are one float longer than MiniLM's (a last 0), so the stored length tells
+    them apart: the background pass writes every memory's vector again, and search never reads
+    the two models' vectors together."""
     from tests.conftest import compiled_notes
 
     texts = ["I prefer green tea over coffee.", "My sister lives in Oslo.", "The car is red."]
@@ -105,21 +123,25 @@ def test_a_switch_from_minilm_to_e5_embeds_every_memory_again(
 
 def test_a_missing_engine_is_a_clear_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(e5_model, "_cpu_supported", lambda: False)
-    with pytest.raises(Exception, match="AVX2"):
+    with pytest.raises(ConfigError, match="AVX2 and FMA"):
         E5Embedder()
 
 
-def test_long_texts_are_cut_near_the_models_length(e5: E5Embedder) -> None:
-    """The engine reads every token (about 1 ms each): a query is cut near 128 tokens, a stored
-    text near 512, by characters (fewer where a character is a word: CJK)."""
+def test_long_texts_are_cut_at_the_models_length(e5: E5Embedder) -> None:
+    """The engine reads every token (about 1 ms each): a query is cut at 128 of its tokens, a
+    stored text at 512, counted by its own tokenizer in every script (emoji and hexadecimal
+    strings cost several tokens a character, Chinese one or two)."""
     english = "Caroline went to the LGBTQ support group yesterday. " * 100
-    assert e5.embed_query(english) == e5.embed_query(english[: int(128 * 3.3)])
-    assert e5.embed([english]) == e5.embed([english[: int(512 * 3.3)]])
-    chinese = "我在一家医院当护士，每天工作十个小时。" * 60
-    assert e5_model.clip(chinese, 128) == chinese[:192]
-    assert e5_model.clip("short", 128) == "short"
-    mixed = "Maya 说 " + "hello world " * 80  # mostly Latin: the Latin length
-    assert e5_model.clip(mixed, 128) == mixed[: int(128 * 3.3)]
+    cut = e5.clip(english, e5_model.QUERY_TOKENS, query=True)
+    assert 100 < e5._count(cut, True) <= 128 < e5._count(english, True)
+    assert english.startswith(cut)
+    assert e5.embed_query(english) == e5.embed_query(cut)
+    stored = e5.clip(english, e5_model.PASSAGE_TOKENS)
+    assert e5.embed([english]) == e5.embed([stored])
+    for text in ("🎉" * 3000, "a3f9c2e1b7d4 " * 800, "我在一家医院当护士，" * 300, "りんご" * 900):
+        for tokens, query in ((128, True), (512, False)):
+            assert tokens * 0.8 < e5._count(e5.clip(text, tokens, query=query), query) <= tokens
+    assert e5.clip("short", 128) == "short" and e5.clip("", 128) == ""
 
 
 def test_a_turn_is_embedded_without_its_neighbours_words(e5: E5Embedder) -> None:

@@ -42,7 +42,7 @@ def test_services_load_the_default_embedder_on_first_use(tmp_path: Any) -> None:
         # embeds never waits for one.
         services.embedding_backfill._drop_other_sizes()
         assert lazy.dim == 896 and lazy._inner is None
-        for name, dim in (("onnx", 384), ("use", 512), ("local", 384), ("e5", 384)):
+        for name, dim in (("onnx", 384), ("use", 512), ("local", 384), ("e5", 385)):
             assert LazyEmbedder(make_settings(tmp_path, embedder=name)).dim == dim
         assert lazy.overlap and lazy._inner is not None
         assert lazy.name == "all-MiniLM-L6-v2+use-multilingual-v3"

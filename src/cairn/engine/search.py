@@ -38,7 +38,7 @@ import numpy as np
 from cairn.core.languages import english_text
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
-from cairn.engine.embedders import Embedder, vector_tag
+from cairn.engine.embedders import Embedder
 from cairn.engine.embedders import query_vector as vector_of_query
 from cairn.engine.int8_dots import Int8Dots
 from cairn.engine.query import named_speakers, ranking_terms
@@ -167,7 +167,6 @@ def embed_memories(
                 tenant_id,
                 scope,
                 [(row[0], blob) for row, blob in zip(todo, blobs, strict=True)],
-                vector_tag(embedder),
             )
         done += len(todo)
     return done

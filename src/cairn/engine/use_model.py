@@ -1,4 +1,4 @@
-"""The multilingual half of the default embedder: Google's Universal Sentence Encoder,
+"""The multilingual half of the `multilingual` embedder: Google's Universal Sentence Encoder,
 multilingual v3 (16 languages), in numpy.
 
 The weights (a uint8 table of 128k sentence pieces by 512 and the DAN/CNN layers, Apache-2.0) and

@@ -102,16 +102,10 @@ class MemoryVectors(Repository):
     """The vector methods of ``MemoryRepository``."""
 
     def set_embeddings(
-        self,
-        tenant_id: str,
-        scope: Scope,
-        items: Iterable[tuple[int, bytes]],
-        tag: int | None = None,
+        self, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
     ) -> None:
         """Store vectors of the partition's rows (those still stored and not forgotten: a
-        row erased or forgotten since it was read gets none) and bump its vector version.
-        Each row's ``vector_size`` becomes ``tag`` (the embedder's, ``vector_tag``), by
-        default the vector's byte length."""
+        row erased or forgotten since it was read gets none) and bump its vector version."""
         conn = self._tx_write
         blobs = dict(items)
         if not blobs:
@@ -140,7 +134,7 @@ class MemoryVectors(Repository):
         )
         conn.execute(
             update(t).where(t.c.seq == bindparam("s")).values(vector_size=bindparam("n")),
-            [{"s": seq, "n": tag or len(blobs[seq])} for seq in kept],
+            [{"s": seq, "n": len(blobs[seq])} for seq in kept],
         )
         bump_vector_version(conn, self.db, tenant_id, scope, cleared=False)
 
@@ -153,9 +147,8 @@ class MemoryVectors(Repository):
         conn.execute(update(t).where(t.c.seq.in_(seqs)).values(vector_size=None))
 
     def drop_vectors_of_other_size(self, nbytes: int, limit: int = 5_000) -> int:
-        """Forget up to ``limit`` vectors whose ``vector_size`` is not ``nbytes`` (another
-        embedder's: its byte length, or its ``vector_tag``), so the background pass embeds
-        those memories again; returns how many."""
+        """Forget up to ``limit`` vectors that are not ``nbytes`` long (another embedder's),
+        so the background pass embeds those memories again; returns how many."""
         found = self._tx_write.execute(
             select(t.c.seq, t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
             .where(t.c.vector_size.is_not(None), t.c.vector_size != nbytes)
@@ -187,8 +180,8 @@ class MemoryVectors(Repository):
     def vector_pages(self, tenant_id: str, scope: Scope, size: int) -> Iterator[VectorRows]:
         """The partition's vectors in ``seq`` order, ``size`` rows at a time, streamed from
         one query (a server-side cursor on PostgreSQL): a big partition's vectors are never
-        all in memory at once (100,000 of the default embedder's are 358 MB, and PostgreSQL's
-        driver holds a result whole, as text, before it is read)."""
+        all in memory at once (100,000 of the multilingual embedder's are 358 MB, of e5's 154,
+        and PostgreSQL's driver holds a result whole, as text, before it is read)."""
         stmt = (
             select(t.c.seq, e.c.embedding)
             .join(e, e.c.seq == t.c.seq)

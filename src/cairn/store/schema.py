@@ -194,9 +194,7 @@ memories = Table(
     # NULL on PostgreSQL, which weighs them in SQL, and where a writer did not know them.
     Column("search_stems", Text(), nullable=True),
     Column("superseded_by", Uuid(), nullable=True),
-    # The byte length of the memory's vector (in ``memory_embeddings``), or the tag of the
-    # embedder that wrote it where two embedders' vectors have one length
-    # (``cairn.engine.embedders.vector_tag``); NULL: none yet.
+    # The byte length of the memory's vector (in ``memory_embeddings``); NULL: none yet.
     Column("vector_size", Integer(), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),

@@ -76,7 +76,11 @@ def import_subject(
                 code="invalid_import",
             )
     counts = services.store.transfer.import_records(tenant, scope, body.records)
-    if services.embedder is not None and counts.get("memory"):
+    if services.embedding_backfill is not None and counts.get("memory"):
+        # Their vectors follow in the background, as after a compile: an import of thousands
+        # of memories is not embedded inside the request (the lexical lane finds them at once).
+        services.embedding_backfill.notify(tenant, scope)
+    elif services.embedder is not None and counts.get("memory"):
         from cairn.engine.search import embed_memories
 
         embed_memories(services.store, services.embedder, tenant, scope)
