@@ -69,7 +69,7 @@ def test_the_e5_vectors_are_told_from_minilms_by_their_length() -> None:
     lazy = LazyEmbedder(settings)
     # Known without loading the model; one float longer than MiniLM's (a last 0).
     assert lazy.dim == E5Embedder.dim == OnnxEmbedder.dim + 1
-    assert not lazy.embeds_context and lazy._inner is None
+    assert lazy._inner is None
     assert isinstance(get_embedder(settings), E5Embedder)
 
 
@@ -80,7 +80,7 @@ def test_the_default_falls_back_to_multilingual_where_e5_cannot_run(
 
     monkeypatch.setattr(e5_model, "unavailable", lambda: "no AVX2 here")
     lazy = LazyEmbedder(Settings())
-    assert lazy.dim == 896 and lazy.embeds_context is True
+    assert lazy.dim == 896
     assert lazy.name.startswith("multilingual") and lazy._inner is None
     # Chosen explicitly, e5 is kept, and a process refuses to start with it.
     assert LazyEmbedder(Settings(embedder="e5")).dim == E5Embedder.dim
@@ -142,22 +142,6 @@ def test_long_texts_are_cut_at_the_models_length(e5: E5Embedder) -> None:
         for tokens, query in ((128, True), (512, False)):
             assert tokens * 0.8 < e5._count(e5.clip(text, tokens, query=query), query) <= tokens
     assert e5.clip("short", 128) == "short" and e5.clip("", 128) == ""
-
-
-def test_a_turn_is_embedded_without_its_neighbours_words(e5: E5Embedder) -> None:
-    """e5 recalls as well without a turn's neighbour words, at half the tokens; the other
-    embedders keep them."""
-    from cairn.engine.search import embedding_text
-
-    meta = {"context_terms": "coffee morning"}
-    assert embedding_text("I prefer tea.", meta, e5) == "I prefer tea."
-    assert (
-        embedding_text("I prefer tea.", meta, LazyEmbedder(Settings(embedder="e5")))
-        == "I prefer tea."
-    )
-    onnx = OnnxEmbedder.__new__(OnnxEmbedder)
-    assert embedding_text("I prefer tea.", meta, onnx) == "I prefer tea. (coffee morning)"
-    assert embedding_text("I prefer tea.", meta) == "I prefer tea. (coffee morning)"
 
 
 def test_calls_from_several_threads_at_once_give_the_same_vectors(e5: E5Embedder) -> None:

@@ -168,9 +168,8 @@ def episodes_for(n: int, data: Path | None, subject: str) -> list[Any]:
     return out
 
 
-def memory_texts(n: int, data: Path | None = None, embedder: Any = None) -> list[str]:
-    """The embedding texts of ``n`` compiled turns (content, plus context words where the
-    embedder takes them: ``search.embedding_text``)."""
+def memory_texts(n: int, data: Path | None = None) -> list[str]:
+    """The embedding texts of ``n`` compiled turns (content plus context words)."""
     from cairn.engine.compile import compile_scope
     from cairn.engine.search import embedding_text
     from cairn.store import open_store
@@ -186,7 +185,7 @@ def memory_texts(n: int, data: Path | None = None, embedder: Any = None) -> list
                 rows = tx.memories.without_embedding(TENANT, scope, limit=10**6)
         finally:
             store.close()
-    return [embedding_text(content, meta, embedder) for _, content, meta in rows]
+    return [embedding_text(content, meta) for _, content, meta in rows]
 
 
 def run(
@@ -209,7 +208,7 @@ def run(
     load_s = time.perf_counter() - t0
     two: Any = get_embedder(Settings(embedder=name, embedder_threads=2, onnx_matmul=matmul))
     query = query_latency(one, queries, data)
-    texts = memory_texts(memories, data, one)
+    texts = memory_texts(memories, data)
     bulk1 = bulk_rate(one, texts, batch, cores=1)
     bulk2 = bulk_rate(two, texts, batch, cores=2)
     after = vectors_after_compile(memories, threads=1, data=data, matmul=matmul, name=name)

@@ -52,9 +52,6 @@ class E5Embedder:
     # byte length stored with each vector) re-embeds instead of mixing the two models' vectors.
     overlap = True
     multilingual = True
-    # A turn is embedded without its neighbours' words (``search.embedding_text``): the same
-    # recall on every set without them, at half the tokens (docs/benchmarks.md, "Session 31").
-    embeds_context = False
 
     def __init__(self, threads: int = 1) -> None:
         self.threads = max(1, threads)

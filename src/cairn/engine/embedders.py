@@ -324,15 +324,6 @@ class LazyEmbedder:
         return known.get(self._settings.embedder) or self._get().dim
 
     @property
-    def embeds_context(self) -> bool:
-        """Whether a turn's neighbour words go into its embedded text (``search.embedding_text``),
-        known without loading the model."""
-        if self._settings.embedder == "e5":
-            return False
-        inner = self._inner  # every other embedder takes them: no model loaded to ask
-        return inner is None or bool(getattr(inner, "embeds_context", True))
-
-    @property
     def multilingual(self) -> bool:
         """Whether the model's similarities hold across languages (``search.lane_weights``)."""
         return bool(getattr(self._get(), "multilingual", False))
