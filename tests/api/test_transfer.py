@@ -254,3 +254,29 @@ def test_import_makes_derived_text_again_and_wipes_tombstones(two_cairns: Any) -
     stored = next(r["row"] for r in exported if r["row"]["status"] == "deleted")
     assert stored["content"] == "" and stored["summary"] == ""
     assert set(stored["metadata"]) <= {"deleted_at", "deleted_by"}
+
+
+def test_imported_memories_get_their_vectors_in_the_background(
+    two_cairns: Any, tmp_path: Path
+) -> None:
+    """The import answers without embedding; the background pass writes the vectors after it."""
+    from cairn.core.scope import Scope
+    from cairn.engine.embedders import HashingEmbedder
+
+    src, _ = two_cairns
+    fill(src)
+    lines = export_lines(src)
+    settings = make_settings(tmp_path / "c", embedder="onnx")
+    services = Services.from_settings(settings, embedder=HashingEmbedder(32))
+    try:
+        assert services.embedding_backfill is not None
+        with TestClient(create_app(services=services)) as dst:
+            result = _ok(dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": lines}))
+            assert result["imported"]["memory"] > 0
+            assert services.embedding_backfill.wait_idle(30)
+        with services.store.snapshot() as tx:
+            scope = Scope.for_subject(SUBJECT)
+            assert tx.memories.unembedded_count("default", scope, 100) == 0  # tombstones aside
+            assert tx.memories.vector_count("default", scope) > 0
+    finally:
+        services.close()

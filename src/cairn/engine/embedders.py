@@ -222,7 +222,8 @@ class OpenAIEmbedder:
 def check_embedder_settings(settings: Settings) -> None:
     """What the configured embedder needs besides its name, checked when a process starts
     (it loads on first use): a ``ConfigError`` now rather than a failure every second later."""
-    if chosen_embedder(settings) == "e5":
+    if settings.embedder == "e5" and "embedder" in settings.model_fields_set:
+        # Chosen explicitly, it must run here (the default falls back: ``chosen_embedder``).
         from cairn.engine import e5_model
 
         reason = e5_model.unavailable()

@@ -80,10 +80,6 @@ def import_subject(
         # Their vectors follow in the background, as after a compile: an import of thousands
         # of memories is not embedded inside the request (the lexical lane finds them at once).
         services.embedding_backfill.notify(tenant, scope)
-    elif services.embedder is not None and counts.get("memory"):
-        from cairn.engine.search import embed_memories
-
-        embed_memories(services.store, services.embedder, tenant, scope)
     return ImportPublic(
         subject_id=subject_id,
         imported=counts,
