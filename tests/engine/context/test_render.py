@@ -4,6 +4,7 @@ golden files for determinism (set CAIRN_UPDATE_GOLDEN=1 to rewrite them)."""
 from __future__ import annotations
 
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -222,6 +223,31 @@ def test_a_failing_or_unbounded_template_is_a_template_error(template: str, says
     with pytest.raises(InvalidInput) as exc:
         TemplateRenderer(template).render(result_of("a"))
     assert exc.value.code == "template_error" and says in exc.value.message, exc.value.message
+
+
+def test_the_watchdog_charges_a_rendering_for_its_own_cpu_time() -> None:
+    """A rendering that waits (its thread gets no CPU, as on a busy machine) is not stopped at
+    the CPU bound; one that spins is; the clock stops either at five times the bound."""
+    from jinja2.sandbox import SecurityError
+
+    from cairn.engine.context.sandbox import watched
+
+    assert watched(lambda: time.sleep(0.3) or "waited", 0.2) == "waited"
+
+    def spin() -> str:
+        while True:
+            sum(range(1000))
+
+    with pytest.raises(SecurityError, match="ran over 0.2 s of CPU time"):
+        watched(spin, 0.2)
+
+    def wait() -> str:
+        for _ in range(100):
+            time.sleep(0.05)
+        return "waited too long"
+
+    with pytest.raises(SecurityError, match="ran over 0.5 s"):
+        watched(wait, 0.1)
 
 
 def test_template_errors_are_clear() -> None:

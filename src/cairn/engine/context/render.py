@@ -15,7 +15,6 @@ rendered text: going over it is an error naming both numbers, never a silent cut
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -183,9 +182,8 @@ class TemplateRenderer:
     def render(self, result: ContextResult) -> str:
         """The rendering; a template that fails, or outgrows its bounds (size, time), is a
         422 ``template_error`` (``render_too_large`` past ``max_chars``), never a 500."""
-        deadline = time.monotonic() + MAX_RENDER_SECONDS
         try:
-            text = watched(lambda: self._bounded_text(result), deadline)
+            text = watched(lambda: self._bounded_text(result), MAX_RENDER_SECONDS)
         except InvalidInput:
             raise
         except SecurityError as exc:

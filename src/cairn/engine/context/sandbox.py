@@ -1,9 +1,9 @@
 """The bounds of a custom context template: the caller's code, run in the server.
 
 Jinja2's sandbox keeps a template from reaching Python's internals; these keep it from
-spending the server. A rendering may take ``MAX_RENDER_SECONDS`` and grow the process by
-``MAX_RENDER_BYTES``: a watchdog thread stops it past either (an exception raised in the
-rendering thread, which takes effect between two Python steps, so it also stops a loop that
+spending the server. A rendering may spend ``MAX_RENDER_SECONDS`` of CPU time and grow the
+process by ``MAX_RENDER_BYTES``: a watchdog thread stops it past either (an exception raised in
+the rendering thread, which takes effect between two Python steps, so it also stops a loop that
 calls nothing). Single steps that could be huge on their own are refused before they run:
 a repetition (``"x" * n``) or padding (``ljust``, ``center``, ``zfill``, ``%``/``format``
 widths) over ``MAX_RENDER_CHARS``, a power of more than ``MAX_POWER_BITS`` bits, a ``replace``
@@ -26,7 +26,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 T = TypeVar("T")
 
 MAX_RENDER_CHARS = 1_000_000  # output, and any one string or list a template builds
-MAX_RENDER_SECONDS = 1.0
+MAX_RENDER_SECONDS = 1.0  # of the rendering thread's CPU time
+WALL_FACTOR = 5  # and at most this many times that on the clock
 MAX_RENDER_BYTES = 256 * 1024 * 1024  # growth of the process while one rendering runs
 MAX_POWER_BITS = 10_000
 _WIDTH = re.compile(r"(\d+)")
@@ -111,21 +112,28 @@ def bounded_indent(value: Any, width: Any = 4, first: bool = False, blank: bool 
     return str(do_indent(value, width, first, blank))
 
 
-def watched(render: Callable[[], T], deadline: float) -> T:
-    """``render()`` in this thread, stopped (``SecurityError``) once it runs past ``deadline``
-    or grows the process by more than ``MAX_RENDER_BYTES``."""
+def watched(render: Callable[[], T], seconds: float = MAX_RENDER_SECONDS) -> T:
+    """``render()`` in this thread, stopped (``SecurityError``) once it has spent ``seconds``
+    of CPU time, or ``WALL_FACTOR`` times that on the clock, or grown the process by more than
+    ``MAX_RENDER_BYTES``. CPU time, not the clock, is the limit: a template is charged for its
+    own work, not for a busy machine's (the clock is a backstop should the thread be starved)."""
     target = threading.get_ident()
     done = threading.Event()
     lock = threading.Lock()
     fired: list[str] = []
     start = _rss()
+    spent = _cpu_clock(target)
+    cpu_limit = spent() + seconds
+    deadline = time.monotonic() + seconds * WALL_FACTOR
 
     def watch() -> None:
         while not done.wait(0.01):
-            # Memory first: a watchdog that got no CPU for a while finds both over, and the
-            # memory is the template's doing where the time may be the machine's.
-            why = "memory" if _rss() - start > MAX_RENDER_BYTES else ""
-            why = why or ("time" if time.monotonic() > deadline else "")
+            # The time is read before the memory (reading /proc lets the rendering run on, so
+            # the later reading is the fresher), and the memory named first: a rendering that
+            # grew past the bound is stopped for that, even where its time ran out meanwhile.
+            late = "cpu" if spent() > cpu_limit else ""
+            late = late or ("clock" if time.monotonic() > deadline else "")
+            why = "memory" if _rss() - start > MAX_RENDER_BYTES else late
             if why:
                 with lock:
                     if not done.is_set():
@@ -149,13 +157,27 @@ def watched(render: Callable[[], T], deadline: float) -> T:
             raise SecurityError(
                 f"the template used over {MAX_RENDER_BYTES // 2**20} MB of memory"
             ) from None
-        raise SecurityError(f"the template ran over {MAX_RENDER_SECONDS:g} s") from None
+        if fired and fired[0] == "clock":
+            raise SecurityError(
+                f"the template ran over {seconds * WALL_FACTOR:g} s (its thread starved)"
+            ) from None
+        raise SecurityError(f"the template ran over {seconds:g} s of CPU time") from None
 
 
 def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(
         ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc is not None else None
     )
+
+
+def _cpu_clock(thread_id: int) -> Callable[[], float]:
+    """A reading of the thread's CPU time in seconds; the clock where the platform has none."""
+    try:
+        clock = time.pthread_getcpuclockid(thread_id)
+        time.clock_gettime(clock)
+    except (AttributeError, OSError):
+        return time.monotonic
+    return lambda: time.clock_gettime(clock)
 
 
 def _rss() -> int:
