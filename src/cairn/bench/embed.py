@@ -227,7 +227,8 @@ def run(
         "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
     source = "LoCoMo turns" if data else "synthetic turns"
-    table = Table(title=f"cairn bench embed ({one.name}, {matmul} onnx products; {source})")
+    products = "" if name == "e5" else f", {matmul} onnx products"  # e5 has its own
+    table = Table(title=f"cairn bench embed ({one.name}{products}; {source})")
     table.add_column("measure")
     table.add_column("result", justify="right")
     table.add_row("model load", f"{load_s * 1000:.0f} ms")

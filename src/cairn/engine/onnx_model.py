@@ -129,9 +129,18 @@ def drop_per_process(model: Path) -> None:
         shutil.rmtree(parent, ignore_errors=True)
 
 
-def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
+# What each kind of integer model is called in the cache, the module whose ``build`` makes it
+# (run as a child process), and the patterns of its cached files.
+KINDS = {
+    "minilm": ("minilm-l6-int8mm", "cairn.engine.onnx_model", MINILM_FILES),
+    "e5": ("e5-small-int8-q4", "cairn.engine.e5_graph", ("e5-small-int8-q4-*.ort",)),
+}
+
+
+def integer_model(source: Path, cache_dir: Path | None = None, kind: str = "minilm") -> Path:
     """The path of the integer-product model built from ``source`` (built now if missing)."""
-    name = f"minilm-l6-int8mm-{_key(source)}.ort"
+    prefix, module, patterns = KINDS[kind]
+    name = f"{prefix}-{_key(source)}.ort"
     for directory in (cache_dir or default_cache_dir(), None):
         if directory is not None:
             target = directory / name
@@ -145,13 +154,13 @@ def integer_model(source: Path, cache_dir: Path | None = None) -> Path:
         else:
             directory = Path(tempfile.mkdtemp(prefix=PER_PROCESS_PREFIX))
             target = directory / name
-        if _build(source, target):
-            sweep_stale(directory, target, MINILM_FILES)
+        if _build(source, target, module):
+            sweep_stale(directory, target, patterns)
             return target
     raise RuntimeError(f"could not build the integer embedding model from {source}")
 
 
-def _build(source: Path, target: Path) -> bool:
+def _build(source: Path, target: Path, module: str = "cairn.engine.onnx_model") -> bool:
     """Run :func:`build` in a child process; write to a temporary name, then rename, so two
     processes building at once never read half a file."""
     log.info("building the integer embedding model into %s (once)", target)
@@ -163,7 +172,7 @@ def _build(source: Path, target: Path) -> bool:
         os.close(fd)
         partial = Path(name)
         subprocess.run(
-            [sys.executable, "-m", "cairn.engine.onnx_model", str(source), str(partial)],
+            [sys.executable, "-m", module, str(source), str(partial)],
             check=True,
             capture_output=True,
             timeout=_BUILD_TIMEOUT_S,
@@ -185,16 +194,22 @@ def build(source: Path, target: Path) -> None:
     session of the ``.onnx`` file kept the loaded model beside its own copy of the weights,
     one of ``.ort`` does not (docs/benchmarks.md, session 20: about 10 MB less RSS, the
     same speed and vectors)."""
-    import onnxruntime
-
     with tempfile.TemporaryDirectory() as tmp:
         graph = Path(tmp) / "integer.onnx"
         integer_graph(source, graph)
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-        options.optimized_model_filepath = str(target)
-        options.add_session_config_entry("session.save_model_format", "ORT")
-        onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        save_optimized(graph, target)
+
+
+def save_optimized(graph: Path, target: Path) -> None:
+    """``graph`` saved at ``target`` in onnxruntime's format with the optimizations that hold
+    on any machine applied."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(target)
+    options.add_session_config_entry("session.save_model_format", "ORT")
+    onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
     if not target.is_file() or target.stat().st_size == 0:
         raise RuntimeError(f"onnxruntime wrote no model to {target}")
 
