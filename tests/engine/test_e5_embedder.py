@@ -130,6 +130,11 @@ def test_a_damaged_model_file_is_a_clear_configuration_error(
     monkeypatch.setattr(e5_model, "_model_file", lambda: damaged)
     with pytest.raises(ConfigError, match="cannot be loaded"):
         E5Embedder(cache_dir=tmp_path)
+    real = e5_model._package_dir() / "e5-small-q4.bin"  # type: ignore[operator]
+    for size in (20, 300_000):  # cut short inside the header, inside the tokenizer
+        damaged.write_bytes(real.read_bytes()[:size])
+        with pytest.raises(ConfigError, match="cannot be loaded"):
+            E5Embedder(cache_dir=tmp_path)
 
 
 def test_a_damaged_cached_graph_is_built_again(tmp_path: Path, e5: E5Embedder) -> None:
@@ -158,6 +163,57 @@ def test_long_texts_are_cut_at_the_models_length(e5: E5Embedder) -> None:
     assert e5.tokens("", query=True)[0] == 0 and len(e5.tokens("short")) < 8
 
 
+def _plain_viterbi(pieces: dict[str, int], scores: list[float], unk: int, text: str) -> list[int]:
+    """The engine's split (e5.c's ``tok_content`` after normalization), written plainly: a dict
+    of every piece, no hashing."""
+    n, longest = len(text), max(map(len, pieces))
+    best, back = [0.0] + [-1e30] * n, [(0, 0)] * (n + 1)
+    unknown = min(scores) - 10.0
+    for i in range(n):
+        for e in range(i + 1, min(n, i + longest) + 1):
+            idx = pieces.get(text[i:e])
+            if idx is not None and idx != unk and best[i] + scores[idx] > best[e]:
+                best[e], back[e] = best[i] + scores[idx], (i, idx)
+        if best[i] + unknown > best[i + 1]:
+            best[i + 1], back[i + 1] = best[i] + unknown, (i, unk)
+    out, i = [], n
+    while i > 0:
+        i, piece = back[i]
+        out.append(piece)
+    return out[::-1]
+
+
+def test_the_tokenizer_finds_the_pieces_a_plain_lookup_finds(e5: E5Embedder) -> None:
+    """Pieces are looked up by the hash of their UTF-8 bytes: a hash of the string would make
+    "0b" the piece 戰 and lose 潮 (Python hashes a string as it stores it)."""
+    import json
+
+    from cairn.engine.e5_graph import read_layout, tokenizer_tables
+
+    source = e5_model._model_file()
+    table, scores, _ = tokenizer_tables(source, read_layout(source))
+    pieces: dict[str, int] = {}
+    for i, piece in enumerate(table):
+        if piece:
+            pieces.setdefault(piece, i)
+    tokenizer = e5._tokenizer
+    texts = [
+        "潮湿的天气",
+        "业务步骤很慢",
+        "0b 0e 0f 0i 0l 0p a3f9c2e1",
+        "整 慮 敬 潮 業 步 歡 散 畫 慢",
+    ]
+    data = Path(e5_model.__file__).parents[1] / "bench" / "data"
+    for path in sorted(data.glob("multilingual[5-8]-*.json"))[::2]:
+        conversation = json.loads(path.read_text(encoding="utf-8"))["conversations"][0]
+        texts += [t["text"] for s in conversation["sessions"] for t in s["turns"]][:15]
+    for text in texts:
+        expected = _plain_viterbi(
+            pieces, scores.tolist(), tokenizer.unk, tokenizer.normalized(text)
+        )
+        assert tokenizer.content(text) == expected, text
+
+
 def test_the_same_tokens_and_vectors_as_the_packages_own_engine(e5: E5Embedder) -> None:
     """The tokenizer is a port of the engine's and the graph computes its model: the engine
     (bound here through ctypes) counts the same tokens and gives vectors within a cosine of
@@ -177,14 +233,16 @@ def test_the_same_tokens_and_vectors_as_the_packages_own_engine(e5: E5Embedder) 
         "Привет, как дела?  Я работаю\tв Яндексе.", "कबीर ने अपना कुत्ता कहाँ से गोद लिया?",
         "โอ๊ตรับหมามาจากไหน", "Émilie a visité Genève 🎉 hier.", "e\u0301 ﬁ Ⅻ ｶﾀｶﾅ ①",
         "  leading and trailing  ", "Ελληνικά και עברית and 한국어 😀👍🏽",
+        "潮湿的天气，业务步骤很慢。", "0b 0e 0f 0i 0l 0p", "nul\x00byte",
     ]  # fmt: skip
     try:
         for text in texts:
             for query in (True, False):
-                count = lib.e5_token_count(model, text.encode(), int(query))
+                c_text = text.replace("\x00", " ").encode()  # a C string ends at a NUL
+                count = lib.e5_token_count(model, c_text, int(query))
                 assert len(e5.tokens(text, query=query)) == count, text
                 theirs = np.zeros(384, dtype=np.float32)
-                assert lib.e5_embed(model, text.encode(), int(query), theirs.ctypes.data) == 0
+                assert lib.e5_embed(model, c_text, int(query), theirs.ctypes.data) == 0
                 assert float(e5.raw([text], query=query)[0] @ theirs) > 0.99, text
     finally:
         lib.e5_free.argtypes = [ctypes.c_void_p]

@@ -176,6 +176,88 @@ def _packed(
     return packed, scales
 
 
+class _Graph:
+    """The nodes and constants of the graph being built from one model file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.lay = path, read_layout(path)
+        self.inits: dict[str, Any] = {}
+        self.nodes: list[Any] = []
+        self.products: list[str] = []  # the float32 weight products, for ``build``
+
+    def const(self, name: str, value: Any) -> str:
+        import numpy as np
+        from onnx import numpy_helper
+
+        self.inits[name] = numpy_helper.from_array(np.asarray(value), name)
+        return name
+
+    def op(self, kind: str, inputs: list[str], out: str = "", **attrs: Any) -> str:
+        from onnx import helper
+
+        out = out or f"{kind.lower()}_{len(self.nodes)}"
+        self.nodes.append(helper.make_node(kind, inputs, [out], name=out, **attrs))
+        return out
+
+    def norm(self, x: str, w: str, b: str) -> str:
+        weight, bias = (_floats(self.path, self.lay, n) for n in (w, b))
+        inputs = [x, self.const(w, weight), self.const(b, bias)]
+        return self.op("LayerNormalization", inputs, axis=-1, epsilon=self.lay.eps)
+
+    def linear(self, x: str, layer: int, name: str) -> str:
+        import numpy as np
+
+        width = {"H": self.lay.hidden, "F": self.lay.inner}
+        rows, cols = (width[c] for c in _MATRICES[name])
+        key = f"l{layer}.{name}"
+        bias = self.const(f"{key}.b", _floats(self.path, self.lay, f"{key}.b"))
+        if name not in _BLOCKWISE:  # quantized per channel by ``build``
+            raw = _packed(self.path, self.lay, f"{key}.w", rows, cols, raw=True)
+            weight = np.ascontiguousarray(dequantize(raw, rows, cols).T)
+            self.products.append(self.op("MatMul", [x, self.const(f"{key}.wt", weight)]))
+            return self.op("Add", [self.products[-1], bias])
+        packed, scales = _packed(self.path, self.lay, f"{key}.w", rows, cols)
+        inputs = [x, self.const(f"{key}.w4", packed), self.const(f"{key}.scales", scales)]
+        out = self.op(
+            "MatMulNBits", inputs, f"{key}.product", domain="com.microsoft",
+            K=cols, N=rows, bits=4, block_size=_BLOCK, accuracy_level=4,
+        )  # fmt: skip
+        return self.op("Add", [out, bias])
+
+    def constants(self) -> None:
+        import numpy as np
+
+        lay, hd = self.lay, self.lay.hidden // self.lay.heads
+        self.const("pos", _floats(self.path, lay, "emb.pos").reshape(-1, lay.hidden))
+        self.const("type0", _floats(self.path, lay, "emb.type")[: lay.hidden])
+        for name, value in {
+            "zero": [0], "one": [1], "axes12": [1, 2], "axis2": [2],
+            "heads_shape": [0, 0, lay.heads, hd], "hidden_shape": [0, 0, lay.hidden],
+        }.items():  # fmt: skip
+            self.const(name, np.array(value, dtype=np.int64))
+        for name, number in {
+            "neg": -1e4, "onef": 1.0, "half": 0.5, "root2": 2**0.5, "scale": hd**-0.5,
+        }.items():  # fmt: skip
+            self.const(name, np.array(number, dtype=np.float32))
+
+    def layer(self, x: str, bias: str, layer: int) -> str:
+        """One encoder layer: attention (``bias`` masks the padding) and feed-forward."""
+        op = self.op
+        q, k, v = (op("Reshape", [self.linear(x, layer, n), "heads_shape"]) for n in "qkv")
+        q, v = (op("Transpose", [t], perm=[0, 2, 1, 3]) for t in (q, v))
+        k = op("Transpose", [k], perm=[0, 2, 3, 1])
+        scores = op("Add", [op("Mul", [op("MatMul", [q, k]), "scale"]), bias])
+        context = op("MatMul", [op("Softmax", [scores], axis=-1), v])
+        context = op("Reshape", [op("Transpose", [context], perm=[0, 2, 1, 3]), "hidden_shape"])
+        attended = op("Add", [x, self.linear(context, layer, "ao")])
+        x = self.norm(attended, f"l{layer}.aln.w", f"l{layer}.aln.b")
+        inner = self.linear(x, layer, "fi")
+        erf = op("Add", [op("Erf", [op("Div", [inner, "root2"])]), "onef"])
+        gelu = op("Mul", [op("Mul", [inner, "half"]), erf])
+        fed = op("Add", [x, self.linear(gelu, layer, "fo")])
+        return self.norm(fed, f"l{layer}.oln.w", f"l{layer}.oln.b")
+
+
 def encoder_graph(path: Path, target: Path) -> list[str]:
     """The encoder (positions, layer norms, twelve layers, masked mean) as an ONNX graph at
     ``target``, inputs ``words`` [batch, tokens, hidden] and ``mask`` [batch, tokens] (1.0 for
@@ -183,107 +265,35 @@ def encoder_graph(path: Path, target: Path) -> list[str]:
     own 4-bit blocks with int8 activations quantized per block of 32 (``accuracy_level`` 4),
     as the package's engine computes it; the others are float32 products of the same weights,
     returned by name for ``build`` to quantize."""
-    import numpy as np
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    lay = read_layout(path)
-    hd, width = lay.hidden // lay.heads, {"H": lay.hidden, "F": lay.inner}
-    inits: dict[str, Any] = {}
-    nodes: list[Any] = []
-    products: list[str] = []
-
-    def const(name: str, value: Any) -> str:
-        inits[name] = numpy_helper.from_array(np.asarray(value), name)
-        return name
-
-    def op(kind: str, inputs: list[str], **attrs: Any) -> str:
-        out = f"{kind.lower()}_{len(nodes)}"
-        nodes.append(helper.make_node(kind, inputs, [out], name=out, **attrs))
-        return out
-
-    def norm(x: str, w: str, b: str) -> str:
-        weight, bias = _floats(path, lay, w), _floats(path, lay, b)
-        return op(
-            "LayerNormalization", [x, const(w, weight), const(b, bias)], axis=-1, epsilon=lay.eps
-        )
-
-    def linear(x: str, layer: int, name: str) -> str:
-        rows, cols = (width[c] for c in _MATRICES[name])
-        key = f"l{layer}.{name}"
-        bias = const(f"{key}.b", _floats(path, lay, f"{key}.b"))
-        if name not in _BLOCKWISE:  # quantized per channel by ``build``
-            w = dequantize(_packed(path, lay, f"{key}.w", rows, cols, raw=True), rows, cols)
-            products.append(op("MatMul", [x, const(f"{key}.wt", np.ascontiguousarray(w.T))]))
-            return op("Add", [products[-1], bias])
-        packed, scales = _packed(path, lay, f"{key}.w", rows, cols)
-        out = f"{key}.product"
-        nodes.append(
-            helper.make_node(
-                "MatMulNBits",
-                [x, const(f"{key}.w4", packed), const(f"{key}.scales", scales)],
-                [out],
-                name=out,
-                domain="com.microsoft",
-                K=cols,
-                N=rows,
-                bits=4,
-                block_size=_BLOCK,
-                accuracy_level=4,
-            )
-        )
-        return op("Add", [out, bias])
-
-    const("pos", _floats(path, lay, "emb.pos").reshape(-1, lay.hidden))
-    const("type0", _floats(path, lay, "emb.type")[: lay.hidden])
-    for name, value in {
-        "zero": [0], "one": [1], "axes12": [1, 2], "axis2": [2],
-        "heads_shape": [0, 0, lay.heads, hd], "hidden_shape": [0, 0, lay.hidden],
-    }.items():  # fmt: skip
-        const(name, np.array(value, dtype=np.int64))
-    for name, value in {
-        "neg": -1e4,
-        "onef": 1.0,
-        "half": 0.5,
-        "root2": 2**0.5,
-        "scale": hd**-0.5,
-    }.items():
-        const(name, np.array(value, dtype=np.float32))
+    g = _Graph(path)
+    op, hidden = g.op, g.lay.hidden
+    g.constants()
     length = op("Gather", [op("Shape", ["words"]), "one"], axis=0)
     x = op("Add", [op("Add", ["words", op("Slice", ["pos", "zero", length, "zero"])]), "type0"])
-    x = norm(x, "emb.ln.w", "emb.ln.b")
+    x = g.norm(x, "emb.ln.w", "emb.ln.b")
     bias = op("Unsqueeze", [op("Mul", [op("Sub", ["onef", "mask"]), "neg"]), "axes12"])
-    for layer in range(lay.layers):
-        q, k, v = (op("Reshape", [linear(x, layer, n), "heads_shape"]) for n in "qkv")
-        q, v = (op("Transpose", [t], perm=[0, 2, 1, 3]) for t in (q, v))
-        k = op("Transpose", [k], perm=[0, 2, 3, 1])
-        scores = op("Add", [op("Mul", [op("MatMul", [q, k]), "scale"]), bias])
-        context = op("MatMul", [op("Softmax", [scores], axis=-1), v])
-        context = op("Reshape", [op("Transpose", [context], perm=[0, 2, 1, 3]), "hidden_shape"])
-        x = norm(op("Add", [x, linear(context, layer, "ao")]), f"l{layer}.aln.w", f"l{layer}.aln.b")
-        inner = linear(x, layer, "fi")
-        erf = op("Add", [op("Erf", [op("Div", [inner, "root2"])]), "onef"])
-        gelu = op("Mul", [op("Mul", [inner, "half"]), erf])
-        x = norm(op("Add", [x, linear(gelu, layer, "fo")]), f"l{layer}.oln.w", f"l{layer}.oln.b")
+    for layer in range(g.lay.layers):
+        x = g.layer(x, bias, layer)
     summed = op(
         "ReduceSum", [op("Mul", [x, op("Unsqueeze", ["mask", "axis2"])]), "one"], keepdims=0
     )
-    nodes.append(
-        helper.make_node("Div", [summed, op("ReduceSum", ["mask", "one"], keepdims=1)], ["pooled"])
-    )
+    op("Div", [summed, op("ReduceSum", ["mask", "one"], keepdims=1)], "pooled")
     inputs = [
-        helper.make_tensor_value_info("words", TensorProto.FLOAT, ["batch", "tokens", lay.hidden]),
+        helper.make_tensor_value_info("words", TensorProto.FLOAT, ["batch", "tokens", hidden]),
         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "tokens"]),
     ]
-    output = helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", lay.hidden])
+    output = helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", hidden])
     graph = helper.make_graph(
-        nodes, "multilingual-e5-small", inputs, [output], list(inits.values())
+        g.nodes, "multilingual-e5-small", inputs, [output], list(g.inits.values())
     )
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     onnx.save(model, str(target))
-    return products
+    return g.products
 
 
 def build(source: Path, target: Path) -> None:

@@ -21,6 +21,7 @@ over its own tokens only), so its vector does not depend on the texts embedded w
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ class E5Embedder:
             self._tokenizer = E5Tokenizer(source, layout)
             self._words = WordTable(source, layout)
             model = integer_model(source, cache_dir, kind="e5")
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        except (OSError, ValueError, KeyError, IndexError, RuntimeError, struct.error) as exc:
             raise ConfigError(f"the e5 model cannot be loaded from {source}: {exc}") from exc
         options = onnxruntime.SessionOptions()
         # One thread per call by default: a server shares its cores with requests and the
@@ -161,8 +162,9 @@ def _session(source: Path, model: Path, options: Any, cache_dir: Path | None) ->
 
 
 def _clean(text: str) -> str:
-    """The text as the model reads it: a lone surrogate (from JSON) replaced."""
-    return text.encode("utf-8", "replace").decode("utf-8")
+    """The text as the model reads it: a lone surrogate (from JSON) replaced, a NUL a space
+    (as the C engine, which reads a C string, had it)."""
+    return text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
 
 
 def unavailable() -> str | None:

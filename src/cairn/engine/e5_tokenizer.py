@@ -4,8 +4,10 @@ It does what the package's C engine does, piece for piece: each character throug
 normalization map, runs of spaces made one, a leading space, spaces as ``▁``, then the most
 probable split into pieces (Viterbi over the pieces' scores; a character no piece covers is
 the unknown piece, at the lowest score less 10). The 250,000 pieces are not kept as Python
-strings (some 30 MB): each is kept as its hash, sorted, beside its id and score (4 MB), and a
-text's candidate pieces are all looked up at once.
+strings (some 30 MB): each is kept as the hash of its UTF-8 bytes (not of the string, whose
+hash depends on how Python stores it: ``"ab"`` and ``"\u6261"`` hash alike), sorted, beside its
+id and score (4 MB), and a text's candidate pieces are all looked up at once. A text is read
+only as far as its pieces can reach the model's limit: a piece is at most 16 characters.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ class E5Tokenizer:
         self.bos, self.eos, self.unk = layout.bos, layout.eos, layout.unk
         self._unk_score = float(scores.min()) - 10.0
         self._longest = max(len(p) for p in pieces)
-        hashes = np.fromiter((hash(p) for p in pieces), dtype=np.int64, count=len(pieces))
+        hashes = np.fromiter(
+            (hash(p.encode()) for p in pieces), dtype=np.int64, count=len(pieces)
+        )
         ids = np.arange(len(pieces), dtype=np.int32)
         keep = np.array([bool(p) and i != self.unk for i, p in enumerate(pieces)])
         hashes, ids = hashes[keep], ids[keep]
@@ -58,7 +62,11 @@ class E5Tokenizer:
                 starts.append(i)
                 ends.append(e)
                 spans.append(s[i:e])
-        hashed = np.fromiter((hash(x) for x in spans), dtype=np.int64, count=len(spans))
+        hashed = np.fromiter(
+            (hash(x.encode("utf-8", "surrogatepass")) for x in spans),
+            dtype=np.int64,
+            count=len(spans),
+        )
         at = np.searchsorted(self._hashes, hashed).clip(0, len(self._hashes) - 1)
         found = np.flatnonzero(self._hashes[at] == hashed)
         ids = self._ids[at[found]]
@@ -92,5 +100,8 @@ class E5Tokenizer:
         return out[::-1]
 
     def encode(self, text: str, limit: int) -> list[int]:
-        """``text`` as the model reads it: start marker, at most ``limit`` - 2 pieces, end."""
-        return [self.bos, *self.content(text)[: max(0, limit - 2)], self.eos]
+        """``text`` as the model reads it: start marker, at most ``limit`` - 2 pieces, end.
+        Only the characters that many pieces could cover are read (each piece is at most
+        ``_longest`` characters), so a 100,000-character text costs what 8,000 do."""
+        pieces = max(0, limit - 2)
+        return [self.bos, *self.content(text[: (pieces + 1) * self._longest])[:pieces], self.eos]

@@ -43,14 +43,14 @@ def default_cache_dir() -> Path:
     return Path(base) / "cairn"
 
 
-def _key(source: Path) -> str:
+def _key(source: Path, version: int = FORMAT) -> str:
     import onnxruntime
 
     digest = hashlib.sha256()
     with source.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
-    digest.update(f"|{onnxruntime.__version__}|{FORMAT}".encode())
+    digest.update(f"|{onnxruntime.__version__}|{version}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -130,17 +130,18 @@ def drop_per_process(model: Path) -> None:
 
 
 # What each kind of integer model is called in the cache, the module whose ``build`` makes it
-# (run as a child process), and the patterns of its cached files.
+# (run as a child process), the patterns of its cached files, and the version of its
+# conversion (bumped whenever that module's graph changes, so old cached files are not reused).
 KINDS = {
-    "minilm": ("minilm-l6-int8mm", "cairn.engine.onnx_model", MINILM_FILES),
-    "e5": ("e5-small-int8-q4", "cairn.engine.e5_graph", ("e5-small-int8-q4-*.ort",)),
+    "minilm": ("minilm-l6-int8mm", "cairn.engine.onnx_model", MINILM_FILES, FORMAT),
+    "e5": ("e5-small-int8-q4", "cairn.engine.e5_graph", ("e5-small-int8-q4-*.ort",), 1),
 }
 
 
 def integer_model(source: Path, cache_dir: Path | None = None, kind: str = "minilm") -> Path:
     """The path of the integer-product model built from ``source`` (built now if missing)."""
-    prefix, module, patterns = KINDS[kind]
-    name = f"{prefix}-{_key(source)}.ort"
+    prefix, module, patterns, version = KINDS[kind]
+    name = f"{prefix}-{_key(source, version)}.ort"
     for directory in (cache_dir or default_cache_dir(), None):
         if directory is not None:
             target = directory / name
