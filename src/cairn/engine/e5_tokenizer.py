@@ -30,9 +30,7 @@ class E5Tokenizer:
         self.bos, self.eos, self.unk = layout.bos, layout.eos, layout.unk
         self._unk_score = float(scores.min()) - 10.0
         self._longest = max(len(p) for p in pieces)
-        hashes = np.fromiter(
-            (hash(p.encode()) for p in pieces), dtype=np.int64, count=len(pieces)
-        )
+        hashes = np.fromiter((hash(p.encode()) for p in pieces), dtype=np.int64, count=len(pieces))
         ids = np.arange(len(pieces), dtype=np.int32)
         keep = np.array([bool(p) and i != self.unk for i, p in enumerate(pieces)])
         hashes, ids = hashes[keep], ids[keep]
