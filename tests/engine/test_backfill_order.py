@@ -88,3 +88,37 @@ def test_without_a_search_the_partitions_take_turns(tmp_path: Path) -> None:
         assert owners[:4] == ["s0", "s1", "s2", "s3"]
     finally:
         services.close()
+
+
+def test_a_correction_leaves_the_partitions_vectors_to_the_background(tmp_path: Path) -> None:
+    """A correction embeds its new version on the request, and nothing else: the memories a
+    compile left without vectors (thousands, after a big one) are the background pass's."""
+    from cairn.engine.lifecycle import MemoryCorrection, correct_memory
+
+    embedder = _Counting()
+    services = Services.from_settings(make_settings(tmp_path), embedder=embedder)
+    try:
+        _compiled(services)
+        backfill = services.embedding_backfill
+        assert isinstance(backfill, EmbeddingBackfill)
+        with services.store.snapshot() as tx:
+            old = tx.memories.list("default", SUBJECTS[0], limit=1)[0]
+        change = MemoryCorrection(content="s0 now drinks coffee")
+        new = correct_memory(
+            services.store,
+            "default",
+            old.id,
+            change,
+            "test",
+            embedder=embedder,
+            backfill=backfill,
+        )
+        assert embedder.calls == [["s0 now drinks coffee"]]  # the new version alone
+        with services.store.snapshot() as tx:
+            assert tx.memories.vector_count("default", SUBJECTS[0]) == 1
+        backfill.run_until_idle()
+        with services.store.snapshot() as tx:
+            assert tx.memories.vector_count("default", SUBJECTS[0]) >= 12
+        assert new.content == "s0 now drinks coffee"
+    finally:
+        services.close()

@@ -34,6 +34,7 @@ from cairn.store import Store
 from cairn.store.partitions import PartitionSelector
 
 if TYPE_CHECKING:
+    from cairn.engine.backfill import EmbeddingBackfill
     from cairn.engine.embedders import Embedder
     from cairn.engine.vectors import VectorIndex
     from cairn.store import UnitOfWork
@@ -96,9 +97,12 @@ def correct_memory(
     editor: str,
     *,
     embedder: Embedder | None = None,
+    backfill: EmbeddingBackfill | None = None,
 ) -> Memory:
     """Store the corrected version of an active memory; the old one is superseded by it.
-    With an ``embedder`` the new version has its vector before this returns."""
+    With an ``embedder`` the new version has its vector before this returns (that one text
+    only: the partition's other memories without a vector, thousands after a big compile,
+    are the ``backfill``'s, told here, never the request's)."""
     _check(change)
     now = utcnow()
     with store.transaction() as tx:
@@ -123,13 +127,15 @@ def correct_memory(
             )
         row["id"] = created[0].id  # (another partition may hold the derived id)
         tx.memories.supersede(old.id, row["id"], now, now)
-    if embedder is not None:
-        from cairn.engine.search import embed_memories
-
-        embed_memories(store, embedder, tenant_id, old.scope)
     with store.snapshot() as tx:
         stored = tx.lifecycle.memory(tenant_id, row["id"])
     assert stored is not None
+    if embedder is not None:
+        from cairn.engine.search import embed_memory
+
+        embed_memory(store, embedder, tenant_id, stored)
+    if backfill is not None:
+        backfill.notify(tenant_id, old.scope)
     return stored
 
 

@@ -171,6 +171,14 @@ def embed_memories(
     return done
 
 
+def embed_memory(store: Store, embedder: Embedder, tenant_id: str, memory: Memory) -> None:
+    """Give one stored memory its vector now (a correction's new version)."""
+    vector = embedder.embed([embedding_text(memory.content, memory.metadata)])[0]
+    with store.transaction() as tx:
+        blob = np.asarray(vector, dtype="<f4").tobytes()
+        tx.memories.set_embeddings(tenant_id, memory.scope, [(memory.seq, blob)])
+
+
 # --------------------------------------------------------------------------- search
 
 # Absolute: every lane's calibrated score keeps its meaning (no per-query rescaling).

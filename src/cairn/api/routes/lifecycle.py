@@ -150,6 +150,7 @@ def patch_memory(
         change,
         _actor(request, body.editor),
         embedder=services.embedder,
+        backfill=services.embedding_backfill,
     )
     return memory_item(memory)
 

@@ -78,6 +78,7 @@ def edit_memory(
         change,
         _editor(viewer),
         embedder=services.embedder,
+        backfill=services.embedding_backfill,
     )
     return see_other(memory_url(new.id) + "?corrected=1")
 
