@@ -271,3 +271,14 @@ def test_calls_from_several_threads_at_once_give_the_same_vectors(e5: E5Embedder
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_two_threads_embed_texts_side_by_side_with_the_same_vectors(e5: E5Embedder) -> None:
+    """With ``CAIRN_EMBEDDER_THREADS=2`` a bulk call runs two texts at once (one thread each):
+    the vectors are the one-thread embedder's, in the callers' order."""
+    texts = [f"Sentence {i} about green tea in Oslo, {'more words ' * i}" for i in range(11)]
+    two = E5Embedder(threads=2)
+    assert np.allclose(two.embed(texts), e5.embed(texts), atol=1e-6)
+    assert np.allclose(
+        two.embed_query("what does she drink"), e5.embed_query("what does she drink")
+    )
