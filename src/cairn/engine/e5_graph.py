@@ -154,21 +154,22 @@ def _floats(path: Path, layout: Layout, name: str) -> Any:
     return np.fromfile(path, dtype=np.float32, count=size // 4, offset=offset)
 
 
-def _packed(
-    path: Path, layout: Layout, name: str, rows: int, cols: int, *, raw: bool = False
-) -> Any:
-    """A 4-bit matrix's bytes as the file has them (``raw``), or as onnxruntime's
-    ``MatMulNBits`` takes them: the nibbles of each block of 32 in order (two to a byte, the
-    first in the low half) and the scales as float32."""
+def _q4_bytes(path: Path, layout: Layout, name: str, rows: int, cols: int) -> Any:
+    """A 4-bit matrix's bytes as the file has them (uint8)."""
     import numpy as np
 
     offset, size = layout.tensors[name]
     if size != rows * cols // _BLOCK * _BLOCK_BYTES:
         raise ValueError(f"{path}: tensor {name} has {size} bytes, not {rows}x{cols} 4-bit")
-    data = np.fromfile(path, dtype=np.uint8, count=size, offset=offset)
-    if raw:
-        return data
-    blocks = data.reshape(rows, cols // _BLOCK, _BLOCK_BYTES)
+    return np.fromfile(path, dtype=np.uint8, count=size, offset=offset)
+
+
+def _packed(path: Path, layout: Layout, name: str, rows: int, cols: int) -> tuple[Any, Any]:
+    """A 4-bit matrix as onnxruntime's ``MatMulNBits`` takes it: the nibbles of each block of
+    32 in order (two to a byte, the first in the low half) and the scales as float32."""
+    import numpy as np
+
+    blocks = _q4_bytes(path, layout, name, rows, cols).reshape(rows, cols // _BLOCK, _BLOCK_BYTES)
     scales = blocks[:, :, :2].copy().view(np.float16).astype(np.float32).reshape(-1)
     # The file keeps weight j in the low half of byte j and weight j + 16 in its high half.
     nibbles = np.concatenate([blocks[:, :, 2:] & 0x0F, blocks[:, :, 2:] >> 4], axis=2)
@@ -212,7 +213,7 @@ class _Graph:
         key = f"l{layer}.{name}"
         bias = self.const(f"{key}.b", _floats(self.path, self.lay, f"{key}.b"))
         if name not in _BLOCKWISE:  # quantized per channel by ``build``
-            raw = _packed(self.path, self.lay, f"{key}.w", rows, cols, raw=True)
+            raw = _q4_bytes(self.path, self.lay, f"{key}.w", rows, cols)
             weight = np.ascontiguousarray(dequantize(raw, rows, cols).T)
             self.products.append(self.op("MatMul", [x, self.const(f"{key}.wt", weight)]))
             return self.op("Add", [self.products[-1], bias])

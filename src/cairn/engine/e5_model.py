@@ -20,7 +20,6 @@ over its own tokens only), so its vector does not depend on the texts embedded w
 
 from __future__ import annotations
 
-import logging
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,8 +28,6 @@ from typing import Any
 from cairn.engine.embedders import E5_DIM
 from cairn.engine.yielding import pause_point
 from cairn.errors import ConfigError
-
-log = logging.getLogger("cairn.embedder")
 
 CENTRE = Path(__file__).parent / "models" / "multilingual-e5-small" / "centre.npy"
 # Texts between two chances for the bulk pass to step aside for requests (several threads:
@@ -65,7 +62,12 @@ class E5Embedder:
 
         from cairn.engine.e5_graph import WordTable, read_layout
         from cairn.engine.e5_tokenizer import E5Tokenizer
-        from cairn.engine.onnx_model import UseStamp, drop_per_process, integer_model
+        from cairn.engine.onnx_model import (
+            UseStamp,
+            cached_session,
+            drop_per_process,
+            integer_model,
+        )
 
         self.threads = max(1, threads)
         source = _model_file()
@@ -86,7 +88,7 @@ class E5Embedder:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         options.add_session_config_entry("session.load_model_format", "ORT")
-        self._session, model = _session(source, model, options, cache_dir)
+        self._session, model = cached_session(source, model, options, cache_dir, kind="e5")
         drop_per_process(model)
         self._stamp = UseStamp(model)
         centre = np.load(CENTRE).astype(np.float32)
@@ -146,32 +148,6 @@ class E5Embedder:
             with ThreadPoolExecutor(min(self.threads, len(texts))) as pool:
                 list(pool.map(one, range(len(texts))))
         return raw
-
-
-def _session(source: Path, model: Path, options: Any, cache_dir: Path | None) -> tuple[Any, Path]:
-    """An onnxruntime session of the built graph; a cached file that cannot be read (cut short
-    or damaged on disk) is removed and built again once."""
-    import onnxruntime
-
-    from cairn.engine.onnx_embedder import unreadable_model
-    from cairn.engine.onnx_model import integer_model
-
-    for attempt in range(2):
-        try:
-            session = onnxruntime.InferenceSession(
-                str(model), options, providers=["CPUExecutionProvider"]
-            )
-            return session, model
-        except Exception as exc:
-            if attempt or not unreadable_model(exc, model):
-                raise ConfigError(f"onnxruntime cannot load the e5 model {model} ({exc})") from exc
-            log.warning("the cached e5 model %s is unreadable (%s); rebuilding it", model, exc)
-            try:
-                model.unlink(missing_ok=True)
-                model = integer_model(source, cache_dir, kind="e5")
-            except (OSError, RuntimeError) as err:
-                raise ConfigError(f"the e5 model could not be rebuilt ({err})") from err
-    raise AssertionError("unreachable")
 
 
 def _clean(text: str) -> str:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cairn.engine.onnx_model import UseStamp, arena_shrinkage, drop_per_process
+from cairn.engine.onnx_model import UseStamp, arena_shrinkage, cached_session, drop_per_process
 from cairn.engine.yielding import pause_point
 from cairn.errors import ConfigError
-
-log = logging.getLogger("cairn.embedder")
 
 
 class OnnxEmbedder:
@@ -86,16 +83,8 @@ class OnnxEmbedder:
         options.log_severity_level = 3
         if model.suffix == ".ort":  # the integer model (cairn.engine.onnx_model.build)
             options.add_session_config_entry("session.load_model_format", "ORT")
-        try:
-            self._session = onnxruntime.InferenceSession(
-                str(model), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:
-            if not unreadable_model(exc, model):
-                raise
-            if model == source:
-                raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
-            self._session = _rebuilt_session(source, model, options, cache_dir, exc)
+        advice = "CAIRN_ONNX_MATMUL=float32 uses the shipped file as is"
+        self._session, model = cached_session(source, model, options, cache_dir, advice=advice)
         drop_per_process(model)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._stamp = UseStamp(model if model != source else None)
@@ -141,43 +130,3 @@ class OnnxEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit = pooled / np.clip(norms, 1e-12, None)
         return [[float(x) for x in row] for row in unit]
-
-
-def unreadable_model(exc: Exception, path: Path) -> bool:
-    """Whether onnxruntime's ``exc`` says the model file cannot be read: cut short or damaged
-    on disk, or gone (another process swept it between the check and the load) — not, say,
-    a lack of memory."""
-    from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
-
-    unreadable = (ort_errors.Fail, ort_errors.InvalidProtobuf, ort_errors.InvalidGraph)
-    gone = (ort_errors.NoSuchFile, ort_errors.InvalidArgument)
-    return isinstance(exc, unreadable) or (isinstance(exc, gone) and not path.is_file())
-
-
-def _rebuilt_session(
-    source: Path, broken: Path, options: Any, cache_dir: Path | None, error: Exception
-) -> Any:
-    """A session of the integer model built again: the cached file could not be read (cut
-    short or damaged on disk), so it is removed and rebuilt once from ``source``."""
-    import onnxruntime
-
-    from cairn.engine.onnx_model import integer_model
-
-    log.warning("the cached embedding model %s is unreadable (%s); rebuilding it", broken, error)
-    advice = "CAIRN_ONNX_MATMUL=float32 uses the shipped file as is"
-    try:
-        broken.unlink(missing_ok=True)
-    except OSError as exc:
-        raise ConfigError(
-            f"the cached embedding model {broken} is unreadable and cannot be removed ({exc}): "
-            f"delete it, or set CAIRN_MODEL_CACHE to a writable directory; {advice}"
-        ) from exc
-    try:
-        model = integer_model(source, cache_dir)
-        return onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        if isinstance(exc, RuntimeError) or unreadable_model(exc, broken):
-            raise ConfigError(
-                f"the embedding model could not be rebuilt ({exc}); {advice}"
-            ) from exc
-        raise

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cairn.errors import ConfigError
+
 log = logging.getLogger("cairn.embedder")
 
 # Bumped whenever the conversion below changes, so old cached files are not reused.
@@ -159,6 +161,61 @@ def integer_model(source: Path, cache_dir: Path | None = None, kind: str = "mini
             sweep_stale(directory, target, patterns)
             return target
     raise RuntimeError(f"could not build the integer embedding model from {source}")
+
+
+def cached_session(
+    source: Path,
+    model: Path,
+    options: Any,
+    cache_dir: Path | None,
+    *,
+    kind: str = "minilm",
+    advice: str = "",
+) -> tuple[Any, Path]:
+    """An onnxruntime session of ``model`` (built from ``source`` by ``integer_model``, or
+    ``source`` itself) and the file it read: a cached file that cannot be read (cut short or
+    damaged on disk) is removed and built again once. ``advice``: what the user can do
+    instead, added to the error when that fails."""
+    import onnxruntime
+
+    def load(path: Path) -> Any:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    try:
+        return load(model), model
+    except Exception as exc:
+        if not unreadable_model(exc, model):
+            raise
+        if model == source:
+            raise ConfigError(f"onnxruntime cannot load {model}: {exc}") from exc
+        log.warning("the cached embedding model %s is unreadable (%s); rebuilding it", model, exc)
+        broken = model
+    tail = f"; {advice}" if advice else ""
+    try:
+        broken.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"the cached embedding model {broken} is unreadable and cannot be removed ({exc}): "
+            f"delete it, or set CAIRN_MODEL_CACHE to a writable directory{tail}"
+        ) from exc
+    try:
+        model = integer_model(source, cache_dir, kind)
+        return load(model), model
+    except Exception as exc:
+        if isinstance(exc, RuntimeError) or unreadable_model(exc, broken):
+            raise ConfigError(f"the embedding model could not be rebuilt ({exc}){tail}") from exc
+        raise
+
+
+def unreadable_model(exc: Exception, path: Path) -> bool:
+    """Whether onnxruntime's ``exc`` says the model file cannot be read: cut short or damaged
+    on disk, or gone (another process swept it between the check and the load) — not, say,
+    a lack of memory."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
+
+    unreadable = (ort_errors.Fail, ort_errors.InvalidProtobuf, ort_errors.InvalidGraph)
+    gone = (ort_errors.NoSuchFile, ort_errors.InvalidArgument)
+    return isinstance(exc, unreadable) or (isinstance(exc, gone) and not path.is_file())
 
 
 def _build(source: Path, target: Path, module: str = "cairn.engine.onnx_model") -> bool:

@@ -158,25 +158,24 @@ def embed_memories(
             todo = tx.memories.without_embedding(tenant_id, scope, limit=batch)
         if not todo:
             return done
-        texts = [embedding_text(content, meta) for _, content, meta in todo]
-        vectors = embedder.embed(texts)
-        blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
-        with store.transaction() as tx:
-            tx.memories.set_embeddings(
-                tenant_id,
-                scope,
-                [(row[0], blob) for row, blob in zip(todo, blobs, strict=True)],
-            )
+        vectors = embedder.embed([embedding_text(content, meta) for _, content, meta in todo])
+        _store_vectors(store, tenant_id, scope, [row[0] for row in todo], vectors)
         done += len(todo)
     return done
 
 
 def embed_memory(store: Store, embedder: Embedder, tenant_id: str, memory: Memory) -> None:
     """Give one stored memory its vector now (a correction's new version)."""
-    vector = embedder.embed([embedding_text(memory.content, memory.metadata)])[0]
+    vectors = embedder.embed([embedding_text(memory.content, memory.metadata)])
+    _store_vectors(store, tenant_id, memory.scope, [memory.seq], vectors)
+
+
+def _store_vectors(
+    store: Store, tenant_id: str, scope: Scope, seqs: list[int], vectors: list[list[float]]
+) -> None:
+    blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
     with store.transaction() as tx:
-        blob = np.asarray(vector, dtype="<f4").tobytes()
-        tx.memories.set_embeddings(tenant_id, memory.scope, [(memory.seq, blob)])
+        tx.memories.set_embeddings(tenant_id, scope, list(zip(seqs, blobs, strict=True)))
 
 
 # --------------------------------------------------------------------------- search
