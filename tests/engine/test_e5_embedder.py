@@ -183,9 +183,13 @@ def _plain_viterbi(pieces: dict[str, int], scores: list[float], unk: int, text: 
     return out[::-1]
 
 
-def test_the_tokenizer_finds_the_pieces_a_plain_lookup_finds(e5: E5Embedder) -> None:
+@pytest.mark.parametrize("crossing", [False, True], ids=["words", "every-span"])
+def test_the_tokenizer_finds_the_pieces_a_plain_lookup_finds(
+    e5: E5Embedder, crossing: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Pieces are looked up by the hash of their UTF-8 bytes: a hash of the string would make
-    "0b" the piece 戰 and lose 潮 (Python hashes a string as it stores it)."""
+    "0b" the piece 戰 and lose 潮 (Python hashes a string as it stores it). Candidates stop at
+    the next word unless a piece crossed a word's start: both ways give the plain split."""
     import json
 
     from cairn.engine.e5_graph import read_layout, tokenizer_tables
@@ -197,7 +201,10 @@ def test_the_tokenizer_finds_the_pieces_a_plain_lookup_finds(e5: E5Embedder) -> 
         if piece:
             pieces.setdefault(piece, i)
     tokenizer = e5._tokenizer
+    assert not tokenizer._crossing  # no piece of XLM-R's holds "▁" past its start
+    monkeypatch.setattr(tokenizer, "_crossing", crossing)
     texts = [
+        "  two  spaces, a\ttab and 1,234.5 ",
         "潮湿的天气",
         "业务步骤很慢",
         "0b 0e 0f 0i 0l 0p a3f9c2e1",
@@ -214,10 +221,29 @@ def test_the_tokenizer_finds_the_pieces_a_plain_lookup_finds(e5: E5Embedder) -> 
         assert tokenizer.content(text) == expected, text
 
 
+def test_the_feed_forward_weights_are_written_again_in_wide_8_bit_blocks() -> None:
+    """Blocks of 256 columns, one byte a weight offset by 128 and a scale each: every weight
+    comes back within half a step of its block, a block's largest exactly, a zero block as
+    zeros."""
+    from cairn.engine.e5_graph import _wide_blocks
+
+    rng = np.random.default_rng(3)
+    weights = rng.normal(0, 0.05, size=(4, 512)).astype(np.float32)
+    weights[1, 256:] = 0.0
+    weights[2, 7] = 3.0  # an outlier widens its own block only
+    codes, scales = _wide_blocks(weights)
+    assert codes.shape == (4, 2, 256) and codes.dtype == np.uint8 and scales.shape == (8,)
+    back = (codes.astype(np.float32) - 128) * scales.reshape(4, 2, 1)
+    step = np.repeat(scales.reshape(4, 2), 256, axis=1)
+    assert np.all(np.abs(back.reshape(4, 512) - weights) <= step / 2 + 1e-7)
+    assert back[2, 0, 7] == pytest.approx(3.0) and scales[4] > 10 * scales[5]
+    assert np.all(codes[1, 1] == 128)
+
+
 def test_the_same_tokens_and_vectors_as_the_packages_own_engine(e5: E5Embedder) -> None:
     """The tokenizer is a port of the engine's and the graph computes its model: the engine
     (bound here through ctypes) counts the same tokens and gives vectors within a cosine of
-    0.99 (4-bit weights both; int8 products here, int8 activations there)."""
+    0.99 (the same weights, 4-bit there; int8 products both ways)."""
     import ctypes
 
     package = e5_model._package_dir()

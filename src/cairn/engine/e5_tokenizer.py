@@ -7,7 +7,9 @@ the unknown piece, at the lowest score less 10). The 250,000 pieces are not kept
 strings (some 30 MB): each is kept as the hash of its UTF-8 bytes (not of the string, whose
 hash depends on how Python stores it: ``"ab"`` and ``"\u6261"`` hash alike), sorted, beside its
 id and score (4 MB), and a text's candidate pieces are all looked up at once. A text is read
-only as far as its pieces can reach the model's limit: a piece is at most 16 characters.
+only as far as its pieces can reach the model's limit: a piece is at most 16 characters. No
+piece holds a ``▁`` but as its first character, so the candidates from a position stop before
+the next one (a fifth of the lookups of every span up to 16 characters, the same split).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ class E5Tokenizer:
         self.bos, self.eos, self.unk = layout.bos, layout.eos, layout.unk
         self._unk_score = float(scores.min()) - 10.0
         self._longest = max(len(p) for p in pieces)
+        # Whether a piece crosses a word's start (none of XLM-R's does): if one did, every
+        # span up to ``_longest`` characters would have to be looked up.
+        self._crossing = any(META in p[1:] for p in pieces)
         hashes = np.fromiter((hash(p.encode()) for p in pieces), dtype=np.int64, count=len(pieces))
         ids = np.arange(len(pieces), dtype=np.int32)
         keep = np.array([bool(p) and i != self.unk for i, p in enumerate(pieces)])
@@ -56,7 +61,10 @@ class E5Tokenizer:
         n, longest = len(s), self._longest
         starts, ends, spans = [], [], []
         for i in range(n):
-            for e in range(i + 1, min(n, i + longest) + 1):
+            stop = min(n, i + longest)
+            if not self._crossing and (word := s.find(META, i + 1, stop)) != -1:
+                stop = word
+            for e in range(i + 1, stop + 1):
                 starts.append(i)
                 ends.append(e)
                 spans.append(s[i:e])

@@ -136,7 +136,7 @@ def drop_per_process(model: Path) -> None:
 # conversion (bumped whenever that module's graph changes, so old cached files are not reused).
 KINDS = {
     "minilm": ("minilm-l6-int8mm", "cairn.engine.onnx_model", MINILM_FILES, FORMAT),
-    "e5": ("e5-small-int8-q4", "cairn.engine.e5_graph", ("e5-small-int8-q4-*.ort",), 1),
+    "e5": ("e5-small-int8-q4", "cairn.engine.e5_graph", ("e5-small-int8-q4-*.ort",), 2),
 }
 
 
