@@ -19,6 +19,12 @@ def run_hook(hook: Any, board: Board, ctx: RequestContext) -> dict[str, Any]:
     if isinstance(result, ContextResult):
         settings = hook.settings
         out["output"] = settings.output
+        # The partition read: deleting it deletes this run (``cairn.store.run_reads``).
+        out["scope"] = {
+            "runtime_id": settings.scope.runtime_id,
+            "user_id": settings.scope.user_id,
+            "agent_id": settings.scope.agent_id,
+        }
         if settings.render is not None:
             out["render_output"] = settings.render.output
         out["items"] = [

@@ -38,6 +38,7 @@ from cairn.core.scope import Scope
 from cairn.store import fts, fts5_rank, pg_bm25
 from cairn.store.episodes import scope_filter
 from cairn.store.repository import Repository
+from cairn.store.run_reads import drop_runs_reading
 from cairn.store.schema import (
     JsonType,
     SeqType,
@@ -218,6 +219,14 @@ class DocumentRepository(Repository):
         chunks)`` removed."""
         removed: list[int] = []
         with self._writing() as conn:
+            chunk_ids = conn.execute(
+                select(document_chunks.c.id).where(
+                    scope_filter(document_chunks, tenant_id, scope),
+                    document_chunks.c.dataset_id == dataset_id,
+                    document_chunks.c.document_id == document_id,
+                )
+            ).scalars()
+            drop_runs_reading(conn, tenant_id, list(chunk_ids))  # runs that quote a chunk
             for table in (document_chunks, documents):  # (chunks first: they name the rows)
                 res = conn.execute(
                     delete(table).where(

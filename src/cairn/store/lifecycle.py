@@ -24,6 +24,7 @@ from cairn.store.memory_search import row_stems, search_text
 from cairn.store.memory_vectors import bump_vector_version
 from cairn.store.partitions import PartitionSelector, drop_runs, erase, partitions, turn_runs
 from cairn.store.repository import Repository
+from cairn.store.run_reads import drop_runs_reading
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 from cairn.store.schema import memory_embeddings
@@ -127,6 +128,7 @@ class LifecycleRepository(Repository):
         )
         seq = select(t.c.seq).where(t.c.id == memory.id).scalar_subquery()
         conn.execute(delete(memory_embeddings).where(memory_embeddings.c.seq == seq))
+        drop_runs_reading(conn, memory.tenant_id, [memory.id])  # runs that quote it
         self.bump_vectors(memory.tenant_id, memory.scope)
         self.purge_index(memory.tenant_id)
 
@@ -209,10 +211,13 @@ class LifecycleRepository(Repository):
         scope = Scope.model_construct(runtime_id=row[0], user_id=row[1], agent_id=row[2])
         key = str(episode_id)
         only: list[tuple[uuid.UUID, str, dict[str, Any]]] = []
+        # Runs that read the episode (a recent turn) or a memory made from it quote it.
+        quoting: list[Any] = [episode_id]
         for mem_id, kind, sources, metadata in self._derived_from(conn, tenant_id, scope, key):
             ids = [str(x) for x in sources]
             if key not in ids:
                 continue  # the text filter is a prefilter; the JSON decides
+            quoting.append(mem_id)
             rest = [x for x in ids if x != key]
             # A session summary quotes the episode: it goes with it (the next compile of the
             # session summarises what is left).
@@ -226,6 +231,7 @@ class LifecycleRepository(Repository):
             self.bump_vectors(tenant_id, scope)
         this = (episodes_t.c.tenant_id == tenant_id, episodes_t.c.id == episode_id)
         drop_runs(conn, tenant_id, turn_runs(*this))  # a run that committed it quotes it
+        drop_runs_reading(conn, tenant_id, quoting)
         conn.execute(delete(episodes_t).where(*this))
         return [(kind, metadata) for _, kind, metadata in only]
 

@@ -26,10 +26,10 @@ from cairn.store.items import items
 from cairn.store.jobs import compile_jobs
 from cairn.store.memory_search import term_stats
 from cairn.store.memory_vectors import vector_versions
-from cairn.store.runs import ladder_runs
+from cairn.store.run_reads import delete_runs, drop_reading_runs
+from cairn.store.runs import ladder_run_reads, ladder_runs
 from cairn.store.schema import episodes, memories
 from cairn.store.slate_tables import (
-    slate_applied_writes,
     slate_evictions,
     slate_folders,
     slate_skips,
@@ -60,6 +60,8 @@ EXEMPT: dict[str, str] = {
     "api_keys": "credentials of the tenant",
     "fts_tenants": "which tenants have a full-text index (no content)",
     "slate_applied_writes": "effect keys of a run (no content); erased with the user's runs",
+    "ladder_run_reads": "ids a run read and their partitions (no content); erasing a "
+    "partition erases the runs that read it, with these rows",
     "tenant_retention": "the tenant's retention policy",
     "retention_sweeps": "counts of expired rows per tenant (the audit; no content)",
     "ui_sessions": "inspector sign-ins of an API key (hashed tokens; no content)",
@@ -109,33 +111,24 @@ def partitions(conn: Connection, selector: PartitionSelector) -> list[Scope]:
 def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
     """Delete every row the selector matches from every registered table; counts per table."""
     counts: dict[str, int] = {}
-    # Runs that committed a turn to these partitions quote it: they go with it (whoever the
-    # run's own user was).
-    turned = drop_runs(conn, selector.tenant_id, turn_runs(*selector.where(episodes)))
+    # Runs that committed a turn to these partitions quote it, and so do runs that read from
+    # them: they go with them (whoever the run's own user was).
+    dropped = drop_runs(conn, selector.tenant_id, turn_runs(*selector.where(episodes)))
+    dropped += drop_reading_runs(conn, selector.tenant_id, *selector.where(ladder_run_reads))
     for table in SCOPED_TABLES:
         res = conn.execute(delete(table).where(*selector.where(table)))  # type: ignore[arg-type]
         counts[table.name] = int(res.rowcount or 0)
     for table in USER_TABLES:
         counts[table.name] = 0
     if selector.covers_subject:
-        run_ids = select(ladder_runs.c.id).where(
+        own = select(ladder_runs.c.id).where(
             ladder_runs.c.tenant_id == selector.tenant_id,
             ladder_runs.c.user_id == selector.user_id,
         )
-        conn.execute(
-            delete(slate_applied_writes).where(
-                slate_applied_writes.c.tenant_id == selector.tenant_id,
-                slate_applied_writes.c.run_id.in_(run_ids),
-            )
+        counts[ladder_runs.name] = delete_runs(
+            conn, selector.tenant_id, list(conn.execute(own).scalars())
         )
-        res = conn.execute(
-            delete(ladder_runs).where(
-                ladder_runs.c.tenant_id == selector.tenant_id,
-                ladder_runs.c.user_id == selector.user_id,
-            )
-        )
-        counts[ladder_runs.name] = int(res.rowcount or 0)
-    counts[ladder_runs.name] += turned
+    counts[ladder_runs.name] += dropped
     return counts
 
 
@@ -168,17 +161,7 @@ def drop_runs(conn: Connection, tenant_id: str, turns: Select[Any]) -> int:
         )
     )
     ids = [str(rid) for rid, trace in found if _committed(trace) & wanted[str(rid)]]
-    if not ids:
-        return 0
-    conn.execute(
-        delete(slate_applied_writes).where(
-            slate_applied_writes.c.tenant_id == tenant_id, slate_applied_writes.c.run_id.in_(ids)
-        )
-    )
-    res = conn.execute(
-        delete(ladder_runs).where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(ids))
-    )
-    return int(res.rowcount or 0)
+    return delete_runs(conn, tenant_id, ids)
 
 
 def _committed(trace: Any) -> set[str]:

@@ -15,6 +15,7 @@ from sqlalchemy import Column, Integer, String, Table, delete, func, select
 from cairn.core.scope import Scope
 from cairn.store.lifecycle import LifecycleRepository
 from cairn.store.repository import Repository
+from cairn.store.run_reads import drop_runs_reading
 from cairn.store.schema import SeqType, UTCDateTime, episodes, memories, metadata
 
 tenant_retention = Table(
@@ -90,13 +91,21 @@ class RetentionRepository(Repository):
         while True:
             with self._writing() as conn:
                 rows = conn.execute(
-                    select(table.c.seq, table.c.runtime_id, table.c.user_id, table.c.agent_id)
+                    select(
+                        table.c.seq,
+                        table.c.runtime_id,
+                        table.c.user_id,
+                        table.c.agent_id,
+                        table.c.id,
+                    )
                     .where(table.c.tenant_id == tenant_id, when < before)
                     .limit(BATCH)
                 ).all()
                 if not rows:
                     break
                 conn.execute(delete(table).where(table.c.seq.in_([r[0] for r in rows])))
+                # Runs that read what expired quote it: they expire with it.
+                drop_runs_reading(conn, tenant_id, [r[4] for r in rows])
                 if table is memories:
                     for r, u, a in {(r[1], r[2], r[3]) for r in rows}:
                         scope = Scope.model_construct(runtime_id=r, user_id=u, agent_id=a)

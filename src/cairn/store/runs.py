@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
+    Connection,
     Float,
     Index,
     String,
@@ -52,6 +53,51 @@ ladder_runs = Table(
     UniqueConstraint("tenant_id", "id", name="uq_ladder_runs_id"),
     Index("ix_ladder_runs_tenant_seq", "tenant_id", "seq"),
 )
+
+# What each run read (``cairn.store.run_reads`` says why and erases with it).
+ladder_run_reads = Table(
+    "ladder_run_reads",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("run_id", String(256), primary_key=True),
+    Column("item_id", String(256), primary_key=True),
+    Column("runtime_id", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False, server_default=""),
+    Column("agent_id", String(256), nullable=False, server_default=""),
+    Index("ix_ladder_run_reads_item", "tenant_id", "item_id"),
+    Index("ix_ladder_run_reads_partition", "tenant_id", "user_id", "runtime_id", "agent_id"),
+)
+
+# Ids a statement names at most (SQLite's bound-parameter limit is far above).
+_PAGE = 500
+
+
+def trace_reads(trace: Any) -> list[dict[str, str]]:
+    """``{item_id, runtime_id, user_id, agent_id}`` of each item a run's trace says its
+    context hooks recalled (each item once)."""
+    hooks = trace.get("prepare") if isinstance(trace, dict) else None
+    out: dict[str, dict[str, str]] = {}
+    for hook in hooks if isinstance(hooks, list) else []:
+        scope = hook.get("scope") if isinstance(hook, dict) else None
+        listed = hook.get("items") if isinstance(hook, dict) else None
+        if not isinstance(scope, dict) or not isinstance(listed, list):
+            continue
+        where = {k: str(scope.get(k) or "") for k in ("runtime_id", "user_id", "agent_id")}
+        for item in listed:
+            item_id = item.get("id") if isinstance(item, dict) else None
+            if item_id and str(item_id) not in out:
+                out[str(item_id)] = {"item_id": str(item_id), **where}
+    return list(out.values())
+
+
+def record_reads(conn: Connection, insert: Any, tenant_id: str, run_id: str, trace: Any) -> None:
+    """Store what ``trace`` says the run read (``insert``: the backend's INSERT of
+    ``ladder_run_reads``, with ``on_conflict_do_nothing``); a later attempt's reads add to an
+    earlier one's."""
+    rows = [{"tenant_id": tenant_id, "run_id": run_id, **r} for r in trace_reads(trace)]
+    for start in range(0, len(rows), _PAGE):
+        conn.execute(insert.on_conflict_do_nothing(), rows[start : start + _PAGE])
+
 
 RUNNING, COMPLETED, FAILED = "running", "completed", "failed"
 
@@ -192,7 +238,7 @@ class RunRepository(Repository):
         if effects is not None:
             values["effects"] = list(effects)
         with self._writing() as conn:
-            return (
+            owned = (
                 conn.execute(
                     update(ladder_runs)
                     .where(*self._owned(tenant_id, run_id, attempt))
@@ -200,6 +246,9 @@ class RunRepository(Repository):
                 ).rowcount
                 == 1
             )
+            if owned:  # in the same transaction: no run is stored without its reads
+                record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, trace)
+            return owned
 
     def get(self, tenant_id: str, run_id: str) -> RunRecord | None:
         with self._reading() as conn:
@@ -239,4 +288,14 @@ class RunRepository(Repository):
         return [_record(r) for r in rows], int(total)
 
 
-__all__ = ["COMPLETED", "FAILED", "RUNNING", "RunRecord", "RunRepository", "ladder_runs"]
+__all__ = [
+    "COMPLETED",
+    "FAILED",
+    "RUNNING",
+    "RunRecord",
+    "RunRepository",
+    "ladder_run_reads",
+    "ladder_runs",
+    "record_reads",
+    "trace_reads",
+]

@@ -28,7 +28,7 @@ from cairn.store.episodes import scope_filter
 from cairn.store.items import item_address, items, namespace_labels
 from cairn.store.memory_search import row_stems, search_text
 from cairn.store.repository import Repository
-from cairn.store.runs import ladder_runs
+from cairn.store.runs import ladder_run_reads, ladder_runs, record_reads
 from cairn.store.schema import episodes, memories
 from cairn.store.slate_transfer import (
     SLATE_TYPES,
@@ -133,7 +133,12 @@ class TransferRepository(Repository):
                             analysed = row.get("search_text") or ""
                             row["search_stems"] = row_stems(analysed, row.get("metadata"))
                         stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
-                        counts[kind] += int(conn.execute(stmt).rowcount or 0)
+                        added = int(conn.execute(stmt).rowcount or 0)
+                        counts[kind] += added
+                        if table is ladder_runs and added:
+                            # What it read, as its trace names it: erasing that takes it.
+                            reads = self.db.insert(ladder_run_reads)
+                            record_reads(conn, reads, tenant_id, row["id"], row.get("trace"))
                 repair_references(conn, tenant_id, scope, rows["memory"], olds)
                 counts |= restore_slates(conn, self.db.insert, tenant_id, scope, rows)
         except (StatementError, DBAPIError) as exc:
