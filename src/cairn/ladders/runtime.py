@@ -179,6 +179,9 @@ class LadderRuntime:
         )
         for hook in hooks.prepare if hooks else []:
             run.trace["prepare"].append(run_hook(hook, board, ctx))
+        if run.trace["prepare"]:
+            # What the hooks read, now: a deletion of it while the steps run takes the run.
+            self.runs.add_reads(run.request.tenant, run.run_id, run.trace)
         content = ""
         steps = run.ladder.steps
         for i, step in enumerate(steps):

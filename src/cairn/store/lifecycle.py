@@ -9,6 +9,8 @@ wiped. A deleted episode is removed outright, with the memories derived from it 
 from __future__ import annotations
 
 import json
+import logging
+import sqlite3
 import uuid
 from datetime import datetime
 from typing import Any
@@ -29,6 +31,8 @@ from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 from cairn.store.schema import memory_embeddings
 from cairn.store.transfer_ids import repoint
+
+log = logging.getLogger(__name__)
 
 _COLUMNS = [c for c in t.c if c.name not in ("vector_size", "search_stems")]
 # A chain longer than this is a cycle or corruption; history stops there.
@@ -142,8 +146,10 @@ class LifecycleRepository(Repository):
         """Store new text for ``memory`` in place (no new version: what it said must not stay
         readable): ``text`` is ``(content, summary, metadata)``, analysed again, and the vector is
         dropped when the content changed (``content_hash`` given). A rewrite
-        reading like another stored memory of the partition merges into that one."""
+        reading like another stored memory of the partition merges into that one. The ladder
+        runs that read it go (they quote the old text)."""
         conn = self._tx_write
+        drop_runs_reading(conn, memory.tenant_id, [memory.id])
         content, summary, metadata = text
         values: dict[str, Any] = {"metadata": metadata, "updated_at": now}
         if content_hash is not None:
@@ -357,6 +363,10 @@ class LifecycleRepository(Repository):
             driver.execute("PRAGMA busy_timeout = 0")
             try:
                 driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError as exc:
+                # A statement still reading on another connection of this process ("table
+                # is locked"): the deletion is committed; the next checkpoint completes it.
+                log.info("write-ahead log checkpoint deferred: %s", exc)
             finally:
                 driver.execute(f"PRAGMA busy_timeout = {int(waited)}")
         finally:

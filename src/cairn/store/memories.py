@@ -34,6 +34,7 @@ from cairn.store.episodes import scope_filter
 from cairn.store.memory_rows import content_key, memory_of, row_to_memory
 from cairn.store.memory_search import lexical_ranked, row_stems, search_text
 from cairn.store.memory_vectors import MemoryVectors
+from cairn.store.run_reads import drop_runs_reading
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 
@@ -423,17 +424,19 @@ class MemoryRepository(MemoryVectors):
     ) -> _list[int]:
         """Take ``words`` (a deleted episode's) out of the neighbour words indexed with the
         session's memories, and forget those memories' vectors (they embedded the words);
-        returns the seqs changed. Nothing of a deleted episode stays searchable."""
+        returns the seqs changed. Nothing of a deleted episode stays searchable, nor in the
+        ladder runs that read those memories (they go)."""
         conn = self._tx_write
         rows = conn.execute(
-            select(t.c.seq, t.c.metadata, t.c.search_text).where(
+            select(t.c.seq, t.c.metadata, t.c.search_text, t.c.id).where(
                 scope_filter(t, tenant_id, scope),
                 t.c.session_id.is_(None) if session_id is None else t.c.session_id == session_id,
                 t.c.status != "deleted",
             )
         ).all()
         changed: _list[int] = []
-        for seq, metadata, analysed in rows:
+        quoting: _list[Any] = []  # runs that read them hold the words (the item's metadata)
+        for seq, metadata, analysed, memory_id in rows:
             terms = str((metadata or {}).get("context_terms") or "").split()
             kept = [w for w in terms if w not in words]
             if len(kept) == len(terms):
@@ -449,7 +452,9 @@ class MemoryRepository(MemoryVectors):
                 )
             )
             changed.append(int(seq))
+            quoting.append(memory_id)
         self.clear_vectors(changed)
+        drop_runs_reading(conn, tenant_id, quoting)
         return changed
 
     def set_sources(self, memory_id: uuid.UUID, sources: _list[str], now: datetime) -> None:

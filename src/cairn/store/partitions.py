@@ -26,7 +26,7 @@ from cairn.store.items import items
 from cairn.store.jobs import compile_jobs
 from cairn.store.memory_search import term_stats
 from cairn.store.memory_vectors import vector_versions
-from cairn.store.run_reads import delete_runs, drop_reading_runs
+from cairn.store.run_reads import delete_runs, delete_user_runs, drop_reading_runs
 from cairn.store.runs import ladder_run_reads, ladder_runs
 from cairn.store.schema import episodes, memories
 from cairn.store.slate_tables import (
@@ -121,13 +121,7 @@ def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
     for table in USER_TABLES:
         counts[table.name] = 0
     if selector.covers_subject:
-        own = select(ladder_runs.c.id).where(
-            ladder_runs.c.tenant_id == selector.tenant_id,
-            ladder_runs.c.user_id == selector.user_id,
-        )
-        counts[ladder_runs.name] = delete_runs(
-            conn, selector.tenant_id, list(conn.execute(own).scalars())
-        )
+        counts[ladder_runs.name] = delete_user_runs(conn, selector.tenant_id, selector.user_id)
     counts[ladder_runs.name] += dropped
     return counts
 

@@ -14,6 +14,7 @@ from sqlalchemy import Column, Integer, String, Table, delete, func, select
 
 from cairn.core.scope import Scope
 from cairn.store.lifecycle import LifecycleRepository
+from cairn.store.partitions import drop_runs, turn_runs
 from cairn.store.repository import Repository
 from cairn.store.run_reads import drop_runs_reading
 from cairn.store.schema import SeqType, UTCDateTime, episodes, memories, metadata
@@ -103,7 +104,10 @@ class RetentionRepository(Repository):
                 ).all()
                 if not rows:
                     break
-                conn.execute(delete(table).where(table.c.seq.in_([r[0] for r in rows])))
+                seqs = [r[0] for r in rows]
+                if table is episodes:  # a run that committed one of these turns quotes it
+                    drop_runs(conn, tenant_id, turn_runs(episodes.c.seq.in_(seqs)))
+                conn.execute(delete(table).where(table.c.seq.in_(seqs)))
                 # Runs that read what expired quote it: they expire with it.
                 drop_runs_reading(conn, tenant_id, [r[4] for r in rows])
                 if table is memories:

@@ -5,15 +5,14 @@ chunks its ``memory.context`` hooks recalled, from whatever partition a hook's `
 a ladder may read a shared agent's partition, or a fixed user's, whoever calls it. A run
 belongs to the user who called it (``ladder_runs.user_id``), so deleting the partition it read
 from would leave the quotes behind. ``ladder_run_reads`` holds one row per item a run read:
-the item's id and the partition it came from, taken from the trace when the run's end is
-recorded (``cairn.store.runs.trace_reads``). Deleting a partition, a memory, an episode, a
-document or expired rows then deletes every run that read from it (``drop_reading_runs``,
-``drop_runs_reading``), as a run that committed a deleted turn goes
-(``cairn.store.partitions.drop_runs``): the trace, the response and the run's write claims,
-whole.
-
-A run's reads are recorded when its end is (the trace is written then): a run still going
-while what it read is deleted keeps its copy until it is deleted again.
+the item's id and the partition it came from, taken from the trace as soon as the prepare
+hooks have run (``RunRepository.add_reads``) and again when the run's end is recorded
+(``cairn.store.runs.trace_reads``). Deleting a partition, a memory, an episode (or what it
+changes: neighbour words, a stated name), a document or expired rows then deletes every run
+that read from it (``drop_reading_runs``, ``drop_runs_reading``), as a run that committed a
+deleted turn goes (``cairn.store.partitions.drop_runs``): the trace, the response and the
+run's write claims, whole. An item deleted between a hook's reading it and its reads being
+recorded (milliseconds) stays quoted by that run.
 """
 
 from __future__ import annotations
@@ -31,23 +30,46 @@ _PAGE = 500
 
 
 def delete_runs(conn: Connection, tenant_id: str, run_ids: Sequence[str]) -> int:
-    """Delete the tenant's runs ``run_ids`` with their write claims and reads; how many runs."""
+    """Delete the tenant's runs ``run_ids`` with their write claims and reads; how many runs.
+
+    The run rows go first, in id order (as every deleter takes them): a run's end being
+    recorded at the same moment (``RunRepository.finish``, which updates the run and then adds
+    its reads) waits for this and then finds no run, instead of the two waiting on each
+    other."""
     deleted = 0
-    ids = list(dict.fromkeys(run_ids))
+    ids = sorted(set(run_ids))
     for start in range(0, len(ids), _PAGE):
         page = ids[start : start + _PAGE]
-        for table, column in (
-            (slate_applied_writes, slate_applied_writes.c.run_id),
-            (ladder_run_reads, ladder_run_reads.c.run_id),
-        ):
-            conn.execute(delete(table).where(table.c.tenant_id == tenant_id, column.in_(page)))
         res = conn.execute(
             delete(ladder_runs).where(
                 ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id.in_(page)
             )
         )
         deleted += int(res.rowcount or 0)
+        _drop_dependents(conn, tenant_id, page)
     return deleted
+
+
+def delete_user_runs(conn: Connection, tenant_id: str, user_id: str) -> int:
+    """Delete every run of the tenant's user ``user_id`` (one statement), with their write
+    claims and reads; how many."""
+    gone = conn.execute(
+        delete(ladder_runs)
+        .where(ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.user_id == user_id)
+        .returning(ladder_runs.c.id)
+    ).scalars()
+    ids = sorted(str(i) for i in gone)
+    for start in range(0, len(ids), _PAGE):
+        _drop_dependents(conn, tenant_id, ids[start : start + _PAGE])
+    return len(ids)
+
+
+def _drop_dependents(conn: Connection, tenant_id: str, run_ids: list[str]) -> None:
+    for table, column in (
+        (slate_applied_writes, slate_applied_writes.c.run_id),
+        (ladder_run_reads, ladder_run_reads.c.run_id),
+    ):
+        conn.execute(delete(table).where(table.c.tenant_id == tenant_id, column.in_(run_ids)))
 
 
 def drop_reading_runs(conn: Connection, tenant_id: str, *where: Any) -> int:
@@ -71,4 +93,4 @@ def drop_runs_reading(conn: Connection, tenant_id: str, item_ids: Sequence[Any])
     return dropped
 
 
-__all__ = ["delete_runs", "drop_reading_runs", "drop_runs_reading"]
+__all__ = ["delete_runs", "delete_user_runs", "drop_reading_runs", "drop_runs_reading"]

@@ -72,15 +72,17 @@ ladder_run_reads = Table(
 _PAGE = 500
 
 
-def trace_reads(trace: Any) -> list[dict[str, str]]:
+def trace_reads(trace: Any, unnamed: dict[str, str] | None = None) -> list[dict[str, str]]:
     """``{item_id, runtime_id, user_id, agent_id}`` of each item a run's trace says its
-    context hooks recalled (each item once)."""
+    context hooks recalled (each item once); a hook whose entry names no scope (a trace
+    recorded before they did) is taken to have read the partition ``unnamed``, else skipped."""
     hooks = trace.get("prepare") if isinstance(trace, dict) else None
     out: dict[str, dict[str, str]] = {}
     for hook in hooks if isinstance(hooks, list) else []:
         scope = hook.get("scope") if isinstance(hook, dict) else None
         listed = hook.get("items") if isinstance(hook, dict) else None
-        if not isinstance(scope, dict) or not isinstance(listed, list):
+        scope = scope if isinstance(scope, dict) else unnamed
+        if scope is None or not isinstance(listed, list):
             continue
         where = {k: str(scope.get(k) or "") for k in ("runtime_id", "user_id", "agent_id")}
         for item in listed:
@@ -90,11 +92,19 @@ def trace_reads(trace: Any) -> list[dict[str, str]]:
     return list(out.values())
 
 
-def record_reads(conn: Connection, insert: Any, tenant_id: str, run_id: str, trace: Any) -> None:
-    """Store what ``trace`` says the run read (``insert``: the backend's INSERT of
-    ``ladder_run_reads``, with ``on_conflict_do_nothing``); a later attempt's reads add to an
-    earlier one's."""
-    rows = [{"tenant_id": tenant_id, "run_id": run_id, **r} for r in trace_reads(trace)]
+def record_reads(
+    conn: Connection,
+    insert: Any,
+    tenant_id: str,
+    run_id: str,
+    trace: Any,
+    reads: list[dict[str, str]] | None = None,
+) -> None:
+    """Store what ``trace`` says the run read, or ``reads`` (``insert``: the backend's INSERT
+    of ``ladder_run_reads``, with ``on_conflict_do_nothing``); a later attempt's reads add to
+    an earlier one's."""
+    found = trace_reads(trace) if reads is None else reads
+    rows = [{"tenant_id": tenant_id, "run_id": run_id, **r} for r in found]
     for start in range(0, len(rows), _PAGE):
         conn.execute(insert.on_conflict_do_nothing(), rows[start : start + _PAGE])
 
@@ -210,6 +220,18 @@ class RunRepository(Repository):
                 .where(*self._owned(tenant_id, run_id, attempt))
                 .values(effects=list(effects))
             )
+
+    def add_reads(self, tenant_id: str, run_id: str, trace: dict[str, Any]) -> None:
+        """Record what ``trace`` says the run has read so far (its prepare hooks), while the
+        run is still stored (a deletion may have taken it)."""
+        with self._writing() as conn:
+            held = conn.execute(
+                select(ladder_runs.c.seq).where(
+                    ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
+                )
+            ).first()
+            if held is not None:
+                record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, trace)
 
     def finish(
         self,

@@ -28,7 +28,7 @@ from cairn.store.episodes import scope_filter
 from cairn.store.items import item_address, items, namespace_labels
 from cairn.store.memory_search import row_stems, search_text
 from cairn.store.repository import Repository
-from cairn.store.runs import ladder_run_reads, ladder_runs, record_reads
+from cairn.store.runs import ladder_run_reads, ladder_runs, record_reads, trace_reads
 from cairn.store.schema import episodes, memories
 from cairn.store.slate_transfer import (
     SLATE_TYPES,
@@ -136,9 +136,9 @@ class TransferRepository(Repository):
                         added = int(conn.execute(stmt).rowcount or 0)
                         counts[kind] += added
                         if table is ladder_runs and added:
-                            # What it read, as its trace names it: erasing that takes it.
-                            reads = self.db.insert(ladder_run_reads)
-                            record_reads(conn, reads, tenant_id, row["id"], row.get("trace"))
+                            reads = imported_reads(tenant_id, scope, row.get("trace"))
+                            insert = self.db.insert(ladder_run_reads)
+                            record_reads(conn, insert, tenant_id, row["id"], None, reads)
                 repair_references(conn, tenant_id, scope, rows["memory"], olds)
                 counts |= restore_slates(conn, self.db.insert, tenant_id, scope, rows)
         except (StatementError, DBAPIError) as exc:
@@ -211,6 +211,23 @@ class TransferRepository(Repository):
                         "tenant; they cannot be restored with their ids",
                         code="import_id_conflict",
                     )
+
+
+def imported_reads(tenant_id: str, scope: Scope, trace: Any) -> list[dict[str, str]]:
+    """What an imported run read, so that deleting it here takes the run: each item its trace
+    names, in the partition the trace names (this one when it names none: an older export),
+    and the id the item has if it was imported here too (a memory or episode whose id was not
+    this partition's to keep is stored under ``moved_memory_id``; a function of the partition
+    and the old id, so every page of an import maps alike)."""
+    here = {"runtime_id": scope.runtime_id, "user_id": scope.user_id, "agent_id": scope.agent_id}
+    out = trace_reads(trace, unnamed=here)
+    for read in list(out):
+        try:
+            old = uuid.UUID(read["item_id"])
+        except ValueError:
+            continue
+        out.append({**here, "item_id": str(moved_memory_id(tenant_id, scope, old))})
+    return out
 
 
 def _episode_ids(conn: Any, ids: list[uuid.UUID], where: Any) -> set[uuid.UUID]:

@@ -5,8 +5,9 @@ whichever partition a hook names (``cairn.store.run_reads``). This revision adds
 (one row per item a run read, with the item's partition) and fills it for the runs already
 stored: their traces name the items they read (``prepare`` hooks' ``items``) but not the
 partition, so each item is looked up among the stored memories, episodes and document chunks
-of the run's tenant; an item no longer stored is not recorded (nothing of it is left to
-delete). Going down drops the table.
+of the run's tenant. A run that read an item no longer stored, or a memory since forgotten,
+quotes what was deleted before this revision could tell: it is deleted now, with its write
+claims, as it would have been with the deletion. Going down drops the table.
 
 Revision ID: 0028_run_reads
 """
@@ -77,16 +78,16 @@ def _partitions(conn: sa.Connection, tenant_id: str, ids: list[str]) -> dict[str
             name,
             sa.column("id", sa.Uuid()),
             sa.column("tenant_id", sa.String()),
+            sa.column("status", sa.String()),
             *(sa.column(c, sa.String()) for c in _PARTITION),
         )
         wanted = [k for k, v in keys.items() if v not in found]
         if not wanted:
             break
-        rows = conn.execute(
-            sa.select(table.c.id, *(table.c[c] for c in _PARTITION)).where(
-                table.c.tenant_id == tenant_id, table.c.id.in_(wanted)
-            )
-        )
+        where = [table.c.tenant_id == tenant_id, table.c.id.in_(wanted)]
+        if name == "memories":  # a forgotten memory's tombstone keeps its id, not its text
+            where.append(table.c.status != "deleted")
+        rows = conn.execute(sa.select(table.c.id, *(table.c[c] for c in _PARTITION)).where(*where))
         for row in rows:
             found[keys[row[0]]] = tuple(row[1:])
     return found
@@ -109,18 +110,27 @@ def _fill(conn: sa.Connection) -> None:
         if not runs:
             break
         after = runs[-1][0]
-        rows = []
+        rows, gone = [], []
         for _, tenant_id, run_id, trace in runs:
             ids = _read_ids(trace)
             if not ids:
                 continue
-            for item_id, partition in _partitions(conn, tenant_id, ids).items():
+            found = _partitions(conn, tenant_id, ids)
+            if len(found) < len(ids):
+                gone.append({"t": tenant_id, "r": run_id})
+                continue
+            for item_id, partition in found.items():
                 values = dict(zip(_PARTITION, partition, strict=True))
                 rows.append(
                     {"tenant_id": tenant_id, "run_id": run_id, "item_id": item_id, **values}
                 )
         if rows:
             conn.execute(sa.insert(reads), rows)
+        for table, column in (("ladder_runs", "id"), ("slate_applied_writes", "run_id")):
+            if gone:
+                conn.execute(
+                    sa.text(f"DELETE FROM {table} WHERE tenant_id = :t AND {column} = :r"), gone
+                )
 
 
 def downgrade() -> None:
