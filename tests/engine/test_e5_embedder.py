@@ -163,6 +163,41 @@ def test_long_texts_are_cut_at_the_models_length(e5: E5Embedder) -> None:
     assert e5.tokens("", query=True)[0] == 0 and len(e5.tokens("short")) < 8
 
 
+_RETURNED = """
+import ctypes
+from cairn.app import tune_malloc
+from cairn.engine.e5_model import E5Embedder
+
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmRSS")) / 1024
+
+tune_malloc()
+e5 = E5Embedder()
+e5.embed(["short text"])
+before = rss()
+text = "about hiking trips, dogs and the lake near the city. " * 60
+e5.embed([f"Passage {i} {text[: 600 + 300 * i]}" for i in range(8)])
+ctypes.CDLL("libc.so.6").malloc_trim(0)
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the RSS from /proc")
+def test_the_buffers_of_a_long_text_are_given_back() -> None:
+    """Eight passages of growing length, up to the model's 512 tokens, in a fresh process
+    (malloc tuned as a server tunes it): the model's buffers go back when each call ends
+    (about 0 MB kept). With onnxruntime's memory arena the process kept 33 MB more here for
+    good, and 90 MB after twenty such texts (docs/benchmarks.md, "Session 34")."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _RETURNED], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert float(out.stdout.strip().splitlines()[-1]) < 15, out.stdout
+
+
 def _plain_viterbi(pieces: dict[str, int], scores: list[float], unk: int, text: str) -> list[int]:
     """The engine's split (e5.c's ``tok_content`` after normalization), written plainly: a dict
     of every piece, no hashing."""
