@@ -149,6 +149,23 @@ def _maya_knows(client: TestClient, marker: str) -> None:
     )
 
 
+def _maya_says(client: TestClient, said: list[str], sessions: list[str]) -> None:
+    """Turns of Maya's subject (one an episode, in the sessions given), compiled (subject
+    episodes are compiled when asked, so the neighbour words are the session's)."""
+    episodes_ = [
+        {
+            "subject_id": "maya",
+            "source": "chat",
+            "type": "conversation.turn",
+            "session_id": session,
+            "payload": {"messages": [{"role": "user", "content": text_}]},
+        }
+        for text_, session in zip(said, sessions, strict=True)
+    ]
+    _ok(client.post("/v1/episodes/batch", json={"episodes": episodes_}), 201)
+    _ok(client.post("/v1/memories/compile", json={"subject_id": "maya"}))
+
+
 def _doc(marker: str) -> str:
     """The word the document says, which the turn does not."""
     return "zd" + marker[2:]
@@ -370,18 +387,7 @@ def test_a_deleted_turns_words_leave_the_runs_that_read_its_neighbours(world: An
     client, services = world
     secret = "zq" + "".join(secrets.choice("bcdfghjklmnpqrstvwxz") for _ in range(12))
     said = ["The pottery class is on Tuesday evenings.", f"Hint: {secret}."]
-    episodes_ = [
-        {
-            "subject_id": "maya",
-            "source": "chat",
-            "type": "conversation.turn",
-            "session_id": "s1",
-            "payload": {"messages": [{"role": "user", "content": text_}]},
-        }
-        for text_ in said
-    ]
-    _ok(client.post("/v1/episodes/batch", json={"episodes": episodes_}), 201)
-    _ok(client.post("/v1/memories/compile", json={"subject_id": "maya"}))
+    _maya_says(client, said, ["s1", "s1"])
     read = _ask(client, "When is the pottery class on Tuesday evenings?", agent="reader:own")
     trace = _ok(client.get(f"/v1/runs/{read}"))["trace"]
     assert "pottery" in str(trace["prepare"]) and f"Hint: {secret}" not in str(trace)
@@ -400,18 +406,7 @@ def test_a_deleted_name_leaves_the_runs_that_read_it(world: Any) -> None:
     client, services = world
     name = "Zq" + "".join(secrets.choice("bcdfghjklmnpqrstvwxz") for _ in range(10))
     said = [f"My name is {name}.", "I work at Acme Robotics."]
-    episodes_ = [
-        {
-            "subject_id": "maya",
-            "source": "chat",
-            "type": "conversation.turn",
-            "session_id": f"s{i}",
-            "payload": {"messages": [{"role": "user", "content": text_}]},
-        }
-        for i, text_ in enumerate(said)
-    ]
-    _ok(client.post("/v1/episodes/batch", json={"episodes": episodes_}), 201)
-    _ok(client.post("/v1/memories/compile", json={"subject_id": "maya"}))
+    _maya_says(client, said, ["s0", "s1"])
     read = _ask(client, f"Where does {name} work at Acme Robotics?", agent="reader:own")
     trace = str(_ok(client.get(f"/v1/runs/{read}"))["trace"]["prepare"])
     assert "Acme" in trace and name in trace and "My name is" not in trace

@@ -93,18 +93,12 @@ def trace_reads(trace: Any, unnamed: dict[str, str] | None = None) -> list[dict[
 
 
 def record_reads(
-    conn: Connection,
-    insert: Any,
-    tenant_id: str,
-    run_id: str,
-    trace: Any,
-    reads: list[dict[str, str]] | None = None,
+    conn: Connection, insert: Any, tenant_id: str, run_id: str, reads: list[dict[str, str]]
 ) -> None:
-    """Store what ``trace`` says the run read, or ``reads`` (``insert``: the backend's INSERT
-    of ``ladder_run_reads``, with ``on_conflict_do_nothing``); a later attempt's reads add to
-    an earlier one's."""
-    found = trace_reads(trace) if reads is None else reads
-    rows = [{"tenant_id": tenant_id, "run_id": run_id, **r} for r in found]
+    """Store ``reads`` (as ``trace_reads`` gives them) for the run (``insert``: the backend's
+    INSERT of ``ladder_run_reads``, with ``on_conflict_do_nothing``); a later attempt's reads
+    add to an earlier one's."""
+    rows = [{"tenant_id": tenant_id, "run_id": run_id, **r} for r in reads]
     for start in range(0, len(rows), _PAGE):
         conn.execute(insert.on_conflict_do_nothing(), rows[start : start + _PAGE])
 
@@ -221,6 +215,10 @@ class RunRepository(Repository):
                 .values(effects=list(effects))
             )
 
+    def _record_reads(self, conn: Connection, tenant_id: str, run_id: str, trace: Any) -> None:
+        reads = trace_reads(trace)
+        record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, reads)
+
     def add_reads(self, tenant_id: str, run_id: str, trace: dict[str, Any]) -> None:
         """Record what ``trace`` says the run has read so far (its prepare hooks), while the
         run is still stored (a deletion may have taken it)."""
@@ -231,7 +229,7 @@ class RunRepository(Repository):
                 )
             ).first()
             if held is not None:
-                record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, trace)
+                self._record_reads(conn, tenant_id, run_id, trace)
 
     def finish(
         self,
@@ -269,7 +267,7 @@ class RunRepository(Repository):
                 == 1
             )
             if owned:  # in the same transaction: no run is stored without its reads
-                record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, trace)
+                self._record_reads(conn, tenant_id, run_id, trace)
             return owned
 
     def get(self, tenant_id: str, run_id: str) -> RunRecord | None:

@@ -138,7 +138,7 @@ class TransferRepository(Repository):
                         if table is ladder_runs and added:
                             reads = imported_reads(tenant_id, scope, row.get("trace"))
                             insert = self.db.insert(ladder_run_reads)
-                            record_reads(conn, insert, tenant_id, row["id"], None, reads)
+                            record_reads(conn, insert, tenant_id, row["id"], reads)
                 repair_references(conn, tenant_id, scope, rows["memory"], olds)
                 counts |= restore_slates(conn, self.db.insert, tenant_id, scope, rows)
         except (StatementError, DBAPIError) as exc:
