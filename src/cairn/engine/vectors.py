@@ -34,6 +34,9 @@ class _Matrix:
     unembedded: int = 0
     # The rows as ``int8_dots.Codes`` (a big partition), else None.
     codes: Codes | None = None
+    # The distinct speakers of the rows read (a superset of those of ``seqs``: "" for rows
+    # without one); None: not known. A memory's speaker is set when it is compiled and kept.
+    speakers: frozenset[str] | None = None
 
     def covers(self, share: float) -> bool:
         """Whether at least ``share`` (in [0.5, 1]: ``unembedded`` is counted only that far)
@@ -155,14 +158,17 @@ def _appended(
         return None
     if not newer.seqs:
         return replace(old, stamp=stamp, unembedded=0)
-    if {len(b) for b in newer.blobs} != {old.dim * 4}:
+    if {len(b) for b in newer.blobs} != {old.dim * 4} or old.speakers is None:
         return None
     added = _stacked(newer.blobs)
     seqs = np.concatenate([old.seqs, np.asarray(newer.seqs, dtype=np.int64)])
+    speakers = old.speakers | newer.speakers
     if old.codes is None:
-        return _coded(_Matrix(stamp, seqs, np.concatenate([old.vectors, added])))
+        vectors = np.concatenate([old.vectors, added])
+        return _coded(_Matrix(stamp, seqs, vectors, speakers=speakers))
     # Only the new rows are quantized.
-    return replace(old, stamp=stamp, seqs=seqs, codes=Codes.joined([old.codes, Codes.of(added)]))
+    codes = Codes.joined([old.codes, Codes.of(added)])
+    return replace(old, stamp=stamp, seqs=seqs, codes=codes, speakers=speakers)
 
 
 def _coded(matrix: _Matrix) -> _Matrix:
@@ -181,24 +187,28 @@ def _read_matrix(stamp: tuple[int, int], tx: UnitOfWork, tenant_id: str, scope: 
     pages = tx.memories.vector_pages(tenant_id, scope, _SLICE)
     seqs: list[int] = []
     head: list[bytes] = []
+    speakers: set[str] = set()
     for page in pages:
         seqs.extend(page.seqs)
         head.extend(page.blobs)
+        speakers |= page.speakers
         if len(seqs) >= MIN_ROWS:
             break
     else:  # a small partition: float32
-        return _of_one_size(stamp, seqs, head)
+        return _of_one_size(stamp, seqs, head, frozenset(speakers))
     size = len(head[0])
     parts = [_quantized_rows(head[i : i + _SLICE], size) for i in range(0, len(head), _SLICE)]
     del head
     for page in pages:
         seqs.extend(page.seqs)
+        speakers |= page.speakers
         parts.append(_quantized_rows(page.blobs, size))
     if any(part is None for part in parts):  # vectors of two sizes: read again, whole
         rows = tx.memories.vectors(tenant_id, scope)
-        return _of_one_size(stamp, rows.seqs, rows.blobs)
+        return _of_one_size(stamp, rows.seqs, rows.blobs, rows.speakers)
     coded = Codes.joined([part for part in parts if part is not None])
-    return _Matrix(stamp, np.asarray(seqs, dtype=np.int64), _EMPTY, codes=coded)
+    at = np.asarray(seqs, dtype=np.int64)
+    return _Matrix(stamp, at, _EMPTY, codes=coded, speakers=frozenset(speakers))
 
 
 def _quantized_rows(blobs: Sequence[bytes], size: int) -> Codes | None:
@@ -208,13 +218,17 @@ def _quantized_rows(blobs: Sequence[bytes], size: int) -> Codes | None:
     return Codes.of(_stacked(blobs))
 
 
-def _of_one_size(stamp: tuple[int, int], seqs: list[int], blobs: list[bytes]) -> _Matrix:
-    """The matrix of the rows of the most common vector size (coded if big enough)."""
+def _of_one_size(
+    stamp: tuple[int, int], seqs: list[int], blobs: list[bytes], speakers: frozenset[str]
+) -> _Matrix:
+    """The matrix of the rows of the most common vector size (coded if big enough);
+    ``speakers``: those of every row read."""
     if len({len(b) for b in blobs}) > 1:  # another embedder's vectors, until re-embedded
         size = Counter(len(b) for b in blobs).most_common(1)[0][0]
         seqs = [seq for seq, b in zip(seqs, blobs, strict=True) if len(b) == size]
         blobs = [b for b in blobs if len(b) == size]
-    return _coded(_Matrix(stamp, np.asarray(seqs, dtype=np.int64), _stacked(blobs)))
+    at = np.asarray(seqs, dtype=np.int64)
+    return _coded(_Matrix(stamp, at, _stacked(blobs), speakers=speakers))
 
 
 _SLICE = 1024

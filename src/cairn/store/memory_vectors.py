@@ -6,7 +6,7 @@ matrix when they changed."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -92,10 +92,26 @@ def bump_vector_version(
 
 @dataclass(frozen=True, slots=True)
 class VectorRows:
-    """Embeddings of one partition: parallel lists of ``seq`` and float32 bytes."""
+    """Embeddings of one partition: parallel lists of ``seq`` and float32 bytes, and the
+    distinct ``metadata.speaker`` of those rows ("" for a row without one)."""
 
     seqs: list[int]
     blobs: list[bytes]
+    speakers: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, rows: Sequence[Any]) -> VectorRows:
+        """From ``(seq, embedding, speaker)`` rows (``_VECTOR_COLUMNS``)."""
+        return cls(
+            [int(r[0]) for r in rows],
+            [bytes(r[1]) for r in rows],
+            frozenset(r[2] or "" for r in rows),
+        )
+
+
+# What the vector lane reads of a row: its vector, and its speaker (the search needs the
+# speakers of rows it may leave unread: ``cairn.engine.search``).
+_VECTOR_COLUMNS = (t.c.seq, e.c.embedding, t.c.metadata["speaker"].as_string())
 
 
 class MemoryVectors(Repository):
@@ -170,12 +186,12 @@ class MemoryVectors(Repository):
         """The partition's vectors in ``seq`` order (only rows after ``after`` if given)."""
         conn = self._tx_read
         rows = conn.execute(
-            select(t.c.seq, e.c.embedding)
+            select(*_VECTOR_COLUMNS)
             .join(e, e.c.seq == t.c.seq)
             .where(scope_filter(t, tenant_id, scope), t.c.seq > after)
             .order_by(t.c.seq)
         ).all()
-        return VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
+        return VectorRows.of(rows)
 
     def vector_pages(self, tenant_id: str, scope: Scope, size: int) -> Iterator[VectorRows]:
         """The partition's vectors in ``seq`` order, ``size`` rows at a time, streamed from
@@ -183,14 +199,14 @@ class MemoryVectors(Repository):
         all in memory at once (100,000 of the multilingual embedder's are 358 MB, of e5's 154,
         and PostgreSQL's driver holds a result whole, as text, before it is read)."""
         stmt = (
-            select(t.c.seq, e.c.embedding)
+            select(*_VECTOR_COLUMNS)
             .join(e, e.c.seq == t.c.seq)
             .where(scope_filter(t, tenant_id, scope))
             .order_by(t.c.seq)
             .execution_options(yield_per=size)
         )
         for rows in self._tx_read.execute(stmt).partitions(size):
-            yield VectorRows([int(r[0]) for r in rows], [bytes(r[1]) for r in rows])
+            yield VectorRows.of(rows)
 
     def vector_count(self, tenant_id: str, scope: Scope) -> int:
         """How many of the partition's rows have a vector."""

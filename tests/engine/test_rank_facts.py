@@ -1,0 +1,147 @@
+"""A search reads the ranking facts of the vector lane's candidates only where they can rank
+(``cairn.engine.search._ranking_facts``), with the same result as reading them all."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cairn.core.episodes import NewEpisode
+from cairn.core.scope import Scope
+from cairn.engine import search as search_module
+from cairn.engine.compile import compile_scope
+from cairn.engine.embedders import HashingEmbedder
+from cairn.engine.search import embed_memories, rank_memories
+from cairn.engine.vectors import _Matrix
+from cairn.store import Store
+from cairn.store.memories import MemoryRepository
+
+TENANT = "t1"
+SCOPE = Scope.for_subject("s")
+
+
+class _Facts:
+    """A unit of work whose ``memories.rank_facts`` answers from ``rows`` and records what it
+    was asked for."""
+
+    def __init__(self, rows: dict[int, tuple[float, str, str, str]]) -> None:
+        self.rows = rows
+        self.asked: list[int] = []
+        self.memories = SimpleNamespace(rank_facts=self._rank_facts)
+
+    def _rank_facts(self, _tenant: str, _scope: Scope, seqs: list[int]) -> dict[int, Any]:
+        self.asked.extend(seqs)
+        return {seq: self.rows[seq] for seq in seqs if seq in self.rows}
+
+
+def _case(query: str) -> tuple[_Facts, dict[int, float], dict[int, Any], Any]:
+    """Five lexical candidates of Ann (fused 0.9 to 0.5, their facts known) and eleven of the
+    vector lane alone (fused 0.01 to 0.31): ten of Ann's, the weakest one Zed's."""
+    known = {seq: (1.0, "active", "turn", "Ann") for seq in range(1, 6)}
+    fused = {seq: 1.0 - seq / 10 for seq in known}
+    vector_only = {
+        seq: (1.0, "active", "turn", "Zed" if seq == 10 else "Ann") for seq in range(10, 21)
+    }
+    fused |= {seq: (seq - 10) * 0.03 + 0.01 for seq in vector_only}
+    matrix = _Matrix(
+        (1, 0), np.arange(10, 21), np.zeros((11, 2)), speakers=frozenset({"Ann", "Zed"})
+    )
+    wanted = search_module._Wanted(query, 3, {"active"}, None, matrix)
+    return _Facts({**known, **vector_only}), fused, known, wanted
+
+
+def _final_order(fused: dict[int, float], facts: dict[int, Any], named: set[str]) -> list[int]:
+    final = search_module._final_scores(fused, facts, {"active"}, None, named)
+    return sorted(final, key=lambda seq: (-final[seq], seq))[:3]
+
+
+def test_candidates_that_cannot_rank_are_not_read() -> None:
+    tx, fused, known, wanted = _case("What did Ann say about pottery?")
+    facts, named = search_module._ranking_facts(tx, TENANT, SCOPE, fused, known, wanted)  # type: ignore[arg-type]
+    # The third best known score is 0.7; no vector candidate reaches it.
+    assert tx.asked == [] and named == {"Ann"}
+    every = {**known, **tx.rows}
+    assert _final_order(fused, facts, named) == _final_order(fused, every, {"Ann"}) == [1, 2, 3]
+
+
+def test_a_speaker_named_only_by_unread_rows_reads_the_rest() -> None:
+    """Zed is named by the query and said only the weakest vector candidate: the rows read
+    first do not name Zed, the matrix's speakers do, so the rest are read and Zed is named
+    (everyone else's score discounted), as when every row is read."""
+    tx, fused, known, wanted = _case("What did Zed say?")
+    facts, named = search_module._ranking_facts(tx, TENANT, SCOPE, fused, known, wanted)  # type: ignore[arg-type]
+    assert named == {"Zed"}
+    assert sorted(tx.asked) == list(range(10, 21))
+    assert facts == {**known, **tx.rows}
+
+
+def test_without_the_speakers_of_the_matrix_every_candidate_is_read() -> None:
+    tx, fused, known, wanted = _case("pottery")
+    unknown = search_module._Wanted(wanted.query, 3, {"active"}, None, None)
+    search_module._ranking_facts(tx, TENANT, SCOPE, fused, known, unknown)  # type: ignore[arg-type]
+    assert sorted(tx.asked) == list(range(10, 21))
+
+
+def _seed(store: Store) -> Scope:
+    """Sixty turns of three speakers, half of them about pottery, with vectors."""
+    scope = Scope.for_subject("pottery")
+    t0 = datetime(2023, 5, 1, tzinfo=UTC)
+    names = ("Ann", "Ben", "Cleo")
+    words = ("clay", "glaze", "wheel", "kiln", "garden", "train", "rain", "bread", "piano")
+    texts = [
+        f"{'I made pottery with' if i % 2 else 'We talked about'} {words[i % 9]} and "
+        f"{words[(i * 7) % 9]} on day {i}."
+        for i in range(60)
+    ]
+    store.episodes.append_many(
+        TENANT,
+        [
+            NewEpisode(
+                scope=scope,
+                source="t",
+                type="conversation.turn",
+                payload={"messages": [{"role": "user", "name": names[i % 3], "content": text}]},
+                occurred_at=t0 + timedelta(hours=i),
+            )
+            for i, text in enumerate(texts)
+        ],
+    )
+    compile_scope(store, TENANT, scope)
+    embed_memories(store, HashingEmbedder(), TENANT, scope)
+    return scope
+
+
+@pytest.mark.parametrize("query", ["pottery clay", "What did Cleo say about the kiln?", "rain"])
+def test_the_ranking_is_the_same_as_with_every_candidate_read(
+    store: Store, monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    """On both backends: the order and every score, with the unread candidates and with the
+    floor at 0 (every candidate read); fewer rows are read."""
+    scope = _seed(store)
+    asked: list[int] = []
+    real = MemoryRepository.rank_facts
+
+    def counted(self: MemoryRepository, tenant: str, scope: Scope, seqs: list[int]) -> Any:
+        asked.extend(seqs)
+        return real(self, tenant, scope, seqs)
+
+    monkeypatch.setattr(MemoryRepository, "rank_facts", counted)
+
+    def ranked() -> tuple[list[int], dict[int, float]]:
+        with store.snapshot() as tx:
+            got = rank_memories(
+                store, TENANT, scope, query, limit=5, tx=tx, embedder=HashingEmbedder()
+            )
+        return got.order, got.final
+
+    pruned = ranked()
+    read_pruned = len(asked)
+    asked.clear()
+    monkeypatch.setattr(search_module, "_floor", lambda *_: 0.0)
+    assert ranked() == pruned
+    assert len(pruned[0]) == 5
+    assert read_pruned < len(asked)
