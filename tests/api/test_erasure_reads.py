@@ -26,7 +26,9 @@ from sqlalchemy import create_engine, text, update
 from cairn.app import create_app
 from cairn.core.ids import utcnow
 from cairn.engine.embedders import HashingEmbedder
+from cairn.engine.lifecycle import forget_memory
 from cairn.engine.retention import sweep_retention
+from cairn.ladders import runtime as runtime_module
 from cairn.services import Services
 from cairn.store.database import normalize_url
 from cairn.store.migrations import _config
@@ -450,3 +452,38 @@ def test_migration_0028_deletes_runs_that_read_what_is_gone(db: str, tmp_path: P
         engine.dispose()
     with _server(db, tmp_path) as (client, _):
         assert _gone(client, read) and not _gone(client, other)
+
+
+def test_a_memory_forgotten_while_the_hooks_read_takes_the_run(
+    world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory is forgotten right after the hook has read it and before what the hook
+    read is recorded: the deletion cannot see that the run read it, but the run holds its
+    ``READING`` row then, so the run goes all the same (its reply is still answered)."""
+    client, services = world
+    marker = "zq" + secrets.token_hex(6)
+    _maya_knows(client, marker)
+    memory_id = _memory_id(services, marker)
+    read_hook = runtime_module.run_hook
+
+    def forget_after_reading(*args: Any) -> Any:
+        entry = read_hook(*args)
+        assert marker in str(entry)  # the hook read the memory
+        forget_memory(services.store, "default", memory_id, "test")
+        return entry
+
+    monkeypatch.setattr(runtime_module, "run_hook", forget_after_reading)
+    read = _ask(client, f"Where is the {marker}?")
+    monkeypatch.undo()
+    other = _elsewhere(client)
+    assert _gone(client, read) and not _gone(client, other)
+    assert _reads(services, read) == []
+    # Once a run's reads are recorded it holds no ``READING`` row: a later deletion takes
+    # only the runs that read what it deletes.
+    with services.store.db.engine.connect() as conn:
+        assert (
+            conn.execute(text("SELECT count(*) FROM ladder_run_reads WHERE item_id = ''")).scalar()
+            == 0
+        )
+    _ok(client.delete("/v1/scopes", params={"user_id": "maya"}))
+    assert not _gone(client, other)

@@ -177,6 +177,9 @@ class LadderRuntime:
         ctx = RequestContext(
             context_id=board.context_id, message=board.current_message, run_id=run.run_id
         )
+        if hooks and hooks.prepare:
+            # Until what the hooks read is recorded, a deletion in the tenant takes the run.
+            self.runs.mark_reading(run.request.tenant, run.run_id)
         for hook in hooks.prepare if hooks else []:
             run.trace["prepare"].append(run_hook(hook, board, ctx))
         if run.trace["prepare"]:

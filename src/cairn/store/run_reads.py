@@ -11,8 +11,10 @@ hooks have run (``RunRepository.add_reads``) and again when the run's end is rec
 changes: neighbour words, a stated name), a document or expired rows then deletes every run
 that read from it (``drop_reading_runs``, ``drop_runs_reading``), as a run that committed a
 deleted turn goes (``cairn.store.partitions.drop_runs``): the trace, the response and the
-run's write claims, whole. An item deleted between a hook's reading it and its reads being
-recorded (milliseconds) stays quoted by that run.
+run's write claims, whole. From before its hooks read until their reads are recorded
+(milliseconds), a run holds a ``READING`` row instead: a deletion of anything in the tenant
+then deletes it too (``RunRepository.mark_reading``; on PostgreSQL the two take turns on a
+lock, ``cairn.store.runs.lock_reads``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, and_, delete, or_, select
 
-from cairn.store.runs import ladder_run_reads, ladder_runs
+from cairn.store.runs import READING, ladder_run_reads, ladder_runs, lock_reads
 from cairn.store.slate_tables import slate_applied_writes
 
 # Ids a statement names at most.
@@ -74,9 +76,12 @@ def _drop_dependents(conn: Connection, tenant_id: str, run_ids: list[str]) -> No
 
 def drop_reading_runs(conn: Connection, tenant_id: str, *where: Any) -> int:
     """Delete the tenant's runs that read what ``where`` selects of ``ladder_run_reads`` (a
-    partition's columns, or ``item_id``); how many."""
+    partition's columns, or ``item_id``), and those whose hooks are reading now (``READING``);
+    how many."""
+    lock_reads(conn, tenant_id, shared=False)
+    selected = or_(and_(*where), ladder_run_reads.c.item_id == READING)
     stmt = select(ladder_run_reads.c.run_id).where(
-        ladder_run_reads.c.tenant_id == tenant_id, *where
+        ladder_run_reads.c.tenant_id == tenant_id, selected
     )
     return delete_runs(conn, tenant_id, list(conn.execute(stmt.distinct()).scalars()))
 

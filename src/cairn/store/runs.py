@@ -21,9 +21,11 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    delete,
     func,
     or_,
     select,
+    text,
     update,
 )
 
@@ -70,6 +72,23 @@ ladder_run_reads = Table(
 
 # Ids a statement names at most (SQLite's bound-parameter limit is far above).
 _PAGE = 500
+
+# The ``item_id`` of the row a run holds while its hooks read, before what they read is
+# recorded (no item's id is empty): a deletion meanwhile takes the run (``cairn.store.run_reads``).
+READING = ""
+
+
+def lock_reads(conn: Connection, tenant_id: str, *, shared: bool) -> None:
+    """PostgreSQL: the tenant's lock between runs starting to read (``shared``) and deletions
+    of what runs read (exclusive), held to the end of the transaction. A deletion that has
+    deleted an item but not yet dropped the runs reading it holds it, so a run cannot start
+    reading in between and read the item still uncommitted; a run that started first is seen
+    by the drop. SQLite needs none: its writes take turns."""
+    if conn.dialect.name == "postgresql":
+        fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        conn.execute(
+            text(f"SELECT {fn}(hashtextextended(:k, 0))"), {"k": f"cairn-run-reads:{tenant_id}"}
+        )
 
 
 def trace_reads(trace: Any, unnamed: dict[str, str] | None = None) -> list[dict[str, str]]:
@@ -218,17 +237,39 @@ class RunRepository(Repository):
     def _record_reads(self, conn: Connection, tenant_id: str, run_id: str, trace: Any) -> None:
         reads = trace_reads(trace)
         record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, reads)
+        conn.execute(
+            delete(ladder_run_reads).where(
+                ladder_run_reads.c.tenant_id == tenant_id,
+                ladder_run_reads.c.run_id == run_id,
+                ladder_run_reads.c.item_id == READING,
+            )
+        )
+
+    def mark_reading(self, tenant_id: str, run_id: str) -> None:
+        """Before the run's hooks read: a deletion of anything in the tenant from now until
+        their reads are recorded (``add_reads``, ``finish``) deletes the run, as the deletion
+        cannot know yet whether the run read what it deletes."""
+        with self._writing() as conn:
+            lock_reads(conn, tenant_id, shared=True)
+            if self._held(conn, tenant_id, run_id):
+                marker = {"item_id": READING, "runtime_id": "", "user_id": "", "agent_id": ""}
+                record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, [marker])
+
+    @staticmethod
+    def _held(conn: Connection, tenant_id: str, run_id: str) -> bool:
+        """Whether the run is still stored (a deletion may have taken it)."""
+        found = conn.execute(
+            select(ladder_runs.c.seq).where(
+                ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
+            )
+        ).first()
+        return found is not None
 
     def add_reads(self, tenant_id: str, run_id: str, trace: dict[str, Any]) -> None:
         """Record what ``trace`` says the run has read so far (its prepare hooks), while the
         run is still stored (a deletion may have taken it)."""
         with self._writing() as conn:
-            held = conn.execute(
-                select(ladder_runs.c.seq).where(
-                    ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id
-                )
-            ).first()
-            if held is not None:
+            if self._held(conn, tenant_id, run_id):
                 self._record_reads(conn, tenant_id, run_id, trace)
 
     def finish(
