@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from sqlalchemy import select, text
 
 from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
@@ -19,6 +21,7 @@ from cairn.engine.search import embed_memories, rank_memories
 from cairn.engine.vectors import _Matrix
 from cairn.store import Store
 from cairn.store.memories import MemoryRepository
+from cairn.store.schema import memories
 
 TENANT = "t1"
 SCOPE = Scope.for_subject("s")
@@ -115,13 +118,51 @@ def _seed(store: Store) -> Scope:
     return scope
 
 
-@pytest.mark.parametrize("query", ["pottery clay", "What did Cleo say about the kiln?", "rain"])
+def _speaker_of_one_turn(store: Store, scope: Scope, speaker: Any) -> None:
+    """Give one of Cleo's turns the speaker ``speaker`` (a JSON number: an import stores
+    whatever object ``metadata`` it is given)."""
+    with store.db.engine.begin() as conn:
+        seq = conn.execute(
+            text(
+                "SELECT seq FROM memories WHERE user_id = :u AND content LIKE 'Cleo:%' "
+                "ORDER BY seq LIMIT 1"
+            ),
+            {"u": scope.user_id},
+        ).scalar_one()
+        if store.db.is_sqlite:
+            change = "json_set(metadata, '$.speaker', json(:v))"
+        else:
+            change = "jsonb_set(metadata, '{speaker}', CAST(:v AS jsonb))"
+        conn.execute(
+            text(f"UPDATE memories SET metadata = {change} WHERE seq = :s"),
+            {"v": json.dumps(speaker), "s": seq},
+        )
+
+
+@pytest.mark.parametrize(
+    ("query", "weights", "speaker"),
+    [
+        ("pottery clay", None, None),
+        ("What did Cleo say about the kiln?", None, None),
+        ("rain", None, None),
+        ("pottery clay", None, 7),
+        ("What did 7 say about the kiln?", None, 7),
+        # A caller's own weights may make a fused score negative (its final score is 0).
+        ("pottery clay", {"lexical": 1.0, "vector": -0.5}, None),
+    ],
+)
 def test_the_ranking_is_the_same_as_with_every_candidate_read(
-    store: Store, monkeypatch: pytest.MonkeyPatch, query: str
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    query: str,
+    weights: dict[str, float] | None,
+    speaker: Any,
 ) -> None:
     """On both backends: the order and every score, with the unread candidates and with the
     floor at 0 (every candidate read); fewer rows are read."""
     scope = _seed(store)
+    if speaker is not None:
+        _speaker_of_one_turn(store, scope, speaker)
     asked: list[int] = []
     real = MemoryRepository.rank_facts
 
@@ -134,7 +175,14 @@ def test_the_ranking_is_the_same_as_with_every_candidate_read(
     def ranked() -> tuple[list[int], dict[int, float]]:
         with store.snapshot() as tx:
             got = rank_memories(
-                store, TENANT, scope, query, limit=5, tx=tx, embedder=HashingEmbedder()
+                store,
+                TENANT,
+                scope,
+                query,
+                limit=5,
+                tx=tx,
+                embedder=HashingEmbedder(),
+                weights=weights,
             )
         return got.order, got.final
 
@@ -144,4 +192,34 @@ def test_the_ranking_is_the_same_as_with_every_candidate_read(
     monkeypatch.setattr(search_module, "_floor", lambda *_: 0.0)
     assert ranked() == pruned
     assert len(pruned[0]) == 5
-    assert read_pruned < len(asked)
+    if weights is None:  # (negative fused scores: every candidate may tie at 0)
+        assert read_pruned < len(asked)
+
+
+def test_a_restated_memory_whose_speaker_changes_moves_the_vector_version_on(store: Store) -> None:
+    """The compiler may restate a stored memory (the same content) with new metadata: when its
+    speaker changes, cached matrices (which know their rows' speakers) are read again."""
+    scope = _seed(store)
+    with store.db.engine.connect() as conn:
+        row = dict(
+            conn.execute(
+                select(memories).where(memories.c.user_id == scope.user_id).order_by(memories.c.seq)
+            )
+            .mappings()
+            .first()
+            or {}
+        )
+    row["search_text"] = None
+
+    def restated(speaker: str) -> tuple[int, int]:
+        with store.transaction() as tx:
+            tx.memories.refresh_metadata(
+                {**row, "metadata": {**row["metadata"], "speaker": speaker}}
+            )
+        with store.snapshot() as tx:
+            return tx.memories.vector_stamp(TENANT, scope)
+
+    before = restated(str(row["metadata"]["speaker"]))
+    assert restated(str(row["metadata"]["speaker"])) == before  # the same speaker: unchanged
+    after = restated("Dora")
+    assert after[1] == before[1] + 1  # a rewrite: the matrix is read whole again

@@ -198,6 +198,8 @@ COORDINATE_COVERAGE = 0.5
 # of no one) keep this share of their score. A discount, not a boost, so scores stay in [0, 1]
 # and a memory of the named speaker keeps exactly the score it would have had.
 OTHER_SPEAKER_WEIGHT = 1 / 1.2
+# Below ``_floor``'s bound: scores multiplied in another order may differ in the last bits.
+FLOOR_MARGIN = 1e-9
 
 
 @dataclass(frozen=True)
@@ -383,14 +385,14 @@ def _ranking_facts(
     if speakers is not None and missing:
         named = named_speakers(wanted.query, {got[3] for got in known.values()})
         floor = _floor(fused, known, wanted, named)
-    read = [seq for seq in missing if fused[seq] >= floor]
+    read = [seq for seq in missing if max(0.0, fused[seq]) >= floor]
     facts = {**known, **tx.memories.rank_facts(tenant_id, scope, read)}
     named = named_speakers(wanted.query, {got[3] for got in facts.values()})
     if len(read) < len(missing):
         assert speakers is not None
         everyone = speakers | {got[3] for got in facts.values()}
         if named_speakers(wanted.query, everyone) != named:
-            rest = [seq for seq in missing if fused[seq] < floor]
+            rest = [seq for seq in missing if max(0.0, fused[seq]) < floor]
             facts.update(tx.memories.rank_facts(tenant_id, scope, rest))
             named = named_speakers(wanted.query, {got[3] for got in facts.values()})
     return facts, named
@@ -400,15 +402,16 @@ def _floor(fused: dict[int, float], known: Facts, wanted: _Wanted, named: set[st
     """A score below which no candidate can rank among the first ``wanted.limit``: the
     ``limit``-th best final score of the candidates whose facts are ``known`` (more
     candidates only raise it), times ``OTHER_SPEAKER_WEIGHT`` while the query names no
-    speaker among them (one named later discounts the others); 0 when there are fewer. A
-    candidate's final score is at most its fused score: a confidence and a discount are at
-    most 1 (an import checks the confidence)."""
+    speaker among them (one named later discounts the others), less a margin for the order in
+    which the factors were multiplied; 0 when there are fewer. A candidate's final score is at
+    most its fused score, or 0 when that is negative: a confidence and a discount are at most
+    1 (an import checks the confidence), and the final score is clamped to [0, 1]."""
     scored = {seq: fused[seq] for seq in known if seq in fused}
     finals = _final_scores(scored, known, wanted.allowed, wanted.kinds, named)
     if len(finals) < wanted.limit:
         return 0.0
     best = heapq.nlargest(wanted.limit, finals.values())[-1]
-    return best if named else best * OTHER_SPEAKER_WEIGHT
+    return (best if named else best * OTHER_SPEAKER_WEIGHT) - FLOOR_MARGIN
 
 
 def _unseen(

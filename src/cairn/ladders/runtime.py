@@ -290,9 +290,11 @@ class LadderRuntime:
         )
         if not owned:
             # A later attempt took the run over (this one looked dead): its record and its
-            # write claims are the run's now.
+            # write claims are the run's now. Or a deletion took the run, as it quoted (or
+            # might have quoted) what was deleted (``cairn.store.run_reads``).
             log.warning(
-                "run %s was taken over by another attempt; this attempt's end is not recorded",
+                "run %s was taken over by another attempt or deleted with what it read; "
+                "this attempt's end is not recorded",
                 run_id,
             )
         elif any("/slateWrite/" in e or e.endswith("/if") for e in run.effects):

@@ -391,17 +391,19 @@ class MemoryRepository(MemoryVectors):
         analysed = row.get("search_text")
         if analysed is None:
             analysed = search_text(row["content"], row["metadata"])
+        where = (
+            t.c.tenant_id == row["tenant_id"],
+            t.c.runtime_id == row["runtime_id"],
+            t.c.user_id == row["user_id"],
+            t.c.agent_id == row["agent_id"],
+            t.c.kind == row["kind"],
+            t.c.content_hash == row["content_hash"],
+            t.c.status != "deleted",  # a forgotten memory's tombstone stays empty
+        )
+        self.keep_speakers_known(row, where)
         conn.execute(
             update(t)
-            .where(
-                t.c.tenant_id == row["tenant_id"],
-                t.c.runtime_id == row["runtime_id"],
-                t.c.user_id == row["user_id"],
-                t.c.agent_id == row["agent_id"],
-                t.c.kind == row["kind"],
-                t.c.content_hash == row["content_hash"],
-                t.c.status != "deleted",  # a forgotten memory's tombstone stays empty
-            )
+            .where(*where)
             .values(
                 metadata=row["metadata"],
                 search_text=analysed,

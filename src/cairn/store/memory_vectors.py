@@ -101,11 +101,12 @@ class VectorRows:
 
     @classmethod
     def of(cls, rows: Sequence[Any]) -> VectorRows:
-        """From ``(seq, embedding, speaker)`` rows (``_VECTOR_COLUMNS``)."""
+        """From ``(seq, embedding, speaker)`` rows (``_VECTOR_COLUMNS``; a speaker as text, as
+        ``rank_facts`` gives it, whatever JSON value the metadata holds)."""
         return cls(
             [int(r[0]) for r in rows],
             [bytes(r[1]) for r in rows],
-            frozenset(r[2] or "" for r in rows),
+            frozenset(str(r[2] or "") for r in rows),
         )
 
 
@@ -175,6 +176,20 @@ class MemoryVectors(Repository):
             scope = Scope.model_construct(runtime_id=runtime_id, user_id=user_id, agent_id=agent_id)
             bump_vector_version(self._tx_write, self.db, tenant_id, scope, cleared=True)
         return len(found)
+
+    def keep_speakers_known(self, row: dict[str, Any], where: Sequence[Any]) -> None:
+        """Before the stored memory ``where`` selects takes ``row``'s metadata: the vector lane's
+        cached matrices know their rows' speakers (``VectorRows.speakers``), so a speaker that
+        changes moves the partition's vector version on, as a cleared vector does (the
+        matrix is read again)."""
+        conn = self._tx_write
+        speaker = str(row["metadata"].get("speaker") or "")
+        was = conn.execute(select(t.c.metadata["speaker"].as_string()).where(*where)).first()
+        if was is not None and str(was[0] or "") != speaker:
+            scope = Scope.model_construct(
+                runtime_id=row["runtime_id"], user_id=row["user_id"], agent_id=row["agent_id"]
+            )
+            bump_vector_version(conn, self.db, row["tenant_id"], scope, cleared=True)
 
     def vector_stamp(self, tenant_id: str, scope: Scope) -> tuple[int, int]:
         """The partition's vector version (0: none yet), which changes when its vectors do,

@@ -13,8 +13,8 @@ that read from it (``drop_reading_runs``, ``drop_runs_reading``), as a run that 
 deleted turn goes (``cairn.store.partitions.drop_runs``): the trace, the response and the
 run's write claims, whole. From before its hooks read until their reads are recorded
 (milliseconds), a run holds a ``READING`` row instead: a deletion of anything in the tenant
-then deletes it too (``RunRepository.mark_reading``; on PostgreSQL the two take turns on a
-lock, ``cairn.store.runs.lock_reads``).
+then deletes it too (``RunRepository.mark_reading``; on PostgreSQL a mark and the deletions take
+turns on a lock, ``cairn.store.runs.lock_reads``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def drop_reading_runs(conn: Connection, tenant_id: str, *where: Any) -> int:
     """Delete the tenant's runs that read what ``where`` selects of ``ladder_run_reads`` (a
     partition's columns, or ``item_id``), and those whose hooks are reading now (``READING``);
     how many."""
-    lock_reads(conn, tenant_id, shared=False)
+    assert where, "a selection of ladder_run_reads"
+    lock_reads(conn, tenant_id, marking=False)
     selected = or_(and_(*where), ladder_run_reads.c.item_id == READING)
     stmt = select(ladder_run_reads.c.run_id).where(
         ladder_run_reads.c.tenant_id == tenant_id, selected

@@ -78,14 +78,16 @@ _PAGE = 500
 READING = ""
 
 
-def lock_reads(conn: Connection, tenant_id: str, *, shared: bool) -> None:
-    """PostgreSQL: the tenant's lock between runs starting to read (``shared``) and deletions
-    of what runs read (exclusive), held to the end of the transaction. A deletion that has
-    deleted an item but not yet dropped the runs reading it holds it, so a run cannot start
-    reading in between and read the item still uncommitted; a run that started first is seen
-    by the drop. SQLite needs none: its writes take turns."""
+def lock_reads(conn: Connection, tenant_id: str, *, marking: bool) -> None:
+    """PostgreSQL: the tenant's lock between a run marking itself as reading (``marking``:
+    exclusive) and deletions dropping the runs that read what they delete (shared: deletions
+    never wait on one another here, only on a mark, whose transaction is one insert), held
+    to the end of the transaction. A deletion that has dropped the runs holds it to its
+    commit, so no run can start reading in between and see what it deleted still
+    uncommitted; a mark committed first is seen by the drop. SQLite needs none: its writes
+    take turns."""
     if conn.dialect.name == "postgresql":
-        fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        fn = "pg_advisory_xact_lock" if marking else "pg_advisory_xact_lock_shared"
         conn.execute(
             text(f"SELECT {fn}(hashtextextended(:k, 0))"), {"k": f"cairn-run-reads:{tenant_id}"}
         )
@@ -250,7 +252,7 @@ class RunRepository(Repository):
         their reads are recorded (``add_reads``, ``finish``) deletes the run, as the deletion
         cannot know yet whether the run read what it deletes."""
         with self._writing() as conn:
-            lock_reads(conn, tenant_id, shared=True)
+            lock_reads(conn, tenant_id, marking=True)
             if self._held(conn, tenant_id, run_id):
                 marker = {"item_id": READING, "runtime_id": "", "user_id": "", "agent_id": ""}
                 record_reads(conn, self.db.insert(ladder_run_reads), tenant_id, run_id, [marker])
