@@ -1,0 +1,50 @@
+"""PostgreSQL: a run marking itself as reading waits for a deletion in flight in its tenant
+(which may have deleted, uncommitted, what the run's hooks would read), and deletions never
+wait on one another for it (``cairn.store.runs.lock_reads``)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+from cairn.store import open_store
+from cairn.store.run_reads import drop_reading_runs
+from cairn.store.runs import ladder_run_reads
+
+
+def _deleting(store: object, tenant: str) -> object:
+    """A deleting transaction that has dropped the runs reading an item, not yet committed."""
+    conn = store.db.engine.connect()  # type: ignore[attr-defined]
+    conn.begin()
+    drop_reading_runs(conn, tenant, ladder_run_reads.c.item_id == str(uuid.uuid4()))
+    return conn
+
+
+def test_a_mark_waits_for_a_deletion_in_flight_and_deletions_share(pg_url: str) -> None:
+    store = open_store(pg_url)
+    try:
+        tenant = f"t-{uuid.uuid4().hex[:8]}"
+        run_id = "run-1"
+        store.runs.begin(tenant, run_id, ladder="l", request_hash="h", model="m")
+        first = _deleting(store, tenant)
+        second = _deleting(store, tenant)  # shares the lock: does not wait for the first
+        second.rollback()  # type: ignore[attr-defined]
+        second.close()  # type: ignore[attr-defined]
+        marked = threading.Event()
+        worker = threading.Thread(
+            target=lambda: (store.runs.mark_reading(tenant, run_id), marked.set())
+        )
+        worker.start()
+        try:
+            assert not marked.wait(1.0)  # the deletion is still in flight
+        finally:
+            first.commit()  # type: ignore[attr-defined]
+            first.close()  # type: ignore[attr-defined]
+        assert marked.wait(10.0)
+        worker.join()
+        # A deletion after the mark drops the run, whatever it deletes.
+        with store.db.engine.begin() as conn:
+            dropped = drop_reading_runs(conn, tenant, ladder_run_reads.c.item_id == "other")
+        assert dropped == 1 and store.runs.get(tenant, run_id) is None
+    finally:
+        store.close()
