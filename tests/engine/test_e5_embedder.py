@@ -12,7 +12,7 @@ import pytest
 
 from cairn.config import Settings
 from cairn.core.scope import Scope
-from cairn.engine import e5_model
+from cairn.engine import e5_graph, e5_model
 from cairn.engine.backfill import EmbeddingBackfill
 from cairn.engine.e5_model import E5Embedder
 from cairn.engine.embedders import LazyEmbedder, OnnxEmbedder, get_embedder
@@ -343,3 +343,22 @@ def test_two_threads_embed_texts_side_by_side_with_the_same_vectors(e5: E5Embedd
     assert np.allclose(
         two.embed_query("what does she drink"), e5.embed_query("what does she drink")
     )
+
+
+def test_the_word_table_is_read_not_mapped(e5: E5Embedder) -> None:
+    """A text's word rows are read from the model file: no page of its 54 MB word table
+    stays mapped into the process (a server's RSS), however many words it has met; the rows
+    are those of the file."""
+    source = str(e5_model._model_file())
+    e5.embed(["Words of many pieces: Schwarzwälder Kirschtorte, 北京烤鸭, борщ."])
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        assert not any(line.rstrip().endswith(source) for line in maps)
+    ids = e5.tokens("Kirschtorte")
+    layout = e5_graph.read_layout(Path(source))
+    offset, size = layout.tensors["emb.word"]
+    table = np.memmap(source, dtype=np.uint8, mode="r", offset=offset, shape=(size,))
+    width = size // layout.vocab
+    rows = np.asarray(table.reshape(layout.vocab, width)[ids])
+    expected = e5_graph.dequantize(rows, len(ids), layout.hidden)
+    del table
+    assert np.array_equal(e5._words.rows(ids), expected)

@@ -20,8 +20,10 @@ and "Session 33").
 from __future__ import annotations
 
 import itertools
+import os
 import struct
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,23 +135,35 @@ def dequantize(raw: Any, rows: int, cols: int) -> Any:
 
 
 class WordTable:
-    """The word embeddings, 4-bit, mapped from the file: only the rows a text uses are read
-    (the table is 54 MB; a server touches the pages of the words it meets)."""
+    """The word embeddings, 4-bit, read from the file a row at a time (``os.pread``): only
+    the rows a text uses are read. Mapped instead, the pages of every word a server had met
+    stayed in its RSS (17 MB after embedding the scale benchmark's 3,000 texts; the table is
+    54 MB, and text in many languages meets more of it); read, they are the system's page
+    cache, shared and dropped under pressure (docs/benchmarks.md, "Session 35")."""
 
     def __init__(self, path: Path, layout: Layout) -> None:
-        import numpy as np
-
         offset, size = layout.tensors["emb.word"]
         self.hidden = layout.hidden
-        width = layout.hidden // _BLOCK * _BLOCK_BYTES
-        if size != layout.vocab * width:
+        self._width = layout.hidden // _BLOCK * _BLOCK_BYTES
+        if size != layout.vocab * self._width:
             raise ValueError(f"{path}: unexpected word table size {size}")
-        self._rows = np.memmap(
-            path, dtype=np.uint8, mode="r", offset=offset, shape=(layout.vocab, width)
-        )
+        self._path, self._offset, self._vocab = path, offset, layout.vocab
+        # Held open while the table is (a wheel upgraded under a running server replaces the
+        # file: this one keeps reading the file it was loaded from).
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
 
     def rows(self, ids: list[int]) -> Any:
-        return dequantize(self._rows[ids], len(ids), self.hidden)
+        import numpy as np
+
+        width, offset, fd = self._width, self._offset, self._fd
+        if any(not 0 <= i < self._vocab for i in ids):
+            raise IndexError(f"a piece id outside the vocabulary of {self._vocab}")
+        raw = b"".join(os.pread(fd, width, offset + i * width) for i in ids)
+        if len(raw) != len(ids) * width:
+            raise OSError(f"{self._path}: the word table is cut short")
+        rows = np.frombuffer(raw, dtype=np.uint8).reshape(len(ids), width)
+        return dequantize(rows, len(ids), self.hidden)
 
 
 def _floats(path: Path, layout: Layout, name: str) -> Any:
