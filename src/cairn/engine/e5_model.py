@@ -20,6 +20,7 @@ over its own tokens only), so its vector does not depend on the texts embedded w
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -170,6 +171,8 @@ def unavailable() -> str | None:
             "of cairn on Linux and on macOS with Apple silicon: reinstall it there; elsewhere "
             "choose CAIRN_EMBEDDER=multilingual)"
         )
+    if not hasattr(os, "pread"):  # (the word table is read with it: POSIX only)
+        return "CAIRN_EMBEDDER=e5 needs os.pread, which this platform lacks"
     return None
 
 
