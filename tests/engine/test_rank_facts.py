@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 from sqlalchemy import select, text
 
-from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine import search as search_module
-from cairn.engine.compile import compile_scope
 from cairn.engine.embedders import HashingEmbedder
 from cairn.engine.search import embed_memories, rank_memories
 from cairn.engine.vectors import _Matrix
 from cairn.store import Store
 from cairn.store.memories import MemoryRepository
 from cairn.store.schema import memories
+from tests.engine.test_search import compile_turns
 
 TENANT = "t1"
+HOUR = timedelta(hours=1)
 SCOPE = Scope.for_subject("s")
 
 
@@ -92,7 +92,6 @@ def test_without_the_speakers_of_the_matrix_every_candidate_is_read() -> None:
 def _seed(store: Store) -> Scope:
     """Sixty turns of three speakers, half of them about pottery, with vectors."""
     scope = Scope.for_subject("pottery")
-    t0 = datetime(2023, 5, 1, tzinfo=UTC)
     names = ("Ann", "Ben", "Cleo")
     words = ("clay", "glaze", "wheel", "kiln", "garden", "train", "rain", "bread", "piano")
     texts = [
@@ -100,20 +99,7 @@ def _seed(store: Store) -> Scope:
         f"{words[(i * 7) % 9]} on day {i}."
         for i in range(60)
     ]
-    store.episodes.append_many(
-        TENANT,
-        [
-            NewEpisode(
-                scope=scope,
-                source="t",
-                type="conversation.turn",
-                payload={"messages": [{"role": "user", "name": names[i % 3], "content": text}]},
-                occurred_at=t0 + timedelta(hours=i),
-            )
-            for i, text in enumerate(texts)
-        ],
-    )
-    compile_scope(store, TENANT, scope)
+    compile_turns(store, scope, [(names[i % 3], text) for i, text in enumerate(texts)], HOUR)
     embed_memories(store, HashingEmbedder(), TENANT, scope)
     return scope
 

@@ -33,8 +33,14 @@ TEXTS = [
 ]
 
 
-def seed(store: Store, subject: str = "s", tenant: str = TENANT) -> Scope:
-    scope = Scope.for_subject(subject)
+def compile_turns(
+    store: Store,
+    scope: Scope,
+    turns: list[tuple[str, str]],
+    step: timedelta = timedelta(days=1),
+    tenant: str = TENANT,
+) -> None:
+    """One conversation turn per ``(speaker, text)``, ``step`` apart from 2023-05-01, compiled."""
     t0 = datetime(2023, 5, 1, tzinfo=UTC)
     store.episodes.append_many(
         tenant,
@@ -44,12 +50,17 @@ def seed(store: Store, subject: str = "s", tenant: str = TENANT) -> Scope:
                 source="t",
                 type="conversation.turn",
                 payload={"messages": [{"role": "user", "name": n, "content": text}]},
-                occurred_at=t0 + timedelta(days=i),
+                occurred_at=t0 + step * i,
             )
-            for i, (n, text) in enumerate(TEXTS)
+            for i, (n, text) in enumerate(turns)
         ],
     )
     compile_scope(store, tenant, scope)
+
+
+def seed(store: Store, subject: str = "s", tenant: str = TENANT) -> Scope:
+    scope = Scope.for_subject(subject)
+    compile_turns(store, scope, TEXTS, tenant=tenant)
     return scope
 
 
@@ -218,26 +229,12 @@ def test_only_an_overlapping_embedder_runs_on_the_helper_thread(store: Store) ->
 
 def seed_two_speakers(store: Store) -> Scope:
     scope = Scope.for_subject("pottery")
-    t0 = datetime(2023, 5, 1, tzinfo=UTC)
     texts = [
         ("Ann", "Ben and I love pottery: pottery class, pottery wheel, pottery every week."),
         ("Ben", "I tried a pottery class once with Ann, at the studio downtown."),
         ("Ann", "The weather was lovely today."),
     ]
-    store.episodes.append_many(
-        TENANT,
-        [
-            NewEpisode(
-                scope=scope,
-                source="t",
-                type="conversation.turn",
-                payload={"messages": [{"role": "user", "name": n, "content": text}]},
-                occurred_at=t0 + timedelta(days=i),
-            )
-            for i, (n, text) in enumerate(texts)
-        ],
-    )
-    compile_scope(store, TENANT, scope)
+    compile_turns(store, scope, texts)
     return scope
 
 

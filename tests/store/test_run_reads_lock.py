@@ -7,14 +7,16 @@ from __future__ import annotations
 import threading
 import uuid
 
-from cairn.store import open_store
+from sqlalchemy import Connection
+
+from cairn.store import Store, open_store
 from cairn.store.run_reads import drop_reading_runs
 from cairn.store.runs import ladder_run_reads
 
 
-def _deleting(store: object, tenant: str) -> object:
+def _deleting(store: Store, tenant: str) -> Connection:
     """A deleting transaction that has dropped the runs reading an item, not yet committed."""
-    conn = store.db.engine.connect()  # type: ignore[attr-defined]
+    conn = store.db.engine.connect()
     conn.begin()
     drop_reading_runs(conn, tenant, ladder_run_reads.c.item_id == str(uuid.uuid4()))
     return conn
@@ -28,18 +30,21 @@ def test_a_mark_waits_for_a_deletion_in_flight_and_deletions_share(pg_url: str) 
         store.runs.begin(tenant, run_id, ladder="l", request_hash="h", model="m")
         first = _deleting(store, tenant)
         second = _deleting(store, tenant)  # shares the lock: does not wait for the first
-        second.rollback()  # type: ignore[attr-defined]
-        second.close()  # type: ignore[attr-defined]
+        second.rollback()
+        second.close()
         marked = threading.Event()
-        worker = threading.Thread(
-            target=lambda: (store.runs.mark_reading(tenant, run_id), marked.set())
-        )
+
+        def mark() -> None:
+            store.runs.mark_reading(tenant, run_id)
+            marked.set()
+
+        worker = threading.Thread(target=mark)
         worker.start()
         try:
             assert not marked.wait(1.0)  # the deletion is still in flight
         finally:
-            first.commit()  # type: ignore[attr-defined]
-            first.close()  # type: ignore[attr-defined]
+            first.commit()
+            first.close()
         assert marked.wait(10.0)
         worker.join()
         # A deletion after the mark drops the run, whatever it deletes.
