@@ -35,7 +35,7 @@ from cairn.ladders.redact import redact
 from cairn.ladders.registry import Ladder
 from cairn.ladders.reply import shown_reply
 from cairn.ladders.requests import RunOutcome, RunRequest
-from cairn.ladders.slate_io import SlateAccess
+from cairn.ladders.slate_io import SlateAccess, slate_reads
 from cairn.ladders.steps import render_step
 from cairn.slates.declarations import check_slate_user
 from cairn.slates.errors import WriteAlreadyApplied
@@ -109,6 +109,10 @@ class LadderRuntime:
         outcome of a completed run) and this attempt's ownership token."""
         run_id = check_run_id(request.run_id) if request.run_id else f"run-{uuid7().hex}"
         fingerprint = request.fingerprint()
+        # The slate files its steps will read, recorded with the run before they are read.
+        reads = slate_reads(
+            self.services.slates, request.tenant, ladder.ladder, ladder.steps, request.user
+        )
         record, created = self.runs.begin(
             request.tenant,
             run_id,
@@ -116,6 +120,7 @@ class LadderRuntime:
             request_hash=fingerprint,
             model=request.model or "",
             user_id=request.user,
+            reads=reads,
         )
         if created:
             return run_id, set(), record.started_at
@@ -126,7 +131,8 @@ class LadderRuntime:
             )
         if record.status == COMPLETED:
             return run_id, RunOutcome.from_record(record), None
-        attempt = self.runs.take_over(request.tenant, run_id, stale_before=utcnow() - STALE_AFTER)
+        stale = utcnow() - STALE_AFTER
+        attempt = self.runs.take_over(request.tenant, run_id, stale_before=stale, reads=reads)
         if attempt is not None:
             return run_id, set(record.effects), attempt
         raise RunInProgress(

@@ -3,14 +3,18 @@ gated writes, bound to the run's tenant, ladder, user and run id, with trace-rea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from cairn.core.slates import WriteOutcome
 from cairn.errors import CairnError
+from cairn.ladders.config import SlateReadField, StepSpec
 from cairn.slates.config import GateSpec, SlateReadSource, SlateWriteSpec
+from cairn.slates.declarations import folder_key
 from cairn.slates.gates import evaluate_condition
 from cairn.slates.service import Slates
 from cairn.slates.steps import apply_gated_write, apply_slate_write
+from cairn.store.slate_reads import access_items
 
 
 class SlateAccess:
@@ -101,4 +105,28 @@ def _outcome(outcome: WriteOutcome) -> dict[str, Any]:
     return out
 
 
-__all__ = ["SlateAccess"]
+def slate_reads(
+    slates: Slates, tenant: str, ladder: str, steps: Sequence[StepSpec], user: str | None
+) -> list[str]:
+    """The slate items (``cairn.store.slate_reads``) the ``slateRead`` fields of ``steps``
+    read for ``user``: recorded with the run before it reads them, so that deleting such a file
+    (or resetting its folder) deletes the run, whose trace will quote it. (Its writes are
+    recorded with each write: ``Slates.write``.) A path not declared, or a per-user slate
+    without a user, gives nothing: the read itself fails and says why."""
+    out: dict[str, None] = {}
+    for step in steps:
+        for f in step.fields:
+            if not isinstance(f, SlateReadField):
+                continue
+            ref = f.source
+            try:
+                sspec = slates.spec(ladder, ref.slate)
+                key = folder_key(tenant, ladder, sspec, ref.folder or "", user or None)
+            except CairnError:
+                continue
+            where = (ladder, key.user_id, key.slate, ref.folder, ref.file, ref.metatag)
+            out.update(dict.fromkeys(access_items(*where)))
+    return list(out)
+
+
+__all__ = ["SlateAccess", "slate_reads"]

@@ -278,6 +278,8 @@ class Slates:
                     details={"run_id": run_id, "effect": effect},
                 )
             state = self._folders.locked(tx, fkey, fspec, new_file)
+            if run_id is not None:  # a ladder run's trace will quote the write
+                tx.slates.note_run_write(fkey, file, run_id)
             plan = plan_write(
                 state,
                 file,
@@ -343,7 +345,7 @@ class Slates:
         user_id: str | None = None,
     ) -> dict[str, Any]:
         """Empty a file (a declared file stays, empty; a file of an open folder is removed),
-        with the recorded evictions of its entries."""
+        with the recorded evictions of its entries and the ladder runs that quote it."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         with self.store.transaction() as tx:
@@ -368,20 +370,22 @@ class Slates:
             usage = state.usage - f.tokens
             tx.slates.save_folder(state.id, clock=state.clock, usage=usage, now=now)
             tx.slate_history.forget_evictions(fkey, file)
+            runs = tx.slates.drop_runs_reading(fkey, file)
         self.store.lifecycle.checkpoint()  # (SQLite: the log keeps no page of the text)
         return {
             "slate": slate,
             "folder": folder,
             "file": file,
             "entries_deleted": removed,
+            "ladder_runs_deleted": runs,
             "usage": {"tokens": usage, "tokenLimit": fspec.token_limit},
         }
 
     def reset(
         self, tenant: str, ladder: str, slate: str, folder: str, *, user_id: str | None = None
     ) -> dict[str, Any]:
-        """Put a folder back to its declared ``init`` contents (tags, use history and recorded
-        evictions cleared)."""
+        """Put a folder back to its declared ``init`` contents (tags, use history, recorded
+        evictions and the ladder runs that quote the folder cleared)."""
         sspec, fspec = self.folder_spec(ladder, slate, folder)
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         with self.store.transaction() as tx:
@@ -391,12 +395,14 @@ class Slates:
                 assert f.id is not None
                 tx.slates.drop_file(state.id, f.id, f.name)
             tx.slate_history.forget_evictions(fkey)
+            runs = tx.slates.drop_runs_reading(fkey)
             state = self._folders.locked(tx, fkey, fspec)
         self.store.lifecycle.checkpoint()
         return {
             "slate": slate,
             "folder": folder,
             "reset": True,
+            "ladder_runs_deleted": runs,
             "usage": {"tokens": state.usage, "tokenLimit": fspec.token_limit},
         }
 

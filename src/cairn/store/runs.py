@@ -8,6 +8,7 @@ so a run taken over after a failure skips what was already written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,7 @@ from sqlalchemy import (
 from cairn.core.ids import utcnow
 from cairn.store.repository import Repository
 from cairn.store.schema import JsonType, SeqType, UTCDateTime, metadata
+from cairn.store.slate_reads import item_rows
 
 ladder_runs = Table(
     "ladder_runs",
@@ -163,9 +165,13 @@ class RunRepository(Repository):
         request_hash: str,
         model: str,
         user_id: str = "",
+        reads: Sequence[str] = (),
     ) -> tuple[RunRecord, bool]:
         """Insert the run as ``running``; returns the row and True, or the existing row and
-        False when this run id is already known to the tenant."""
+        False when this run id is already known to the tenant. A new run is stored with
+        ``reads``: the slate items its steps will read (``cairn.store.slate_reads``),
+        recorded before it reads them, after the deletions in flight in the tenant commit
+        (as a mark waits): a deletion either sees them and takes the run, or committed first."""
         now = utcnow()
         values = {
             "id": run_id,
@@ -180,6 +186,8 @@ class RunRepository(Repository):
             "effects": [],
         }
         with self._writing() as conn:
+            if reads:
+                lock_reads(conn, tenant_id, marking=True)
             seq = conn.execute(
                 self.db.insert(ladder_runs)
                 .values(**values)
@@ -187,6 +195,7 @@ class RunRepository(Repository):
                 .returning(ladder_runs.c.seq)
             ).scalar()
             if seq is not None:  # new: no second statement needed
+                self._add_items(conn, tenant_id, run_id, reads)
                 return _record(values), True
             row = conn.execute(
                 select(ladder_runs).where(
@@ -195,12 +204,21 @@ class RunRepository(Repository):
             ).one()
         return _record(row), False
 
-    def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime) -> datetime | None:
+    def take_over(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        stale_before: datetime,
+        reads: Sequence[str] = (),
+    ) -> datetime | None:
         """Restart a failed run, or a running one not heard of since ``stale_before``
         (its process died). The new attempt's start (its ownership token: see ``finish``)
-        when this caller now owns the run, else None."""
+        when this caller now owns the run, else None. ``reads`` as for ``begin``."""
         started = utcnow()
         with self._writing() as conn:
+            if reads:
+                lock_reads(conn, tenant_id, marking=True)
             owned = (
                 conn.execute(
                     update(ladder_runs)
@@ -217,7 +235,16 @@ class RunRepository(Repository):
                 ).rowcount
                 == 1
             )
+            if owned:
+                self._add_items(conn, tenant_id, run_id, reads)
         return started if owned else None
+
+    def _add_items(
+        self, conn: Connection, tenant_id: str, run_id: str, items: Sequence[str]
+    ) -> None:
+        if items:
+            insert = self.db.insert(ladder_run_reads)
+            record_reads(conn, insert, tenant_id, run_id, item_rows(list(items)))
 
     def _owned(self, tenant_id: str, run_id: str, attempt: datetime | None) -> list[Any]:
         where = [ladder_runs.c.tenant_id == tenant_id, ladder_runs.c.id == run_id]

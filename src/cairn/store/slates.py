@@ -16,7 +16,10 @@ from sqlalchemy import bindparam, delete, func, or_, select, update
 
 from cairn.core.slates import Entry, FileState, FolderKey
 from cairn.store.repository import Repository
+from cairn.store.run_reads import drop_runs_reading
+from cairn.store.runs import ladder_run_reads, ladder_runs
 from cairn.store.schema import JsonType, UTCDateTime
+from cairn.store.slate_reads import access_items, file_items, folder_items, item_rows
 from cairn.store.slate_tables import (
     CLAIM_RETENTION,
     slate_applied_writes,
@@ -208,6 +211,28 @@ class SlateRepository(Repository):
             )
         )
         conn.execute(delete(slate_files).where(slate_files.c.id == file_id))
+
+    def drop_runs_reading(self, key: FolderKey, file: str | None = None) -> int:
+        """Delete the runs that read or wrote what deleting ``file`` (None: resetting the
+        folder) removes (``cairn.store.slate_reads``), with their traces; how many."""
+        where = (key.ladder, key.user_id, key.slate, key.folder)
+        items = folder_items(*where) if file is None else file_items(*where, file)
+        return drop_runs_reading(self._tx_write, key.tenant, items)
+
+    def note_run_write(self, key: FolderKey, file: str, run_id: str) -> None:
+        """Record that the stored run ``run_id`` writes ``file`` (in this transaction, which
+        holds the folder's lock, as a deletion of the file does): deleting the file deletes
+        the run (``cairn.store.slate_reads``)."""
+        conn = self._tx_write
+        held = conn.execute(
+            select(ladder_runs.c.seq).where(
+                ladder_runs.c.tenant_id == key.tenant, ladder_runs.c.id == run_id
+            )
+        ).first()
+        if held is not None:
+            items = access_items(key.ladder, key.user_id, key.slate, key.folder, file)
+            rows = [{"tenant_id": key.tenant, "run_id": run_id, **r} for r in item_rows(items)]
+            conn.execute(self.db.insert(ladder_run_reads).on_conflict_do_nothing(), rows)
 
     def save_folder(self, folder_id: int, *, clock: int, usage: int, now: datetime) -> None:
         conn = self._tx_write

@@ -30,6 +30,7 @@ from cairn.store.memory_search import row_stems, search_text
 from cairn.store.repository import Repository
 from cairn.store.runs import ladder_run_reads, ladder_runs, record_reads, trace_reads
 from cairn.store.schema import episodes, memories
+from cairn.store.slate_reads import item_rows, trace_slate_items
 from cairn.store.slate_transfer import (
     SLATE_TYPES,
     decode_history,
@@ -136,7 +137,7 @@ class TransferRepository(Repository):
                         added = int(conn.execute(stmt).rowcount or 0)
                         counts[kind] += added
                         if table is ladder_runs and added:
-                            reads = imported_reads(tenant_id, scope, row.get("trace"))
+                            reads = imported_reads(tenant_id, scope, row)
                             insert = self.db.insert(ladder_run_reads)
                             record_reads(conn, insert, tenant_id, row["id"], reads)
                 repair_references(conn, tenant_id, scope, rows["memory"], olds)
@@ -213,14 +214,17 @@ class TransferRepository(Repository):
                     )
 
 
-def imported_reads(tenant_id: str, scope: Scope, trace: Any) -> list[dict[str, str]]:
+def imported_reads(tenant_id: str, scope: Scope, run: dict[str, Any]) -> list[dict[str, str]]:
     """What an imported run read, so that deleting it here takes the run: each item its trace
     names, in the partition the trace names (this one when it names none: an older export),
     and the id the item has if it was imported here too (a memory or episode whose id was not
     this partition's to keep is stored under ``moved_memory_id``; a function of the partition
-    and the old id, so every page of an import maps alike)."""
+    and the old id, so every page of an import maps alike); and the slate files its steps read
+    or wrote (``cairn.store.slate_reads``)."""
     here = {"runtime_id": scope.runtime_id, "user_id": scope.user_id, "agent_id": scope.agent_id}
-    out = trace_reads(trace, unnamed=here)
+    trace = run.get("trace")
+    slates = trace_slate_items(trace, str(run.get("ladder") or ""), str(run.get("user_id") or ""))
+    out = trace_reads(trace, unnamed=here) + item_rows(slates)
     for read in list(out):
         try:
             old = uuid.UUID(read["item_id"])
