@@ -12,14 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, text, update
 
 from cairn.core.slates import Entry, FileState, FolderKey
 from cairn.store.repository import Repository
 from cairn.store.run_reads import drop_runs_reading
-from cairn.store.runs import ladder_run_reads, ladder_runs
 from cairn.store.schema import JsonType, UTCDateTime
-from cairn.store.slate_reads import access_items, file_items, folder_items, item_rows
+from cairn.store.slate_reads import access_items, file_items, folder_items
 from cairn.store.slate_tables import (
     CLAIM_RETENTION,
     slate_applied_writes,
@@ -95,6 +94,15 @@ def _key_params(key: FolderKey) -> dict[str, str]:
         "k_slate": key.slate,
         "k_folder": key.folder,
     }
+
+
+# The two items of a run's write (``note_run_write``), for a run that is stored.
+_NOTE_RUN_WRITE = text(
+    "INSERT INTO ladder_run_reads (tenant_id, run_id, item_id, runtime_id, user_id, agent_id) "
+    "SELECT r.tenant_id, r.id, i.item, '', '', '' FROM ladder_runs r, "
+    "(SELECT :a AS item UNION ALL SELECT :b) i WHERE r.tenant_id = :t AND r.id = :r "
+    "ON CONFLICT DO NOTHING"
+)
 
 
 class SlateRepository(Repository):
@@ -222,17 +230,10 @@ class SlateRepository(Repository):
     def note_run_write(self, key: FolderKey, file: str, run_id: str) -> None:
         """Record that the stored run ``run_id`` writes ``file`` (in this transaction, which
         holds the folder's lock, as a deletion of the file does): deleting the file deletes
-        the run (``cairn.store.slate_reads``)."""
-        conn = self._tx_write
-        held = conn.execute(
-            select(ladder_runs.c.seq).where(
-                ladder_runs.c.tenant_id == key.tenant, ladder_runs.c.id == run_id
-            )
-        ).first()
-        if held is not None:
-            items = access_items(key.ladder, key.user_id, key.slate, key.folder, file)
-            rows = [{"tenant_id": key.tenant, "run_id": run_id, **r} for r in item_rows(items)]
-            conn.execute(self.db.insert(ladder_run_reads).on_conflict_do_nothing(), rows)
+        the run (``cairn.store.slate_reads``). One statement; nothing if no such run."""
+        the_file, its_folder = access_items(key.ladder, key.user_id, key.slate, key.folder, file)
+        params = {"t": key.tenant, "r": run_id, "a": the_file, "b": its_folder}
+        self._tx_write.execute(_NOTE_RUN_WRITE, params)
 
     def save_folder(self, folder_id: int, *, clock: int, usage: int, now: datetime) -> None:
         conn = self._tx_write
