@@ -133,6 +133,43 @@ models:
   "*": { provider: offline }
 """
 
+# ``crowder`` writes the code to ``new.md`` of a folder too small to keep ``old.md`` beside it:
+# FIFO evicts old.md's entry, which the run's trace previews.
+CROWDER = """
+slates:
+  - title: Tight
+    folders:
+      - name: box
+        tokenLimit: 30
+        evictionPolicy: FIFO
+        files:
+          - { name: old.md, init: blank }
+          - { name: new.md, init: blank }
+
+steps:
+  - id: note
+    fields:
+      - { name: Question, type: text, from: input.context }
+    systemPrompt: "Note it."
+    slateWrite:
+      to: { slate: Tight, folder: box, file: new.md }
+      field: fact
+      on: append
+      match: { type: object, required: [fact] }
+
+providers:
+  offline:
+    kind: scripted
+    default: |-
+      Noted.
+      ```json
+      {"fact": "The vault code is %s."}
+      ```
+
+models:
+  "*": { provider: offline }
+"""
+
 
 @pytest.fixture
 def code() -> str:
@@ -147,6 +184,7 @@ def _server(url: str, tmp_path: Path, code: str) -> Iterator[tuple[TestClient, S
     ladders.mkdir(exist_ok=True)
     (ladders / "keeper.yaml").write_text(KEEPER % code, encoding="utf-8")
     (ladders / "scribe.yaml").write_text(SCRIBE % code, encoding="utf-8")
+    (ladders / "crowder.yaml").write_text(CROWDER % code, encoding="utf-8")
     settings = make_settings(tmp_path, database_url=url, ladders_dir=ladders)
     services = Services.from_settings(settings, embedder=HashingEmbedder())
     try:
@@ -227,6 +265,47 @@ def test_a_run_that_only_wrote_the_file_goes_with_it(world: Any, code: str) -> N
         assert conn.execute(text("SELECT count(*) FROM ladder_run_reads")).scalar() == 0
 
 
+def test_a_run_that_evicted_from_a_file_goes_with_it(world: Any) -> None:
+    """crowder's write evicted old.md's entry, whose preview its trace keeps: deleting old.md
+    takes the run (and nothing of the entry remains)."""
+    client, services = world
+    secret = "zo" + secrets.token_hex(6)
+    old = "/v1/slates/crowder/Tight/box/old.md"
+    _ok(client.post(old, json={"content": f"The old note says {secret} and more words here."}))
+    run = _ask(client, "Anything.", ladder="crowder")
+    trace = json.dumps(_ok(client.get(f"/v1/runs/{run}")))
+    assert '"evictions": [{' in trace and secret in trace
+    assert _ok(client.delete(old))["ladder_runs_deleted"] == 1
+    assert _gone(client, run)
+    assert secret not in rows_text(services)
+
+
+def test_a_retried_run_records_what_it_reads(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose first attempt failed is taken over by its retry (the same Idempotency-Key),
+    which records the files it reads again (here: after they were lost): deleting core.md
+    takes it."""
+    client, services = world
+    step = runtime_module.LadderRuntime._step
+
+    def failing(self: Any, run: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the model is down")
+        yield from step(self, run, *args, **kwargs)
+
+    monkeypatch.setattr(runtime_module.LadderRuntime, "_step", failing)
+    body = {"user": "hank", "messages": [{"role": "user", "content": "Hi?"}]}
+    headers = {"Idempotency-Key": "retry-1"}
+    with TestClient(client.app, raise_server_exceptions=False) as failing_client:
+        r = failing_client.post("/v1/local/keeper/chat/completions", json=body, headers=headers)
+    assert r.status_code == 500
+    monkeypatch.undo()
+    with services.store.db.write() as conn:
+        conn.execute(text("DELETE FROM ladder_run_reads WHERE run_id = 'retry-1'"))
+    r = client.post("/v1/local/keeper/chat/completions", json=body, headers=headers)
+    assert r.status_code == 200, r.text
+    assert _ok(client.delete(_slate(client, "Notes/facts/core.md")))["ladder_runs_deleted"] == 1
+    assert _gone(client, "retry-1")
+
+
 def test_a_file_the_run_did_not_read_keeps_it(world: Any) -> None:
     """Deleting a file of a folder the run never touched, or resetting that folder, keeps
     the run; deleting a file of the folder whose index it read takes it."""
@@ -294,16 +373,16 @@ def test_an_imported_run_goes_with_the_file_its_trace_read(world: Any, code: str
     client, services = world
     _ask(client, "Please remember the code.")
     read = _ask(client, "What do you know?", user="maya")
+    agent = _ask(client, "What do you know?", user="maya", ladder="keeper:quiet")
     lines = [json.loads(x) for x in client.get("/v1/subjects/maya/export").text.splitlines()]
     for line in lines:
         if line["type"] == "run":
             line["row"]["id"] = "copy-" + line["row"]["id"]
-    assert (
-        _ok(client.post("/v1/subjects/maya2/import", json={"records": lines}))["imported"]["run"]
-        == 1
-    )
+    imported = _ok(client.post("/v1/subjects/maya2/import", json={"records": lines}))
+    assert imported["imported"]["run"] == 2
     _ok(client.delete(_slate(client, "Notes/facts/core.md")))
-    assert _gone(client, read) and _gone(client, "copy-" + read)
+    for run in (read, agent):
+        assert _gone(client, run) and _gone(client, "copy-" + run)
     assert code not in rows_text(services)
 
 
@@ -312,6 +391,8 @@ def test_migration_0029_records_what_stored_runs_read(db: str, tmp_path: Path, c
     traces, so deleting the file takes them too."""
     with _server(db, tmp_path, code) as (client, _):
         wrote, read = _ask(client, "Please remember the code."), _ask(client, "What?", "maya")
+        agent = _ask(client, "What?", "maya", ladder="keeper:quiet")
+        crowded = _ask(client, "Anything.", ladder="crowder")
     engine = create_engine(normalize_url(db))
     try:
         with engine.connect() as conn:
@@ -328,8 +409,11 @@ def test_migration_0029_records_what_stored_runs_read(db: str, tmp_path: Path, c
     finally:
         engine.dispose()
     with _server(db, tmp_path, code) as (client, services):
-        assert _ok(client.delete(_slate(client, "Notes/facts/core.md")))["ladder_runs_deleted"] == 2
-        assert _gone(client, wrote) and _gone(client, read)
+        deleted = _ok(client.delete(_slate(client, "Notes/facts/core.md")))
+        assert deleted["ladder_runs_deleted"] == 3
+        assert _gone(client, wrote) and _gone(client, read) and _gone(client, agent)
+        crowd = _ok(client.delete("/v1/slates/crowder/Tight/box/new.md"))
+        assert crowd["ladder_runs_deleted"] == 1 and _gone(client, crowded)
         assert code not in rows_text(services)
 
 
@@ -349,7 +433,11 @@ def test_the_migration_makes_the_ids_the_runtime_makes() -> None:
                     {"field": "D", "slate": "Notes", "folder": "f", "file": "x", "metatag": "tags"},
                 ],
                 "writes": [
-                    {"kind": "slateWrite", "to": {"slate": "Notes", "folder": "f", "file": "é"}},
+                    {
+                        "kind": "slateWrite",
+                        "to": {"slate": "Notes", "folder": "f", "file": "é"},
+                        "evictions": [{"slate": "Notes", "folder": "f", "file": "ü", "id": 1}],
+                    },
                     {"kind": "gated", "written": True, "slate": "N", "folder": "g", "file": "h"},
                 ],
             }
@@ -357,6 +445,8 @@ def test_the_migration_makes_the_ids_the_runtime_makes() -> None:
     }
     ours = trace_slate_items(trace, "keeper", "mayá")
     assert ours == revision._items(trace, "keeper", "mayá")
+    assert ours == trace_slate_items(trace, "keeper:quiet", "mayá")  # an agent's run
     assert len(ours) == len(set(ours)) > 8
+    assert set(access_items("keeper", "", "Notes", "f", "ü")) <= set(ours)
     assert set(access_items("keeper", "", "Notes", "f", "é")) <= set(ours)
     assert set(access_items("keeper", "mayá", "Заметки", "事実", "ядро.md")) <= set(ours)

@@ -131,9 +131,9 @@ class LadderRuntime:
             )
         if record.status == COMPLETED:
             return run_id, RunOutcome.from_record(record), None
-        stale = utcnow() - STALE_AFTER
-        attempt = self.runs.take_over(request.tenant, run_id, stale_before=stale, reads=reads)
+        attempt = self.runs.take_over(request.tenant, run_id, stale_before=utcnow() - STALE_AFTER)
         if attempt is not None:
+            self.runs.add_items(request.tenant, run_id, reads)
             return run_id, set(record.effects), attempt
         raise RunInProgress(
             f"run {run_id!r} is still running; retry when it has finished",

@@ -278,8 +278,6 @@ class Slates:
                     details={"run_id": run_id, "effect": effect},
                 )
             state = self._folders.locked(tx, fkey, fspec, new_file)
-            if run_id is not None:  # a ladder run's trace will quote the write
-                tx.slates.note_run_write(fkey, file, run_id)
             plan = plan_write(
                 state,
                 file,
@@ -292,6 +290,8 @@ class Slates:
                 count=self._count,
             )
             evictions = self._folders.commit(tx, fkey, state, plan, run_id)
+            if effect is not None:  # a ladder run's: its trace quotes the file and the evicted
+                tx.slates.note_run_write(fkey, {file, *(e.file for e in evictions)}, str(run_id))
         if self.metrics is not None:
             self.metrics.count_evictions(state.policy, len(evictions))
         return WriteResult(

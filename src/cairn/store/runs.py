@@ -171,7 +171,8 @@ class RunRepository(Repository):
         False when this run id is already known to the tenant. A new run is stored with
         ``reads``: the slate items its steps will read (``cairn.store.slate_reads``),
         recorded before it reads them, after the deletions in flight in the tenant commit
-        (as a mark waits): a deletion either sees them and takes the run, or committed first."""
+        (as a mark waits): a deletion either sees them and takes the run, or committed first.
+        (A run taken over records them with ``add_items``.)"""
         now = utcnow()
         values = {
             "id": run_id,
@@ -186,8 +187,6 @@ class RunRepository(Repository):
             "effects": [],
         }
         with self._writing() as conn:
-            if reads:
-                lock_reads(conn, tenant_id, marking=True)
             seq = conn.execute(
                 self.db.insert(ladder_runs)
                 .values(**values)
@@ -195,7 +194,9 @@ class RunRepository(Repository):
                 .returning(ladder_runs.c.seq)
             ).scalar()
             if seq is not None:  # new: no second statement needed
-                self._add_items(conn, tenant_id, run_id, reads)
+                if reads:  # (the lock after the insert: no deleter can wait on this row)
+                    lock_reads(conn, tenant_id, marking=True)
+                    self._add_items(conn, tenant_id, run_id, reads)
                 return _record(values), True
             row = conn.execute(
                 select(ladder_runs).where(
@@ -204,21 +205,12 @@ class RunRepository(Repository):
             ).one()
         return _record(row), False
 
-    def take_over(
-        self,
-        tenant_id: str,
-        run_id: str,
-        *,
-        stale_before: datetime,
-        reads: Sequence[str] = (),
-    ) -> datetime | None:
+    def take_over(self, tenant_id: str, run_id: str, *, stale_before: datetime) -> datetime | None:
         """Restart a failed run, or a running one not heard of since ``stale_before``
         (its process died). The new attempt's start (its ownership token: see ``finish``)
-        when this caller now owns the run, else None. ``reads`` as for ``begin``."""
+        when this caller now owns the run, else None."""
         started = utcnow()
         with self._writing() as conn:
-            if reads:
-                lock_reads(conn, tenant_id, marking=True)
             owned = (
                 conn.execute(
                     update(ladder_runs)
@@ -235,9 +227,19 @@ class RunRepository(Repository):
                 ).rowcount
                 == 1
             )
-            if owned:
-                self._add_items(conn, tenant_id, run_id, reads)
         return started if owned else None
+
+    def add_items(self, tenant_id: str, run_id: str, items: Sequence[str]) -> None:
+        """Record, before the run reads them, the slate items ``items`` (a run taken over:
+        ``begin`` records a new run's), while the run is still stored: in a transaction of
+        its own that takes the tenant's lock first (as ``mark_reading``), holding no run row
+        a deleter could wait on."""
+        if not items:
+            return
+        with self._writing() as conn:
+            lock_reads(conn, tenant_id, marking=True)
+            if self._held(conn, tenant_id, run_id):
+                self._add_items(conn, tenant_id, run_id, items)
 
     def _add_items(
         self, conn: Connection, tenant_id: str, run_id: str, items: Sequence[str]

@@ -2,11 +2,13 @@
 
 A run's trace quotes what its ``slateRead`` fields read (in the step's messages) and what its
 writes wrote (the model's reply), and its stored response may too. Just before a run reads or
-writes a slate, ``RunRepository.add_items`` records that in ``ladder_run_reads`` under the item
-ids made here, in the tenant's rows with empty partition columns (a slate is no memory
-partition):
+writes a slate, that is recorded in ``ladder_run_reads`` under the item ids made here, in the
+tenant's rows with empty partition columns (a slate is no memory partition): the files its
+steps' ``slateRead`` fields name when the run is claimed (``RunRepository.begin``,
+``add_items``), and each file a write of the run changes in the write's transaction
+(``SlateRepository.note_run_write``: the file written and those it evicted entries of):
 
-- a file's text or its tags, and a write to a file: the file, and its folder;
+- a file's text or its tags, a write to a file, an eviction from it: the file, and its folder;
 - a folder's index: the folder's index, and the folder;
 - a slate's tree: the slate.
 
@@ -72,12 +74,14 @@ def folder_items(ladder: str, user_id: str, slate: str, folder: str) -> list[str
 
 
 def trace_slate_items(trace: Any, ladder: str, user_id: str) -> list[str]:
-    """The items of every slate read and write a stored trace's steps name (an imported run).
+    """The items of every slate read, write and eviction a stored trace's steps name (an
+    imported run; ``ladder``: the run's, ``LADDER`` or ``LADDER:AGENT``).
 
     The trace does not say whether a slate was shared by the ladder's users or kept per user,
     so each is recorded both ways: as the shared slate's and as the run's user's own. Only one
     of the two exists (a ladder's slate titles are unique), so no other file's deletion can
     take the run."""
+    ladder = ladder.partition(":")[0]  # a run of ``LADDER:AGENT`` reads LADDER's slates
     steps = trace.get("steps") if isinstance(trace, dict) else None
     out: dict[str, None] = {}
     for step in steps if isinstance(steps, list) else []:
@@ -90,8 +94,13 @@ def trace_slate_items(trace: Any, ladder: str, user_id: str) -> list[str]:
             )
         writes = step.get("writes")
         for write in writes if isinstance(writes, list) else []:
-            target = write.get("to") if isinstance(write, dict) else None
+            if not isinstance(write, dict):
+                continue
+            target = write.get("to")
             _add(out, target if isinstance(target, dict) else write, ladder, user_id, None)
+            evicted = write.get("evictions")
+            for eviction in evicted if isinstance(evicted, list) else []:
+                _add(out, eviction, ladder, user_id, None)
     return list(out)
 
 

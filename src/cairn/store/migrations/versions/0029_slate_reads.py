@@ -2,10 +2,11 @@
 
 Deleting a slate file, or resetting its folder, deletes the runs whose traces quote it
 (``cairn.store.slate_reads``); runs record that as they read and write. This revision records
-it for the runs stored before: from each trace's steps (``slate_reads``, and the ``to`` of each
-write), under the ids ``cairn.store.slate_reads`` makes, both for the slate shared by the
-ladder's users and for the run's user's own (the trace does not say which the slate was).
-The id format is copied here, as stored ids depend on it. Going down removes those rows.
+it for the runs stored before, from each trace's steps (``slate_reads``, and the ``to`` and
+the ``evictions`` of each write; a run of ``LADDER:AGENT`` read LADDER's slates), under the
+ids ``cairn.store.slate_reads`` makes: both for the slate shared by the ladder's users and for
+the run's user's own (the trace does not say which the slate was). The id format is copied
+here, as stored ids depend on it. Going down removes those rows.
 
 Revision ID: 0029_slate_reads
 """
@@ -51,6 +52,7 @@ def _items(trace: Any, ladder: str, user_id: str) -> list[str]:
             trace = json.loads(trace)
         except ValueError:
             return []
+    ladder = ladder.partition(":")[0]  # a run of LADDER:AGENT reads LADDER's slates
     steps = trace.get("steps") if isinstance(trace, dict) else None
     out: dict[str, None] = {}
     for step in steps if isinstance(steps, list) else []:
@@ -60,8 +62,12 @@ def _items(trace: Any, ladder: str, user_id: str) -> list[str]:
             touched.append((read, read.get("metatag") if isinstance(read, dict) else None))
         writes = step.get("writes") if isinstance(step, dict) else None
         for write in writes if isinstance(writes, list) else []:
-            target = write.get("to") if isinstance(write, dict) else None
+            if not isinstance(write, dict):
+                continue
+            target = write.get("to")
             touched.append((target if isinstance(target, dict) else write, None))
+            evicted = write.get("evictions")
+            touched.extend((e, None) for e in (evicted if isinstance(evicted, list) else []))
         for where, metatag in touched:
             if not isinstance(where, dict) or not isinstance(where.get("slate"), str):
                 continue
