@@ -98,27 +98,30 @@ agents:
   quiet: {}
 """
 
-# ``scribe`` writes what its reply emits to a file it never reads.
-SCRIBE = """
+
+def _writer(slate: str, folder: str, limit: int, files: list[str], code: str) -> str:
+    """A ladder whose one step writes the code its reply emits to ``files[-1]`` of
+    ``slate/folder`` (``limit`` tokens, FIFO), reading no slate."""
+    listed = "".join(f"\n          - {{ name: {f}, init: blank }}" for f in files)
+    return f"""
 slates:
-  - title: Log
+  - title: {slate}
     folders:
-      - name: days
-        tokenLimit: 500
+      - name: {folder}
+        tokenLimit: {limit}
         evictionPolicy: FIFO
-        files:
-          - { name: today.md, init: blank }
+        files:{listed}
 
 steps:
   - id: note
     fields:
-      - { name: Question, type: text, from: input.context }
+      - {{ name: Question, type: text, from: input.context }}
     systemPrompt: "Note it."
     slateWrite:
-      to: { slate: Log, folder: days, file: today.md }
+      to: {{ slate: {slate}, folder: {folder}, file: {files[-1]} }}
       field: fact
       on: append
-      match: { type: object, required: [fact] }
+      match: {{ type: object, required: [fact] }}
 
 providers:
   offline:
@@ -126,48 +129,11 @@ providers:
     default: |-
       Noted.
       ```json
-      {"fact": "The vault code is %s."}
+      {{"fact": "The vault code is {code}."}}
       ```
 
 models:
-  "*": { provider: offline }
-"""
-
-# ``crowder`` writes the code to ``new.md`` of a folder too small to keep ``old.md`` beside it:
-# FIFO evicts old.md's entry, which the run's trace previews.
-CROWDER = """
-slates:
-  - title: Tight
-    folders:
-      - name: box
-        tokenLimit: 30
-        evictionPolicy: FIFO
-        files:
-          - { name: old.md, init: blank }
-          - { name: new.md, init: blank }
-
-steps:
-  - id: note
-    fields:
-      - { name: Question, type: text, from: input.context }
-    systemPrompt: "Note it."
-    slateWrite:
-      to: { slate: Tight, folder: box, file: new.md }
-      field: fact
-      on: append
-      match: { type: object, required: [fact] }
-
-providers:
-  offline:
-    kind: scripted
-    default: |-
-      Noted.
-      ```json
-      {"fact": "The vault code is %s."}
-      ```
-
-models:
-  "*": { provider: offline }
+  "*": {{ provider: offline }}
 """
 
 
@@ -183,8 +149,12 @@ def _server(url: str, tmp_path: Path, code: str) -> Iterator[tuple[TestClient, S
     ladders = tmp_path / "ladders"
     ladders.mkdir(exist_ok=True)
     (ladders / "keeper.yaml").write_text(KEEPER % code, encoding="utf-8")
-    (ladders / "scribe.yaml").write_text(SCRIBE % code, encoding="utf-8")
-    (ladders / "crowder.yaml").write_text(CROWDER % code, encoding="utf-8")
+    # ``scribe`` writes to a file it never reads; ``crowder`` to ``new.md`` of a folder too
+    # small to keep ``old.md`` beside it (FIFO evicts old.md's entry; the trace previews it).
+    scribe = _writer("Log", "days", 500, ["today.md"], code)
+    (ladders / "scribe.yaml").write_text(scribe, encoding="utf-8")
+    crowder = _writer("Tight", "box", 30, ["old.md", "new.md"], code)
+    (ladders / "crowder.yaml").write_text(crowder, encoding="utf-8")
     settings = make_settings(tmp_path, database_url=url, ladders_dir=ladders)
     services = Services.from_settings(settings, embedder=HashingEmbedder())
     try:
@@ -271,7 +241,14 @@ def test_a_run_that_evicted_from_a_file_goes_with_it(world: Any) -> None:
     client, services = world
     secret = "zo" + secrets.token_hex(6)
     old = "/v1/slates/crowder/Tight/box/old.md"
-    _ok(client.post(old, json={"content": f"The old note says {secret} and more words here."}))
+    _ok(
+        client.post(
+            old,
+            json={
+                "content": f"The old note says {secret}, and a few more words to fill the folder."
+            },
+        )
+    )
     run = _ask(client, "Anything.", ladder="crowder")
     trace = json.dumps(_ok(client.get(f"/v1/runs/{run}")))
     assert '"evictions": [{' in trace and secret in trace
