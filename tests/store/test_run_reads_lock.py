@@ -53,3 +53,36 @@ def test_a_mark_waits_for_a_deletion_in_flight_and_deletions_share(pg_url: str) 
         assert dropped == 1 and store.runs.get(tenant, run_id) is None
     finally:
         store.close()
+
+
+def test_a_new_run_with_slate_reads_waits_for_a_deletion_in_flight(pg_url: str) -> None:
+    """A run claimed with the slate items it will read (``begin(reads=…)``: the lock and the
+    rows in one statement) waits for a deletion in flight; one without reads does not."""
+    store = open_store(pg_url)
+    try:
+        tenant = f"t-{uuid.uuid4().hex[:8]}"
+        deleting = _deleting(store, tenant)
+        store.runs.begin(tenant, "plain", ladder="l", request_hash="h", model="m")
+        claimed = threading.Event()
+
+        def claim() -> None:
+            store.runs.begin(
+                tenant, "reader", ladder="l", request_hash="h", model="m", reads=["slate:x"]
+            )
+            claimed.set()
+
+        worker = threading.Thread(target=claim)
+        worker.start()
+        try:
+            assert not claimed.wait(1.0)  # the deletion is still in flight
+        finally:
+            deleting.commit()
+            deleting.close()
+        assert claimed.wait(10.0)
+        worker.join()
+        with store.db.engine.begin() as conn:
+            dropped = drop_reading_runs(conn, tenant, ladder_run_reads.c.item_id == "slate:x")
+        assert dropped == 1 and store.runs.get(tenant, "reader") is None
+        assert store.runs.get(tenant, "plain") is not None
+    finally:
+        store.close()

@@ -109,7 +109,7 @@ class LadderRuntime:
         outcome of a completed run) and this attempt's ownership token."""
         run_id = check_run_id(request.run_id) if request.run_id else f"run-{uuid7().hex}"
         fingerprint = request.fingerprint()
-        # The slate files its steps will read, recorded with the run before they are read.
+        # The slate files its steps read and may write, recorded with the run before then.
         reads = slate_reads(
             self.services.slates, request.tenant, ladder.ladder, ladder.steps, request.user
         )

@@ -108,23 +108,28 @@ def _outcome(outcome: WriteOutcome) -> dict[str, Any]:
 def slate_reads(
     slates: Slates, tenant: str, ladder: str, steps: Sequence[StepSpec], user: str | None
 ) -> list[str]:
-    """The slate items (``cairn.store.slate_reads``) the ``slateRead`` fields of ``steps``
-    read for ``user``: recorded with the run before it reads them, so that deleting such a file
-    (or resetting its folder) deletes the run, whose trace will quote it. (Its writes are
-    recorded with each write: ``Slates.write``.) A path not declared, or a per-user slate
-    without a user, gives nothing: the read itself fails and says why."""
+    """The slate items (``cairn.store.slate_reads``) that ``steps`` read (``slateRead``
+    fields) and may write (``slateWrite`` blocks, both branches of a gate) for ``user``:
+    recorded with the run before it reads or writes them, so that deleting such a file (or
+    resetting its folder) deletes the run, whose trace may quote it. (The files a write evicts
+    entries of are recorded with the write: ``Slates.write``.) A path not declared, or a
+    per-user slate without a user, gives nothing: the read or write itself fails."""
     out: dict[str, None] = {}
     for step in steps:
-        for f in step.fields:
-            if not isinstance(f, SlateReadField):
-                continue
-            ref = f.source
+        touched: list[tuple[Any, str | None]] = [
+            (f.source, f.source.metatag) for f in step.fields if isinstance(f, SlateReadField)
+        ]
+        touched += [(w.to, None) for w in step.slate_writes()]
+        if step.gate is not None:
+            branches = (step.gate.then_, step.gate.else_)
+            touched += [(b.write.to, None) for b in branches if b is not None]
+        for ref, metatag in touched:
             try:
                 sspec = slates.spec(ladder, ref.slate)
                 key = folder_key(tenant, ladder, sspec, ref.folder or "", user or None)
             except CairnError:
                 continue
-            where = (ladder, key.user_id, key.slate, ref.folder, ref.file, ref.metatag)
+            where = (ladder, key.user_id, key.slate, ref.folder, ref.file, metatag)
             out.update(dict.fromkeys(access_items(*where)))
     return list(out)
 

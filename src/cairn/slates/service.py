@@ -290,8 +290,8 @@ class Slates:
                 count=self._count,
             )
             evictions = self._folders.commit(tx, fkey, state, plan, run_id)
-            if effect is not None:  # a ladder run's: its trace quotes the file and the evicted
-                tx.slates.note_run_write(fkey, {file, *(e.file for e in evictions)}, str(run_id))
+            if effect is not None and (others := {e.file for e in evictions} - {file}):
+                tx.slates.note_run_write(fkey, others, str(run_id))  # its trace previews them
         if self.metrics is not None:
             self.metrics.count_evictions(state.policy, len(evictions))
         return WriteResult(

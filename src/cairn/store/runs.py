@@ -95,6 +95,16 @@ def lock_reads(conn: Connection, tenant_id: str, *, marking: bool) -> None:
         )
 
 
+# PostgreSQL: ``lock_reads(marking=True)``, then a run's items (no partition), in one statement
+# (the lock is taken before any row is produced).
+_LOCKED_ITEMS = text(
+    "INSERT INTO ladder_run_reads (tenant_id, run_id, item_id, runtime_id, user_id, agent_id) "
+    "SELECT :t, :r, i.item, '', '', '' "
+    "FROM (SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))) AS l, "
+    "unnest(CAST(:items AS text[])) AS i(item) ON CONFLICT DO NOTHING"
+)
+
+
 def trace_reads(trace: Any, unnamed: dict[str, str] | None = None) -> list[dict[str, str]]:
     """``{item_id, runtime_id, user_id, agent_id}`` of each item a run's trace says its
     context hooks recalled (each item once); a hook whose entry names no scope (a trace
@@ -195,8 +205,7 @@ class RunRepository(Repository):
             ).scalar()
             if seq is not None:  # new: no second statement needed
                 if reads:  # (the lock after the insert: no deleter can wait on this row)
-                    lock_reads(conn, tenant_id, marking=True)
-                    self._add_items(conn, tenant_id, run_id, reads)
+                    self._lock_and_add(conn, tenant_id, run_id, reads)
                 return _record(values), True
             row = conn.execute(
                 select(ladder_runs).where(
@@ -240,6 +249,16 @@ class RunRepository(Repository):
             lock_reads(conn, tenant_id, marking=True)
             if self._held(conn, tenant_id, run_id):
                 self._add_items(conn, tenant_id, run_id, items)
+
+    def _lock_and_add(
+        self, conn: Connection, tenant_id: str, run_id: str, items: Sequence[str]
+    ) -> None:
+        """``lock_reads`` (marking), then ``_add_items``: on PostgreSQL in one statement."""
+        if conn.dialect.name != "postgresql":
+            self._add_items(conn, tenant_id, run_id, items)
+            return
+        key = f"cairn-run-reads:{tenant_id}"
+        conn.execute(_LOCKED_ITEMS, {"k": key, "t": tenant_id, "r": run_id, "items": list(items)})
 
     def _add_items(
         self, conn: Connection, tenant_id: str, run_id: str, items: Sequence[str]

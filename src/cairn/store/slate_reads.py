@@ -1,12 +1,12 @@
 """The slate files a ladder run read or wrote, so that deleting a file deletes those runs.
 
 A run's trace quotes what its ``slateRead`` fields read (in the step's messages) and what its
-writes wrote (the model's reply), and its stored response may too. Just before a run reads or
+writes wrote (the model's reply), and its stored response may too. Before a run reads or
 writes a slate, that is recorded in ``ladder_run_reads`` under the item ids made here, in the
 tenant's rows with empty partition columns (a slate is no memory partition): the files its
-steps' ``slateRead`` fields name when the run is claimed (``RunRepository.begin``,
-``add_items``), and each file a write of the run changes in the write's transaction
-(``SlateRepository.note_run_write``: the file written and those it evicted entries of):
+steps read and may write (``slateRead`` fields, ``slateWrite`` blocks, both branches of a
+gate) when the run is claimed (``RunRepository.begin``, ``add_items``), and the other files a
+write evicts entries of in the write's transaction (``SlateRepository.note_run_write``):
 
 - a file's text or its tags, a write to a file, an eviction from it: the file, and its folder;
 - a folder's index: the folder's index, and the folder;
