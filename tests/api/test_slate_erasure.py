@@ -137,6 +137,43 @@ models:
 """
 
 
+# ``gate`` writes its reply to yes.md when it says "yes", else to no.md: it may write either.
+GATE = """
+slates:
+  - title: Gate
+    folders:
+      - name: box
+        tokenLimit: 200
+        evictionPolicy: FIFO
+        files:
+          - { name: yes.md, init: blank }
+          - { name: no.md, init: blank }
+      - name: other
+        tokenLimit: 200
+        evictionPolicy: FIFO
+        files:
+          - { name: c.md, init: blank }
+
+steps:
+  - id: decide
+    fields:
+      - { name: Question, type: text, from: input.context }
+    systemPrompt: "Decide."
+    if:
+      contains: "yes"
+      then: { write: { to: { slate: Gate, folder: box, file: yes.md } } }
+      else: { write: { to: { slate: Gate, folder: box, file: no.md } } }
+
+providers:
+  offline:
+    kind: scripted
+    default: "yes, noted."
+
+models:
+  "*": { provider: offline }
+"""
+
+
 @pytest.fixture
 def code() -> str:
     return "zv" + secrets.token_hex(6)
@@ -155,6 +192,7 @@ def _server(url: str, tmp_path: Path, code: str) -> Iterator[tuple[TestClient, S
     (ladders / "scribe.yaml").write_text(scribe, encoding="utf-8")
     crowder = _writer("Tight", "box", 30, ["old.md", "new.md"], code)
     (ladders / "crowder.yaml").write_text(crowder, encoding="utf-8")
+    (ladders / "gate.yaml").write_text(GATE, encoding="utf-8")
     settings = make_settings(tmp_path, database_url=url, ladders_dir=ladders)
     services = Services.from_settings(settings, embedder=HashingEmbedder())
     try:
@@ -281,6 +319,19 @@ def test_a_retried_run_records_what_it_reads(world: Any, monkeypatch: pytest.Mon
     assert r.status_code == 200, r.text
     assert _ok(client.delete(_slate(client, "Notes/facts/core.md")))["ladder_runs_deleted"] == 1
     assert _gone(client, "retry-1")
+
+
+def test_a_gated_run_goes_with_either_file_it_may_write(world: Any) -> None:
+    """A gate's two branches are recorded when the run is claimed (which one it takes is
+    known only from the reply): the run wrote yes.md, and deleting no.md takes it too; a file
+    of another folder does not."""
+    client, _ = world
+    runs = [_ask(client, "Shall we?", ladder="gate") for _ in range(2)]
+    written = json.dumps(_ok(client.get(f"/v1/runs/{runs[0]}")))
+    assert '"file": "yes.md"' in written and '"written": true' in written
+    assert _ok(client.delete("/v1/slates/gate/Gate/other/c.md"))["ladder_runs_deleted"] == 0
+    assert _ok(client.delete("/v1/slates/gate/Gate/box/no.md"))["ladder_runs_deleted"] == 2
+    assert all(_gone(client, run) for run in runs)
 
 
 def test_a_file_the_run_did_not_read_keeps_it(world: Any) -> None:

@@ -62,7 +62,15 @@ def test_a_new_run_with_slate_reads_waits_for_a_deletion_in_flight(pg_url: str) 
     try:
         tenant = f"t-{uuid.uuid4().hex[:8]}"
         deleting = _deleting(store, tenant)
-        store.runs.begin(tenant, "plain", ladder="l", request_hash="h", model="m")
+        plain = threading.Thread(
+            target=store.runs.begin,
+            args=(tenant, "plain"),
+            kwargs={"ladder": "l", "request_hash": "h", "model": "m"},
+            daemon=True,
+        )
+        plain.start()
+        plain.join(5.0)
+        assert not plain.is_alive()  # a run without slate reads takes no lock
         claimed = threading.Event()
 
         def claim() -> None:
@@ -84,5 +92,38 @@ def test_a_new_run_with_slate_reads_waits_for_a_deletion_in_flight(pg_url: str) 
             dropped = drop_reading_runs(conn, tenant, ladder_run_reads.c.item_id == "slate:x")
         assert dropped == 1 and store.runs.get(tenant, "reader") is None
         assert store.runs.get(tenant, "plain") is not None
+    finally:
+        store.close()
+
+
+def test_a_retried_runs_reads_wait_for_a_deletion_and_need_the_run(pg_url: str) -> None:
+    """``add_items`` (a run taken over) waits for a deletion in flight, then records the
+    items only while the run is stored."""
+    store = open_store(pg_url)
+    try:
+        tenant = f"t-{uuid.uuid4().hex[:8]}"
+        store.runs.begin(tenant, "kept", ladder="l", request_hash="h", model="m")
+        deleting = _deleting(store, tenant)
+        added = threading.Event()
+
+        def add() -> None:
+            store.runs.add_items(tenant, "kept", ["slate:y"])
+            store.runs.add_items(tenant, "gone", ["slate:y"])  # no such run
+            added.set()
+
+        worker = threading.Thread(target=add)
+        worker.start()
+        try:
+            assert not added.wait(1.0)
+        finally:
+            deleting.commit()
+            deleting.close()
+        assert added.wait(10.0)
+        worker.join()
+        with store.db.engine.connect() as conn:
+            rows = conn.execute(
+                ladder_run_reads.select().where(ladder_run_reads.c.tenant_id == tenant)
+            ).all()
+        assert [(r.run_id, r.item_id) for r in rows] == [("kept", "slate:y")]
     finally:
         store.close()

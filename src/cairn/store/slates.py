@@ -96,12 +96,18 @@ def _key_params(key: FolderKey) -> dict[str, str]:
     }
 
 
-# The two items of a file a run evicted from (``note_run_write``), for a run that is stored.
-_NOTE_RUN_WRITE = text(
-    "INSERT INTO ladder_run_reads (tenant_id, run_id, item_id, runtime_id, user_id, agent_id) "
-    "SELECT r.tenant_id, r.id, i.item, '', '', '' FROM ladder_runs r, "
-    "(SELECT CAST(:a AS VARCHAR) AS item UNION ALL SELECT CAST(:b AS VARCHAR)) i "
-    "WHERE r.tenant_id = :t AND r.id = :r ON CONFLICT DO NOTHING"
+# The two items of a file a run evicted from (``note_run_write``), for a run that is stored;
+# on PostgreSQL the run's row is share-locked, so a deletion of it in flight is waited for
+# (and the run then not found): no row outlives the run.
+_NOTE_RUN_WRITE = tuple(
+    text(
+        "INSERT INTO ladder_run_reads "
+        "(tenant_id, run_id, item_id, runtime_id, user_id, agent_id) "
+        "SELECT r.tenant_id, r.id, i.item, '', '', '' FROM ladder_runs r, "
+        "(SELECT CAST(:a AS VARCHAR) AS item UNION ALL SELECT CAST(:b AS VARCHAR)) i "
+        f"WHERE r.tenant_id = :t AND r.id = :r{lock} ON CONFLICT DO NOTHING"
+    )
+    for lock in ("", " FOR KEY SHARE OF r")
 )
 
 
@@ -230,15 +236,16 @@ class SlateRepository(Repository):
     def note_run_write(self, key: FolderKey, files: Iterable[str], run_id: str) -> None:
         """Record that the stored run ``run_id`` evicted entries of ``files``, other than the
         file it wrote (its trace previews them; the file it wrote was recorded when it was
-        claimed), in this
-        transaction, which holds the folder's lock as a deletion of a file does: deleting one
-        deletes the run (``cairn.store.slate_reads``). Nothing if the run is not stored."""
+        claimed), in this transaction, which holds the folder's lock as a deletion of a file
+        does: deleting one deletes the run (``cairn.store.slate_reads``). Nothing if the run
+        is not stored, nor (PostgreSQL) if a deletion of it in flight commits."""
+        stmt = _NOTE_RUN_WRITE[0 if self.db.is_sqlite else 1]
         for file in sorted(files):
             the_file, its_folder = access_items(
                 key.ladder, key.user_id, key.slate, key.folder, file
             )
             params = {"t": key.tenant, "r": run_id, "a": the_file, "b": its_folder}
-            self._tx_write.execute(_NOTE_RUN_WRITE, params)
+            self._tx_write.execute(stmt, params)
 
     def save_folder(self, folder_id: int, *, clock: int, usage: int, now: datetime) -> None:
         conn = self._tx_write
