@@ -32,3 +32,27 @@ def test_the_word_memo_shares_one_string_per_word() -> None:
     second = heuristic._content_words("the lighthouse again, painted by Caroline")
     assert "lighthouse" in first and "lighthouse" in second
     assert first[first.index("lighthouse")] is second[second.index("lighthouse")]
+
+
+def test_a_server_process_loads_neither_the_sdk_nor_httpx(tmp_path: Path) -> None:
+    """``cairn serve`` runs in the CLI's process: the CLI's client commands, the remote
+    embedder, compiler and model provider import the SDK and httpx (about 8 MB) only when
+    used. The app with the example ladders loaded imports neither."""
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys\n"
+        "from cairn.cli.main import app\n"
+        "from cairn.app import create_app\n"
+        "from cairn.config import Settings\n"
+        "from cairn.services import Services\n"
+        f"settings = Settings(data_dir={str(tmp_path)!r}, embedder='none', "
+        f"ladders_dir={str(root / 'examples' / 'ladders')!r})\n"
+        "services = Services.from_settings(settings)\n"
+        "create_app(services=services)\n"
+        "services.close()\n"
+        "print(sorted(m for m in ('httpx', 'cairn.client') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert out == "[]\n"

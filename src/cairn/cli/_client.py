@@ -12,13 +12,15 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cairn.cli._common import EXIT_FAILED, err_console, esc, fail, settings_with
-from cairn.client import APIConnectionError, APIError, Cairn, CairnClientError
 from cairn.errors import CairnError
+
+if TYPE_CHECKING:
+    from cairn.client import Cairn
 
 URL = typer.Option(
     None,
@@ -37,6 +39,10 @@ JSON = typer.Option(False, "--json", help="Print JSON (errors as JSON on stderr)
 
 def report_error(error: Exception, as_json: bool) -> typer.Exit:
     """Print an SDK error (code, status, request id) and return exit 1."""
+    # The SDK (and httpx) is imported where a command uses it: ``cairn serve`` runs in this
+    # process and needs neither (8 MB of the server's RSS).
+    from cairn.client import APIConnectionError, APIError
+
     if isinstance(error, APIError):
         if as_json:
             sys.stderr.write(
@@ -75,6 +81,8 @@ def report_error(error: Exception, as_json: bool) -> typer.Exit:
 
 def open_client(url: str | None, api_key: str | None, database_url: str | None) -> Cairn:
     """A client of the server at ``url``, or of the app in this process."""
+    from cairn.client import Cairn
+
     if url:
         return Cairn(url, api_key=api_key or "")
     try:
@@ -90,6 +98,8 @@ def connected(
     url: str | None, api_key: str | None, database_url: str | None, as_json: bool = False
 ) -> Iterator[Cairn]:
     """Open a client, turn SDK errors into a printed message and exit 1, always close."""
+    from cairn.client import CairnClientError
+
     client = open_client(url, api_key, database_url)
     try:
         yield client

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import ValidationError
@@ -19,12 +19,16 @@ from rich.table import Table
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, report_error
 from cairn.cli._common import EXIT_FAILED, console, err_console, esc, print_json
 from cairn.cli._importers import read
-from cairn.client import Cairn, CairnClientError, EpisodeCreate
+
+if TYPE_CHECKING:
+    from cairn.client import Cairn, EpisodeCreate
 
 MAX_SHOWN_ERRORS = 20
 
 
 def _validate(items: Any) -> tuple[list[EpisodeCreate], list[dict[str, str]]]:
+    from cairn.client import EpisodeCreate
+
     episodes: list[EpisodeCreate] = []
     errors: list[dict[str, str]] = []
     for where, data in items:
@@ -148,6 +152,8 @@ def ingest(
     if errors and not skip_invalid:
         _print_errors(errors, as_json, summary)
         raise typer.Exit(EXIT_FAILED)
+    from cairn.client import CairnClientError
+
     with connected(url, api_key, database_url, as_json) as client:
         try:
             _send(client, episodes, batch_size, summary, as_json)

@@ -13,8 +13,6 @@ import typer
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
 from cairn.cli._common import EXIT_FAILED, console, err_console, print_json
-from cairn.client import APIError
-from cairn.client._lifecycle import IMPORT_BATCH, merge_imports
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 
 memories_app = typer.Typer(help="Read, correct and forget single memories.", no_args_is_help=True)
@@ -248,6 +246,9 @@ def _import_in_batches(
 ) -> Any:
     """Import ``numbered`` records a call at a time; a refused record is reported by its line
     in the file, with what was imported before it (each call is one transaction)."""
+    from cairn.client import APIError
+    from cairn.client._lifecycle import IMPORT_BATCH, merge_imports
+
     results = []
     for start in range(0, len(numbered), IMPORT_BATCH):
         batch = numbered[start : start + IMPORT_BATCH]

@@ -6,7 +6,6 @@ import typer
 
 from cairn.cli._client import API_KEY, DATABASE_URL, URL, report_error
 from cairn.cli._common import err_console, fail, settings_with
-from cairn.client import AsyncCairn, CairnClientError
 from cairn.errors import CairnError
 
 
@@ -41,6 +40,7 @@ def mcp(
     import anyio
 
     from cairn.cli.main import is_loopback
+    from cairn.client import AsyncCairn, CairnClientError
     from cairn.mcp import build_server
 
     if transport not in ("stdio", "http"):

@@ -43,8 +43,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import httpx
-
 from cairn.config import Settings
 from cairn.engine.onnx_embedder import OnnxEmbedder as OnnxEmbedder
 from cairn.engine.use_model import UseEmbedder
@@ -193,10 +191,14 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
         self.dim = 0  # learned from the first answer
         self.batch_size = batch_size
+        import httpx  # here: a server that calls no remote model never loads it (6 MB)
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import httpx
+
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])

@@ -13,8 +13,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import httpx
-
 from cairn.core.analysis import cut_text
 from cairn.core.memories import SUMMARY_CHARS
 from cairn.engine.compile.drafts import CompileInput, MemoryDraft
@@ -57,10 +55,14 @@ class OpenAIChatCompleter:
             raise ConfigError("CAIRN_COMPILER=llm needs CAIRN_LLM_BASE_URL and CAIRN_LLM_MODEL")
         self.base_url = base_url.rstrip("/")
         self.model = model
+        import httpx  # here: a server that calls no remote model never loads it (6 MB)
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
     def complete(self, messages: Sequence[dict[str, str]]) -> str:
+        import httpx
+
         body = {
             "model": self.model,
             "messages": list(messages),

@@ -20,12 +20,13 @@ import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cairn.core.tokens import get_tokenizer
 from cairn.errors import CairnError, Unavailable
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_PROVIDER = "default"
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -102,6 +103,8 @@ class OpenAIChatProvider:
         self.api_key = api_key
         self.retries = retries
         self.backoff_s = backoff_s
+        import httpx  # here: a server that calls no remote model never loads it (6 MB)
+
         hdrs = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             hdrs["Authorization"] = f"Bearer {api_key}"
@@ -137,6 +140,8 @@ class OpenAIChatProvider:
 
     def _send(self, body: dict[str, Any], stream: bool) -> httpx.Response:
         """POST with retries; the returned response is open (stream) or read."""
+        import httpx
+
         last: str = ""
         for attempt in range(self.retries + 1):
             if attempt:
@@ -182,6 +187,8 @@ class OpenAIChatProvider:
         )
 
     def stream(self, request: ChatRequest) -> Iterator[str | ChatReply]:
+        import httpx
+
         resp = self._send(self._body(request, stream=True), stream=True)
         parts: list[str] = []
         usage: dict[str, Any] = {}
