@@ -37,6 +37,13 @@ DATABASE_URL = typer.Option(
 JSON = typer.Option(False, "--json", help="Print JSON (errors as JSON on stderr).")
 
 
+def client_error() -> type[Exception]:
+    """The SDK's base error (``CairnClientError``), imported when asked for."""
+    from cairn.client import CairnClientError
+
+    return CairnClientError
+
+
 def report_error(error: Exception, as_json: bool) -> typer.Exit:
     """Print an SDK error (code, status, request id) and return exit 1."""
     # The SDK (and httpx) is imported where a command uses it: ``cairn serve`` runs in this

@@ -16,7 +16,15 @@ from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, report_error
+from cairn.cli._client import (
+    API_KEY,
+    DATABASE_URL,
+    JSON,
+    URL,
+    client_error,
+    connected,
+    report_error,
+)
 from cairn.cli._common import EXIT_FAILED, console, err_console, esc, print_json
 from cairn.cli._importers import read
 
@@ -152,12 +160,10 @@ def ingest(
     if errors and not skip_invalid:
         _print_errors(errors, as_json, summary)
         raise typer.Exit(EXIT_FAILED)
-    from cairn.client import CairnClientError
-
     with connected(url, api_key, database_url, as_json) as client:
         try:
             _send(client, episodes, batch_size, summary, as_json)
-        except CairnClientError as exc:
+        except client_error() as exc:  # (the SDK is imported only when one is raised)
             summary["seconds"] = round(time.perf_counter() - started, 3)
             if not as_json:
                 err_console.print(
