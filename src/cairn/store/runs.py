@@ -90,9 +90,12 @@ def lock_reads(conn: Connection, tenant_id: str, *, marking: bool) -> None:
     take turns."""
     if conn.dialect.name == "postgresql":
         fn = "pg_advisory_xact_lock" if marking else "pg_advisory_xact_lock_shared"
-        conn.execute(
-            text(f"SELECT {fn}(hashtextextended(:k, 0))"), {"k": f"cairn-run-reads:{tenant_id}"}
-        )
+        conn.execute(text(f"SELECT {fn}(hashtextextended(:k, 0))"), {"k": _lock_key(tenant_id)})
+
+
+def _lock_key(tenant_id: str) -> str:
+    """The tenant's run-reads lock (``lock_reads``, ``_LOCKED_ITEMS``)."""
+    return f"cairn-run-reads:{tenant_id}"
 
 
 # PostgreSQL: ``lock_reads(marking=True)``, then a run's items (no partition), in one statement
@@ -179,8 +182,8 @@ class RunRepository(Repository):
     ) -> tuple[RunRecord, bool]:
         """Insert the run as ``running``; returns the row and True, or the existing row and
         False when this run id is already known to the tenant. A new run is stored with
-        ``reads``: the slate items its steps will read (``cairn.store.slate_reads``),
-        recorded before it reads them, after the deletions in flight in the tenant commit
+        ``reads``: the slate items its steps read and may write (``cairn.store.slate_reads``),
+        recorded before it touches them, after the deletions in flight in the tenant commit
         (as a mark waits): a deletion either sees them and takes the run, or committed first.
         (A run taken over records them with ``add_items``.)"""
         now = utcnow()
@@ -257,8 +260,8 @@ class RunRepository(Repository):
         if conn.dialect.name != "postgresql":
             self._add_items(conn, tenant_id, run_id, items)
             return
-        key = f"cairn-run-reads:{tenant_id}"
-        conn.execute(_LOCKED_ITEMS, {"k": key, "t": tenant_id, "r": run_id, "items": list(items)})
+        params = {"k": _lock_key(tenant_id), "t": tenant_id, "r": run_id, "items": list(items)}
+        conn.execute(_LOCKED_ITEMS, params)
 
     def _add_items(
         self, conn: Connection, tenant_id: str, run_id: str, items: Sequence[str]
