@@ -113,6 +113,10 @@ def test_correction_errors_change_nothing(backend_client: TestClient) -> None:
     ]:
         r = backend_client.patch(url, json=body)
         assert r.status_code == 422 and r.json()["error"]["code"] == code, (body, r.text)
+        if code == "validation_error":  # the documented shape: details name each field
+            fields = [d["field"] for d in r.json()["error"]["details"]]
+            assert fields == [next(iter(body))], r.text
+            assert r.json()["error"]["message"].startswith(f"invalid request at '{fields[0]}'")
     assert backend_client.get(url).json()["memory"]["status"] == "active"
     assert backend_client.get(url).json()["memory"]["summary"] == fact["summary"]
 

@@ -98,6 +98,14 @@ def test_numbers_too_large_for_a_double_are_422(nasty_client: Any, number: bytes
         detail = r.json()["error"]["details"][0]
         assert detail["type"] == "non_finite_number" and "too large" in detail["message"]
     assert row_counts(services) == before
+    # An integer longer than Python reads (4,300 digits) is named as such, not "not JSON".
+    for digits in (4301, 5000):
+        body = json.dumps({**EPISODE, "payload": {"n": 1}}).replace("1}", "9" * digits + "}")
+        r = client.post("/v1/episodes", content=body, headers={"content-type": "application/json"})
+        refused(r)
+        detail = r.json()["error"]["details"][0]
+        assert detail["type"] == "number_too_long" and f"{digits} digits" in detail["message"]
+    assert row_counts(services) == before
     # Numbers that fit, however written, and the same digits as text, are stored.
     fits = {"big": 1.7e308, "tiny": 1e-400, "long": int("9" * 400), "text": "1e400"}
     r = client.post("/v1/episodes", json={**EPISODE, "payload": fits})
@@ -113,17 +121,86 @@ def test_bodies_the_parser_gives_up_on_are_422_json_invalid(nasty_client: Any) -
     a 400 ``bad_request`` saying only "There was an error parsing the body"."""
     client, services = nasty_client
     before = row_counts(services)
-    deep = b'{"episodes": [' + b"[" * 5000 + b"]" * 5000 + b"]}"
     not_utf8 = json.dumps(EPISODE).encode().replace(b'"hi"', b'"\xff\xfe"')
-    for path, body in [("/v1/episodes/batch", deep), ("/v1/episodes", not_utf8)]:
-        r = client.post(path, content=body, headers={"content-type": "application/json"})
-        refused(r)
-        assert r.json()["error"]["details"][0] == {
-            "field": "body",
-            "type": "json_invalid",
-            "message": UNPARSED,
-        }
+    r = client.post("/v1/episodes", content=not_utf8, headers={"content-type": "application/json"})
+    refused(r)
+    assert r.json()["error"]["details"][0] == {
+        "field": "body",
+        "type": "json_invalid",
+        "message": UNPARSED,
+    }
+    # Thousands of levels deep: refused before parsing, as too deep (``json_too_deep``).
+    deep = b'{"episodes": [' + b"[" * 5000 + b"]" * 5000 + b"]}"
+    r = client.post(
+        "/v1/episodes/batch", content=deep, headers={"content-type": "application/json"}
+    )
+    refused(r)
+    assert r.json()["error"]["details"][0]["type"] == "json_too_deep"
     assert row_counts(services) == before
+
+
+def nested(depth: int, leaf: Any = 1) -> Any:
+    value = leaf
+    for i in range(depth):
+        value = {"a": value} if i % 2 else [value]
+    return value
+
+
+def test_json_nested_deeper_than_128_levels_is_refused_and_what_is_kept_reads_back(
+    nasty_client: Any,
+) -> None:
+    """A payload 300 levels deep was stored (201), then every read of it was a 500 (the
+    reply's serializer stops at about 255 levels), and an item's scope could no longer be
+    searched. The body itself counts: 128 levels of brackets in all are kept, 129 refused."""
+    client, services = nasty_client
+    before = row_counts(services)
+    too_deep = [
+        ("/v1/episodes", {**EPISODE, "payload": {"x": nested(300)}}),
+        ("/v1/episodes/batch", {"episodes": [{**EPISODE, "payload": {"x": nested(126)}}]}),
+    ]
+    for path, body in too_deep:
+        r = client.post(path, json=body)
+        refused(r)
+        assert r.json()["error"]["details"][0]["type"] == "json_too_deep", r.text
+    item = {"scope": SCOPE, "namespace": ["n"], "key": "deep", "value": {"v": nested(300)}}
+    refused(client.put("/v1/items", json=item))
+    # A bracket inside a string is text, not nesting.
+    r = client.post("/v1/episodes", json={**EPISODE, "payload": {"text": "[{" * 500}})
+    assert r.status_code == 201, r.text
+    assert row_counts(services)["episodes"] == before["episodes"] + 1
+    # The deepest body allowed (128 levels: the body's object, then 127) is stored and read.
+    r = client.post("/v1/episodes", json={**EPISODE, "payload": {"x": nested(126)}})
+    assert r.status_code == 201, r.text
+    episode_id = r.json()["id"]
+    got = client.get(f"/v1/episodes/{episode_id}")
+    assert got.status_code == 200 and got.json()["payload"]["x"] == nested(126)
+    assert client.get("/v1/timeline", params={"subject_id": "s17"}).status_code == 200
+    item = {**item, "value": {"v": nested(126)}}
+    assert client.put("/v1/items", json=item).status_code < 300
+    found = client.post("/v1/items/search", json={"scope": SCOPE, "namespace_prefix": ["n"]})
+    assert found.status_code == 200, found.text
+
+
+def test_percent_encoded_bytes_that_are_not_utf8_are_422(nasty_client: Any) -> None:
+    """``%FF`` in a path was decoded to U+FFFD: ``DELETE /v1/subjects/%FF`` deleted the subject
+    named "\ufffd"."""
+    client, services = nasty_client
+    assert client.post("/v1/episodes", json={**EPISODE, "subject_id": "\ufffd"}).status_code == 201
+    before = row_counts(services)
+    for method, url in [
+        ("DELETE", "/v1/subjects/%FF"),
+        ("DELETE", "/v1/subjects/%C3"),
+        ("GET", "/v1/timeline?subject_id=%FF"),
+        ("GET", "/v1/subjects/%FF%FE/export"),
+        ("GET", "/v1/memories/search?subject_id=s17&q=%ED%A0%80"),
+    ]:
+        refused(client.request(method, url), code="invalid_text")
+    assert row_counts(services) == before
+    # Percent-encoded UTF-8 of any script still works.
+    r = client.get("/v1/timeline?subject_id=%E6%9D%8E%20%F0%9F%98%80")
+    assert r.status_code == 200, r.text
+    r = client.delete("/v1/subjects/%EF%BF%BD")  # "\ufffd" itself, asked for as UTF-8
+    assert r.status_code == 200 and r.json()["episodes_deleted"] == 1, r.text
 
 
 def test_a_body_not_sent_as_json_says_so(nasty_client: Any) -> None:

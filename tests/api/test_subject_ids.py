@@ -165,3 +165,41 @@ def test_composed_and_decomposed_spellings_are_one_subject(backend_client: TestC
     # Erasing by either spelling erases the person in every runtime.
     erased = c.delete("/v1/scopes", params={"user_id": nfd}).json()
     assert erased["deleted"]["episodes"] == 3
+
+
+SCOPE_ROUTES = [
+    (
+        "POST",
+        "/v1/scopes/turns",
+        {
+            "conversation_id": "c",
+            "idempotency_key": "k",
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    ),
+    ("POST", "/v1/scopes/context", {"query": "hi"}),
+    ("POST", "/v1/scopes/compile", {}),
+    ("PUT", "/v1/items", {"namespace": ["n"], "key": "k", "value": {"v": 1}}),
+]
+
+
+@pytest.mark.parametrize("user", ["a/b", "line\nbreak", "..", "\u202eevil"])
+def test_a_scope_user_is_a_subject_id(backend_client: TestClient, user: str) -> None:
+    """A scope's user is the subject the subject routes, the inspector and erasure name:
+    ``POST /v1/scopes/turns`` took ``x/y`` and ``line\\nbreak``, which then showed in
+    ``GET /v1/subjects`` and no subject route could reach."""
+    c = backend_client
+    for method, path, body in SCOPE_ROUTES:
+        scope = {"runtime_id": "default", "user_id": user}
+        r = c.request(method, path, json={**body, "scope": scope})
+        assert r.status_code == 422, (path, r.text)
+        error = r.json()["error"]
+        assert error["code"] == "validation_error"
+        assert [d["field"] for d in error["details"]] == ["scope.user_id"], error
+        assert "subject id" in error["details"][0]["message"], error
+    assert c.get("/v1/subjects").json()["total"] == 0
+    # Any script, and the global user (empty), stay scope users.
+    for ok in ("李雷", "Анна+work@example.com", ""):
+        scope = {"runtime_id": "default", "user_id": ok}
+        r = c.post("/v1/scopes/turns", json={**SCOPE_ROUTES[0][2], "scope": scope})
+        assert r.status_code < 300, r.text

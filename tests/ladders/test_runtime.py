@@ -405,3 +405,32 @@ def test_a_user_that_is_no_subject_id_is_refused_before_the_run(tmp_path: Path) 
         assert refused.value.code == "slate_user_required"
     finally:
         s.close()
+
+
+def test_a_run_user_is_a_subject_id_on_any_ladder(tmp_path: Path) -> None:
+    """A ladder without per-user slates kept runs under ``a/b`` or ``a\\nb``, users no
+    subject route can name (so ``DELETE /v1/subjects/…`` could not erase those runs); the
+    user of every run now follows the subject id rule, on every surface."""
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "chain", CHAIN)
+    s = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    try:
+        with TestClient(create_app(services=s)) as client:
+            url = "/v1/local/chain/chat/completions"
+            body = {"messages": [{"role": "user", "content": "hi"}]}
+            for user in ("a/b", "a\nb", ".."):
+                r = client.post(url, json={**body, "user": user})
+                assert r.status_code == 422, r.text
+                error = r.json()["error"]
+                assert error["code"] == "validation_error"
+                assert "'user'" in error["message"], error
+            assert client.get("/v1/runs").json()["total"] == 0
+            ok = client.post(url, json={**body, "user": "李雷@example.com"})
+            assert ok.status_code == 200, ok.text
+            assert client.get("/v1/runs").json()["total"] == 1
+        with pytest.raises(InvalidInput) as refused:
+            s.ladder_runtime.run(s.ladders.get("chain"), request("hi", user="x/y"))
+        assert refused.value.code == "validation_error"
+    finally:
+        s.close()

@@ -339,8 +339,10 @@ def test_content_nested_too_deeply_is_no_json_not_a_500(api: TestClient) -> None
     merge = {"content": deep, "on": "mergeByKey", "key": "id"}
     r = api.post(f"{BASE}/facts/core.md", json=merge)
     assert r.status_code == 422 and r.json()["error"]["code"] == "slate_merge_not_json", r.text
+    # A body nested deeper than 128 levels (here the schema) is refused before any route.
     r = api.post(f"{BASE}/facts/core.md", json={"content": "[1]", "match": _deep_schema(600)})
-    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_schema", r.text
+    assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error", r.text
+    assert r.json()["error"]["details"][0]["type"] == "json_too_deep", r.text
 
 
 def _deep_schema(depth: int) -> dict[str, object]:

@@ -15,12 +15,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.api.errors import is_openai_path, openai_error
-from cairn.core.text import NUL, nul_path
+from cairn.core.text import NUL, has_lone_surrogate, nul_path
 from cairn.engine.yielding import RequestGate
 from cairn.metrics import Metrics
 
@@ -171,8 +172,11 @@ class BodyLimitMiddleware:
 
 
 class RejectNulMiddleware:
-    """Refuses a NUL character in the path or query string with 422: neither backend can
-    store or compare it, so it can only ever be a bad request."""
+    """Refuses a NUL character in the path or query string with 422 ``validation_error``:
+    neither backend can store or compare it, so it can only ever be a bad request. Refuses
+    percent-encoded bytes that are not UTF-8 text (``%FF``, a surrogate's ``%ED%A0%80``) with
+    422 ``invalid_text``: the framework would decode them to U+FFFD, so ``DELETE
+    /v1/subjects/%FF`` would act on the subject named "\ufffd"."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -191,7 +195,23 @@ class RejectNulMiddleware:
                     None,
                 )
                 return
+            if not (_utf8_text(raw) and _utf8_text(query)):
+                message = "the path or query string is not UTF-8 text once percent-decoded"
+                await _send_error(scope, send, 422, "invalid_text", message, None)
+                return
         await self.app(scope, receive, send)
+
+
+def _utf8_text(part: bytes) -> bool:
+    """Whether a raw path or query string percent-decodes to UTF-8 text (ASCII without an
+    escape, nearly every request, is decided without decoding)."""
+    if b"%" not in part and part.isascii():
+        return True
+    try:
+        unquote_to_bytes(part).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 # What can make a parsed body hold text or numbers no backend stores: a JSON escape of a
@@ -209,8 +229,37 @@ _SUSPECT_ESCAPE = re.compile(
 )
 
 
+# How deep a JSON body may nest. Stored JSON (an episode's payload, an item's value, metadata)
+# is served inside a reply a few levels deep, and the reply's serializer stops at about 255
+# levels: deeper data would be stored and then fail every read of it.
+MAX_JSON_DEPTH = 128
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+# Objects' braces as brackets: in JSON they nest alike, and one kind of pair is one replace.
+_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
+
+
+def too_deep(body: bytes) -> bool:
+    """Whether JSON ``body`` nests arrays and objects more than ``MAX_JSON_DEPTH`` deep (a
+    body with fewer brackets than that is decided by counting them). Its strings removed,
+    only brackets kept, each round removes the innermost pairs: a body is too deep if
+    brackets remain after ``MAX_JSON_DEPTH`` rounds (some 0.3 ms for a 100-episode batch)."""
+    if body.count(b"{") + body.count(b"[") <= MAX_JSON_DEPTH:
+        return False
+    brackets = _JSON_STRING.sub(b"", body).translate(_AS_BRACKETS, _NOT_BRACKETS)
+    for _ in range(MAX_JSON_DEPTH):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")
+    return bool(brackets)
+
+
 class _NonFiniteNumber(ValueError):
-    pass
+    kind = "non_finite_number"
+
+
+class _NumberTooLong(_NonFiniteNumber):
+    kind = "number_too_long"
 
 
 def _refuse_constant(name: str) -> Any:
@@ -227,18 +276,16 @@ def _finite_float(literal: str) -> float:
     return value
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
+# Python reads integers of at most this many digits (``sys.get_int_max_str_digits``): a longer
+# one made the parser give up, reported as a body that is not JSON.
+_MAX_INT_DIGITS = 4300
+
+
+def _bounded_int(literal: str) -> int:
+    digits = len(literal.lstrip("-"))
+    if digits > _MAX_INT_DIGITS:
+        raise _NumberTooLong(f"an integer of {digits} digits (at most {_MAX_INT_DIGITS})")
+    return int(literal)
 
 
 class RejectLoneSurrogateMiddleware:
@@ -266,19 +313,27 @@ class RejectLoneSurrogateMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        if "json" in (_header(scope, b"content-type") or "").lower() and too_deep(body):
+            text = f"the body is JSON nested more than {MAX_JSON_DEPTH} levels deep"
+            detail = {"field": "body", "message": text, "type": "json_too_deep"}
+            await _send_error(scope, send, 422, "validation_error", text, [detail])
+            return
         if _SUSPECT_ESCAPE.search(body):
             try:
                 parsed = json.loads(
-                    body, parse_constant=_refuse_constant, parse_float=_finite_float
+                    body,
+                    parse_constant=_refuse_constant,
+                    parse_float=_finite_float,
+                    parse_int=_bounded_int,
                 )
             except _NonFiniteNumber as exc:
                 text = f"the body contains {exc}"
-                detail = {"field": "body", "message": text, "type": "non_finite_number"}
+                detail = {"field": "body", "message": text, "type": exc.kind}
                 await _send_error(scope, send, 422, "validation_error", text, [detail])
                 return
             except (ValueError, RecursionError):
                 parsed = None  # not JSON: the route's own parsing reports it
-            if _has_lone_surrogate(parsed):
+            if has_lone_surrogate(parsed):
                 text = "the body contains a lone UTF-16 surrogate (not valid text)"
                 await _send_error(scope, send, 422, "invalid_text", text, None)
                 return

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
-from cairn.core.subject_id import canonical_id
+from cairn.core.subject_id import SUBJECT_ID_RULE, canonical_id, subject_id_problem
 from cairn.core.text import check_no_nul
 
 DEFAULT_RUNTIME = "default"
@@ -17,7 +17,8 @@ MAX_ID_LENGTH = 256
 class Scope(BaseModel):
     """``runtime_id`` is required; an empty ``user_id`` is the global user and an empty
     ``agent_id`` the global-agent partition, which never widens a read to other agents. Ids
-    are trimmed and kept in NFC (``cairn.core.subject_id.canonical_id``)."""
+    are trimmed and kept in NFC (``cairn.core.subject_id.canonical_id``); a user is a
+    subject id (its rule: no ``/``, no line breaks, …)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -27,13 +28,19 @@ class Scope(BaseModel):
 
     @field_validator("runtime_id", "user_id", "agent_id", mode="before")
     @classmethod
-    def _clean(cls, value: object) -> object:
+    def _clean(cls, value: object, info: ValidationInfo) -> object:
         if value is None:
             return ""
         if isinstance(value, str):
             value = canonical_id(check_no_nul(value).strip())
             if len(value) > MAX_ID_LENGTH:
                 raise ValueError(f"at most {MAX_ID_LENGTH} characters")
+            if value and info.field_name == "user_id":
+                # A user is the subject the subject routes, the inspector and erasure name:
+                # one rule for both (``cairn.core.subject_id``).
+                problem = subject_id_problem(value)
+                if problem is not None:
+                    raise ValueError(f"a user is a subject id; it {problem}: {SUBJECT_ID_RULE}")
             return value
         return value
 

@@ -151,7 +151,8 @@ def _check(change: MemoryCorrection) -> None:
             f"unknown kind {change.kind}; kinds are {', '.join(KINDS)}", code="unknown_kind"
         )
     if change.content is not None and not change.content.strip():
-        raise InvalidInput("content must not be blank", code="validation_error")
+        detail = {"field": "content", "type": "value_error", "message": "must not be blank"}
+        raise InvalidInput("invalid request at 'content': must not be blank", details=[detail])
 
 
 def _check_changes(old: Memory, row: dict[str, Any]) -> None:

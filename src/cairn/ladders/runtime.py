@@ -37,7 +37,7 @@ from cairn.ladders.reply import shown_reply
 from cairn.ladders.requests import RunOutcome, RunRequest
 from cairn.ladders.slate_io import SlateAccess, slate_reads
 from cairn.ladders.steps import render_step
-from cairn.slates.declarations import check_slate_user
+from cairn.slates.declarations import check_run_user, check_slate_user
 from cairn.slates.errors import WriteAlreadyApplied
 from cairn.store.runs import COMPLETED, FAILED
 
@@ -91,6 +91,9 @@ class LadderRuntime:
             # DELETE /v1/subjects/…): every surface refuses a user that is no subject id
             # before the run, not at its first slate.
             check_slate_user(request.user)
+        elif request.user:
+            # The run is kept under its user and erased with that subject: the same rule.
+            check_run_user(request.user)
         run_id, skip, attempt = self._claim(ladder, request)
         if isinstance(skip, RunOutcome):
             self._count("replayed")

@@ -111,4 +111,18 @@ def check_slate_user(user_id: str) -> None:
         )
 
 
-__all__ = ["Declarations", "check_slate_user", "folder_key"]
+def check_run_user(user_id: str) -> None:
+    """A ladder run's user (the OpenAI ``user``) is a subject id: the run is kept under it and
+    erased with that subject (``DELETE /v1/subjects/…``)."""
+    problem = subject_id_problem(user_id)
+    if problem is not None:
+        message = f"invalid request at 'user': a user is a subject id; it {problem}"
+        detail = {
+            "field": "user",
+            "type": "value_error",
+            "message": f"{problem}: {SUBJECT_ID_RULE}",
+        }
+        raise InvalidInput(message, details=[detail])
+
+
+__all__ = ["Declarations", "check_run_user", "check_slate_user", "folder_key"]
