@@ -34,3 +34,19 @@ def test_every_error_code_is_documented() -> None:
     docs = "\n".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
     missing = sorted(c for c in _error_codes_in_source() if f"`{c}`" not in docs)
     assert missing == []
+
+
+def test_shell_examples_use_the_real_variables() -> None:
+    """A ``$CAIRN_…`` in an example names a variable Cairn reads (a setting, or one of the
+    CLI's own), so a copied command gets the key or URL the reader has set."""
+    import re
+
+    known = {f"CAIRN_{name.upper()}" for name in Settings.model_fields} | {"CAIRN_URL"}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    unknown = sorted(
+        f"{page.name}: ${name}"
+        for page in pages
+        for name in re.findall(r"\$\{?(CAIRN_[A-Z0-9_]+)", page.read_text())
+        if name not in known
+    )
+    assert unknown == []

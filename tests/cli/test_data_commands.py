@@ -355,13 +355,61 @@ def test_a_chatgpt_conversation_with_nothing_to_import_is_invalid(tmp_path: Path
     assert "record 0" in said and "no user or assistant message" in said, said
 
 
-def test_ingest_keys_a_record_with_a_lone_surrogate(tmp_path: Path) -> None:
-    """Valid JSON may escape a lone surrogate: the record is keyed (and refused or stored by
-    the server's rules), never a traceback."""
-    src = tmp_path / "odd.jsonl"
-    src.write_text(
-        '{"subject_id": "u", "source": "s", "type": "note", "payload": {"t": "\\ud800"}}\n'
-    )
-    result = run(tmp_path, "ingest", str(src), "--json")
-    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
-    assert "surrogates not allowed" in result.output
+# Records the server refuses for their text, with where (and what) the local check reports.
+# JSON may escape both NUL and a lone surrogate, in values and in keys alike.
+UNSTORABLE = {
+    "nul in a value": ('{"text": "a\\u0000b"}', "payload.text: must not contain a NUL character"),
+    "nul in a key": ('{"k\\u0000": "v"}', "payload.k\\x00: must not contain a NUL character"),
+    "surrogate in a value": (
+        '{"text": "a\\ud800b"}',
+        "payload.text: must not contain a lone UTF-16 surrogate",
+    ),
+    "surrogate in a key": (
+        '{"\\udfff": "v"}',
+        "payload.\\udfff: must not contain a lone UTF-16 surrogate",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", UNSTORABLE, ids=list(UNSTORABLE))
+def test_ingest_checks_text_by_the_servers_rules(tmp_path: Path, case: str) -> None:
+    """A record with a NUL or a lone surrogate is reported with its line before anything is
+    sent (the server would refuse its whole batch): refused by default, skipped with
+    ``--skip-invalid`` while the valid lines are imported — never a traceback."""
+    payload, said = UNSTORABLE[case]
+    bad = f'{{"subject_id": "u", "source": "s", "type": "note", "payload": {payload}}}'
+    src = write_jsonl(tmp_path / "odd.jsonl", [bad, EPISODES[2]])
+    refused = run(tmp_path, "ingest", str(src))
+    assert refused.exit_code == 1, refused.output
+    text = " ".join(refused.stderr.split())
+    assert f"line 1: {said}" in text and "nothing was imported" in text, text
+    assert json.loads(run(tmp_path, "subjects", "list", "--json").stdout)["total"] == 0
+    skipped = run(tmp_path, "ingest", str(src), "--skip-invalid", "--json")
+    assert skipped.exit_code == 0, skipped.output
+    summary = json.loads(skipped.stdout)
+    assert (summary["created"], summary["invalid"], summary["sent"]) == (1, 1, 1)
+    assert summary["errors"][0]["where"] == "line 1"
+    assert summary["errors"][0]["error"].startswith(said)
+    pretty = run(tmp_path, "ingest", str(src), "--skip-invalid")
+    assert pretty.exit_code == 0 and "Traceback" not in pretty.output
+    assert f"skipped line 1: {said}" in " ".join(pretty.stderr.split())
+
+
+def test_ingest_skips_unstorable_text_against_a_server(tmp_path: Path) -> None:
+    """The same check in front of a real server (``--url``), where the defect was seen: the
+    valid line is imported, the NUL and the lone surrogate reported with their lines."""
+    services = Services.from_settings(make_settings(tmp_path / "server"))
+    lines = [
+        f'{{"subject_id": "u", "source": "s", "type": "note", "payload": {payload}}}'
+        for payload, _ in (UNSTORABLE["nul in a value"], UNSTORABLE["surrogate in a value"])
+    ]
+    src = write_jsonl(tmp_path / "odd.jsonl", [*lines, EPISODES[2]])
+    try:
+        with live_server(create_app(services=services)) as url:
+            result = run(tmp_path, "ingest", str(src), "--url", url, "--skip-invalid", "--json")
+    finally:
+        services.close()
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["created"], summary["invalid"]) == (1, 2)
+    assert [e["where"] for e in summary["errors"]] == ["line 1", "line 2"]

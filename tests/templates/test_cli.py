@@ -53,6 +53,14 @@ def test_list_and_show(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "template_not_found" in r.output
 
 
+def test_list_keeps_ids_whole_in_a_narrow_terminal(tmp_path: Path) -> None:
+    ids = [t["id"] for t in json.loads(invoke(tmp_path, ["list", "--json"]).stdout)]
+    r = invoke(tmp_path, ["list"], COLUMNS="80")
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.stdout.splitlines()) <= 80
+    assert all(f"│ {i} " in r.stdout for i in ids), r.stdout
+
+
 def test_list_includes_operator_directory(tmp_path: Path) -> None:
     write_yaml(tmp_path / "ops", "sales.yaml", SIXTH)
     r = invoke(tmp_path, ["list", "--json"], CAIRN_TEMPLATE_DIRS=str(tmp_path / "ops"))
@@ -100,7 +108,7 @@ def test_apply_errors(tmp_path: Path) -> None:
     r = invoke(tmp_path, [*base, "--set", "customer=again"])
     assert r.exit_code == 2 and "set twice" in r.output
     r = invoke(tmp_path, ["apply", "customer-support-handoff", "--subject", "bad/subject"])
-    assert r.exit_code == 2
+    assert r.exit_code == 1 and "validation_error" in r.output
     r = invoke(tmp_path, ["apply", "nope", "--subject", "s1"])
     assert r.exit_code == 1 and "template_not_found" in r.output
     store = open_store(Settings(data_dir=tmp_path / "data").resolved_database_url())
@@ -108,6 +116,48 @@ def test_apply_errors(tmp_path: Path) -> None:
         assert store.episodes.list("default", Scope.for_subject("s1")) == []
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--subject", "a/b"], "--subject: subject id must not contain '/'"),
+        (["--subject", ""], "--subject: subject id must be 1-256 characters"),
+        (["--subject", ".."], "--subject: subject id must not be '.' or '..'"),
+        (["--subject", " a"], "--subject: subject id must not start or end with whitespace"),
+        (["--subject", "x" * 257], "--subject: subject id must be 1-256 characters"),
+        (["--subject", "a\x00b"], "--subject: subject id"),
+        (["--subject", "ok", "--session", ""], "--session:"),
+        (["--subject", "ok", "--idempotency-key", "k" * 257], "--idempotency-key:"),
+    ],
+)
+def test_apply_rejects_invalid_options_with_the_error_code(
+    tmp_path: Path, options: list[str], said: str
+) -> None:
+    """docs/templates.md: a rejected apply prints its error code and exits 1 — the API's
+    ``validation_error`` for the same request, naming the option, not pydantic's dump."""
+    values = ["--set", "customer=x", "--set", "issue=y"]
+    r = invoke(tmp_path, ["apply", "customer-support-handoff", *options, *values])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1, text
+    assert text.startswith(f"error (validation_error): {said}"), text
+    assert "pydantic" not in text and "Traceback" not in text
+
+
+def test_apply_refuses_a_value_that_is_not_text(tmp_path: Path) -> None:
+    """An argument's bytes that are not UTF-8 arrive as a lone surrogate, which the API
+    refuses as ``invalid_text``: so does the command, and nothing is written."""
+    args = ["apply", "customer-support-handoff", "--subject", "s1", "--set", "issue=y"]
+    r = invoke(tmp_path, [*args, "--set", "customer=\udcff"])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1 and text.startswith("error (invalid_text): --set customer:"), text
+    assert invoke(tmp_path, [*args, "--set", "customer=x"]).exit_code == 0
+    store = open_store(Settings(data_dir=tmp_path / "data").resolved_database_url())
+    try:
+        (stored,) = store.episodes.list("default", Scope.for_subject("s1"))
+    finally:
+        store.close()
+    assert stored.payload["fields"]["customer"] == "x"
 
 
 def test_validate(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from cairn.cli._client import (
 )
 from cairn.cli._common import EXIT_FAILED, console, err_console, esc, print_json
 from cairn.cli._importers import read
+from cairn.core.text import LONE_SURROGATE_MESSAGE, NUL_MESSAGE, lone_surrogate_path, nul_path
 
 if TYPE_CHECKING:
     from cairn.client import Cairn, EpisodeCreate
@@ -41,15 +42,41 @@ def _validate(items: Any) -> tuple[list[EpisodeCreate], list[dict[str, str]]]:
     errors: list[dict[str, str]] = []
     for where, data in items:
         if isinstance(data, Exception):
-            errors.append({"where": where, "error": str(data)})
+            errors.append({"where": _shown(where), "error": _shown(str(data))})
+            continue
+        problem = _unstorable_text(data)
+        if problem is not None:
+            errors.append({"where": _shown(where), "error": problem})
             continue
         try:
             episodes.append(EpisodeCreate.model_validate(data))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(episode)"
-            errors.append({"where": where, "error": f"{field}: {first['msg']}"})
+            errors.append({"where": _shown(where), "error": _shown(f"{field}: {first['msg']}")})
     return episodes, errors
+
+
+def _unstorable_text(data: Any) -> str | None:
+    """What the server would refuse in a record's strings (keys included), checked by the
+    server's own rules — a lone surrogate, then a NUL character — so the record is reported
+    here with its line rather than failing its whole batch; None if nothing."""
+    for find, message in (
+        (lone_surrogate_path, LONE_SURROGATE_MESSAGE),
+        (nul_path, NUL_MESSAGE),
+    ):
+        path = find(data)
+        if path is not None:
+            return f"{_shown(path) or '(episode)'}: {message}"
+    return None
+
+
+def _shown(text: str) -> str:
+    """``text`` with characters a terminal cannot show (NUL, a lone surrogate, controls) as
+    escapes: a field path or message may quote them, and a lone surrogate cannot be printed."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 @contextmanager

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+from pydantic import ValidationError
 from rich.table import Table
 
 from cairn.cli._common import (
@@ -16,10 +18,16 @@ from cairn.cli._common import (
     fail,
     print_json,
     settings_with,
+    whole_column,
 )
 from cairn.core.scope import Scope
+from cairn.core.text import LONE_SURROGATE_MESSAGE, lone_surrogate_path
+from cairn.errors import InvalidInput
 from cairn.templates import MemoryTemplate, TemplateCatalogue, load_catalogue, load_template_file
 from cairn.templates.loader import template_files
+
+if TYPE_CHECKING:
+    from cairn.api.routes.templates import TemplateApply
 
 app = typer.Typer(
     help="Memory templates: YAML scaffolds that turn values into one episode.",
@@ -66,7 +74,11 @@ def list_templates(as_json: bool = JSON_OPTION) -> None:
     if as_json:
         print_json([t.public() for t in catalogue.templates()])
         return
-    table = Table("id", "version", "episode type", "fields (* required)", "title")
+    table = Table()
+    widest = max((len(t.id) for t in catalogue.templates()), default=2)
+    whole_column(table, "id", width=min(36, widest))
+    for header in ("version", "episode type", "fields (* required)", "title"):
+        table.add_column(header)
     for t in catalogue.templates():
         fields = ", ".join(f.name + ("*" if f.required else "") for f in t.fields)
         table.add_row(t.id, str(t.version), t.episode_type, fields, t.title)
@@ -124,24 +136,20 @@ def apply(
     Example: cairn templates apply customer-support-handoff --subject customer:globex
     --set customer="Globex Corp" --set issue="Duplicate charge on the May invoice"
     """
-    from cairn.api.routes.templates import TemplateApply
     from cairn.api.schemas import EpisodePublic
     from cairn.engine.ingest import record_episode
     from cairn.services import Services
     from cairn.templates import apply_template
 
-    values = _parse_sets(sets)
-    try:
-        # The same request model as the HTTP API, so subject/session/key rules are identical.
-        body = TemplateApply(
-            subject_id=subject,
-            session_id=session,
-            values=values,
-            idempotency_key=idempotency_key,
-            occurred_at=occurred_at,
-        )
-    except Exception as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    body = _request(
+        {
+            "subject_id": subject,
+            "session_id": session,
+            "values": _parse_sets(sets),
+            "idempotency_key": idempotency_key,
+            "occurred_at": occurred_at,
+        }
+    )
     settings = settings_with(database_url=database_url)
     try:
         services = Services.from_settings(settings)
@@ -171,6 +179,43 @@ def apply(
     finally:
         services.close()
     print_json(EpisodePublic.of(episode).model_dump(mode="json"))
+
+
+# The options of ``apply`` by the request field they fill, to name them in an error.
+_APPLY_OPTIONS = {
+    "subject_id": "--subject",
+    "session_id": "--session",
+    "values": "--set",
+    "idempotency_key": "--idempotency-key",
+    "occurred_at": "--occurred-at",
+}
+
+
+def _option(field: str) -> str:
+    """A request field path as the option that fills it (``values.issue`` → ``--set issue``)."""
+    head, _, rest = field.partition(".")
+    return _APPLY_OPTIONS.get(head, head) + (f" {rest}" if rest else "")
+
+
+def _request(data: dict[str, Any]) -> TemplateApply:
+    """The apply request, checked as the HTTP API checks it (the same model, and the body
+    check before it), so an invalid option is the API's error code and exit 1."""
+    from cairn.api.routes.templates import TemplateApply
+    from cairn.http.validation import validation_details
+
+    # Bytes that are not UTF-8 in an argument arrive as lone surrogates, which the API refuses.
+    where = lone_surrogate_path(data)
+    if where is not None:
+        error = InvalidInput(f"{_option(where)}: {LONE_SURROGATE_MESSAGE}", code="invalid_text")
+        raise fail(error)
+    try:
+        return TemplateApply.model_validate(data)
+    except ValidationError as exc:
+        details = validation_details([dict(e) for e in exc.errors(include_url=False)])
+    for d in details:
+        d["field"] = _option(d["field"])
+    message = "; ".join(f"{d['field']}: {d['message']}" for d in details)
+    raise fail(InvalidInput(message, details=details))
 
 
 @app.command("validate")
