@@ -137,6 +137,17 @@ def test_export_import_round_trip_sqlite_to_postgres(two_cairns: Any) -> None:
     assert export_lines(dst)[1:] == lines[1:]  # the same records, exported again
     again = _ok(dst.post(f"/v1/subjects/{SUBJECT}/import", json={"records": lines}))
     assert sum(again["imported"].values()) == 0 and again["skipped"] == len(lines) - 1
+    # Each record is named with why: its row is stored (a slate folder, which has no id of its
+    # own, under its key).
+    assert again["skipped_records"] == [
+        {
+            "record": i,
+            "type": line["type"],
+            "reason": "same_key" if line["type"] == "slate" else "stored",
+        }
+        for i, line in enumerate(lines)
+        if i > 0
+    ]
 
     params = {"subject_id": SUBJECT, "limit": 1000}
     assert _ok(dst.get("/v1/timeline", params=params)) == _ok(

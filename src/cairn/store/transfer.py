@@ -12,8 +12,8 @@ Imports are idempotent: a row whose id (or unique key) is already stored is skip
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn
 
 from sqlalchemy import Table, select
 from sqlalchemy.exc import DBAPIError, StatementError
@@ -31,14 +31,14 @@ from cairn.store.repository import Repository
 from cairn.store.runs import ladder_run_reads, ladder_runs, record_reads, trace_reads
 from cairn.store.schema import episodes, memories
 from cairn.store.slate_reads import item_rows, trace_slate_items
-from cairn.store.slate_transfer import (
-    SLATE_TYPES,
-    decode_history,
-    decode_slate,
-    export_slates,
-    restore_slates,
-)
+from cairn.store.slate_transfer import SLATE_TYPES, decode_history, decode_slate, export_slates
 from cairn.store.transfer_ids import place_memories, repair_references
+from cairn.store.transfer_skips import (
+    ImportOutcome,
+    SkippedRecord,
+    restore_slate_records,
+    skip_reason,
+)
 from cairn.store.transfer_values import decode_values, jsonable
 
 # Exported in this order, so an import meets documents before their chunks and episodes
@@ -57,9 +57,10 @@ _LEFT_OUT = {"seq", "embedding", "vector_size", "search_stems"}
 # vectors, like every embedding, are not exported.
 _DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
 PAGE = 500
-MAX_ITEM_KEY = 1024  # as ``PUT /v1/items`` takes it
 _TOMBSTONE_KEYS = ("deleted_at", "deleted_by")  # what forgetting keeps of a memory
 MEMORY_STATUSES = ("active", "superseded", "deleted")
+# A record's type and decoded row -> what the importer's own write paths would refuse of it.
+RecordCheck = Callable[[str, dict[str, Any]], str | None]
 
 
 def _exported_columns(table: Table) -> list[Any]:
@@ -98,28 +99,17 @@ class TransferRepository(Repository):
         return scope_filter(table, tenant_id, scope)
 
     def import_records(
-        self, tenant_id: str, scope: Scope, records: Sequence[dict[str, Any]]
-    ) -> dict[str, int]:
+        self,
+        tenant_id: str,
+        scope: Scope,
+        records: Sequence[dict[str, Any]],
+        check: RecordCheck | None = None,
+    ) -> ImportOutcome:
         """Insert the records into the tenant's partition ``scope``; rows already stored (by
-        id or unique key) are skipped. Counts of inserted rows per record type."""
-        rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in (*TABLES, *SLATE_TYPES)}
-        for i, record in enumerate(records):
-            kind = record.get("type")
-            if kind == "header":  # an export's first line: nothing to restore
-                continue
-            row = record.get("row")
-            if kind not in rows or not isinstance(row, dict):
-                raise InvalidInput(
-                    f"record {i}: needs a type ({', '.join(rows)}) and a row object",
-                    code="invalid_import",
-                )
-            if kind == "slate":
-                rows[kind].append(decode_slate(row, i))
-            elif kind in SLATE_TYPES:
-                rows[kind].append(decode_history(kind, row, i))
-            else:
-                rows[kind].append(_decode(TABLES[kind], row, i, tenant_id, scope))
-        counts = dict.fromkeys(TABLES, 0)
+        id or unique key) are skipped. ``check(type, row)`` may name a problem of a decoded
+        row (the limits of the caller's own write paths): that record is refused. Counts of
+        inserted rows per record type, and which records were skipped and why."""
+        rows, places = _decode_records(records, tenant_id, scope, check)
         try:
             with self._writing() as conn:
                 if self.db.is_sqlite:
@@ -128,28 +118,46 @@ class TransferRepository(Repository):
                 self._refuse_foreign_ids(conn, tenant_id, rows)
                 self._move_episodes(conn, tenant_id, scope, rows)
                 olds = place_memories(conn, tenant_id, scope, rows["memory"])
-                for kind, table in TABLES.items():
-                    for row in rows[kind]:
-                        if table is memories and self.db.is_sqlite:
-                            analysed = row.get("search_text") or ""
-                            row["search_stems"] = row_stems(analysed, row.get("metadata"))
-                        stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
-                        added = int(conn.execute(stmt).rowcount or 0)
-                        counts[kind] += added
-                        if table is ladder_runs and added:
-                            reads = imported_reads(tenant_id, scope, row)
-                            insert = self.db.insert(ladder_run_reads)
-                            record_reads(conn, insert, tenant_id, row["id"], reads)
+                outcome = self._insert_rows(conn, tenant_id, scope, (rows, places))
                 repair_references(conn, tenant_id, scope, rows["memory"], olds)
-                counts |= restore_slates(conn, self.db.insert, tenant_id, scope, rows)
+                slates = restore_slate_records(
+                    conn, self.db.insert, tenant_id, scope, (rows, places)
+                )
         except (StatementError, DBAPIError) as exc:
-            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-                raise
-            raise InvalidInput(
-                f"a record does not fit the schema: {str(exc.orig or exc)[:200]}",
-                code="invalid_import",
-            ) from exc
-        return counts
+            _refuse_unfit(exc, None)
+        skipped = sorted([*outcome.skipped, *slates.skipped], key=lambda s: s.record)
+        return ImportOutcome(outcome.imported | slates.imported, skipped)
+
+    def _insert_rows(
+        self,
+        conn: Any,
+        tenant_id: str,
+        scope: Scope,
+        batch: tuple[dict[str, list[dict[str, Any]]], dict[str, list[int]]],
+    ) -> ImportOutcome:
+        """Insert the rows of every table but the slates', each record's on its own, so that
+        one that does not fit is named and one that adds nothing is told."""
+        rows, places = batch
+        outcome = ImportOutcome(dict.fromkeys(TABLES, 0), [])
+        for kind, table in TABLES.items():
+            for place, row in zip(places[kind], rows[kind], strict=True):
+                if table is memories and self.db.is_sqlite:
+                    analysed = row.get("search_text") or ""
+                    row["search_stems"] = row_stems(analysed, row.get("metadata"))
+                stmt = self.db.insert(table).values(**row).on_conflict_do_nothing()
+                try:
+                    added = int(conn.execute(stmt).rowcount or 0)
+                except (StatementError, DBAPIError) as exc:
+                    _refuse_unfit(exc, place)
+                outcome.imported[kind] += added
+                if not added:
+                    reason = skip_reason(conn, table, tenant_id, scope, row)
+                    outcome.skipped.append(SkippedRecord(place, kind, reason))
+                elif table is ladder_runs:
+                    reads = imported_reads(tenant_id, scope, row)
+                    insert = self.db.insert(ladder_run_reads)
+                    record_reads(conn, insert, tenant_id, row["id"], reads)
+        return outcome
 
     @staticmethod
     def _move_episodes(
@@ -243,6 +251,47 @@ def _episode_ids(conn: Any, ids: list[uuid.UUID], where: Any) -> set[uuid.UUID]:
     return found
 
 
+def _decode_records(
+    records: Sequence[dict[str, Any]], tenant_id: str, scope: Scope, check: RecordCheck | None
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[int]]]:
+    """The records as insertable rows per type, and each row's place in ``records``."""
+    rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in (*TABLES, *SLATE_TYPES)}
+    places: dict[str, list[int]] = {kind: [] for kind in rows}
+    for i, record in enumerate(records):
+        kind = record.get("type")
+        if kind == "header":  # an export's first line: nothing to restore
+            continue
+        row = record.get("row")
+        if kind not in rows or not isinstance(row, dict):
+            raise InvalidInput(
+                f"record {i}: needs a type ({', '.join(rows)}) and a row object",
+                code="invalid_import",
+            )
+        if kind == "slate":
+            decoded = decode_slate(row, i)
+        elif kind in SLATE_TYPES:
+            decoded = decode_history(kind, row, i)
+        else:
+            decoded = _decode(TABLES[kind], row, i, tenant_id, scope)
+        problem = check(kind, decoded) if check is not None else None
+        if problem:
+            raise InvalidInput(f"record {i}: {problem}", code="invalid_import")
+        rows[kind].append(decoded)
+        places[kind].append(i)
+    return rows, places
+
+
+def _refuse_unfit(exc: StatementError | DBAPIError, place: int | None) -> NoReturn:
+    """A row the database refused is a 422 naming its record (when known); a lost connection
+    is no fault of the data and goes on as it is."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        raise exc
+    what = "a record" if place is None else f"record {place}:"
+    raise InvalidInput(
+        f"{what} does not fit the schema: {str(exc.orig or exc)[:200]}", code="invalid_import"
+    ) from exc
+
+
 def _decode(
     table: Table, row: dict[str, Any], index: int, tenant_id: str, scope: Scope
 ) -> dict[str, Any]:
@@ -272,11 +321,6 @@ def _derive_item(row: dict[str, Any], index: int) -> None:
     labels = namespace_labels(path)
     if not path.endswith(".") or not labels or not all(labels):
         raise InvalidInput(f"record {index}: bad item namespace", code="invalid_import")
-    if len(row["key"]) > MAX_ITEM_KEY:
-        raise InvalidInput(
-            f"record {index}: an item key is at most {MAX_ITEM_KEY} characters",
-            code="invalid_import",
-        )
     ttl = row.get("ttl_seconds")
     if ttl is not None and not ttl > 0:
         raise InvalidInput(f"record {index}: ttl_seconds must be > 0", code="invalid_import")
@@ -318,4 +362,18 @@ def _memory_problem(row: dict[str, Any]) -> str | None:
         [uuid.UUID(str(x)) for x in sources]
     except ValueError:
         return "source_episode_ids must be UUIDs"
-    return validity_problem(row.get("valid_from"), row.get("valid_to"))
+    return _link_problem(row) or validity_problem(row.get("valid_from"), row.get("valid_to"))
+
+
+def _link_problem(row: dict[str, Any]) -> str | None:
+    """A version link no write of Cairn makes. (A link to a memory that is neither stored nor
+    imported is kept: the target may come in a later call of a paged import, or have expired
+    under the tenant's retention.)"""
+    successor = row.get("superseded_by")
+    if successor is None:
+        return None
+    if successor == row["id"]:
+        return "superseded_by names the memory itself (a version is replaced by a later one)"
+    if row["status"] == "active":
+        return "an active memory has no superseded_by (a replaced version's status is superseded)"
+    return None

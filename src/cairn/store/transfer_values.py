@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, String, Uuid
 
+from cairn.core.ids import as_utc
 from cairn.errors import InvalidInput
 from cairn.store.schema import UTCDateTime
 
@@ -40,14 +41,7 @@ def decode_values(columns: dict[str, Any], row: dict[str, Any], index: int) -> d
             if not col.nullable and col.server_default is None:
                 raise InvalidInput(f"record {index}: missing {name}", code="invalid_import")
             continue
-        value = row[name]
-        try:
-            if value is not None and isinstance(col.type, UTCDateTime):
-                value = datetime.fromisoformat(str(value))
-            elif value is not None and isinstance(col.type, Uuid):
-                value = uuid.UUID(str(value))
-        except ValueError as exc:
-            raise InvalidInput(f"record {index}: bad {name}: {exc}", code="invalid_import") from exc
+        value = _parsed(col, name, row[name], index)
         if value is None and not col.nullable:
             raise InvalidInput(f"record {index}: {name} must not be null", code="invalid_import")
         length = getattr(col.type, "length", None)
@@ -69,6 +63,31 @@ def decode_values(columns: dict[str, Any], row: dict[str, Any], index: int) -> d
             )
         out[name] = value
     return out
+
+
+def _parsed(col: Any, name: str, value: Any, index: int) -> Any:
+    """Dates parsed and converted to UTC (a naive one is UTC, as the API reads it) and UUIDs
+    parsed; any other value as it is."""
+    if value is None:
+        return None
+    try:
+        if isinstance(col.type, UTCDateTime):
+            when = datetime.fromisoformat(str(value))
+            try:
+                # Converted here, not when the row is written: a time whose UTC conversion
+                # leaves years 1-9999 (``9999-12-31T23:59:59-14:00``) is this record's error.
+                return as_utc(when)
+            except OverflowError:
+                raise InvalidInput(
+                    f"record {index}: {name} is outside the representable range once "
+                    "converted to UTC",
+                    code="invalid_import",
+                ) from None
+        if isinstance(col.type, Uuid):
+            return uuid.UUID(str(value))
+    except ValueError as exc:
+        raise InvalidInput(f"record {index}: bad {name}: {exc}", code="invalid_import") from exc
+    return value
 
 
 def _fits(kind: Any, value: Any) -> bool:

@@ -12,10 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from cairn.core.scope import Scope
 from cairn.core.subject_id import SubjectIdStr
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
+from cairn.engine.items import MAX_KEY, MAX_TTL_SECONDS, check_namespace
 from cairn.engine.lifecycle import export_lines
 from cairn.errors import InvalidInput
 from cairn.http.auth import require_tenant, services_of
 from cairn.http.headers import attachment
+from cairn.store.items import namespace_labels
+from cairn.store.transfer_skips import SkipReason
 
 router = APIRouter(tags=["subjects"])
 
@@ -31,10 +34,43 @@ class ImportRequest(BaseModel):
     )
 
 
+class SkippedRecordPublic(BaseModel):
+    record: int = Field(description="Its place in `records` (the header line counts).")
+    type: str
+    reason: SkipReason = Field(
+        description="`stored`: its row is stored (a repeated import); `same_key`: the subject "
+        "holds another row under its unique key; `same_content`: the subject holds a memory of "
+        "its kind and content under another id; `another_subject`: another subject of the "
+        "tenant holds its id. The stored row is kept as it is."
+    )
+
+
 class ImportPublic(BaseModel):
     subject_id: str
     imported: dict[str, int] = Field(description="Rows inserted per record type.")
-    skipped: int = Field(description="Records already stored (by id or unique key).")
+    skipped: int = Field(description="Records that added nothing (`skipped_records`).")
+    skipped_records: list[SkippedRecordPublic] = Field(
+        description="Each record that added nothing, and why."
+    )
+
+
+def write_limits(kind: str, row: dict[str, Any]) -> str | None:
+    """What the API's own write paths refuse of a decoded record's row: an item's namespace,
+    key and TTL as ``PUT /v1/items`` takes them. (A memory's text is bounded as a compiled
+    one's, by the body limit: a compile keeps a long message whole in its turn, so PATCH's
+    cap on a correction's new text would refuse exports Cairn made.)"""
+    if kind != "item":
+        return None
+    try:
+        check_namespace(namespace_labels(row["namespace"]), field="namespace")
+    except InvalidInput as exc:
+        return exc.message
+    if len(row["key"]) > MAX_KEY:
+        return f"key is longer than {MAX_KEY} characters"
+    ttl = row.get("ttl_seconds")
+    if ttl is not None and not 0 < ttl <= MAX_TTL_SECONDS:
+        return "ttl_seconds must be > 0 and at most ten years"
+    return None
 
 
 @router.get(
@@ -63,7 +99,8 @@ def import_subject(
     tenant: str = Depends(require_tenant),
 ) -> ImportPublic:
     """Restore exported records into the subject, ids and provenance as they were; a record
-    already stored is skipped, so a retried or repeated import changes nothing."""
+    whose row (or a row under its unique key) is stored is skipped and told, so a retried or
+    repeated import changes nothing. A bad record refuses the whole call."""
     services = services_of(request)
     scope = Scope.for_subject(subject_id)
     for i, record in enumerate(body.records):
@@ -75,13 +112,19 @@ def import_subject(
                 f"(format {record.get('format')!r}, version {record.get('version')!r})",
                 code="invalid_import",
             )
-    counts = services.store.transfer.import_records(tenant, scope, body.records)
-    if services.embedding_backfill is not None and counts.get("memory"):
+    outcome = services.store.transfer.import_records(
+        tenant, scope, body.records, check=write_limits
+    )
+    if services.embedding_backfill is not None and outcome.imported.get("memory"):
         # Their vectors follow in the background, as after a compile: an import of thousands
         # of memories is not embedded inside the request (the lexical lane finds them at once).
         services.embedding_backfill.notify(tenant, scope)
     return ImportPublic(
         subject_id=subject_id,
-        imported=counts,
-        skipped=sum(r.get("type") != "header" for r in body.records) - sum(counts.values()),
+        imported=outcome.imported,
+        skipped=len(outcome.skipped),
+        skipped_records=[
+            SkippedRecordPublic(record=s.record, type=s.type, reason=s.reason)
+            for s in outcome.skipped
+        ],
     )
