@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from cairn.api.middleware import too_deep
 from tests.api.test_no_500 import CSRF, endpoints, nasty_client, row_counts
 
 __all__ = ["nasty_client"]  # the fixture, re-exported for pytest
 
+JSON_TYPE = {"content-type": "application/json"}
 EPISODE = {"subject_id": "s17", "source": "t", "type": "note", "payload": {"text": "hi"}}
 SCOPE = {"runtime_id": "r17", "user_id": "u17"}
 TURN = {
@@ -275,3 +277,35 @@ def test_prefixed_and_derived_keys_fit_their_columns(nasty_client: Any) -> None:
         episode = {**EPISODE, "idempotency_key": key, "session_id": "s" * n}
         r = client.post("/v1/episodes", json=episode)
         assert r.status_code == (201 if n <= 256 else 422), r.text
+
+
+@pytest.mark.parametrize(
+    ("body", "deep"),
+    [
+        (b'{"a":' * 128 + b"1" + b"}" * 128, False),
+        (b'{"a":' * 129 + b"1" + b"}" * 129, True),
+        (b"[" * 129 + b"]" * 129, True),
+        # Brackets inside strings, escaped quotes and a string ending in a backslash are text.
+        (b'["' + b"[" * 300 + b'"]', False),
+        (b"[" * 120 + b'"x\\"[[[[[[[[[[", "y\\\\"' + b"]" * 120, False),
+        (b"[" * 127 + b'"\\\\"' + b"[]" + b"]" * 127, False),
+        (b"[" * 128 + b'"\\\\"' + b"[]" + b"]" * 128, True),
+        # A string never closed runs to the end (invalid JSON, its parser's to report).
+        (b"[" * 129 + b'"' + b'\\"' * 50_000, True),
+        (b"[" * 100 + b'"' + b'\\"' * 50_000, False),
+    ],
+)
+def test_the_depth_of_a_body(body: bytes, deep: bool) -> None:
+    assert too_deep(body) is deep
+
+
+def test_a_deep_body_without_a_content_type_is_refused_too(nasty_client: Any) -> None:
+    client, services = nasty_client
+    before = row_counts(services)
+    body = json.dumps({**EPISODE, "payload": {"x": nested(300)}}).encode()
+    r = client.post("/v1/episodes", content=body, headers={"content-type": ""})
+    assert r.status_code == 422, r.text
+    # An unclosed string after many brackets: answered at once, as too deep.
+    body = b'{"episodes": ' + b"[" * 200 + b'"' + b'\\"' * 200_000
+    refused(client.post("/v1/episodes/batch", content=body, headers=JSON_TYPE))
+    assert row_counts(services) == before

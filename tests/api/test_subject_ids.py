@@ -177,8 +177,7 @@ SCOPE_ROUTES = [
             "messages": [{"role": "user", "content": "hi"}],
         },
     ),
-    ("POST", "/v1/scopes/context", {"query": "hi"}),
-    ("POST", "/v1/scopes/compile", {}),
+    ("POST", "/v1/scopes/documents", {"dataset_id": "d", "document_id": "x", "content": "hi"}),
     ("PUT", "/v1/items", {"namespace": ["n"], "key": "k", "value": {"v": 1}}),
 ]
 
@@ -187,7 +186,8 @@ SCOPE_ROUTES = [
 def test_a_scope_user_is_a_subject_id(backend_client: TestClient, user: str) -> None:
     """A scope's user is the subject the subject routes, the inspector and erasure name:
     ``POST /v1/scopes/turns`` took ``x/y`` and ``line\\nbreak``, which then showed in
-    ``GET /v1/subjects`` and no subject route could reach."""
+    ``GET /v1/subjects`` and no subject route could reach. New data is refused under such a
+    user; reads still take one (data stored before the rule stays reachable)."""
     c = backend_client
     for method, path, body in SCOPE_ROUTES:
         scope = {"runtime_id": "default", "user_id": user}
@@ -195,9 +195,13 @@ def test_a_scope_user_is_a_subject_id(backend_client: TestClient, user: str) -> 
         assert r.status_code == 422, (path, r.text)
         error = r.json()["error"]
         assert error["code"] == "validation_error"
-        assert [d["field"] for d in error["details"]] == ["scope.user_id"], error
-        assert "subject id" in error["details"][0]["message"], error
+        assert [d["field"] for d in error["details"]] == ["scope"], error
+        assert "user_id: a user is a subject id" in error["details"][0]["message"], error
     assert c.get("/v1/subjects").json()["total"] == 0
+    scope = {"runtime_id": "default", "user_id": user}
+    assert c.post("/v1/scopes/context", json={"scope": scope, "query": "hi"}).status_code == 200
+    found = c.post("/v1/items/search", json={"scope": scope, "namespace_prefix": ["n"]})
+    assert found.status_code == 200, found.text
     # Any script, and the global user (empty), stay scope users.
     for ok in ("李雷", "Анна+work@example.com", ""):
         scope = {"runtime_id": "default", "user_id": ok}

@@ -143,7 +143,7 @@ def test_export_import_round_trip_sqlite_to_postgres(two_cairns: Any) -> None:
         {
             "record": i,
             "type": line["type"],
-            "reason": "same_key" if line["type"] == "slate" else "stored",
+            "reason": "stored",
         }
         for i, line in enumerate(lines)
         if i > 0

@@ -368,6 +368,8 @@ UNSTORABLE = {
         '{"\\udfff": "v"}',
         "payload.\\udfff: must not contain a lone UTF-16 surrogate",
     ),
+    "NaN": ('{"x": NaN}', "payload.x: nan is not a JSON number"),
+    "Infinity": ('{"x": [1, -Infinity]}', "payload.x.1: -inf is not a JSON number"),
 }
 
 
@@ -393,6 +395,29 @@ def test_ingest_checks_text_by_the_servers_rules(tmp_path: Path, case: str) -> N
     pretty = run(tmp_path, "ingest", str(src), "--skip-invalid")
     assert pretty.exit_code == 0 and "Traceback" not in pretty.output
     assert f"skipped line 1: {said}" in " ".join(pretty.stderr.split())
+
+
+def test_ingest_refuses_json_nested_deeper_than_a_batch_may_carry(tmp_path: Path) -> None:
+    """A batch is two levels around its records, and the server refuses a body nested over
+    128 levels: a record's own nesting may reach 126."""
+    lines = [
+        json.dumps({"subject_id": "u", "source": "s", "type": "note", "payload": {"x": deep}})
+        for deep in (_nested(124), _nested(125))  # 128 and 129 levels in a batch
+    ]
+    src = write_jsonl(tmp_path / "deep.jsonl", lines)
+    result = run(tmp_path, "ingest", str(src), "--skip-invalid", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["created"], summary["invalid"]) == (1, 1)
+    assert summary["errors"][0]["where"] == "line 2"
+    assert summary["errors"][0]["error"].endswith(": nested more than 128 levels")
+
+
+def _nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 def test_ingest_skips_unstorable_text_against_a_server(tmp_path: Path) -> None:

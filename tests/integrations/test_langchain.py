@@ -179,3 +179,18 @@ def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delitem(sys.modules, "cairn.integrations.langchain")
     with pytest.raises(ImportError, match=r"pip install 'cairn\[langchain\]'"):
         importlib.import_module("cairn.integrations.langchain")
+
+
+def test_a_session_id_that_is_no_subject_id_still_keeps_history(
+    connect_sync: Callable[[], Cairn],
+) -> None:
+    """Without a ``user_id`` the session's conversation key is the user its turns go to;
+    a key that is no subject id (``org/thread-1``) is hashed into one, since new data is
+    written only under users the subject routes and erasure reach."""
+    client = connect_sync()
+    history = CairnChatMessageHistory("org/thread-1", client=client)
+    history.add_messages([HumanMessage("I keep bees."), AIMessage("Bees it is.")])
+    assert [m.text for m in history.messages] == ["I keep bees.", "Bees it is."]
+    users = {s.subject_id for s in client.subjects.list().subjects}
+    assert "org/thread-1" not in users
+    assert any(u.startswith("sha256:") for u in users), users

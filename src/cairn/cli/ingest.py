@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import math
 import sys
 import tempfile
 import time
@@ -27,7 +28,13 @@ from cairn.cli._client import (
 )
 from cairn.cli._common import EXIT_FAILED, console, err_console, esc, print_json
 from cairn.cli._importers import read
-from cairn.core.text import LONE_SURROGATE_MESSAGE, NUL_MESSAGE, lone_surrogate_path, nul_path
+from cairn.core.text import (
+    LONE_SURROGATE_MESSAGE,
+    MAX_JSON_DEPTH,
+    NUL_MESSAGE,
+    lone_surrogate_path,
+    nul_path,
+)
 
 if TYPE_CHECKING:
     from cairn.client import Cairn, EpisodeCreate
@@ -68,6 +75,23 @@ def _unstorable_text(data: Any) -> str | None:
         path = find(data)
         if path is not None:
             return f"{_shown(path) or '(episode)'}: {message}"
+    return _json_problem(data)
+
+
+def _json_problem(value: Any, path: str = "", depth: int = 1) -> str | None:
+    """What the server refuses of a record's JSON besides its text: NaN and infinities (no
+    JSON number), and nesting deeper than a batch may carry (the batch's own two levels
+    count: ``MAX_JSON_DEPTH``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{_shown(path) or '(episode)'}: {value} is not a JSON number"
+    if isinstance(value, dict | list):
+        if depth > MAX_JSON_DEPTH - 2:
+            return f"{_shown(path) or '(episode)'}: nested more than {MAX_JSON_DEPTH} levels"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            found = _json_problem(item, f"{path}.{key}" if path else str(key), depth + 1)
+            if found is not None:
+                return found
     return None
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cairn.core.ids import UtcDateTime
-from cairn.core.scope import Scope
+from cairn.core.scope import NewScope, Scope
 from cairn.core.text import check_no_nul
 
 DEFAULT_MAX_TOKENS = 4096
@@ -181,7 +181,7 @@ class Turn(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    scope: Scope
+    scope: NewScope
     conversation_id: str = Field(min_length=1, max_length=KEY_MAX_LENGTH)
     # The stored key carries a ``turn:`` prefix (see ``engine.turns``) in a column of
     # KEY_MAX_LENGTH, so the key itself must leave room for it.
@@ -222,7 +222,7 @@ class Document(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    scope: Scope
+    scope: NewScope
     dataset_id: str = Field(min_length=1, max_length=KEY_MAX_LENGTH)
     document_id: str = Field(min_length=1, max_length=KEY_MAX_LENGTH)
     content: str = Field(min_length=1)

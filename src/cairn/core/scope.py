@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
 
 from cairn.core.subject_id import SUBJECT_ID_RULE, canonical_id, subject_id_problem
 from cairn.core.text import check_no_nul
@@ -17,8 +18,8 @@ MAX_ID_LENGTH = 256
 class Scope(BaseModel):
     """``runtime_id`` is required; an empty ``user_id`` is the global user and an empty
     ``agent_id`` the global-agent partition, which never widens a read to other agents. Ids
-    are trimmed and kept in NFC (``cairn.core.subject_id.canonical_id``); a user is a
-    subject id (its rule: no ``/``, no line breaks, …)."""
+    are trimmed and kept in NFC (``cairn.core.subject_id.canonical_id``); new data is written
+    only under a user that is a subject id (``check_new_user``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -28,19 +29,13 @@ class Scope(BaseModel):
 
     @field_validator("runtime_id", "user_id", "agent_id", mode="before")
     @classmethod
-    def _clean(cls, value: object, info: ValidationInfo) -> object:
+    def _clean(cls, value: object) -> object:
         if value is None:
             return ""
         if isinstance(value, str):
             value = canonical_id(check_no_nul(value).strip())
             if len(value) > MAX_ID_LENGTH:
                 raise ValueError(f"at most {MAX_ID_LENGTH} characters")
-            if value and info.field_name == "user_id":
-                # A user is the subject the subject routes, the inspector and erasure name:
-                # one rule for both (``cairn.core.subject_id``).
-                problem = subject_id_problem(value)
-                if problem is not None:
-                    raise ValueError(f"a user is a subject id; it {problem}: {SUBJECT_ID_RULE}")
             return value
         return value
 
@@ -69,3 +64,19 @@ def _subject_scope(subject_id: str) -> Scope:
     # A bounded memo of a pure function: scopes are immutable, so one validated instance per
     # subject can be shared by every caller of the process.
     return Scope(runtime_id=DEFAULT_RUNTIME, user_id=subject_id, agent_id="")
+
+
+def check_new_user(scope: Scope) -> Scope:
+    """``scope`` unchanged if its user (if any) is a subject id; a ``ValueError`` naming the
+    rule otherwise. Checked where new data is written under a scope (turns, documents,
+    items): the subject routes, the inspector and erasure reach a user by its subject id.
+    Reads take any stored user, so data written before the rule stays reachable."""
+    if scope.user_id:
+        problem = subject_id_problem(scope.user_id)
+        if problem is not None:
+            raise ValueError(f"user_id: a user is a subject id; it {problem}: {SUBJECT_ID_RULE}")
+    return scope
+
+
+# A scope new data is written under: its user is a subject id.
+NewScope = Annotated[Scope, AfterValidator(check_new_user)]

@@ -18,6 +18,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 NUL = "\x00"
+# How deep JSON sent to the server may nest (arrays and objects, the body's own included):
+# stored JSON is served inside replies a few levels deep, and their serializer stops at
+# about 255 levels.
+MAX_JSON_DEPTH = 128
 NUL_MESSAGE = "must not contain a NUL character"
 LONE_SURROGATE_MESSAGE = "must not contain a lone UTF-16 surrogate (not valid text)"
 

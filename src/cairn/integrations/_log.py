@@ -16,6 +16,8 @@ from typing import Any
 
 from cairn.client import Episode, EpisodeCreate, Scope, Timeline
 from cairn.core.scope import Scope as CoreScope
+from cairn.core.scope import check_new_user
+from cairn.core.subject_id import is_subject_id
 from cairn.core.text import NUL
 
 KEY_LIMIT = 256  # the longest conversation id / user id Cairn accepts
@@ -42,13 +44,21 @@ def conversation_key(session_id: str) -> str:
     return "sha256:" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
 
+def default_user(key: str) -> str:
+    """The user a session's turns go to when none is given: its conversation key when that
+    is a subject id (the subject routes and erasure reach it), else that key hashed."""
+    if is_subject_id(key):
+        return key
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def turn_scope(scope: Scope | dict[str, str] | None, user_id: str | None, key: str) -> Scope:
     """The scope turns are committed to, checked now (a ``ValueError`` names the bad field)
     so that no history is written before the server would refuse the turn."""
     if scope is None:
-        scope = Scope(runtime_id="default", user_id=user_id or key)
+        scope = Scope(runtime_id="default", user_id=user_id or default_user(key))
     checked = scope if isinstance(scope, Scope) else Scope.model_validate(scope)
-    CoreScope.model_validate(checked.model_dump())
+    check_new_user(CoreScope.model_validate(checked.model_dump()))
     return checked
 
 

@@ -78,7 +78,8 @@ def restore_slate_records(
         if restore_slates(conn, insert, tenant_id, scope, {"slate": [folder]})["slate"]:
             counts["slate"] += 1
         else:
-            skipped.append(SkippedRecord(place, "slate", "same_key"))
+            # (A folder is known by its key: the user holds it, as a repeat import finds it.)
+            skipped.append(SkippedRecord(place, "slate", "stored"))
     for kind in HISTORY:
         alike: dict[tuple[tuple[str, Any], ...], list[tuple[int, dict[str, Any]]]] = {}
         for place, row in zip(places.get(kind, []), rows.get(kind, []), strict=True):

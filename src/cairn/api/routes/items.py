@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.errors import validate_input
-from cairn.core.scope import MAX_ID_LENGTH, Scope
+from cairn.core.scope import MAX_ID_LENGTH, NewScope, Scope
 from cairn.engine.items import (
     MAX_DEPTH,
     MAX_DIMS,
@@ -50,7 +50,7 @@ class ItemPut(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)  # no bool for a number
 
-    scope: Scope
+    scope: NewScope
     namespace: list[str] = Field(description=f'e.g. ["users", "ada"]: {NAMESPACE_RULES}.')
     key: str = Field(description=f"At most {MAX_KEY} characters.")
     value: dict[str, Any] = Field(description="Any JSON object.")
