@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import bindparam, create_engine, text
+from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from cairn.bench import recall as harness
@@ -337,10 +337,8 @@ def test_the_vector_probe_counts_the_subjects_memories_with_vectors(db_url: str)
             assert len(seqs) >= 4
             marked = seqs[: len(seqs) // 2]
             conn.execute(
-                text("UPDATE memories SET vector_size = :e WHERE seq IN :s").bindparams(
-                    bindparam("s", expanding=True)
-                ),
-                {"e": 8, "s": marked},
+                text("INSERT INTO memory_embeddings (seq, embedding) VALUES (:s, :e)"),
+                [{"s": seq, "e": bytes(8)} for seq in marked],
             )
             conn.execute(
                 text("UPDATE memories SET status = 'superseded' WHERE seq = :s"),
@@ -348,7 +346,7 @@ def test_the_vector_probe_counts_the_subjects_memories_with_vectors(db_url: str)
             )
             # Forgetting a memory wipes its vector (``cairn.store.lifecycle``): it counts nowhere.
             conn.execute(
-                text("UPDATE memories SET status = 'deleted', vector_size = NULL WHERE seq = :s"),
+                text("UPDATE memories SET status = 'deleted' WHERE seq = :s"),
                 {"s": seqs[-2]},
             )
         engine.dispose()

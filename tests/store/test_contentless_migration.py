@@ -29,10 +29,14 @@ SAID = [
 
 def _rows(db_url: str) -> dict[str, tuple[float, bool, str, bool]]:
     """Turn text → (confidence, contentless, context terms, has a vector): the vector in the
-    row before migration 0020, its size after."""
+    row before migration 0020, its size from 0020 to 0030, its row in ``memory_embeddings``
+    after."""
     engine = create_engine(normalize_url(db_url))
     columns = {c["name"] for c in inspect(engine).get_columns("memories")}
-    vector = "embedding" if "embedding" in columns else "vector_size"
+    vector = next(
+        (c for c in ("embedding", "vector_size") if c in columns),
+        "(SELECT e.seq FROM memory_embeddings e WHERE e.seq = memories.seq)",
+    )
     with engine.connect() as conn:
         rows = conn.execute(
             text(

@@ -107,11 +107,12 @@ def test_0020_moves_stored_vectors_out_of_the_rows(db_url: str) -> None:
             assert "embedding" not in {c["name"] for c in inspect(conn).get_columns("memories")}
             moved = conn.execute(text("SELECT seq, embedding FROM memory_embeddings")).all()
             assert {int(r[0]): bytes(r[1]) for r in moved} == {s: _blob(s) for s in seqs[:2]}
-            sizes = conn.execute(
-                text("SELECT seq, vector_size FROM memories WHERE seq IN (:a, :b, :c)"),
+            # (0030 then keeps the one without a vector among the rows waiting for one.)
+            waiting = conn.execute(
+                text("SELECT seq FROM memory_vector_waits WHERE seq IN (:a, :b, :c)"),
                 {"a": seqs[0], "b": seqs[1], "c": seqs[2]},
             ).all()
-            assert dict(sizes) == {seqs[0]: 16, seqs[1]: 16, seqs[2]: None}
+            assert [int(r[0]) for r in waiting] == [seqs[2]]
     finally:
         engine.dispose()
     store = open_store(db_url)

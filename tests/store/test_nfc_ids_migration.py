@@ -8,7 +8,7 @@ from __future__ import annotations
 import unicodedata
 
 from alembic import command
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from cairn.core.scope import Scope
 from cairn.engine.lifecycle import erase_subject
@@ -26,7 +26,8 @@ ZOE, ZOE_NFD = "Zoë", unicodedata.normalize("NFD", "Zoë")
 def _rename(conn: object, old: str, new: str, sqlite: bool) -> None:
     """Store ``old``'s partitions under ``new``, as an older release would have written them
     (SQLite: the full-text entries re-indexed under that id too)."""
-    for table in SCOPED_TABLES:
+    present = set(inspect(conn).get_table_names())  # type: ignore[arg-type]
+    for table in (t for t in SCOPED_TABLES if t.name in present):  # (tables of later revisions)
         touch = (
             ", search_text = search_text"
             if sqlite

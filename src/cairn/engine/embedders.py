@@ -52,7 +52,7 @@ log = logging.getLogger("cairn.embedder")
 
 # The e5 embedder's dimension (``cairn.engine.e5_model``), known here without importing it:
 # the model's 384 and a last component always 0, so its vectors are not as long as MiniLM's
-# (a memory's ``vector_size``, the byte length, tells which embedder wrote its vector).
+# (a vector's byte length in ``memory_embeddings`` tells which embedder wrote it).
 E5_DIM = 385
 
 

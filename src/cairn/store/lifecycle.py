@@ -23,18 +23,18 @@ from cairn.store import fts
 from cairn.store.episodes import scope_filter
 from cairn.store.memory_rows import row_to_memory
 from cairn.store.memory_search import row_stems, search_text
-from cairn.store.memory_vectors import bump_vector_version
+from cairn.store.memory_vectors import bump_vector_version, wait_for_vectors
 from cairn.store.partitions import PartitionSelector, drop_runs, erase, partitions, turn_runs
 from cairn.store.repository import Repository
 from cairn.store.run_reads import drop_runs_reading
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
-from cairn.store.schema import memory_embeddings
+from cairn.store.schema import memory_embeddings, memory_vector_waits
 from cairn.store.transfer_ids import repoint
 
 log = logging.getLogger(__name__)
 
-_COLUMNS = [c for c in t.c if c.name not in ("vector_size", "search_stems")]
+_COLUMNS = [c for c in t.c if c.name != "search_stems"]
 # A chain longer than this is a cycle or corruption; history stops there.
 MAX_CHAIN = 1000
 
@@ -125,13 +125,13 @@ class LifecycleRepository(Repository):
                 summary="",
                 search_text="",
                 metadata={"deleted_at": now.isoformat(), "deleted_by": deleted_by},
-                vector_size=None,
                 search_stems=None,
                 updated_at=now,
             )
         )
         seq = select(t.c.seq).where(t.c.id == memory.id).scalar_subquery()
         conn.execute(delete(memory_embeddings).where(memory_embeddings.c.seq == seq))
+        conn.execute(delete(memory_vector_waits).where(memory_vector_waits.c.seq == seq))
         drop_runs_reading(conn, memory.tenant_id, [memory.id])  # runs that quote it
         self.bump_vectors(memory.tenant_id, memory.scope)
         self.purge_index(memory.tenant_id)
@@ -172,15 +172,19 @@ class LifecycleRepository(Repository):
                 conn.execute(delete(t).where(t.c.id == memory.id))
                 return
             values.update(content=content, summary=summary, content_hash=content_hash)
-            seq = select(t.c.seq).where(t.c.id == memory.id).scalar_subquery()
-            conn.execute(delete(memory_embeddings).where(memory_embeddings.c.seq == seq))
-            values["vector_size"] = None
         analysed = search_text(content, metadata)
         values["search_text"] = analysed
         if self.db.is_sqlite:
             values["search_stems"] = row_stems(analysed, metadata, self.db.porter_stems)
-        conn.execute(update(t).where(t.c.id == memory.id).values(**values))
+        # The row first: on PostgreSQL its lock then keeps the embedding pass (``FOR UPDATE
+        # SKIP LOCKED``) from storing a vector of the old text until this commits.
+        seq = conn.execute(
+            update(t).where(t.c.id == memory.id).values(**values).returning(t.c.seq)
+        ).scalar_one()
         if content_hash is not None:
+            # The old text's vector goes; the memory waits for one of the new text.
+            conn.execute(delete(memory_embeddings).where(memory_embeddings.c.seq == seq))
+            wait_for_vectors(conn, self.db, [int(seq)])
             self._rederive_id(conn, memory, content_hash)
 
     def _rederive_id(self, conn: Connection, memory: Memory, content_hash: str) -> None:

@@ -1,7 +1,7 @@
 """Memories' vectors: kept beside the memories (``memory_embeddings``, one row per memory that
-has one; the memory's ``vector_size`` says it has), read per partition by the vector lane,
-written by the background embedding pass; a version per partition tells the lane's in-memory
-matrix when they changed."""
+has one; a memory waiting for one has a row in ``memory_vector_waits``), read per partition by
+the vector lane, written by the background embedding pass; a version per partition tells the
+lane's in-memory matrix when they changed. Writing a vector never touches its memory's row."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from sqlalchemy import (
     delete,
     func,
     select,
-    update,
 )
 
 from cairn.core.scope import Scope
@@ -28,6 +27,7 @@ from cairn.store.episodes import scope_filter
 from cairn.store.repository import Repository
 from cairn.store.schema import memories as t
 from cairn.store.schema import memory_embeddings as e
+from cairn.store.schema import memory_vector_waits as w
 from cairn.store.schema import metadata
 
 if TYPE_CHECKING:
@@ -70,9 +70,21 @@ def _partition_key(tenant_id: str, scope: Scope) -> dict[str, str]:
 
 
 def _waiting(tenant_id: str, scope: Scope) -> tuple[Any, ...]:
-    """The conditions of a partition's rows still waiting for a vector (a deleted row never
-    gets one)."""
-    return (scope_filter(t, tenant_id, scope), t.c.vector_size.is_(None), t.c.status != "deleted")
+    """The conditions of a partition's rows still waiting for a vector, joined to their
+    memories (a deleted row never gets one)."""
+    return (scope_filter(w, tenant_id, scope), t.c.seq == w.c.seq, t.c.status != "deleted")
+
+
+def wait_for_vectors(conn: Connection, db: Database, seqs: Sequence[int]) -> None:
+    """Put these memories (those stored and not deleted) back among those waiting for a
+    vector: their text changed, or their vector was another embedder's."""
+    if not seqs:
+        return
+    rows = select(t.c.seq, t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id).where(
+        t.c.seq.in_(list(seqs)), t.c.status != "deleted"
+    )
+    columns = ["seq", "tenant_id", "runtime_id", "user_id", "agent_id"]
+    conn.execute(db.insert(w).from_select(columns, rows).on_conflict_do_nothing())
 
 
 def bump_vector_version(
@@ -149,26 +161,25 @@ class MemoryVectors(Repository):
             insert.on_conflict_do_update(index_elements=[e.c.seq], set_={"embedding": excluded}),
             [{"seq": seq, "embedding": blobs[seq]} for seq in kept],
         )
-        conn.execute(
-            update(t).where(t.c.seq == bindparam("s")).values(vector_size=bindparam("n")),
-            [{"s": seq, "n": len(blobs[seq])} for seq in kept],
-        )
+        conn.execute(delete(w).where(w.c.seq.in_(kept)))
         bump_vector_version(conn, self.db, tenant_id, scope, cleared=False)
 
     def clear_vectors(self, seqs: list[int]) -> None:
-        """Forget the vectors of these rows (the caller bumps their partitions' versions)."""
+        """Forget the vectors of these rows, which wait for new ones (the caller bumps their
+        partitions' versions)."""
         if not seqs:
             return
         conn = self._tx_write
         conn.execute(delete(e).where(e.c.seq.in_(seqs)))
-        conn.execute(update(t).where(t.c.seq.in_(seqs)).values(vector_size=None))
+        wait_for_vectors(conn, self.db, seqs)
 
     def drop_vectors_of_other_size(self, nbytes: int, limit: int = 5_000) -> int:
         """Forget up to ``limit`` vectors that are not ``nbytes`` long (another embedder's),
         so the background pass embeds those memories again; returns how many."""
         found = self._tx_write.execute(
             select(t.c.seq, t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
-            .where(t.c.vector_size.is_not(None), t.c.vector_size != nbytes)
+            .join(e, e.c.seq == t.c.seq)
+            .where(func.length(e.c.embedding) != nbytes)
             .limit(limit)
         ).all()
         self.clear_vectors([int(r[0]) for r in found])
@@ -227,17 +238,18 @@ class MemoryVectors(Repository):
         """How many of the partition's rows have a vector."""
         return int(
             self._tx_read.execute(
-                select(func.count()).where(
-                    scope_filter(t, tenant_id, scope), t.c.vector_size.is_not(None)
-                )
+                select(func.count())
+                .select_from(t)
+                .join(e, e.c.seq == t.c.seq)
+                .where(scope_filter(t, tenant_id, scope))
             ).scalar_one()
         )
 
     def unembedded_count(self, tenant_id: str, scope: Scope, cap: int) -> int:
         """How many of the partition's rows (deleted ones aside) have no vector yet, counted
-        up to ``cap``. Read through ``ix_memories_unembedded``, which also holds deleted rows
-        (their vectors are cleared): each of those and each row counted is one row read."""
-        waiting = select(t.c.seq).where(*_waiting(tenant_id, scope)).limit(max(0, cap)).subquery()
+        up to ``cap``: each row counted is one row read of ``memory_vector_waits`` and one of
+        ``memories``."""
+        waiting = select(w.c.seq).where(*_waiting(tenant_id, scope)).limit(max(0, cap)).subquery()
         return int(self._tx_read.execute(select(func.count()).select_from(waiting)).scalar_one())
 
     def partitions_without_embedding(self, limit: int = 1_000) -> list[tuple[str, Scope]]:
@@ -245,8 +257,9 @@ class MemoryVectors(Repository):
         background embedding pass starts from these after a restart)."""
         conn = self._tx_read
         rows = conn.execute(
-            select(t.c.tenant_id, t.c.runtime_id, t.c.user_id, t.c.agent_id)
-            .where(t.c.vector_size.is_(None), t.c.status != "deleted")
+            select(w.c.tenant_id, w.c.runtime_id, w.c.user_id, w.c.agent_id)
+            .join(t, t.c.seq == w.c.seq)
+            .where(t.c.status != "deleted")
             .distinct()
             .limit(limit)
         ).all()
@@ -262,8 +275,10 @@ class MemoryVectors(Repository):
         conn = self._tx_read
         rows = conn.execute(
             select(t.c.seq, t.c.content, t.c.metadata)
+            .select_from(w)
+            .join(t, t.c.seq == w.c.seq)
             .where(*_waiting(tenant_id, scope))
-            .order_by(t.c.seq)
+            .order_by(w.c.seq)
             .limit(limit)
         ).all()
         return [(int(r[0]), str(r[1]), dict(r[2] or {})) for r in rows]

@@ -194,8 +194,6 @@ memories = Table(
     # NULL on PostgreSQL, which weighs them in SQL, and where a writer did not know them.
     Column("search_stems", Text(), nullable=True),
     Column("superseded_by", Uuid(), nullable=True),
-    # The byte length of the memory's vector (in ``memory_embeddings``); NULL: none yet.
-    Column("vector_size", Integer(), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     UniqueConstraint(
@@ -208,17 +206,6 @@ memories = Table(
         name="uq_memories_content",
     ),
     Index("ix_memories_scope_status", "tenant_id", "runtime_id", "user_id", "agent_id", "status"),
-    # The rows waiting for a vector (the background embedding pass finds them through it).
-    Index(
-        "ix_memories_unembedded",
-        "tenant_id",
-        "runtime_id",
-        "user_id",
-        "agent_id",
-        "seq",
-        sqlite_where=text("vector_size IS NULL"),
-        postgresql_where=text("vector_size IS NULL"),
-    ),
 )
 
 # Each memory's vector, out of its row (migration 0020): a vector of the default embedder is
@@ -235,6 +222,28 @@ memory_embeddings = Table(
         autoincrement=False,
     ),
     Column("embedding", LargeBinary(), nullable=False),
+)
+
+# The memories waiting for a vector, by partition (migration 0030): the background embedding
+# pass finds its work here. A trigger adds each memory stored (not as a tombstone); writing
+# its vector deletes the row; a text change adds it again. Kept out of ``memories`` so that a
+# vector written never rewrites its memory's row (on PostgreSQL a new row version, with
+# entries in every index of ``memories``, its full-text GIN index among them).
+memory_vector_waits = Table(
+    "memory_vector_waits",
+    metadata,
+    Column(
+        "seq",
+        SeqType,
+        ForeignKey("memories.seq", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("tenant_id", String(128), nullable=False),
+    Column("runtime_id", String(256), nullable=False),
+    Column("user_id", String(256), nullable=False),
+    Column("agent_id", String(256), nullable=False),
+    Index("ix_memory_vector_waits_part", "tenant_id", "runtime_id", "user_id", "agent_id", "seq"),
 )
 
 # Which tables hold a partition's data (and how it is erased) is listed in one place:

@@ -52,7 +52,7 @@ TABLES: dict[str, Table] = {
     "item": items,
 }
 _PARTITION = {"tenant_id", "runtime_id", "user_id", "agent_id"}
-_LEFT_OUT = {"seq", "embedding", "vector_size", "search_stems"}
+_LEFT_OUT = {"seq", "embedding", "search_stems"}
 # An item's address and depth follow from its namespace and key (made again on import); its
 # vectors, like every embedding, are not exported.
 _DERIVED = {"address", "depth", "embedding_dims", "embedding_source"}
