@@ -161,7 +161,7 @@ def embed_memories(
         if not todo:
             return done
         vectors = embedder.embed([embedding_text(content, meta) for _, content, meta in todo])
-        _store_vectors(store, tenant_id, scope, [row[0] for row in todo], vectors)
+        _store_vectors(store, tenant_id, scope, todo, vectors)
         done += len(todo)
     return done
 
@@ -169,15 +169,27 @@ def embed_memories(
 def embed_memory(store: Store, embedder: Embedder, tenant_id: str, memory: Memory) -> None:
     """Give one stored memory its vector now (a correction's new version)."""
     vectors = embedder.embed([embedding_text(memory.content, memory.metadata)])
-    _store_vectors(store, tenant_id, memory.scope, [memory.seq], vectors)
+    _store_vectors(
+        store, tenant_id, memory.scope, [(memory.seq, memory.content, memory.metadata)], vectors
+    )
 
 
 def _store_vectors(
-    store: Store, tenant_id: str, scope: Scope, seqs: list[int], vectors: list[list[float]]
+    store: Store,
+    tenant_id: str,
+    scope: Scope,
+    rows: list[tuple[int, str, dict[str, Any]]],
+    vectors: list[list[float]],
 ) -> None:
+    """Store the vectors of ``(seq, content, metadata)`` rows, each only if the row still
+    says what it was computed from (``set_embeddings``'s ``made_from``)."""
     blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
+    made_from = {
+        seq: (content, str(meta.get("context_terms") or "")) for seq, content, meta in rows
+    }
+    items = [(row[0], blob) for row, blob in zip(rows, blobs, strict=True)]
     with store.transaction() as tx:
-        tx.memories.set_embeddings(tenant_id, scope, list(zip(seqs, blobs, strict=True)))
+        tx.memories.set_embeddings(tenant_id, scope, items, made_from=made_from)
 
 
 # --------------------------------------------------------------------------- search

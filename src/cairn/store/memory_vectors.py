@@ -131,10 +131,17 @@ class MemoryVectors(Repository):
     """The vector methods of ``MemoryRepository``."""
 
     def set_embeddings(
-        self, tenant_id: str, scope: Scope, items: Iterable[tuple[int, bytes]]
+        self,
+        tenant_id: str,
+        scope: Scope,
+        items: Iterable[tuple[int, bytes]],
+        made_from: dict[int, tuple[str, str]] | None = None,
     ) -> None:
         """Store vectors of the partition's rows (those still stored and not forgotten: a
-        row erased or forgotten since it was read gets none) and bump its vector version."""
+        row erased or forgotten since it was read gets none) and bump its vector version.
+        ``made_from``: the ``(content, context terms)`` each vector was computed from; a row
+        whose text changed since (a name erased from it, say) gets none and keeps waiting,
+        so no vector of text that is gone is stored."""
         conn = self._tx_write
         blobs = dict(items)
         if not blobs:
@@ -145,14 +152,21 @@ class MemoryVectors(Repository):
         # writes them), so two passes never wait on each other (a shared lock that both then
         # upgraded deadlocked).
         stored = conn.execute(
-            select(t.c.seq)
+            select(t.c.seq, t.c.content, t.c.metadata)
             .where(
                 t.c.seq.in_(list(blobs)), scope_filter(t, tenant_id, scope), t.c.status != "deleted"
             )
             .order_by(t.c.seq)
             .with_for_update(skip_locked=True)
-        ).scalars()
-        kept = [int(seq) for seq in stored]
+        ).all()
+        # (The terms read as ``without_embedding`` gives them to the pass: a row that did not
+        # change compares equal, so it is never left waiting for ever.)
+        kept = [
+            int(seq)
+            for seq, content, meta in stored
+            if made_from is None
+            or made_from.get(int(seq)) == (content, str((meta or {}).get("context_terms") or ""))
+        ]
         if not kept:
             return
         insert = self.db.insert(e)
