@@ -61,6 +61,11 @@ def test_cli_lifecycle_and_round_trip_to_postgres(
 
     imported = _json(run(tmp_path, "import", "user-1", str(out), "--json", "--database-url", pg))
     assert imported["skipped"] == 0 and imported["imported"]["episode"] == 2  # type: ignore[index]
+    again = run(tmp_path, "import", "user-1", str(out), "--database-url", pg)
+    assert f"imported nothing new; skipped {len(lines) - 1} (" in " ".join(again.stdout.split())
+    repeated = _json(run(tmp_path, "import", "user-1", str(out), "--json", "--database-url", pg))
+    skipped = repeated["skipped_records"]  # type: ignore[index]
+    assert [s["record"] for s in skipped] == list(range(2, len(lines) + 1))  # file lines
     for url in (sqlite, pg):  # the same history, ids and provenance on both
         got = _json(run(tmp_path, "memories", "get", memory_id, "--json", "--database-url", url))
         assert got["replaced_by"][0]["id"] == new["id"]  # type: ignore[index]

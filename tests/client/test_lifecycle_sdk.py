@@ -58,7 +58,12 @@ def test_remember_correct_forget_export_erase(client: Cairn) -> None:
     result = client.subjects.import_records("u1", records)
     assert result.imported["episode"] == 3 and result.skipped == 0
     assert client.timeline("u1") == before
-    assert client.subjects.import_records("u1", records).skipped == len(records) - 1
+    again = client.subjects.import_records("u1", records)
+    assert again.skipped == len(records) - 1
+    # Each skipped record is named by its place among the records given (the header is 0).
+    assert [(s.record, s.reason) for s in again.skipped_records] == [
+        (i, "stored") for i in range(1, len(records))
+    ]
     assert client.episodes.delete(episode_id).episode_id == episode_id
     with pytest.raises(NotFoundError):
         client.episodes.get(episode_id)

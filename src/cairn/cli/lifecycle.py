@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +207,9 @@ def import_(
         print_json(dump(result))
         return
     made = ", ".join(f"{n} {k}(s)" for k, n in result.imported.items() if n) or "nothing new"
-    console.print(f"imported {made}; {result.skipped} already stored")
+    reasons = Counter(s.reason for s in result.skipped_records)
+    why = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(reasons.items()))
+    console.print(f"imported {made}; skipped {result.skipped}" + (f" ({why})" if why else ""))
 
 
 def _read_records(source: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -249,11 +252,12 @@ def _import_in_batches(
     from cairn.client import APIError
     from cairn.client._lifecycle import IMPORT_BATCH, merge_imports
 
-    results = []
+    results, places = [], []
     for start in range(0, len(numbered), IMPORT_BATCH):
         batch = numbered[start : start + IMPORT_BATCH]
         try:
             results.append(client.subjects.import_records(subject_id, [r for _, r in batch]))
+            places.append([lineno for lineno, _ in batch])  # skipped records by file line
         except APIError as exc:
             found = _RECORD.match(exc.message)
             if exc.code != "invalid_import" or found is None or int(found[1]) >= len(batch):
@@ -268,7 +272,7 @@ def _import_in_batches(
                 "nothing of that call was. Fix the line and run again: what is stored is skipped."
             )
             raise typer.Exit(EXIT_FAILED) from exc
-    return merge_imports(subject_id, results)
+    return merge_imports(subject_id, results, places)
 
 
 @retention_app.command("show")

@@ -222,8 +222,9 @@ class Subjects:
 
     def import_records(self, subject_id: str, records: Iterable[dict[str, Any]]) -> ImportResult:
         """Restore export records into the subject (in batches; stored rows are skipped)."""
-        calls = import_calls(subject_id, records)
-        return merge_imports(subject_id, (self._client._send(c) for c in calls))
+        places: list[list[int]] = []
+        calls = import_calls(subject_id, records, places)
+        return merge_imports(subject_id, (self._client._send(c) for c in calls), places)
 
 
 class AsyncSubjects:
@@ -252,5 +253,7 @@ class AsyncSubjects:
         self, subject_id: str, records: Iterable[dict[str, Any]]
     ) -> ImportResult:
         """Restore export records into the subject (in batches; stored rows are skipped)."""
-        results = [await self._client._send(c) for c in import_calls(subject_id, records)]
-        return merge_imports(subject_id, results)
+        places: list[list[int]] = []
+        calls = import_calls(subject_id, records, places)
+        results = [await self._client._send(c) for c in calls]
+        return merge_imports(subject_id, results, places)

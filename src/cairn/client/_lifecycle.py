@@ -56,10 +56,20 @@ class ScopesDeleted(Response):
     deleted: dict[str, int] = Field(default_factory=dict)
 
 
+class SkippedRecord(Response):
+    """A record an import skipped: its place among the records given (a header counts),
+    its type, and why (``stored``, ``same_key``, ``same_content``, ``another_subject``)."""
+
+    record: int
+    type: str
+    reason: str
+
+
 class ImportResult(Response):
     subject_id: str
     imported: dict[str, int] = Field(default_factory=dict)
     skipped: int = 0
+    skipped_records: list[SkippedRecord] = Field(default_factory=list)
 
 
 def get_memory_call(memory_id: uuid.UUID | str) -> Call[MemoryDetail]:
@@ -126,30 +136,45 @@ def parse_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
 
 
 def import_calls(
-    subject_id: str, records: Iterable[dict[str, Any]]
+    subject_id: str, records: Iterable[dict[str, Any]], places: list[list[int]] | None = None
 ) -> Iterator[Call[ImportResult]]:
-    """One call per batch of records (each batch idempotent: stored rows are skipped)."""
+    """One call per batch of records (each batch idempotent: stored rows are skipped);
+    ``places`` receives, as each call is made, the places its records had in ``records``."""
     batch: list[dict[str, Any]] = []
+    at: list[int] = []
     path = f"/v1/subjects/{path_segment(subject_id)}/import"
-    for record in records:
+    for place, record in enumerate(records):
         if record.get("type") == "header":
             continue
         batch.append(record)
+        at.append(place)
         if len(batch) == IMPORT_BATCH:
+            if places is not None:
+                places.append(at)
             yield Call("POST", path, ImportResult, json={"records": batch}, idempotent=True)
-            batch = []
+            batch, at = [], []
     if batch:
+        if places is not None:
+            places.append(at)
         yield Call("POST", path, ImportResult, json={"records": batch}, idempotent=True)
 
 
-def merge_imports(subject_id: str, results: Iterable[ImportResult]) -> ImportResult:
+def merge_imports(
+    subject_id: str, results: Iterable[ImportResult], places: list[list[int]] | None = None
+) -> ImportResult:
+    """The batches' results as one; with ``places`` (from ``import_calls``), each skipped
+    record named by its place among all the records given."""
     imported: dict[str, int] = {}
-    skipped = 0
-    for r in results:
-        skipped += r.skipped
+    skipped: list[SkippedRecord] = []
+    for i, r in enumerate(results):
+        at = places[i] if places is not None else None
+        for s in r.skipped_records:
+            skipped.append(s if at is None else s.model_copy(update={"record": at[s.record]}))
         for k, v in r.imported.items():
             imported[k] = imported.get(k, 0) + v
-    return ImportResult(subject_id=subject_id, imported=imported, skipped=skipped)
+    return ImportResult(
+        subject_id=subject_id, imported=imported, skipped=len(skipped), skipped_records=skipped
+    )
 
 
 def merge_compiles(subject_id: str, results: list[CompileResult]) -> CompileResult:
