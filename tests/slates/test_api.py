@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fastapi.testclient import TestClient
 
 from cairn.services import Services
+from cairn.slates.errors import InvalidSlateWrite
 from tests.slates.conftest import SecretSchemas
 
 BASE = "/v1/slates/memory-ladder/Memory"
@@ -152,6 +154,30 @@ def test_open_folder_creates_and_deletes_files(api: TestClient) -> None:
     r = api.delete(f"{base}/idea.md", params=p)
     assert r.status_code == 200 and r.json()["entries_deleted"] == 1
     assert api.get(f"{base}/idea.md", params=p).status_code == 404
+
+
+def test_no_file_is_named_reset_and_a_write_never_resets(api: TestClient) -> None:
+    """``POST …/{folder}/reset`` is the reset route: a write meant for a file of that name
+    emptied the open folder (every file gone). No file may be named ``reset`` (HTTP, CLI and
+    inspector write through one service), and the reset route refuses a write's body."""
+    base = "/v1/slates/per-user/Notes/scratch"
+    p = {"user_id": "ann"}
+    assert api.post(f"{base}/idea.md", params=p, json={"content": "one two"}).status_code == 200
+    r = api.post(f"{base}/reset", params=p, json={"content": "hi"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "slate_invalid_name", r.text
+    assert api.get(f"{base}/idea.md", params=p).json() == {"content": "one two"}
+    with pytest.raises(InvalidSlateWrite) as refused:
+        api.app.state.services.slates.write(  # type: ignore[attr-defined]
+            "default", "per-user", "Notes", "scratch", "reset", "hi", user_id="ann"
+        )
+    assert refused.value.code == "slate_invalid_name"
+    # The listing's usage follows a reset of an open folder (it kept the tokens before).
+    r = api.post(f"{base}/reset", params=p)
+    assert r.status_code == 200 and r.json()["usage"]["tokens"] == 0
+    listed = api.get("/v1/slates", params={"ladder": "per-user"}).json()["slates"]
+    shown = api.get("/v1/slates/per-user/Notes", params=p).json()
+    assert [f["tokens"] for f in shown["folders"] if f["folder"] == "scratch"] == [0]
+    assert [s["tokens"] for s in listed if s["user_id"] == "ann"] == [shown["tokens"]], listed
 
 
 def test_evictions_endpoint_and_match(api: TestClient) -> None:

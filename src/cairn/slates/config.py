@@ -45,6 +45,14 @@ def check_name(value: str, what: str) -> str:
     return value
 
 
+def check_file_name(value: str) -> str:
+    """A file name (``check_name``) that is not reserved: ``reset`` names the folder's reset
+    route (``POST …/{folder}/reset``), so a file of that name could never be written."""
+    if value in RESERVED_FILE_NAMES:
+        raise ValueError(f"file name {value!r} is reserved (it names the folder's reset route)")
+    return check_name(value, "file")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -58,9 +66,7 @@ class FileSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if value in RESERVED_FILE_NAMES:
-            raise ValueError(f"file name {value!r} is reserved")
-        return check_name(value, "file")
+        return check_file_name(value)
 
     @property
     def initial_content(self) -> str:

@@ -15,7 +15,7 @@ from cairn.core.ids import utcnow
 from cairn.core.slates import Eviction, FolderKey, FolderState, WriteResult
 from cairn.core.tokens import get_tokenizer
 from cairn.errors import CairnError, InvalidInput
-from cairn.slates.config import FolderSpec, SlateSpec, check_name
+from cairn.slates.config import FolderSpec, SlateSpec, check_file_name
 from cairn.slates.declarations import Declarations, folder_key
 from cairn.slates.errors import FileNotFound, InvalidSlateWrite, WriteAlreadyApplied
 from cairn.slates.eviction import plan_eviction, plan_write
@@ -78,10 +78,9 @@ class Slates:
         self.declarations.ensure_known(ladder, slate, folder, file)
 
     def check_user(self, ladder: str, slate: str, user_id: str | None) -> None:
-        """A caller that names a user for a slate shared by all users (``partition:
-        ladder``) would write where every user reads: 422 ``slate_not_per_user``. (A
-        ladder run passes its user for every slate; only the API and MCP callers are
-        checked.)"""
+        """A caller that names a user for a slate shared by all users (``partition: ladder``)
+        would write where every user reads: 422 ``slate_not_per_user``. (A ladder run passes
+        its user for every slate; only the API and MCP callers are checked.)"""
         if user_id and self.spec(ladder, slate).partition != "user":
             raise InvalidInput(
                 f"slate {slate!r} is shared by every user of ladder {ladder!r} (partition: "
@@ -266,7 +265,7 @@ class Slates:
                     details={"folder": folder, "file": file},
                 )
             try:
-                check_name(file, "file")
+                check_file_name(file)
             except ValueError as exc:
                 raise InvalidSlateWrite(str(exc), code="slate_invalid_name") from None
             new_file = file
@@ -390,13 +389,15 @@ class Slates:
         fkey = self._key(tenant, ladder, sspec, folder, user_id)
         with self.store.transaction() as tx:
             state = self._folders.locked(tx, fkey, fspec)
-            assert state.id is not None
+            folder_id = state.id
+            assert folder_id is not None
             for f in state.files.values():
                 assert f.id is not None
-                tx.slates.drop_file(state.id, f.id, f.name)
+                tx.slates.drop_file(folder_id, f.id, f.name)
             tx.slate_history.forget_evictions(fkey)
             runs = tx.slates.drop_runs_reading(fkey)
-            state = self._folders.locked(tx, fkey, fspec)
+            state = self._folders.locked(tx, fkey, fspec)  # (an open folder: nothing re-made)
+            tx.slates.save_folder(folder_id, clock=state.clock, usage=state.usage, now=utcnow())
         self.store.lifecycle.checkpoint()
         return {
             "slate": slate,

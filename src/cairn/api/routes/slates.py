@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.errors import InvalidInput
@@ -110,9 +110,17 @@ def reset_folder(
     slate: str,
     folder: str,
     user_id: str | None = USER,
+    body: dict[str, Any] | None = Body(None),
     tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
-    """Put the folder back to its declared `init` contents."""
+    """Put the folder back to its declared `init` contents. A body that writes (``content``)
+    is refused: no file may be named ``reset``, and a write meant for one must not empty the
+    folder."""
+    if body and "content" in body:
+        raise InvalidInput(
+            "'reset' names the folder's reset route, not a file: a file may not be named so",
+            code="slate_invalid_name",
+        )
     slates = _slates(request)
     slates.check_user(ladder, slate, user_id)
     return slates.reset(tenant, ladder, slate, folder, user_id=user_id)
