@@ -104,5 +104,15 @@ def test_unknown_template_is_a_config_error(tmp_path: Path) -> None:
         write_ladder(d, "notes", LADDER.replace("subject_id: user-42", "subject_id: 'bad/id'"))
         services.ladders.reload()
         assert "subject_id 'bad/id' must not contain" in services.ladders.errors()[0]["error"]
+        # A value the template has no field for: every run would have recorded nothing.
+        extra = LADDER.replace(
+            "rationale: { from: input.context }",
+            'rationale: { from: input.context }\n        source: "chat"',
+        )
+        write_ladder(d, "notes", extra)
+        services.ladders.reload()
+        error = services.ladders.errors()[0]["error"]
+        assert "recordTemplate.values: 'source' not a field of template 'user-preference'" in error
+        assert "its fields: subject, preference, rationale" in error
     finally:
         services.close()

@@ -174,12 +174,24 @@ def check_binding(path: Path, binding: AgentBinding, host: LadderHost) -> None:
 
 
 def check_templates(path: Path, ladder: Ladder, catalogue: TemplateCatalogue) -> None:
-    """Every ``recordTemplate`` names a template of the catalogue."""
+    """Every ``recordTemplate`` names a template of the catalogue, and its ``values`` name
+    only fields of that template (else every run would record nothing:
+    ``template_unknown_field``)."""
     for i, step in enumerate(ladder.steps):
         spec = step.recordTemplate
-        if spec is not None and spec.template not in catalogue:
+        if spec is None:
+            continue
+        where = f"{path}: steps[{i}].recordTemplate"
+        if spec.template not in catalogue:
             raise ConfigError(
-                f"{path}: steps[{i}].recordTemplate.template: no memory template {spec.template!r}",
+                f"{where}.template: no memory template {spec.template!r}", code="invalid_ladder"
+            )
+        fields = [f.name for f in catalogue.get(spec.template).fields]
+        unknown = sorted(set(spec.values) - set(fields))
+        if unknown:
+            raise ConfigError(
+                f"{where}.values: {', '.join(map(repr, unknown))} not a field of template "
+                f"{spec.template!r} (its fields: {', '.join(fields)})",
                 code="invalid_ladder",
             )
 
