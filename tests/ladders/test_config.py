@@ -205,3 +205,27 @@ def test_services_start_with_an_invalid_ladder_and_report_it(tmp_path: Path) -> 
         assert problem["error"].startswith("bad.yaml: steps[0].nope")
     finally:
         services.close()
+
+
+def test_a_name_two_files_claim_goes_to_the_file_named_after_it_on_every_start(
+    tmp_path: Path,
+) -> None:
+    """A fresh registry took files in name order, so ``bad8.yaml`` (``name: memory-ladder``)
+    took the name from ``memory-ladder.yaml`` at every restart while a running server kept the
+    other; and ``GET /v1/ladders/{name}`` could describe the file that did not serve."""
+    d = tmp_path / "ladders"
+    d.mkdir()
+    write_ladder(d, "memory-ladder", "steps:\n  - id: a\n")
+    write_ladder(d, "bad8", "name: memory-ladder\nsteps:\n  - id: b\n")
+    for _ in range(2):  # a start, then another
+        registry = LadderRegistry.load(Settings(ladders_dir=d))
+        assert registry.get("memory-ladder").path.name == "memory-ladder.yaml"
+        assert registry.state("memory-ladder").path.name == "memory-ladder.yaml"
+        (problem,) = registry.errors()
+        assert (
+            problem["file"] == "bad8.yaml"
+            and "already used by memory-ladder.yaml" in (problem["error"])
+        )
+        registry.reload()  # a reload keeps the serving file
+        assert registry.get("memory-ladder").path.name == "memory-ladder.yaml"
+        registry.close()

@@ -365,15 +365,22 @@ class LadderRegistry:
                 return list(self._files.values())
             documents = read_documents(paths)
             referenced = referenced_files(documents)
-            # Files that serve keep their names against newcomers: they are compiled first.
+            kept = [p for p in paths if p.resolve() not in referenced]
+            states = {p: self._reload_file(p, documents[p], now) for p in kept}
+            # Who owns a name two files claim: a file serving it keeps it; else the file
+            # named after it (``memory-ladder.yaml``), on every start and in every process.
             ordered = sorted(
-                (p for p in paths if p.resolve() not in referenced),
-                key=lambda p: (p not in self._files or not self._files[p].ladders, p.name),
+                states,
+                key=lambda p: (
+                    p not in self._files or not self._files[p].ladders,
+                    states[p].name != p.stem,
+                    p.name,
+                ),
             )
             files: dict[Path, LadderFileState] = {}
             by_name: dict[str, Ladder] = {}
             for path in ordered:
-                files[path] = state = self._reload_file(path, documents[path], now)
+                files[path] = state = states[path]
                 clash = next((by_name[x.name] for x in state.ladders if x.name in by_name), None)
                 if clash is not None:
                     message = (
@@ -450,10 +457,11 @@ class LadderRegistry:
         ]
 
     def state(self, name: str) -> LadderFileState:
-        """The file state of a ladder (by its name or one of its model ids)."""
-        for s in self._files.values():
-            if s.name == name or any(x.name == name for x in s.ladders):
-                return s
+        """The file state of a ladder (by its name or one of its model ids): the file that
+        serves it, else one that claims the name."""
+        serving = [s for s in self._files.values() if any(x.name == name for x in s.ladders)]
+        for s in serving or [s for s in self._files.values() if s.name == name]:
+            return s
         raise LadderNotFound(
             f"no ladder named {name!r}", details={"ladder": name, "known": self.names()}
         )
