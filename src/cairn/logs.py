@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,12 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "taskName",
 }
 _QUIET = ("alembic", "alembic.runtime.migration", "alembic.runtime.plugins")
+
+# The state of the HTTP request being served (its ``request_id``, and its ``tenant`` once
+# authenticated: the ASGI scope's ``state``, one dict shared with the threads that run the
+# route), so every JSON line logged while serving it names the request, not only the
+# access line.
+REQUEST_STATE: ContextVar[dict[str, Any] | None] = ContextVar("cairn_request", default=None)
 
 
 class JsonFormatter(logging.Formatter):
@@ -37,6 +44,11 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key not in _STANDARD and key not in out:
                 out[key] = value
+        state = REQUEST_STATE.get()
+        if state is not None:
+            for key in ("request_id", "tenant"):
+                if key in state and key not in out:
+                    out[key] = state[key]
         if record.exc_info:
             out["exc_info"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False, default=str)

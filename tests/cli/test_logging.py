@@ -146,3 +146,47 @@ def test_logging_follows_the_current_stderr(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(sys, "stderr", second)
     logging.getLogger("cairn.test").info("after the swap")
     assert second.getvalue() == "INFO cairn.test after the swap\n"
+
+
+def test_json_lines_logged_while_serving_a_request_name_it(tmp_path: Path) -> None:
+    """Only the access line carried the request id and tenant: an error logged by a route
+    (a model server failing, say) could not be tied to the request whose reply named it."""
+    from fastapi import Depends
+    from fastapi.testclient import TestClient
+
+    from cairn.app import create_app
+    from cairn.http.auth import require_tenant
+    from cairn.services import Services
+    from tests.conftest import make_settings
+
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Collect()
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("cairn.test_request")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    services = Services.from_settings(make_settings(tmp_path))
+    app = create_app(services=services)
+
+    def noisy(tenant: str = Depends(require_tenant)) -> dict[str, str]:
+        logger.warning("model server failed: HTTP 500 — 失败")
+        return {"ok": tenant}
+
+    app.add_api_route("/test/noisy", noisy)
+    try:
+        with TestClient(app) as client:
+            r = client.get("/test/noisy", headers={"X-Request-ID": "req-42"})
+            assert r.status_code == 200
+            logger.warning("outside any request")
+    finally:
+        logger.removeHandler(handler)
+        services.close()
+    inside, outside = (json.loads(line) for line in lines)
+    assert inside["request_id"] == "req-42" and inside["tenant"] == "default"
+    assert inside["message"] == "model server failed: HTTP 500 — 失败"
+    assert "request_id" not in outside and "tenant" not in outside

@@ -162,9 +162,11 @@ _UNPARSED = "There was an error parsing the body"
 
 
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error", exc_info=exc)
     # Starlette answers this one outside the request middleware: name the request here.
     request_id = request_id_of(request)
+    tenant = request.scope.get("state", {}).get("tenant")
+    fields = {k: v for k, v in (("request_id", request_id), ("tenant", tenant)) if v}
+    log.exception("unhandled error", exc_info=exc, extra=fields)
     headers = {"x-request-id": request_id} if request_id else None
     return error_response(request, 500, "internal_error", "internal server error", headers=headers)
 

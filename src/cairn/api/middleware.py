@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from cairn.api.errors import is_openai_path, openai_error
 from cairn.core.text import MAX_JSON_DEPTH, NUL, has_lone_surrogate, nul_path
 from cairn.engine.yielding import RequestGate
+from cairn.logs import REQUEST_STATE
 from cairn.metrics import Metrics
 
 log = logging.getLogger("cairn.access")
@@ -56,6 +57,7 @@ class RequestContextMiddleware:
         incoming = _header(scope, b"x-request-id")
         request_id = incoming if incoming and _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
+        request_state = REQUEST_STATE.set(scope["state"])  # (JSON log lines name the request)
         status_holder = [500]
         started = time.perf_counter()
 
@@ -82,6 +84,7 @@ class RequestContextMiddleware:
                 path = scope.get("path", "")
                 self.metrics.tracing.finish_request(span, method, route_path, path, status, tenant)
                 self._log(request_id, tenant, method, path, route_path, status, elapsed)
+                REQUEST_STATE.reset(request_state)
 
     def _log(
         self,
