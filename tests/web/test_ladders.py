@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.api.test_domain_metrics import sample
 from tests.web.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -45,6 +46,9 @@ def test_chat_with_a_ladder_and_open_its_trace(
     # The script posted in the background: the page did not navigate to the form's action.
     expect(page).to_have_url(re.compile(r"/ui/ladders/memory-ladder$"))
     shoot(page, "ladder-chat")
+    # The chat's runs count in /metrics as the API's do (their writes were not counted).
+    with live_server.api() as api:
+        assert sample(api, "cairn_slate_writes_total", ladder="memory-ladder", outcome="written")
 
     chat.get_by_test_id("trace-link").last.click()
     expect(page).to_have_url(re.compile(r"/ui/runs/run-"))

@@ -22,6 +22,7 @@ from cairn.errors import CairnError, ConfigError, InvalidInput, NotFound
 from cairn.http.auth import services_of
 from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.config import ladder_name, parse_ladder_file
+from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.registry import Ladder, compile_ladder
 from cairn.ladders.runtime import RunRequest
 from cairn.web._render import WebRoute, render
@@ -165,15 +166,20 @@ def chat_page(
         user=user.strip(),
         context_id=conversation_id.strip(),
     )
+    metrics = request.app.state.metrics  # the chat's runs count as the API's do
     try:
         outcome = ladder_runtime(request).run(ladder, run)
     except CairnError as exc:
+        if isinstance(exc, SlateWriteRefused):
+            metrics.count_writes(ladder.name, exc.details["writes"])
         ctx.update(
             history=turns,
             last_run=run_id,
             chat_error={"code": exc.code, "message": exc.message, "run_id": run_id},
         )
         return _detail(request, viewer, name, ctx, status=exc.status)
+    if not outcome.replayed:
+        metrics.count_writes(ladder.name, outcome.writes)
     turns.append({"role": "assistant", "content": outcome.content, "run_id": outcome.run_id})
     ctx.update(history=turns, last_run=outcome.run_id)
     return _detail(request, viewer, name, ctx)
