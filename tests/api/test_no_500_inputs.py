@@ -309,3 +309,18 @@ def test_a_deep_body_without_a_content_type_is_refused_too(nasty_client: Any) ->
     body = b'{"episodes": ' + b"[" * 200 + b'"' + b'\\"' * 200_000
     refused(client.post("/v1/episodes/batch", content=body, headers=JSON_TYPE))
     assert row_counts(services) == before
+
+
+def test_a_string_too_short_or_long_is_told_in_characters(nasty_client: Any) -> None:
+    """A length checked after another validator read "Value should have at least 1 item
+    after validation" for a string (a template's empty idempotency key)."""
+    client, _ = nasty_client
+    url = "/v1/memory-templates/chat-assistant/apply"
+    for body, said in [
+        ({"idempotency_key": ""}, "String should have at least 1 character"),
+        ({"session_id": "s" * 257}, "String should have at most 256 characters"),
+    ]:
+        r = client.post(url, json={"subject_id": "s17", "values": {}, **body})
+        refused(r)
+        detail = r.json()["error"]["details"][0]
+        assert detail["message"] == said and "item" not in r.text, r.text

@@ -32,4 +32,11 @@ def _detail(e: dict[str, Any]) -> dict[str, Any]:
     message = str(e.get("msg", ""))
     if e.get("type") == "value_error":
         message = message.removeprefix("Value error, ")  # pydantic's prefix says nothing
+    elif e.get("type") in ("too_short", "too_long") and isinstance(e.get("input"), str):
+        # A length checked after another validator reads "Value should have at least 1 item
+        # after validation" even for a string: say characters.
+        bound = (e.get("ctx") or {}).get("min_length" if e["type"] == "too_short" else "max_length")
+        if bound is not None:
+            least = "at least" if e["type"] == "too_short" else "at most"
+            message = f"String should have {least} {bound} character{'s' * (bound != 1)}"
     return {"field": _loc(e.get("loc", ())), "message": message, "type": e.get("type", "")}
