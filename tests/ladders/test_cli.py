@@ -66,6 +66,10 @@ def test_validate_good_and_bad(tmp_path: Path) -> None:
     assert "bad.yaml: steps[0].fields[0].from: unknown text source 'nowhere'" in r.stderr.replace(
         "\n", ""
     )
+    # A file that is not there is bad usage (cli.md: exit 2), not a configuration error.
+    for missing in (tmp_path / "nonexistent.yaml", tmp_path):
+        r = runner.invoke(app, ["ladders", "validate", str(missing)], env=env_for(tmp_path))
+        assert r.exit_code == 2, r.output
 
 
 def test_run_twice_learns_and_replays(tmp_path: Path) -> None:

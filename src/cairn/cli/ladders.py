@@ -120,8 +120,13 @@ def reload_ladders(
 
 
 @app.command("validate")
-def validate(file: Path = typer.Argument(..., help="A ladder YAML file.")) -> None:
-    """Check a ladder file; errors name the file and the path inside it (exit code 3).
+def validate(
+    file: Path = typer.Argument(
+        ..., help="A ladder YAML file.", exists=True, dir_okay=False, readable=True
+    ),
+) -> None:
+    """Check a ladder file; errors name the file and the path inside it (exit code 3; a file
+    that cannot be read is bad usage, exit code 2).
 
     Example: cairn ladders validate examples/ladders/memory-ladder.yaml
     """
