@@ -103,3 +103,7 @@ def test_cli_lifecycle_and_round_trip_to_postgres(
     shown = _json(run(tmp_path, "retention", "set", "--episode-ttl-days", "30", *db))
     assert shown == {"episode_ttl_days": 30, "memory_ttl_days": None}
     assert _json(run(tmp_path, "retention", "show", *db)) == shown
+    # A policy left out is cleared (PUT semantics), and the command says so.
+    cleared = run(tmp_path, "retention", "set", "--memory-ttl-days", "60", *db)
+    assert _json(cleared) == {"episode_ttl_days": None, "memory_ttl_days": 60}
+    assert "episode_ttl_days was 30, now none (kept forever)" in " ".join(cleared.stderr.split())

@@ -300,4 +300,13 @@ def set_retention(
     """
     body = {"episode_ttl_days": episode_ttl_days, "memory_ttl_days": memory_ttl_days}
     with connected(url, api_key, database_url, True) as client:
+        before = client.request("GET", "/v1/retention")
         print_json(client.request("PUT", "/v1/retention", json=body, idempotent=True))
+    for key, value in body.items():
+        if value is None and before.get(key) is not None:  # a policy left out is cleared
+            option = "--" + key.replace("_", "-")
+            err_console.print(
+                f"note: {key} was {before[key]}, now none (kept forever); give {option} "
+                "to keep a time-to-live",
+                highlight=False,
+            )
