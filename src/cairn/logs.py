@@ -45,7 +45,7 @@ class JsonFormatter(logging.Formatter):
             if key not in _STANDARD and key not in out:
                 out[key] = value
         state = REQUEST_STATE.get()
-        if state is not None:
+        if state is not None and not state.get("request_finished"):
             for key in ("request_id", "tenant"):
                 if key in state and key not in out:
                     out[key] = state[key]

@@ -114,5 +114,12 @@ def test_unknown_template_is_a_config_error(tmp_path: Path) -> None:
         error = services.ladders.errors()[0]["error"]
         assert "recordTemplate.values: 'source' not a field of template 'user-preference'" in error
         assert "its fields: subject, preference, rationale" in error
+        # A required field left out, likewise.
+        write_ladder(
+            d, "notes", LADDER.replace("preference: { from: steps.note, field: pref }", "")
+        )
+        services.ladders.reload()
+        error = services.ladders.errors()[0]["error"]
+        assert "required field(s) 'preference' of 'user-preference' not given" in error
     finally:
         services.close()

@@ -171,6 +171,11 @@ def test_no_file_is_named_reset_and_a_write_never_resets(api: TestClient) -> Non
             "default", "per-user", "Notes", "scratch", "reset", "hi", user_id="ann"
         )
     assert refused.value.code == "slate_invalid_name"
+    # Any other body is ignored, as before (a form, a JSON array).
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    assert api.post(f"{base}/reset", params=p, content=b"x=1", headers=form).status_code == 200
+    assert api.post(f"{base}/reset", params=p, json=["content"]).status_code == 200
+    assert api.post(f"{base}/idea.md", params=p, json={"content": "one two"}).status_code == 200
     # The listing's usage follows a reset of an open folder (it kept the tokens before).
     r = api.post(f"{base}/reset", params=p)
     assert r.status_code == 200 and r.json()["usage"]["tokens"] == 0

@@ -82,9 +82,16 @@ class RequestContextMiddleware:
                 self.metrics.latency.labels(method, route_path).observe(elapsed)
                 tenant = scope.get("state", {}).get("tenant", "-")
                 path = scope.get("path", "")
-                self.metrics.tracing.finish_request(span, method, route_path, path, status, tenant)
-                self._log(request_id, tenant, method, path, route_path, status, elapsed)
-                REQUEST_STATE.reset(request_state)
+                try:
+                    self.metrics.tracing.finish_request(
+                        span, method, route_path, path, status, tenant
+                    )
+                    self._log(request_id, tenant, method, path, route_path, status, elapsed)
+                finally:
+                    # A thread started during the request may hold this context for life: it
+                    # names no request once the request is over.
+                    scope["state"]["request_finished"] = True
+                    REQUEST_STATE.reset(request_state)
 
     def _log(
         self,

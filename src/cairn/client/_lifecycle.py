@@ -166,14 +166,16 @@ def merge_imports(
     record named by its place among all the records given."""
     imported: dict[str, int] = {}
     skipped: list[SkippedRecord] = []
+    count = 0
     for i, r in enumerate(results):
+        count += r.skipped  # (a server before skipped_records sends the count alone)
         at = places[i] if places is not None else None
         for s in r.skipped_records:
             skipped.append(s if at is None else s.model_copy(update={"record": at[s.record]}))
         for k, v in r.imported.items():
             imported[k] = imported.get(k, 0) + v
     return ImportResult(
-        subject_id=subject_id, imported=imported, skipped=len(skipped), skipped_records=skipped
+        subject_id=subject_id, imported=imported, skipped=count, skipped_records=skipped
     )
 
 

@@ -161,8 +161,12 @@ def embed_memories(
         if not todo:
             return done
         vectors = embedder.embed([embedding_text(content, meta) for _, content, meta in todo])
-        _store_vectors(store, tenant_id, scope, todo, vectors)
-        done += len(todo)
+        stored = _store_vectors(store, tenant_id, scope, todo, vectors)
+        if not stored:
+            # Every row changed since it was read, or another pass holds it: leave them to
+            # the background pass rather than embed the same batch again at once.
+            return done
+        done += stored
     return done
 
 
@@ -180,16 +184,16 @@ def _store_vectors(
     scope: Scope,
     rows: list[tuple[int, str, dict[str, Any]]],
     vectors: list[list[float]],
-) -> None:
+) -> int:
     """Store the vectors of ``(seq, content, metadata)`` rows, each only if the row still
-    says what it was computed from (``set_embeddings``'s ``made_from``)."""
+    says what it was computed from (``set_embeddings``'s ``made_from``); how many were."""
     blobs = [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
     made_from = {
         seq: (content, str(meta.get("context_terms") or "")) for seq, content, meta in rows
     }
     items = [(row[0], blob) for row, blob in zip(rows, blobs, strict=True)]
     with store.transaction() as tx:
-        tx.memories.set_embeddings(tenant_id, scope, items, made_from=made_from)
+        return tx.memories.set_embeddings(tenant_id, scope, items, made_from=made_from)
 
 
 # --------------------------------------------------------------------------- search

@@ -175,8 +175,8 @@ def check_binding(path: Path, binding: AgentBinding, host: LadderHost) -> None:
 
 def check_templates(path: Path, ladder: Ladder, catalogue: TemplateCatalogue) -> None:
     """Every ``recordTemplate`` names a template of the catalogue, and its ``values`` name
-    only fields of that template (else every run would record nothing:
-    ``template_unknown_field``)."""
+    only fields of that template and each required one (else every run would record nothing:
+    ``template_unknown_field``, ``template_missing_field``)."""
     for i, step in enumerate(ladder.steps):
         spec = step.recordTemplate
         if spec is None:
@@ -186,13 +186,12 @@ def check_templates(path: Path, ladder: Ladder, catalogue: TemplateCatalogue) ->
             raise ConfigError(
                 f"{where}.template: no memory template {spec.template!r}", code="invalid_ladder"
             )
-        fields = [f.name for f in catalogue.get(spec.template).fields]
-        unknown = sorted(set(spec.values) - set(fields))
-        if unknown:
+        template = catalogue.get(spec.template)
+        problem = template.names_problem(spec.values)
+        if problem:
+            fields = ", ".join(template.field_names)
             raise ConfigError(
-                f"{where}.values: {', '.join(map(repr, unknown))} not a field of template "
-                f"{spec.template!r} (its fields: {', '.join(fields)})",
-                code="invalid_ladder",
+                f"{where}.values: {problem} (its fields: {fields})", code="invalid_ladder"
             )
 
 
@@ -367,16 +366,7 @@ class LadderRegistry:
             referenced = referenced_files(documents)
             kept = [p for p in paths if p.resolve() not in referenced]
             states = {p: self._reload_file(p, documents[p], now) for p in kept}
-            # Who owns a name two files claim: a file serving it keeps it; else the file
-            # named after it (``memory-ladder.yaml``), on every start and in every process.
-            ordered = sorted(
-                states,
-                key=lambda p: (
-                    p not in self._files or not self._files[p].ladders,
-                    states[p].name != p.stem,
-                    p.name,
-                ),
-            )
+            ordered = sorted(states, key=lambda p: self._rank(p, states[p].name))
             files: dict[Path, LadderFileState] = {}
             by_name: dict[str, Ladder] = {}
             for path in ordered:
@@ -398,6 +388,13 @@ class LadderRegistry:
             self._files = dict(sorted(files.items()))
             self._by_name = by_name
             return list(self._files.values())
+
+    def _rank(self, path: Path, name: str) -> tuple[bool, bool, str]:
+        """Who owns a name two files claim: the file serving that name keeps it; else the file
+        named after it (``memory-ladder.yaml``), then the first by name, in every process."""
+        old = self._files.get(path)
+        serving = old is not None and any(x.name == name for x in old.ladders)
+        return (not serving, name != path.stem, path.name)
 
     def close(self) -> None:
         """Close the serving ladders' model providers (their HTTP connection pools) and serve

@@ -180,8 +180,8 @@ class LifecycleRepository(Repository):
         # SKIP LOCKED``) from storing a vector of the old text until this commits.
         seq = conn.execute(
             update(t).where(t.c.id == memory.id).values(**values).returning(t.c.seq)
-        ).scalar_one()
-        if content_hash is not None:
+        ).scalar()
+        if seq is not None and content_hash is not None:  # (None: deleted meanwhile)
             # The old text's vector goes; the memory waits for one of the new text.
             conn.execute(delete(memory_embeddings).where(memory_embeddings.c.seq == seq))
             wait_for_vectors(conn, self.db, [int(seq)])

@@ -38,8 +38,7 @@ from cairn.store.run_reads import drop_runs_reading
 from cairn.store.schema import episodes as episodes_t
 from cairn.store.schema import memories as t
 
-# Every column but the vector's size (which only the vector lane's writer reads) and the analysed
-# text and its stems (which only full-text ranking reads).
+# Every column but the analysed text and its stems (which only full-text ranking reads).
 _COLUMNS = [c for c in t.c if c.name not in ("search_text", "search_stems")]
 # The statements of the search's per-request reads, built once (building and keying a
 # statement cost more than running it). By primary key only: a scope predicate tempts SQLite

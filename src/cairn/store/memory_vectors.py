@@ -136,16 +136,16 @@ class MemoryVectors(Repository):
         scope: Scope,
         items: Iterable[tuple[int, bytes]],
         made_from: dict[int, tuple[str, str]] | None = None,
-    ) -> None:
+    ) -> int:
         """Store vectors of the partition's rows (those still stored and not forgotten: a
         row erased or forgotten since it was read gets none) and bump its vector version.
         ``made_from``: the ``(content, context terms)`` each vector was computed from; a row
         whose text changed since (a name erased from it, say) gets none and keeps waiting,
-        so no vector of text that is gone is stored."""
+        so no vector of text that is gone is stored. Returns how many were stored."""
         conn = self._tx_write
         blobs = dict(items)
         if not blobs:
-            return
+            return 0
         # PostgreSQL: the rows are locked for this write (``FOR UPDATE``), so a deletion waits
         # for it instead of landing between the read and the insert (a foreign key
         # violation); rows another pass is writing now are skipped (``SKIP LOCKED``: it
@@ -168,7 +168,7 @@ class MemoryVectors(Repository):
             or made_from.get(int(seq)) == (content, str((meta or {}).get("context_terms") or ""))
         ]
         if not kept:
-            return
+            return 0
         insert = self.db.insert(e)
         excluded = insert.excluded.embedding
         conn.execute(
@@ -177,6 +177,7 @@ class MemoryVectors(Repository):
         )
         conn.execute(delete(w).where(w.c.seq.in_(kept)))
         bump_vector_version(conn, self.db, tenant_id, scope, cleared=False)
+        return len(kept)
 
     def clear_vectors(self, seqs: list[int]) -> None:
         """Forget the vectors of these rows, which wait for new ones (the caller bumps their

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -82,6 +83,18 @@ class MemoryTemplate(BaseModel):
     @property
     def required_fields(self) -> list[str]:
         return [f.name for f in self.fields if f.required]
+
+    def names_problem(self, names: Iterable[str]) -> str | None:
+        """What is wrong with giving values of these names (unknown fields first, then
+        required ones left out), or None."""
+        given = set(names)
+        unknown = sorted(given - set(self.field_names))
+        if unknown:
+            return f"{', '.join(map(repr, unknown))} not a field of template {self.id!r}"
+        missing = [name for name in self.required_fields if name not in given]
+        if missing:
+            return f"required field(s) {', '.join(map(repr, missing))} of {self.id!r} not given"
+        return None
 
     def render(self, values: dict[str, str]) -> str:
         """The content for already-validated values (missing optional fields render as "")."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.errors import InvalidInput
@@ -103,6 +103,16 @@ def folder_metatag(
     return slates.tree(tenant, ladder, slate, user_id=user_id, depth=depth)
 
 
+async def _a_write_body(request: Request) -> bool:
+    """Whether the request's body is a slate write's (a JSON object with ``content``); any
+    other body, or none, is ignored as it always was."""
+    try:
+        body = json.loads(await request.body() or b"null")
+    except (ValueError, RecursionError):  # not JSON (a form, a text): no write
+        return False
+    return isinstance(body, dict) and "content" in body
+
+
 @router.post("/v1/slates/{ladder}/{slate}/{folder}/reset")
 def reset_folder(
     request: Request,
@@ -110,13 +120,13 @@ def reset_folder(
     slate: str,
     folder: str,
     user_id: str | None = USER,
-    body: dict[str, Any] | None = Body(None),
+    writes: bool = Depends(_a_write_body),
     tenant: str = Depends(require_tenant),
 ) -> dict[str, Any]:
     """Put the folder back to its declared `init` contents. A body that writes (``content``)
     is refused: no file may be named ``reset``, and a write meant for one must not empty the
     folder."""
-    if body and "content" in body:
+    if writes:
         raise InvalidInput(
             "'reset' names the folder's reset route, not a file: a file may not be named so",
             code="slate_invalid_name",

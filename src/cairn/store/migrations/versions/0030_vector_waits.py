@@ -58,7 +58,9 @@ def upgrade() -> None:
     if not sqlite:
         # A process of the release before may be compiling: no memory may land between the
         # copy below and the trigger (the trigger is seen by others only once this commits).
-        op.execute("LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE")
+        # The strongest lock at once: dropping the column needs it, and taking a weaker one
+        # first could deadlock with an older process's read-then-write.
+        op.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
     op.create_table(
         "memory_vector_waits",
         sa.Column(
