@@ -66,6 +66,16 @@ def test_validate_good_and_bad(tmp_path: Path) -> None:
     assert "bad.yaml: steps[0].fields[0].from: unknown text source 'nowhere'" in r.stderr.replace(
         "\n", ""
     )
+    # A recordTemplate is checked as the server checks it (it printed "ok" for a file the
+    # server refuses).
+    template = tmp_path / "template.yaml"
+    template.write_text(
+        "steps:\n  - id: a\n    recordTemplate:\n      template: user-preference\n"
+        "      subject_id: u\n      values: {subject: x, preference: y, source: z}\n"
+    )
+    r = runner.invoke(app, ["ladders", "validate", str(template)], env=env_for(tmp_path))
+    assert r.exit_code == 3, r.output
+    assert "'source' not a field of template 'user-preference'" in " ".join(r.stderr.split())
     # A file that is not there is bad usage (cli.md: exit 2), not a configuration error.
     for missing in (tmp_path / "nonexistent.yaml", tmp_path):
         r = runner.invoke(app, ["ladders", "validate", str(missing)], env=env_for(tmp_path))

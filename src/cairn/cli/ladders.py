@@ -130,10 +130,16 @@ def validate(
 
     Example: cairn ladders validate examples/ladders/memory-ladder.yaml
     """
-    from cairn.ladders.registry import compile_ladder
+    from cairn.ladders.registry import check_templates, compile_ladder
+    from cairn.templates import load_catalogue
 
+    settings = settings_with()
     try:
-        ladders = compile_ladder(file, settings_with())
+        ladders = compile_ladder(file, settings)
+        # As the server checks it: a recordTemplate against the templates it would serve.
+        catalogue = load_catalogue(settings.resolved_template_dirs())
+        for ladder in ladders:
+            check_templates(file, ladder, catalogue)
     except Exception as exc:
         raise fail(exc) from exc
     first = ladders[0]
