@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -134,3 +136,19 @@ def test_run_twice_learns_and_replays(tmp_path: Path) -> None:
 def test_run_unknown_ladder_fails(tmp_path: Path) -> None:
     r = runner.invoke(app, ["ladders", "run", "nope", "hi"], env=env_for(tmp_path))
     assert r.exit_code == 1 and "ladder_not_found" in r.stderr
+
+
+def test_data_commands_do_not_repeat_the_ladder_files_warnings(tmp_path: Path) -> None:
+    """Every in-process command loads the ladder files, and each printed every invalid
+    file's warning (``retention show`` about a ladder); ``ladders list`` still reports it."""
+    d = tmp_path / "ladders"
+    d.mkdir()
+    (d / "broken.yaml").write_text("steps: [unclosed")
+    env = env_for(tmp_path, d)
+    # (A process of its own: in this one the test runner's log capture takes the warnings.)
+    cli = [sys.executable, "-m", "cairn.cli.main"]
+    shown = subprocess.run([*cli, "retention", "show"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert "broken.yaml" not in shown.stderr, shown.stderr
+    listed = subprocess.run([*cli, "ladders", "list"], env=env, capture_output=True, text=True)
+    assert "broken.yaml" in listed.stdout + listed.stderr
