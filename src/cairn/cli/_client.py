@@ -93,17 +93,24 @@ def open_client(url: str | None, api_key: str | None, database_url: str | None) 
 
     if url:
         return Cairn(url, api_key=api_key or "")
-    # The app in this process loads the ladder files too; their warnings belong to ``cairn
-    # serve`` and ``cairn ladders list``, not to every data command (each repeated them all).
-    ladders_log = logging.getLogger("cairn.ladders")
-    level = ladders_log.level
-    ladders_log.setLevel(logging.ERROR)
     try:
-        return Cairn.local(settings_with(database_url=database_url), api_key=api_key)
+        with quiet_ladder_files():
+            return Cairn.local(settings_with(database_url=database_url), api_key=api_key)
     except CairnError as exc:  # e.g. ConfigError: an invalid ladder or template file
         raise fail(exc) from exc
     except Exception as exc:  # the database could not be opened
         raise fail(exc) from exc
+
+
+@contextmanager
+def quiet_ladder_files() -> Iterator[None]:
+    """The app in this process loads the ladder files too; their warnings belong to ``cairn
+    serve`` and ``cairn ladders list``, not to every data command (each repeated them all)."""
+    ladders_log = logging.getLogger("cairn.ladders")
+    level = ladders_log.level
+    ladders_log.setLevel(logging.ERROR)
+    try:
+        yield
     finally:
         ladders_log.setLevel(level)
 

@@ -10,6 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from cairn.cli._client import quiet_ladder_files
 from cairn.cli._common import (
     TENANT_HELP,
     acting_tenant,
@@ -152,7 +153,8 @@ def apply(
     )
     settings = settings_with(database_url=database_url)
     try:
-        services = Services.from_settings(settings)
+        with quiet_ladder_files():
+            services = Services.from_settings(settings)
     except Exception as exc:
         raise fail(exc) from exc
     try:
