@@ -229,3 +229,12 @@ def test_a_name_two_files_claim_goes_to_the_file_named_after_it_on_every_start(
         registry.reload()  # a reload keeps the serving file
         assert registry.get("memory-ladder").path.name == "memory-ladder.yaml"
         registry.close()
+
+
+def test_a_whole_file_check_names_its_own_place(tmp_path: Path) -> None:
+    """A check of the whole file (step ids, model routes) names the place in its message; it
+    was prefixed "(top level): " as well."""
+    twice = write_ladder(tmp_path, "twice", "steps:\n  - id: a\n  - id: a\n")
+    with pytest.raises(ConfigError) as refused:
+        parse_ladder_file(twice)
+    assert refused.value.message == f"{twice}: steps[1].id: step id 'a' is used twice"

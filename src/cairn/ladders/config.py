@@ -353,9 +353,9 @@ def format_validation_error(path: Path | str, exc: ValidationError) -> str:
     for err in exc.errors():
         # Drop the union-member segments pydantic adds ('text', 'slateRead', 'str', ...).
         loc = tuple(p for p in err["loc"] if not _UNION_SEGMENT.match(str(p)))
-        where = _loc(loc) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}: {msg}")
+        # (A check of the whole file names its own place: ``steps[0]…``.)
+        lines.append(f"{_loc(loc)}: {msg}" if loc else msg)
     return f"{path}: " + "; ".join(lines)
 
 
