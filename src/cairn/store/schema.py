@@ -208,19 +208,25 @@ memories = Table(
     Index("ix_memories_scope_status", "tenant_id", "runtime_id", "user_id", "agent_id", "status"),
 )
 
+
 # Each memory's vector, out of its row (migration 0020): a vector of the default embedder is
 # 3.6 KB, and kept in the row it pushed the columns every read wants onto SQLite's overflow
 # pages. Only the vector lane reads these, a partition at a time.
-memory_embeddings = Table(
-    "memory_embeddings",
-    metadata,
-    Column(
+def _memory_seq() -> Column[Any]:
+    """The key of a table of one row per memory, gone with its memory."""
+    return Column(
         "seq",
         SeqType,
         ForeignKey("memories.seq", ondelete="CASCADE"),
         primary_key=True,
         autoincrement=False,
-    ),
+    )
+
+
+memory_embeddings = Table(
+    "memory_embeddings",
+    metadata,
+    _memory_seq(),
     Column("embedding", LargeBinary(), nullable=False),
 )
 
@@ -232,17 +238,8 @@ memory_embeddings = Table(
 memory_vector_waits = Table(
     "memory_vector_waits",
     metadata,
-    Column(
-        "seq",
-        SeqType,
-        ForeignKey("memories.seq", ondelete="CASCADE"),
-        primary_key=True,
-        autoincrement=False,
-    ),
-    Column("tenant_id", String(128), nullable=False),
-    Column("runtime_id", String(256), nullable=False),
-    Column("user_id", String(256), nullable=False),
-    Column("agent_id", String(256), nullable=False),
+    _memory_seq(),
+    *scope_columns(),
     Index("ix_memory_vector_waits_part", "tenant_id", "runtime_id", "user_id", "agent_id", "seq"),
 )
 

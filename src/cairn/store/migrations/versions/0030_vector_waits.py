@@ -72,8 +72,8 @@ def upgrade() -> None:
         ),
         sa.Column("tenant_id", sa.String(128), nullable=False),
         sa.Column("runtime_id", sa.String(256), nullable=False),
-        sa.Column("user_id", sa.String(256), nullable=False),
-        sa.Column("agent_id", sa.String(256), nullable=False),
+        sa.Column("user_id", sa.String(256), nullable=False, server_default=""),
+        sa.Column("agent_id", sa.String(256), nullable=False, server_default=""),
     )
     op.execute(
         f"INSERT INTO memory_vector_waits (seq, {PART}) SELECT seq, {PART} FROM memories "
