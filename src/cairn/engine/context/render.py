@@ -15,6 +15,7 @@ rendered text: going over it is an error naming both numbers, never a silent cut
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,9 +69,16 @@ def item_date(item: ContextItem) -> str:
     return item.occurred_at.date().isoformat() if item.occurred_at else NO_DATE
 
 
+# Every line boundary ``str.splitlines`` knows: a reader splitting the block into lines
+# (a model's tokenizer, a log viewer) may break on any of them, so each one becomes an
+# indented ``\n`` and no item text can start a line at column 0.
+LINE_BREAKS = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def item_text(item: ContextItem) -> str:
-    """One item as rendered under its date: escaped text, later lines indented."""
-    return escape_text(item.content).replace("\n", "\n  ")
+    """One item as rendered under its date: escaped text, later lines (after any kind of
+    line break) indented."""
+    return LINE_BREAKS.sub("\n  ", escape_text(item.content))
 
 
 def date_groups(items: Sequence[ContextItem]) -> list[tuple[str, list[ContextItem]]]:
