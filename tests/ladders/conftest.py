@@ -111,6 +111,7 @@ class FakeModel:
     reply: Callable[[dict[str, Any]], str] = lambda body: "fake reply"
     fail_first: int = 0  # answer 503 to this many requests first
     fail_status: int = 503
+    echo_auth: bool = False  # the failure's message repeats the Authorization header
     delay_s: float = 0.0
     piece_delay_s: float = 0.0  # a streamed reply's second half comes this much later
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -131,7 +132,9 @@ def fake_openai_app(model: FakeModel) -> FastAPI:
             await asyncio.sleep(model.delay_s)
         if model.fail_first > 0:
             model.fail_first -= 1
-            return JSONResponse({"error": {"message": "overloaded"}}, status_code=model.fail_status)
+            said = f"bad key: {request.headers.get('authorization')}" if model.echo_auth else ""
+            message = said or "overloaded"
+            return JSONResponse({"error": {"message": message}}, status_code=model.fail_status)
         text = model.reply(body)
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if not body.get("stream"):

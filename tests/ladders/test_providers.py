@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -70,6 +71,19 @@ def test_gives_up_after_retries_and_never_retries_a_client_error(
     with pytest.raises(ProviderError, match="HTTP 400"):
         p.complete(ChatRequest("m", MESSAGES))
     assert len(model.requests) == 1
+    p.close()
+
+
+def test_a_key_the_server_repeats_is_not_in_the_error(fake_model: tuple[FakeModel, str]) -> None:
+    model, url = fake_model
+    model.fail_first, model.fail_status, model.echo_auth = 1, 401, True
+    key, header = "sk-echoed-key-0123456789", "x-header-secret-value"
+    p = OpenAIChatProvider("default", url, key, headers={"X-Org": header}, retries=0)
+    with pytest.raises(ProviderError, match="HTTP 401") as err:
+        p.complete(ChatRequest("m", MESSAGES))
+    assert model.headers[0]["authorization"] == f"Bearer {key}"  # it was sent, and echoed
+    assert key not in err.value.message and "[redacted]" in err.value.message
+    assert header not in err.value.message
     p.close()
 
 
@@ -154,8 +168,9 @@ def test_default_provider_from_settings_through_the_endpoint(
         assert secret not in run and "[redacted]" in run
         assert c.key not in run
 
-        # The model server failing is a 502 with a stable code, and the run is recorded.
-        model.fail_first = 10
+        # The model server failing is a 502 with a stable code, and the run is recorded; a
+        # server that repeats the key it was sent has it redacted everywhere.
+        model.fail_first, model.echo_auth = 10, True
         r = httpx.post(
             f"{c.base('plain')}/chat/completions",
             headers={"Authorization": f"Bearer {c.key}", "Idempotency-Key": "f-1"},
@@ -163,8 +178,10 @@ def test_default_provider_from_settings_through_the_endpoint(
         )
         assert r.status_code == 502 and r.json()["error"]["code"] == "provider_error"
         assert r.headers["X-Cairn-Run-ID"] == "f-1"
+        assert secret not in r.text and "[redacted]" in r.json()["error"]["message"]
         failed = httpx.get(f"{c.url}/v1/runs/f-1", headers={"X-API-Key": c.key}).json()
         assert failed["status"] == "failed" and failed["trace"]["error"]["code"] == "provider_error"
+        assert secret not in json.dumps(failed) and "[redacted]" in failed["error"]
         # A retry of the failed run id runs again (and succeeds once the server is back).
         model.fail_first = 0
         r = httpx.post(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cairn.core.tokens import get_tokenizer
 from cairn.errors import CairnError, Unavailable
+from cairn.ladders.redact import redact
 
 if TYPE_CHECKING:
     import httpx
@@ -106,6 +107,8 @@ class OpenAIChatProvider:
         import httpx  # here: a server that calls no remote model never loads it (6 MB)
 
         hdrs = {"Content-Type": "application/json", **(headers or {})}
+        # Never repeated in an error: the key and any header value long enough to be one.
+        self._secrets = [api_key, *(v for v in (headers or {}).values() if len(v) >= 8)]
         if api_key:
             hdrs["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.Client(
@@ -157,7 +160,8 @@ class OpenAIChatProvider:
                 continue
             if resp.status_code < 400:
                 return resp
-            text = resp.read().decode("utf-8", "replace")[:500]
+            # The answer may echo what it was sent (``Incorrect API key provided: Bearer …``).
+            text = redact(resp.read().decode("utf-8", "replace")[:500], self._secrets)
             resp.close()
             last = f"HTTP {resp.status_code}: {text}"
             if resp.status_code not in RETRY_STATUSES:

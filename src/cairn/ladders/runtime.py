@@ -166,6 +166,11 @@ class LadderRuntime:
             self._fail_attempt(run, "client_disconnected", message, "client disconnected")
             raise
         except CairnError as exc:
+            # A model server may echo the key it was sent (``Incorrect API key provided: …``):
+            # the error reaches the caller, the run's record and the log, so no key may be in it.
+            exc.message = redact(exc.message, ladder.secrets)
+            exc.args = (exc.message,)
+            exc.details = redact(exc.details, ladder.secrets)
             self._fail_attempt(run, exc.code, exc.message, exc.message)
             raise
         except Exception:
