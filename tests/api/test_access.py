@@ -107,6 +107,14 @@ def test_allowed_hosts_limit_host_names_once_keys_exist(make_services) -> None: 
         assert ok.status_code == 200
         r = c.get("/v1/subjects", headers={**auth, "Host": "rebind.example"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "host_not_allowed"
+        # A remote client naming a loopback host is still refused ...
+        r = c.get("/healthz", headers={"Host": "127.0.0.1:8100"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "host_not_allowed"
+    # ... but this machine's own health probe (loopback client, loopback name) is answered.
+    with peer_client(services, LOCAL, "127.0.0.1:8100") as c:
+        assert c.get("/healthz").status_code == 200 and c.get("/readyz").status_code == 200
+        r = c.get("/v1/subjects", headers={"Host": "rebind.example"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "host_not_allowed"
 
 
 def test_inspector_pages_carry_security_headers(make_services) -> None:  # type: ignore[no-untyped-def]

@@ -143,7 +143,10 @@ class AccessMiddleware:
                 )
             return None
         allowed = self.services.settings.allowed_hosts
-        if allowed and not host_allowed(name, allowed):
+        # A loopback client naming a loopback host is this machine's own (a container's or
+        # systemd's health probe): no other site's page can send that Host.
+        local = peer_is_loopback(scope) and is_loopback_name(name)
+        if allowed and not local and not host_allowed(name, allowed):
             return (400, "host_not_allowed", "the Host header is not in CAIRN_ALLOWED_HOSTS")
         return None
 
