@@ -215,6 +215,29 @@ def test_an_older_fact_arriving_late_is_history_not_the_current_value(store: Sto
     assert reported.status == "superseded" and reported.superseded_by == current.id
 
 
+def test_facts_whose_names_start_with_a_capital_of_any_script(store: Store) -> None:
+    scope = Scope.for_subject("emilie")
+    said = [
+        "I live in Berlin.",
+        "My name is Émilie.",
+        "I work at Škoda.",
+        "I live in Örebro now.",  # after Berlin: the current value
+    ]
+    store.episodes.append_many(
+        TENANT, [turn(scope, t, minutes=60 * n, session=None) for n, t in enumerate(said)]
+    )
+    compile_scope(store, TENANT, scope)
+    facts = {m.content: m for m in store.memories.list(TENANT, scope, kind="profile_fact")}
+    assert facts["Émilie works at Škoda"].status == "active"
+    assert facts["Émilie lives in Örebro"].status == "active"
+    assert facts["Émilie lives in Berlin"].status == "superseded"
+    other = Scope.for_subject("anna")
+    store.episodes.append_many(TENANT, [turn(other, "My name is Анна.", session=None)])
+    compile_scope(store, TENANT, other)
+    names = [m.content for m in store.memories.list(TENANT, other, kind="profile_fact")]
+    assert names == ["Caroline's name is Анна"]  # (the speaker's label, then the name)
+
+
 def test_a_fact_superseded_within_one_compile_is_reported_as_stored(store: Store) -> None:
     scope = Scope.for_subject("erin")
     store.episodes.append_many(

@@ -16,7 +16,6 @@ From each episode it makes the units recall needs:
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -24,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
+
+import regex
 
 from cairn.core.analysis import content_size, content_terms, cut_text
 from cairn.core.episodes import Episode
@@ -185,12 +186,13 @@ def _metadata(
 
 
 # Patterns of first-person facts: (slot or None for multi-valued, regex, content template).
-_NAME_PART = r"([A-Z][\w'\u2019&.\-]*(?:\s+[A-Z][\w'\u2019&.\-]*){0,3})"
-_FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
-    ("name", re.compile(r"\b[Mm]y name is " + _NAME_PART), "{s}'s name is {v}"),
+# A name's words start with a capital of any script (``Émilie``, ``Örebro``, ``Łódź``, ``Анна``).
+_NAME_PART = r"([\p{Lu}\p{Lt}][\w'\u2019&.\-]*(?:\s+[\p{Lu}\p{Lt}][\w'\u2019&.\-]*){0,3})"
+_FACTS: tuple[tuple[str | None, regex.Pattern[str], str], ...] = (
+    ("name", regex.compile(r"\b[Mm]y name is " + _NAME_PART), "{s}'s name is {v}"),
     (
         "employer",
-        re.compile(
+        regex.compile(
             r"\bI(?: now| currently)? (?:work|am working|'m working)"
             r"(?: as an? [a-z]+(?: [a-z]+){0,2})? (?:at|for) (?:the )?" + _NAME_PART
         ),
@@ -198,7 +200,7 @@ _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
     ),
     (
         "employer",
-        re.compile(
+        regex.compile(
             r"\bI (?:just )?(?:started|joined|got a job at|started working at|started a new job at)"
             r" (?:at |a new job at )?" + _NAME_PART
         ),
@@ -206,29 +208,30 @@ _FACTS: tuple[tuple[str | None, re.Pattern[str], str], ...] = (
     ),
     (
         "location",
-        re.compile(r"\bI(?: now| currently)? (?:live|am living|'m living) in " + _NAME_PART),
+        regex.compile(r"\bI(?: now| currently)? (?:live|am living|'m living) in " + _NAME_PART),
         "{s} lives in {v}",
     ),
-    ("location", re.compile(r"\bI(?: just| recently)? moved to " + _NAME_PART), "{s} lives in {v}"),
-    ("age", re.compile(r"\bI(?:'m| am) (\d{1,3}) years old\b"), "{s} is {v} years old"),
+    ("location", regex.compile(r"\bI(?: just| recently)? moved to " + _NAME_PART), "{s} lives in {v}"),
+    ("age", regex.compile(r"\bI(?:'m| am) (\d{1,3}) years old\b"), "{s} is {v} years old"),
     (
         None,
-        re.compile(r"\bmy favou?rite ([a-z]+(?: [a-z]+)?) is ([^.,!?;]{2,60})", re.I),
+        regex.compile(r"\bmy favou?rite ([a-z]+(?: [a-z]+)?) is ([^.,!?;]{2,60})", regex.I),
         "{s}'s favorite {k} is {v}",
     ),
     (
         None,
-        re.compile(
+        regex.compile(
             r"\bI (?:really |absolutely )?(?:love|like|enjoy|prefer|adore) ([^.,!?;]{3,60})"
         ),
         "{s} likes {v}",
     ),
     (
         None,
-        re.compile(r"\bI (?:really )?(?:hate|dislike|don't like|can't stand) ([^.,!?;]{3,60})"),
+        regex.compile(r"\bI (?:really )?(?:hate|dislike|don't like|can't stand) ([^.,!?;]{3,60})"),
         "{s} dislikes {v}",
     ),
 )
+_ANY_WORD = regex.compile(r"[\p{L}\p{N}][\p{L}\p{M}\p{N}'\u2019]*")
 _BAD_OBJECTS = frozenset({"it", "that", "this", "them", "you", "to", "the", "so", "a"})
 
 
@@ -274,7 +277,7 @@ def _facts(msg: Message, names: dict[str, str]) -> Iterator[MemoryDraft]:
                 key = slot
                 # "User's name is Maya" says who the user is; "Maya's name is Maya" would not.
                 content = template.format(s=msg.speaker if slot == "name" else subject, v=value)
-            first = words(value)[:1]
+            first = [w.lower() for w in _ANY_WORD.findall(value)[:1]]  # a word of any script
             if not first or (slot != "name" and first[0] in _BAD_OBJECTS):  # ("So Yeon")
                 continue
             yield MemoryDraft(
