@@ -111,6 +111,18 @@ def test_options_and_405_list_every_method_of_the_path(backend_client: Any) -> N
     assert backend_client.options("/v1/no-such-route").status_code == 404
 
 
+def test_head_answers_as_get_without_the_body(backend_client: Any) -> None:
+    for path in ("/healthz", "/v1/subjects", "/v1/subjects/nobody/timeline"):
+        get, head = backend_client.get(path), backend_client.head(path)
+        assert head.status_code == get.status_code, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+        if get.status_code == 200:  # (an error's body carries its own request id)
+            assert head.headers["content-length"] == str(len(get.content)), path
+    # Where there is no GET, HEAD is still a 405 listing what there is.
+    r = backend_client.head("/v1/episodes")
+    assert r.status_code == 405 and r.headers["allow"] == "OPTIONS, POST"
+
+
 def test_every_operation_lists_its_error_statuses(backend_client: Any) -> None:
     spec = backend_client.get("/openapi.json").json()
     for path, operations in spec["paths"].items():

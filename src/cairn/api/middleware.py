@@ -377,7 +377,8 @@ class RejectLoneSurrogateMiddleware:
 class AllowMiddleware:
     """``OPTIONS`` answers 204 with every method the path has, and a 405's ``Allow`` lists them
     all: the router alone reports only the methods of the first route matching the path (so
-    ``OPTIONS`` on a slate file said only ``GET``)."""
+    ``OPTIONS`` on a slate file said only ``GET``). ``HEAD`` is answered as ``GET`` without
+    the body wherever ``GET`` is (the routes declare only ``GET``)."""
 
     def __init__(self, app: ASGIApp, routes: Callable[[], list[Any]]) -> None:
         self.app = app
@@ -413,6 +414,10 @@ class AllowMiddleware:
                 await send({"type": "http.response.body", "body": b""})
                 return
 
+        if scope.get("method") == "HEAD" and "GET" in self.methods_for(path):
+            await self.app({**scope, "method": "GET"}, receive, _without_body(send))
+            return
+
         async def fix_allow(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 405:
                 methods = self.methods_for(path)
@@ -423,6 +428,18 @@ class AllowMiddleware:
             await send(message)
 
         await self.app(scope, receive, fix_allow)
+
+
+def _without_body(send: Send) -> Send:
+    """``send`` for a ``HEAD`` answered as its ``GET``: the same status and headers (its
+    ``content-length`` too), no body."""
+
+    async def headers_only(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return headers_only
 
 
 def _walk(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:

@@ -458,7 +458,7 @@ def _pick_lanes(lanes: Sequence[str] | None, embedder: Any) -> list[str]:
     )
     if "vector" in picked and embedder is None:
         raise InvalidInput(
-            "semantic search needs an embedder: CAIRN_EMBEDDER is none (use onnx, the default)",
+            "semantic search needs an embedder: CAIRN_EMBEDDER is none (use e5, the default)",
             code="embedder_not_configured",
         )
     return picked
