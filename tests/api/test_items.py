@@ -216,3 +216,23 @@ def test_a_deleted_items_value_leaves_the_database_files(
     assert backend_client.delete("/v1/items", params=ADDRESS).json() == {"deleted": True}
     if backend_services.store.db.is_sqlite:  # neither the file nor its write-ahead log
         assert found_in(marker, *sqlite_evidence(backend_services)) == []
+
+
+def test_an_expired_item_is_not_exported(backend_client: TestClient) -> None:
+    import time
+
+    c = backend_client
+    subject = {"runtime_id": "default", "user_id": "ada"}  # the subject's own partition
+    put(c, scope=subject, value={"text": "kept"}, key="kept")
+    put(c, scope=subject, value={"text": "ttlsecretword"}, key="brief", ttl_seconds=0.3)
+
+    def exported() -> str:
+        r = c.get("/v1/subjects/ada/export")
+        assert r.status_code == 200, r.text
+        return r.text
+
+    assert "ttlsecretword" in exported() and "kept" in exported()
+    time.sleep(0.5)
+    brief = {**subject, "namespace": ["users", "ada"], "key": "brief"}
+    error(c.get("/v1/items", params=brief), 404, "item_not_found")
+    assert "ttlsecretword" not in exported() and "kept" in exported()

@@ -349,7 +349,7 @@ def export_lines(store: Store, tenant_id: str, subject_id: str) -> Iterator[byte
         "exported_at": utcnow().isoformat(),
     }
     yield (json.dumps(header) + "\n").encode()
-    for record in store.transfer.export(tenant_id, Scope.for_subject(subject_id)):
+    for record in store.transfer.export(tenant_id, Scope.for_subject(subject_id), utcnow()):
         yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 

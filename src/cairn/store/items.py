@@ -156,7 +156,8 @@ def _row(row: Any) -> StoredItem:
     )
 
 
-def _live(now: datetime) -> Any:
+def live_items(now: datetime) -> Any:
+    """Items not expired at ``now`` (expired items are never returned)."""
     return or_(items.c.expires_at.is_(None), items.c.expires_at > now)
 
 
@@ -223,7 +224,7 @@ class ItemRepository:
         """The live item, or None."""
         where = self._at(tenant_id, scope, namespace_path(namespace), key)
         with self.db.read() as conn:
-            row = conn.execute(select(*_LIGHT).where(where, _live(now))).first()
+            row = conn.execute(select(*_LIGHT).where(where, live_items(now))).first()
         return _row(row) if row else None
 
     def refresh(self, tenant_id: str, scope: Scope, seqs: Sequence[int], now: datetime) -> None:
@@ -231,7 +232,7 @@ class ItemRepository:
         left alone). Done in Python, per distinct TTL, to stay portable."""
         if not seqs:
             return
-        base = and_(scope_filter(items, tenant_id, scope), items.c.seq.in_(list(seqs)), _live(now))
+        base = and_(scope_filter(items, tenant_id, scope), items.c.seq.in_(list(seqs)), live_items(now))
         with self.db.write() as conn:
             ttls = conn.execute(
                 select(items.c.ttl_seconds).where(base, items.c.ttl_seconds.is_not(None)).distinct()
@@ -261,7 +262,7 @@ class ItemRepository:
         """The live items whose namespace starts with ``prefix``, in the order they were first
         stored (the candidates of a search), with their text and vectors when ``ranked``."""
         columns = _FULL if ranked else _LIGHT
-        stmt = select(*columns).where(scope_filter(items, tenant_id, scope), _live(now))
+        stmt = select(*columns).where(scope_filter(items, tenant_id, scope), live_items(now))
         if prefix:
             stmt = stmt.where(items.c.namespace.startswith(namespace_path(prefix), autoescape=True))
         with self.db.read() as conn:
@@ -271,7 +272,7 @@ class ItemRepository:
         self, tenant_id: str, scope: Scope, prefix: Sequence[str], now: datetime
     ) -> list[tuple[str, ...]]:
         """The distinct namespaces holding live items, optionally under a literal prefix."""
-        stmt = select(items.c.namespace).where(scope_filter(items, tenant_id, scope), _live(now))
+        stmt = select(items.c.namespace).where(scope_filter(items, tenant_id, scope), live_items(now))
         if prefix:
             stmt = stmt.where(items.c.namespace.startswith(namespace_path(prefix), autoescape=True))
         with self.db.read() as conn:

@@ -12,6 +12,7 @@ Imports are idempotent: a row whose id (or unique key) is already stored is skip
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
@@ -25,7 +26,7 @@ from cairn.errors import Conflict, InvalidInput
 from cairn.store import fts
 from cairn.store.documents import document_chunks, documents
 from cairn.store.episodes import scope_filter
-from cairn.store.items import item_address, items, namespace_labels
+from cairn.store.items import item_address, items, live_items, namespace_labels
 from cairn.store.memory_search import row_stems, search_text
 from cairn.store.repository import Repository
 from cairn.store.runs import ladder_run_reads, ladder_runs, record_reads, trace_reads
@@ -73,14 +74,19 @@ def _key(table: Table) -> Any:
 
 
 class TransferRepository(Repository):
-    def export(self, tenant_id: str, scope: Scope) -> Iterator[dict[str, Any]]:
-        """Every exported row of the subject, one page (own read transaction) at a time."""
+    def export(
+        self, tenant_id: str, scope: Scope, now: datetime | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every exported row of the subject, one page (own read transaction) at a time; items
+        expired at ``now`` (default: the clock's) are left out, as every read leaves them."""
+        now = now or datetime.now(UTC)
         for kind, table in TABLES.items():
             after = -1
             while True:
-                stmt = select(_key(table), *_exported_columns(table)).where(
-                    self._owner(table, tenant_id, scope), _key(table) > after
-                )
+                where = [self._owner(table, tenant_id, scope), _key(table) > after]
+                if table is items:
+                    where.append(live_items(now))
+                stmt = select(_key(table), *_exported_columns(table)).where(*where)
                 with self._reading() as conn:
                     rows = conn.execute(stmt.order_by(_key(table)).limit(PAGE)).all()
                 for r in rows:
