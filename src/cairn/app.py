@@ -21,10 +21,10 @@ from fastapi import FastAPI
 
 from cairn import __version__
 from cairn.api.access import AccessMiddleware
+from cairn.api.allow import AllowMiddleware
 from cairn.api.docs import install_docs
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
-    AllowMiddleware,
     BodyLimitMiddleware,
     RejectLoneSurrogateMiddleware,
     RejectNulMiddleware,

@@ -90,3 +90,25 @@ def test_async_lifecycle(tmp_path: Path) -> None:
                 await c.memories.update(fact.id, colour="red")
 
     asyncio.run(run())
+
+
+def test_a_subject_of_long_messages_exports_and_imports_back(client: Cairn) -> None:
+    # A message as long as a body may be becomes a memory of the same length (with its
+    # summary and metadata); its export record must import, and many long records are sent
+    # in batches the server takes.
+    long = " ".join(f"word{i}" for i in range(90_000))  # ~890 KB
+    assert 800_000 < len(long) < 1_000_000
+    client.remember("big", [long], session_id="s1")
+    client.remember("big", [f"note {n} " + "x" * 30_000 for n in range(20)], session_id="s2")
+    records = list(client.subjects.export("big"))
+    memory = next(r for r in records if r["type"] == "memory" and long in r["row"]["content"])
+    assert "search_text" not in memory["row"]
+    def contents(records: list[dict[str, object]]) -> list[object]:
+        return sorted(str(r["row"]["content"]) for r in records if r["type"] == "memory")  # type: ignore[index]
+
+    client.subjects.delete("big")
+    result = client.subjects.import_records("big", records)
+    assert result.imported["episode"] == 21 and result.skipped == 0
+    assert contents(list(client.subjects.export("big"))) == contents(records)
+    # (its first 100,000 analysed characters are indexed: PostgreSQL bounds a tsvector)
+    assert long in client.memories.search("big", "word5000").memories[0].content

@@ -14,12 +14,10 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import numpy as np
-from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.api.errors import is_openai_path, openai_error
@@ -136,8 +134,15 @@ class RequestContextMiddleware:
             )
 
 
+# An import takes records of what the server stored: a memory of a message as long as a body
+# may be, with its summary and metadata, is longer than that body was.
+IMPORT_PATH = re.compile(r"/v1/subjects/[^/]+/import")
+IMPORT_BODY_FACTOR = 4
+
+
 class BodyLimitMiddleware:
-    """Refuses request bodies over ``max_bytes`` with 413, declared or streamed."""
+    """Refuses request bodies over ``max_bytes`` (an import's: ``IMPORT_BODY_FACTOR`` times
+    that) with 413, declared or streamed."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -147,9 +152,12 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.max_bytes
+        if IMPORT_PATH.fullmatch(scope.get("path", "")):
+            limit *= IMPORT_BODY_FACTOR
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _send_too_large(scope, send, self.max_bytes)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _send_too_large(scope, send, limit)
             return
         seen = 0
         too_large = False
@@ -160,7 +168,7 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     too_large = True
                     raise _BodyTooLarge
             return message
@@ -172,7 +180,7 @@ class BodyLimitMiddleware:
             if too_large:
                 if not replaced:
                     replaced = True
-                    await _send_too_large(scope, send, self.max_bytes)
+                    await _send_too_large(scope, send, limit)
                 return
             await send(message)
 
@@ -180,7 +188,7 @@ class BodyLimitMiddleware:
             await self.app(scope, limited_receive, guarded_send)
         except _BodyTooLarge:
             if not replaced:
-                await _send_too_large(scope, send, self.max_bytes)
+                await _send_too_large(scope, send, limit)
 
 
 class RejectNulMiddleware:
@@ -374,86 +382,6 @@ class RejectLoneSurrogateMiddleware:
         await self.app(scope, replay, send)
 
 
-class AllowMiddleware:
-    """``OPTIONS`` answers 204 with every method the path has, and a 405's ``Allow`` lists them
-    all: the router alone reports only the methods of the first route matching the path (so
-    ``OPTIONS`` on a slate file said only ``GET``). ``HEAD`` is answered as ``GET`` without
-    the body wherever ``GET`` is (the routes declare only ``GET``)."""
-
-    def __init__(self, app: ASGIApp, routes: Callable[[], list[Any]]) -> None:
-        self.app = app
-        self.routes = routes
-        self._table: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
-
-    def methods_for(self, path: str) -> set[str]:
-        if self._table is None:
-            merged: dict[str, set[str]] = {}
-            for method, route_path in _walk(self.routes()):
-                merged.setdefault(route_path, set()).add(method)
-            self._table = [(compile_path(p)[0], frozenset(m)) for p, m in merged.items()]
-        found: set[str] = set()
-        for regex, methods in self._table:
-            if regex.match(path):
-                found |= methods
-        if "GET" in found:
-            found.add("HEAD")
-        return found | {"OPTIONS"} if found else found
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        path = scope.get("path", "")
-        # The route table is matched only for OPTIONS and a 405, never on the hot path.
-        if scope.get("method") == "OPTIONS":
-            methods = self.methods_for(path)
-            if methods:
-                allow = ", ".join(sorted(methods)).encode()
-                headers = [(b"allow", allow), (b"content-length", b"0")]
-                await send({"type": "http.response.start", "status": 204, "headers": headers})
-                await send({"type": "http.response.body", "body": b""})
-                return
-
-        if scope.get("method") == "HEAD" and "GET" in self.methods_for(path):
-            await self.app({**scope, "method": "GET"}, receive, _without_body(send))
-            return
-
-        async def fix_allow(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 405:
-                methods = self.methods_for(path)
-                if methods:
-                    allow = ", ".join(sorted(methods)).encode()
-                    kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
-                    message["headers"] = [*kept, (b"allow", allow)]
-            await send(message)
-
-        await self.app(scope, receive, fix_allow)
-
-
-def _without_body(send: Send) -> Send:
-    """``send`` for a ``HEAD`` answered as its ``GET``: the same status and headers (its
-    ``content-length`` too), no body."""
-
-    async def headers_only(message: Message) -> None:
-        if message["type"] == "http.response.body":
-            message = {**message, "body": b""}
-        await send(message)
-
-    return headers_only
-
-
-def _walk(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
-    """(method, full path) of every endpoint, through included routers."""
-    for route in routes:
-        inner = getattr(route, "original_router", None)
-        if inner is not None:
-            ctx = getattr(route, "include_context", None)
-            yield from _walk(inner.routes, prefix + getattr(ctx, "prefix", ""))
-        elif getattr(route, "methods", None) and hasattr(route, "path"):
-            for method in route.methods:
-                yield method, prefix + route.path
-
-
 class _BodyTooLarge(Exception):
     pass
 
@@ -485,7 +413,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 __all__: list[Any] = [
-    "AllowMiddleware",
     "BodyLimitMiddleware",
     "RejectLoneSurrogateMiddleware",
     "RejectNulMiddleware",

@@ -250,11 +250,11 @@ def _import_in_batches(
     """Import ``numbered`` records a call at a time; a refused record is reported by its line
     in the file, with what was imported before it (each call is one transaction)."""
     from cairn.client import APIError
-    from cairn.client._lifecycle import IMPORT_BATCH, merge_imports
+    from cairn.client._lifecycle import import_batches, merge_imports
 
     results, places = [], []
-    for start in range(0, len(numbered), IMPORT_BATCH):
-        batch = numbered[start : start + IMPORT_BATCH]
+    start = 0
+    for batch in import_batches(numbered, lambda pair: pair[1]):
         try:
             results.append(client.subjects.import_records(subject_id, [r for _, r in batch]))
             places.append([lineno for lineno, _ in batch])  # skipped records by file line
@@ -272,6 +272,7 @@ def _import_in_batches(
                 "nothing of that call was. Fix the line and run again: what is stored is skipped."
             )
             raise typer.Exit(EXIT_FAILED) from exc
+        start += len(batch)
     return merge_imports(subject_id, results, places)
 
 

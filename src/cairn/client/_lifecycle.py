@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field
 
@@ -16,7 +16,9 @@ from cairn.client._base import Call, clean_params, path_segment
 from cairn.client._feature_models import CompileResult
 from cairn.client._models import Episode, EpisodeCreate, Memory, Response
 
-IMPORT_BATCH = 500  # records per import call (well under the server's 1000 and body limit)
+IMPORT_BATCH = 500  # records per import call (well under the server's 1000 a call)
+IMPORT_BATCH_BYTES = 512 * 1024  # and their JSON, under the server's usual body limit
+T = TypeVar("T")
 
 
 class Scoped(Response):
@@ -140,23 +142,30 @@ def import_calls(
 ) -> Iterator[Call[ImportResult]]:
     """One call per batch of records (each batch idempotent: stored rows are skipped);
     ``places`` receives, as each call is made, the places its records had in ``records``."""
-    batch: list[dict[str, Any]] = []
-    at: list[int] = []
     path = f"/v1/subjects/{path_segment(subject_id)}/import"
-    for place, record in enumerate(records):
-        if record.get("type") == "header":
-            continue
-        batch.append(record)
-        at.append(place)
-        if len(batch) == IMPORT_BATCH:
-            if places is not None:
-                places.append(at)
-            yield Call("POST", path, ImportResult, json={"records": batch}, idempotent=True)
-            batch, at = [], []
-    if batch:
+    numbered = ((p, r) for p, r in enumerate(records) if r.get("type") != "header")
+    for batch in import_batches(numbered, lambda pair: pair[1]):
         if places is not None:
-            places.append(at)
-        yield Call("POST", path, ImportResult, json={"records": batch}, idempotent=True)
+            places.append([p for p, _ in batch])
+        body = {"records": [r for _, r in batch]}
+        yield Call("POST", path, ImportResult, json=body, idempotent=True)
+
+
+def import_batches(items: Iterable[T], record: Callable[[T], dict[str, Any]]) -> Iterator[list[T]]:
+    """``items`` in batches of at most ``IMPORT_BATCH`` records and ``IMPORT_BATCH_BYTES`` of
+    JSON (``record(item)`` is an item's record); a record longer than that is a batch of its
+    own (the server takes an import body several times its usual limit)."""
+    batch: list[T] = []
+    size = 0
+    for item in items:
+        length = len(json.dumps(record(item), ensure_ascii=False).encode()) + 1
+        if batch and (len(batch) == IMPORT_BATCH or size + length > IMPORT_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += length
+    if batch:
+        yield batch
 
 
 def merge_imports(

@@ -252,9 +252,19 @@ def index_terms(text: str) -> list[str]:
     return out
 
 
+# The most analysed text a row indexes. PostgreSQL refuses a ``tsvector`` over 1 MB (a
+# message of 90,000 distinct words makes one of 1.2 MB), so a longer text is indexed by its
+# first terms on both backends (its content is stored and shown whole).
+MAX_INDEXED_CHARS = 100_000
+
+
 def index_text(text: str) -> str:
-    """The analysed form of ``text`` that full-text indexes store: terms joined by spaces."""
-    return " ".join(index_terms(text))
+    """The analysed form of ``text`` that full-text indexes store: terms joined by spaces, at
+    most ``MAX_INDEXED_CHARS`` of them (cut at a space)."""
+    out = " ".join(index_terms(text))
+    if len(out) > MAX_INDEXED_CHARS:
+        out = out[: MAX_INDEXED_CHARS + 1].rsplit(" ", 1)[0]
+    return out
 
 
 def content_terms(text: str, *, min_length: int = 3) -> list[str]:

@@ -64,8 +64,16 @@ MEMORY_STATUSES = ("active", "superseded", "deleted")
 RecordCheck = Callable[[str, dict[str, Any]], str | None]
 
 
+# A memory's and a chunk's analysed text is made again from its content on import (an
+# export of an older release holds that release's analysis), so it is not exported: it would
+# double a record's size, and a memory of a long message would no longer fit in a request.
+_ANALYSED = {"search_text"}
+
+
 def _exported_columns(table: Table) -> list[Any]:
     left_out = _PARTITION | _LEFT_OUT | (_DERIVED if table is items else set())
+    if table is memories or table is document_chunks:
+        left_out |= _ANALYSED
     return [c for c in table.c if c.name not in left_out]
 
 
@@ -302,6 +310,8 @@ def _decode(
     table: Table, row: dict[str, Any], index: int, tenant_id: str, scope: Scope
 ) -> dict[str, Any]:
     """A record's row as insertable values, in the importer's partition."""
+    if table is memories or table is document_chunks:  # (older exports carry it: made again)
+        row = {k: v for k, v in row.items() if k not in _ANALYSED}
     out = decode_values({c.name: c for c in _exported_columns(table)}, row, index)
     if table is memories:
         _check_memory(out, index)

@@ -1,0 +1,94 @@
+"""``OPTIONS`` and ``HEAD`` for every path, and the ``Allow`` header of a 405: the router alone
+knows only the first route matching a path and declares no ``HEAD``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from starlette.routing import compile_path
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class AllowMiddleware:
+    """``OPTIONS`` answers 204 with every method the path has, and a 405's ``Allow`` lists them
+    all: the router alone reports only the methods of the first route matching the path (so
+    ``OPTIONS`` on a slate file said only ``GET``). ``HEAD`` is answered as ``GET`` without
+    the body wherever ``GET`` is (the routes declare only ``GET``)."""
+
+    def __init__(self, app: ASGIApp, routes: Callable[[], list[Any]]) -> None:
+        self.app = app
+        self.routes = routes
+        self._table: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
+
+    def methods_for(self, path: str) -> set[str]:
+        if self._table is None:
+            merged: dict[str, set[str]] = {}
+            for method, route_path in _walk(self.routes()):
+                merged.setdefault(route_path, set()).add(method)
+            self._table = [(compile_path(p)[0], frozenset(m)) for p, m in merged.items()]
+        found: set[str] = set()
+        for regex, methods in self._table:
+            if regex.match(path):
+                found |= methods
+        if "GET" in found:
+            found.add("HEAD")
+        return found | {"OPTIONS"} if found else found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        # The route table is matched only for OPTIONS and a 405, never on the hot path.
+        if scope.get("method") == "OPTIONS":
+            methods = self.methods_for(path)
+            if methods:
+                allow = ", ".join(sorted(methods)).encode()
+                headers = [(b"allow", allow), (b"content-length", b"0")]
+                await send({"type": "http.response.start", "status": 204, "headers": headers})
+                await send({"type": "http.response.body", "body": b""})
+                return
+
+        if scope.get("method") == "HEAD" and "GET" in self.methods_for(path):
+            await self.app({**scope, "method": "GET"}, receive, _without_body(send))
+            return
+
+        async def fix_allow(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 405:
+                methods = self.methods_for(path)
+                if methods:
+                    allow = ", ".join(sorted(methods)).encode()
+                    kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"allow"]
+                    message["headers"] = [*kept, (b"allow", allow)]
+            await send(message)
+
+        await self.app(scope, receive, fix_allow)
+
+
+def _without_body(send: Send) -> Send:
+    """``send`` for a ``HEAD`` answered as its ``GET``: the same status and headers (its
+    ``content-length`` too), no body."""
+
+    async def headers_only(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return headers_only
+
+
+def _walk(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(method, full path) of every endpoint, through included routers."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            ctx = getattr(route, "include_context", None)
+            yield from _walk(inner.routes, prefix + getattr(ctx, "prefix", ""))
+        elif getattr(route, "methods", None) and hasattr(route, "path"):
+            for method in route.methods:
+                yield method, prefix + route.path
+
+
+__all__ = ["AllowMiddleware"]
