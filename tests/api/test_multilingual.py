@@ -84,6 +84,17 @@ def test_texts_that_differ_only_by_a_superscript_or_sharp_s_stay_apart(
     assert stored == sorted(f"Li: {t}" for t in texts[:4]), stored
 
 
+def test_a_word_with_an_invisible_break_hint_is_found_whole(backend_client: TestClient) -> None:
+    ingest(
+        backend_client,
+        "soft",
+        ["I bought a new Kaffee\u00admaschine", "The pass\u200bword is fish"],
+    )
+    for query, needle in (("kaffeemaschine", "Kaffee"), ("password", "pass")):
+        found = search(backend_client, "soft", query)
+        assert found and needle in found[0]["content"], query
+
+
 def test_search_finds_words_of_every_script(backend_client: TestClient) -> None:
     ingest(backend_client, "li", TURNS)
     expect = {

@@ -85,6 +85,10 @@ def _digits() -> dict[str, str]:
     return out
 
 
+# Invisible characters that only hint where a word may break or must not: soft hyphen (text
+# copied from web pages: ``Kaffee\u00admaschine``), zero-width space, word joiner, zero-width
+# no-break space. A word holding one is the word without it (``kaffeemaschine`` finds it).
+INVISIBLE = "\u00ad\u200b\u2060\ufeff"
 # Letters with a stroke or ligatures that NFKD does not decompose, and the decimal digits of
 # every script (Arabic-Indic, Persian, Devanagari, Bengali, Thai, Brahmi, …) as ASCII digits:
 # ``११००१`` is found by ``11001``.
@@ -92,6 +96,7 @@ _LETTERS = str.maketrans(
     {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "ħ": "h", "æ": "ae", "œ": "oe", "þ": "th"}
     | {"\u0131": "i"}  # dotless i
     | _digits()
+    | dict.fromkeys(INVISIBLE)
 )
 _MARK = regex.compile(r"\p{M}")
 # A word of Hebrew letters only: the particle stemmer would strip a mixed token's Hebrew away.
