@@ -7,6 +7,7 @@ Exit codes: 0 success; 1 the operation failed (an error from Cairn or the server
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -31,8 +32,20 @@ def _flag_without_type(self: TyperOption, ctx: Any) -> str | None:
 
 TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
 
-console = Console()
-err_console = Console(stderr=True)
+PIPED_WIDTH = 200
+
+
+def _console(stderr: bool) -> Console:
+    """Messages are printed as they are (never broken into lines); output that is not a
+    terminal (a pipe, a file) is laid out ``PIPED_WIDTH`` wide unless ``COLUMNS`` says
+    otherwise, so a table keeps its columns (rich's default is 80)."""
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and not os.environ.get("COLUMNS")
+    return Console(stderr=stderr, soft_wrap=True, width=PIPED_WIDTH if piped else None)
+
+
+console = _console(False)
+err_console = _console(True)
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 3
