@@ -231,12 +231,25 @@ def test_output_is_required() -> None:
         ({"scope": SCOPE, "channel": " "}, "channel must name a board variable"),
         ({"scope": SCOPE, "query": {"literal": "x"}}, "query: Extra inputs are not permitted"),
         ({"scope": SCOPE, "conversation_id": " "}, "conversation_id must not be blank"),
+        (
+            {"scope": {**SCOPE, "user_id": "a/b"}},
+            "scope: user_id: a user is a subject id; it must not contain '/'",
+        ),
     ],
 )
 def test_turn_hook_validation_messages(settings: dict[str, Any], expected: str) -> None:
     with pytest.raises(InvalidInput) as exc:
         MemoryTurnHook(settings, None)  # type: ignore[arg-type]
     assert expected in exc.value.message
+    # The details name each field as every validation error does.
+    assert all({"field", "message", "type"} <= set(d) for d in exc.value.details)
+
+
+def test_a_turn_hook_scope_that_cannot_be_written_is_refused_at_load() -> None:
+    cfg = seed_config()
+    cfg["agents"]["assistant"]["commit"][0]["settings"]["scope"]["user_id"] = "a/b"
+    with pytest.raises(ConfigError, match=r"commit\.0\.settings\.scope: user_id: a user is"):
+        parse_memory_config(cfg, "seed")
 
 
 def test_query_sources(store: Store) -> None:

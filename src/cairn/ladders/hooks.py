@@ -34,7 +34,7 @@ from cairn.core.memory import (
     Turn,
     TurnCommit,
 )
-from cairn.core.scope import Scope
+from cairn.core.scope import NewScope, Scope
 from cairn.core.text import check_no_nul
 from cairn.engine.context.fit import fit_rendering
 from cairn.engine.context.gotmpl import GoTemplateRenderer
@@ -247,7 +247,7 @@ class ContextHookSettings(_Strict):
 
 
 class TurnHookSettings(_Strict):
-    scope: Scope
+    scope: NewScope  # turns are written under it: its user must be a subject id (at load)
     conversation_id: str | None = None
     channel: str = MAIN_CHANNEL
 
@@ -273,7 +273,14 @@ def _invalid(exc: ValidationError, what: str) -> InvalidInput:
     return InvalidInput(
         f"invalid {what}: " + "; ".join(parts),
         code="invalid_hook_settings",
-        details=[{"loc": e["loc"], "msg": e["msg"]} for e in exc.errors()],
+        details=[
+            {
+                "field": ".".join(str(p) for p in e["loc"]),
+                "message": str(e["msg"]).removeprefix("Value error, "),
+                "type": e["type"],
+            }
+            for e in exc.errors()
+        ],
     )
 
 
