@@ -39,8 +39,13 @@ def test_correct_and_forget_a_memory(
 ) -> None:
     subject = unique("mem")
     fact = _fact(live_server, subject)
+    errors: list[str] = []  # the console's errors (a missing favicon was one on every page)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
     sign_in(page)
     page.goto(f"{live_server.url}/ui/subjects/{subject}")
+    page.wait_for_load_state("networkidle")
+    assert errors == []
     page.locator(f"#mem-{fact['id']}").get_by_test_id("memory-link").click()
     expect(page).to_have_url(re.compile(rf"/ui/memories/{fact['id']}$"))
     expect(page.get_by_test_id("memory-content")).to_have_text(fact["content"])
