@@ -118,6 +118,8 @@ def test_operator_file_reusing_a_bundled_id_is_a_duplicate(tmp_path: Path) -> No
     assert str(path) in message
     assert "duplicate template id 'user-preference'" in message
     assert "user-preference.yaml" in message  # where it was defined first
+    # Never advice to edit a file inside the installed package.
+    assert "copy it under a new id" in message and "bump" not in message
 
 
 def test_duplicate_id_across_operator_files(tmp_path: Path) -> None:
@@ -126,6 +128,7 @@ def test_duplicate_id_across_operator_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="duplicate template id 'sales-call-note'") as err:
         load_catalogue([tmp_path / "ops"])
     assert str(second) in str(err.value) and "a.yaml" in str(err.value)
+    assert "bump its 'version'" in str(err.value)
 
 
 def _with(path: str, value: Any) -> dict[str, Any]:

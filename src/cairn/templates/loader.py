@@ -85,10 +85,14 @@ class TemplateCatalogue:
         """Register a template; an id already taken (bundled or not) is a ConfigError."""
         first = self._sources.get(template.id)
         if first is not None:
+            advice = (
+                "a bundled template cannot be replaced: copy it under a new id"
+                if first.parent == BUNDLED_DIR
+                else f"change it in {first} (bump its 'version'), or choose another id"
+            )
             raise ConfigError(
                 f"template file {path}: duplicate template id '{template.id}' "
-                f"(already defined in {first}); bump 'version' in that file to change it, "
-                "or choose another id"
+                f"(already defined in {first}); {advice}"
             )
         self._templates[template.id] = template
         self._sources[template.id] = path
