@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperOption
@@ -35,13 +35,31 @@ TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign
 PIPED_WIDTH = 200
 
 
+class _Console(Console):
+    """Rich's console, laid out ``PIPED_WIDTH`` wide when its output is not a terminal and
+    ``COLUMNS`` (read as rich reads it, at each print) does not say otherwise."""
+
+    def __init__(self, *, stderr: bool) -> None:
+        super().__init__(stderr=stderr, soft_wrap=True)
+        self._piped = not (sys.stderr if stderr else sys.stdout).isatty()
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self._piped and not os.environ.get("COLUMNS"):
+            return ConsoleDimensions(PIPED_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
 def _console(stderr: bool) -> Console:
     """Messages are printed as they are (never broken into lines); output that is not a
     terminal (a pipe, a file) is laid out ``PIPED_WIDTH`` wide unless ``COLUMNS`` says
     otherwise, so a table keeps its columns (rich's default is 80)."""
-    stream = sys.stderr if stderr else sys.stdout
-    piped = not stream.isatty() and not os.environ.get("COLUMNS")
-    return Console(stderr=stderr, soft_wrap=True, width=PIPED_WIDTH if piped else None)
+    return _Console(stderr=stderr)
 
 
 console = _console(False)
