@@ -219,6 +219,12 @@ def test_refused_writes_are_returned_with_the_response_and_counted(client: TestC
     r2 = client.post("/v1/local/reject/chat/completions", json=body, headers=key)
     assert r2.headers["Idempotent-Replayed"] == "true"
     assert r2.json()["cairn"] == r1.json()["cairn"]
+    assert "Idempotent-Replayed" not in r1.headers
+    # A replay asked for as a stream says so too, before its first event.
+    streamed = client.post(
+        "/v1/local/reject/chat/completions", json={**body, "stream": True}, headers=key
+    )
+    assert streamed.headers["Idempotent-Replayed"] == "true" and "data: " in streamed.text
     assert metric(client, "refused", "slate_limit_exceeded", "reject") == 2
 
 

@@ -45,6 +45,13 @@ class RunRequest:
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+class ReplayedReply(str):
+    """A replayed run's stored reply, streamed as its one delta (a caller can tell a replay
+    before the stream's end, to say so in its headers)."""
+
+    __slots__ = ()
+
+
 @dataclass
 class RunOutcome:
     run_id: str
@@ -97,4 +104,4 @@ class RunOutcome:
         )
 
 
-__all__ = ["RunOutcome", "RunRequest"]
+__all__ = ["ReplayedReply", "RunOutcome", "RunRequest"]

@@ -34,7 +34,7 @@ from cairn.ladders.records import record_template
 from cairn.ladders.redact import redact
 from cairn.ladders.registry import Ladder
 from cairn.ladders.reply import shown_reply
-from cairn.ladders.requests import RunOutcome, RunRequest
+from cairn.ladders.requests import ReplayedReply, RunOutcome, RunRequest
 from cairn.ladders.slate_io import SlateAccess, slate_reads
 from cairn.ladders.steps import render_step
 from cairn.slates.declarations import check_run_user, check_slate_user
@@ -98,7 +98,7 @@ class LadderRuntime:
         if isinstance(skip, RunOutcome):
             self._count("replayed")
             if stream:
-                yield skip.content
+                yield ReplayedReply(skip.content)
             yield skip
             return
         yield from self._execute(ladder, request, run_id, skip, stream, attempt)

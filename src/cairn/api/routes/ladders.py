@@ -38,6 +38,7 @@ from cairn.http.auth import require_tenant, services_of
 from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.registry import Ladder
+from cairn.ladders.requests import ReplayedReply
 from cairn.ladders.runtime import RunOutcome, RunRequest, check_run_id
 from cairn.store.runs import RunRecord
 
@@ -196,6 +197,8 @@ def chat_completions(
         raise _with_run_id(exc, run_id) from None
     except CairnError as exc:
         raise _with_run_id(exc, run_id) from None
+    if isinstance(first, ReplayedReply):
+        headers["Idempotent-Replayed"] = "true"
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     model = body.model or target.name
 
