@@ -123,3 +123,41 @@ def test_unknown_template_is_a_config_error(tmp_path: Path) -> None:
         assert "required field(s) 'preference' of 'user-preference' not given" in error
     finally:
         services.close()
+
+
+def test_a_step_that_strips_its_json_still_records_from_it(tmp_path: Path) -> None:
+    # stripMatch hides the JSON from the caller; the template's values are read from it.
+    d = tmp_path / "ladders"
+    d.mkdir()
+    stripped = LADDER.replace(
+        "    recordTemplate:",
+        "    slateWrite:\n"
+        "      to: { slate: Notes, folder: prefs, file: p.md }\n"
+        "      field: pref\n"
+        "      match: { type: object, required: [pref] }\n"
+        "    stripMatch: true\n"
+        "    recordTemplate:",
+    ) + (
+        "slates:\n  - title: Notes\n    folders:\n      - name: prefs\n        tokenLimit: 200\n"
+        "        evictionPolicy: FIFO\n        files:\n          - { name: p.md, init: blank }\n"
+    )
+    write_ladder(d, "notes", stripped)
+    services = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
+    try:
+        assert services.ladders.errors() == []
+        out = LadderRuntime(services).run(
+            services.ladders.get("notes"),
+            RunRequest(
+                tenant="t",
+                ladder="notes",
+                run_id="strip-1",
+                messages=[{"role": "user", "content": "Please always answer me in French."}],
+            ),
+        )
+        assert out.content == "Noted."  # the caller sees no JSON
+        record = next(w for w in out.trace["steps"][0]["writes"] if "subject_id" in w)  # type: ignore[index]
+        assert record["written"] is True, record
+        (ep,) = services.store.episodes.list("t", Scope.for_subject("user-42"))
+        assert ep.payload["fields"]["preference"] == "French, always"
+    finally:
+        services.close()

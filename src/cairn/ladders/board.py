@@ -38,6 +38,9 @@ CURRENT_MESSAGE = "__current_message"
 MAIN_CHANNEL = "__main_channel"
 REPLY = "__reply"
 STEPS = "__steps"
+# Each step's whole reply (``STEPS`` holds what later steps and the caller see: with
+# ``stripMatch``, less the JSON its ``slateWrite`` matched, which a recordTemplate reads).
+STEP_REPLIES = "__step_replies"
 
 
 def is_reserved(name: str) -> bool:
@@ -128,6 +131,7 @@ class Board:
         board.set_engine(MESSAGES, msgs)
         board.set_engine(CURRENT_MESSAGE, last_user_text(msgs))
         board.set_engine(STEPS, {})
+        board.set_engine(STEP_REPLIES, {})
         return board
 
 

@@ -29,11 +29,12 @@ def template_values(spec: TemplateRecordSpec, board: Board) -> tuple[dict[str, A
         if isinstance(v, str):
             values[name] = v
             continue
-        text = source_text(v.source, board)
         if v.field is None:
-            values[name] = text
+            values[name] = source_text(v.source, board)
             continue
-        data = extract_json(text)
+        # A member of a step's JSON is read from its whole reply: stripMatch removes the
+        # JSON only from what later steps and the caller see.
+        data = extract_json(source_text(v.source, board, whole=True))
         if not isinstance(data, dict) or v.field not in data:
             return {}, f"values.{name}: the JSON of {v.source} has no member {v.field!r}"
         values[name] = as_content(data[v.field])

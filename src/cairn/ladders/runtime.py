@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.core.ids import utcnow, uuid7
 from cairn.errors import CairnError, InvalidInput
 from cairn.ladders.attempt import INTERNAL_ERROR, Attempt, step_options, streamed
-from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEPS, Board
+from cairn.ladders.board import MAIN_CHANNEL, REPLY, STEP_REPLIES, STEPS, Board
 from cairn.ladders.hook_trace import run_hook
 from cairn.ladders.hooks import RequestContext
 from cairn.ladders.outcomes import IdempotencyKeyReused, RunInProgress, refusal, summarize
@@ -243,6 +243,7 @@ class LadderRuntime:
             reply = provider.complete(chat)
         shown = shown_reply(step, reply.content)
         run.board.values[STEPS][step.id] = shown
+        run.board.values[STEP_REPLIES][step.id] = reply.content
         step_trace["reply"] = reply.content
         step_trace["usage"] = {
             "prompt_tokens": reply.prompt_tokens,

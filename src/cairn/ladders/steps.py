@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.errors import CairnError
-from cairn.ladders.board import STEPS, Board, message_text
+from cairn.ladders.board import STEP_REPLIES, STEPS, Board, message_text
 from cairn.ladders.config import SlateReadField, StepSpec, TextField
 from cairn.slates.config import SlateReadSource
 
@@ -98,9 +98,10 @@ def to_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
 
 
-def source_text(src: str, board: Board) -> str:
+def source_text(src: str, board: Board, *, whole: bool = False) -> str:
     """The text of a source: ``input.context``, ``input.messages``, ``board.NAME``,
-    ``steps.ID``."""
+    ``steps.ID`` (``whole``: a step's whole reply, with the JSON ``stripMatch`` removed from
+    what later steps and the caller see)."""
     if src == "input.context":
         return board.current_message
     if src == "input.messages":
@@ -108,6 +109,8 @@ def source_text(src: str, board: Board) -> str:
     if src.startswith("board."):
         return to_text(board.get(src[len("board.") :]))
     step_id = src.split(".")[1]  # steps.ID[.output]
+    if whole and step_id in board.get(STEP_REPLIES, {}):
+        return to_text(board.get(STEP_REPLIES)[step_id])
     return to_text(board.get(STEPS, {}).get(step_id))
 
 
