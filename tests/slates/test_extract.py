@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from cairn.slates.config import Condition, GateSpec
-from cairn.slates.extract import extract_json, extract_value, json_candidates
+from cairn.slates.extract import extract_json, extract_value, json_candidates, remove_span
 from cairn.slates.gates import evaluate_condition
 from tests.slates.conftest import SecretSchemas
 
@@ -22,6 +22,7 @@ from tests.slates.conftest import SecretSchemas
         ('I found {"fact": "x"} and {"fact": "y"}', {"fact": "x"}),
         ('text {"a": 1} then ```json\n{"b": 2}\n```', {"b": 2}),
         ('broken { "a": and then [1, 2]', [1, 2]),
+        ('inline ```json {"a": 6} ``` and ```[7]```', {"a": 6}),  # a fence on one line
         ('"just a string"', None),
         ("42", None),
         ("no json at all", None),
@@ -162,3 +163,19 @@ def test_the_scan_spends_a_bounded_effort_on_brackets_that_never_parse(
     monkeypatch.setattr(extract, "SCAN_BUDGET", 10_000)
     assert extract_value(output, field="fact").reason == "no_json"  # given up before it
     assert extract_value('{"fact": "ok"}', field="fact").value == "ok"  # a plain reply
+
+
+@pytest.mark.parametrize(
+    ("output", "shown"),
+    [
+        ('Ok noted. ```json {"fact": "x y z"} ``` bye', "Ok noted. bye"),
+        ('Paris.\n```json\n{"fact": "a"}\n```', "Paris."),
+        ('Paris.\n\n```json\n{"fact": "a"}\n```\n\nMore.', "Paris.\n\nMore."),
+        ('I see {"fact": "b"} now', "I see now"),
+        ('Result: {"fact": "c"}. Done', "Result:. Done"),
+    ],
+)
+def test_removing_the_match_leaves_no_fence_and_one_space(output: str, shown: str) -> None:
+    found = extract_value(output, match={"type": "object"})
+    assert found.span is not None
+    assert remove_span(output, found.span) == shown

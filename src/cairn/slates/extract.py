@@ -25,7 +25,9 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from cairn.core.slates import canonical_json
 from cairn.slates.patterns import BoundedValidator, bounded_schema, pattern_budget
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
+# A fenced block: its body on the lines after the opening fence, or on the same line when it
+# starts with a JSON bracket (```` ```json {"a": 1} ``` ````, as models write it inline).
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*(?:\r?\n|(?=[{\[]))(.*?)```", re.DOTALL)
 _JSON_FENCES = ("", "json", "jsonc", "json5")
 _MISSING = object()
 
@@ -176,9 +178,17 @@ def extract_value(output: str, *, match: Any = None, field: str | None = None) -
 def remove_span(output: str, span: tuple[int, int]) -> str:
     """``output`` without the text in ``span`` (the matched JSON), with the blank lines and
     trailing spaces the removal leaves tidied."""
-    before, after = output[: span[0]].rstrip(" \t"), output[span[1] :].lstrip(" \t")
+    head, tail = output[: span[0]], output[span[1] :]
+    before, after = head.rstrip(" \t"), tail.lstrip(" \t")
     if before.endswith("\n") and after.startswith("\n"):
-        after = after[1:]
+        # A block removed between paragraphs leaves one blank line, between lines none.
+        gap = "\n\n" if before.endswith("\n\n") or after.startswith("\n\n") else "\n"
+        return (before.rstrip("\n") + gap + after.lstrip("\n")).strip()
+    # Removed from the middle of a line between spaces: the words around it keep one
+    # (``Ok noted. ```json {…}``` bye`` is ``Ok noted. bye``), unless punctuation follows.
+    spaced = before != head and after != tail and before and after
+    if spaced and before[-1] != "\n" and after[0] != "\n" and after[0] not in ".,;:!?)":
+        return (before + " " + after).strip()
     return (before + after).strip()
 
 
