@@ -43,6 +43,10 @@ def test_remember_correct_forget_export_erase(client: Cairn) -> None:
     assert conflict.value.details["current_id"] == str(new.id)
     assert client.memories.get(fact.id).current_id == new.id
     assert client.memories.search("u1", "CIA").memories[0].id == new.id
+    # Without a query: a listing of the kinds asked for (Statewave's search by kind).
+    listed = client.memories.search("u1", kinds=["profile_fact"], limit=50).memories
+    assert new.id in {m.id for m in listed} and all(m.kind == "profile_fact" for m in listed)
+    assert all(m.score is None for m in listed)
     assert client.memories.delete(new.id).deleted
     with pytest.raises(NotFoundError) as gone:
         client.memories.get(new.id)

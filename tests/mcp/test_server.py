@@ -58,6 +58,13 @@ async def _correct_and_forget(session: ClientSession) -> None:
         await session.call_tool("search_memories", {"subject_id": "user-1", "query": "punk"})
     )
     assert punk["memories"][0]["id"] == new["id"]
+    # Without a query: the subject's memories of the kinds asked for, newest first, unscored.
+    every = data(await session.call_tool("search_memories", {"subject_id": "user-1"}))
+    assert every["memories"] and all("score" not in m for m in every["memories"])
+    kind = every["memories"][0]["kind"]
+    args = {"subject_id": "user-1", "kinds": [kind], "limit": 50}
+    listed = data(await session.call_tool("search_memories", args))
+    assert listed["memories"] and all(m["kind"] == kind for m in listed["memories"])
     gone = data(await session.call_tool("forget_memory", {"memory_id": new["id"]}))
     assert gone == {"memory_id": new["id"], "forgotten": True}
     missing = await session.call_tool("forget_memory", {"memory_id": new["id"]})

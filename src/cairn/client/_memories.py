@@ -61,7 +61,7 @@ def search_call(
     params: dict[str, Any] = clean_params(
         {
             "subject_id": subject_id,
-            "q": q,
+            "q": q or None,  # no query: a listing
             "limit": limit,
             "semantic": semantic or None,
             "hybrid": hybrid or None,
@@ -142,7 +142,7 @@ class Memories:
     def search(
         self,
         subject_id: str,
-        q: str,
+        q: str = "",
         *,
         kinds: list[str] | None = None,
         limit: int | None = None,
@@ -150,7 +150,8 @@ class Memories:
         hybrid: bool = False,
         include_superseded: bool = False,
     ) -> SearchResult:
-        """Memories of the subject ranked by relevance (``score`` in [0, 1])."""
+        """Memories of the subject ranked by relevance (``score`` in [0, 1]); without ``q``,
+        the subject's memories (of ``kinds``) newest first, unscored."""
         return self._client._send(
             search_call(subject_id, q, kinds, limit, semantic, hybrid, include_superseded)
         )
@@ -207,7 +208,7 @@ class AsyncMemories:
     async def search(
         self,
         subject_id: str,
-        q: str,
+        q: str = "",
         *,
         kinds: list[str] | None = None,
         limit: int | None = None,
@@ -215,7 +216,8 @@ class AsyncMemories:
         hybrid: bool = False,
         include_superseded: bool = False,
     ) -> SearchResult:
-        """Memories of the subject ranked by relevance (``score`` in [0, 1])."""
+        """Memories of the subject ranked by relevance (``score`` in [0, 1]); without ``q``,
+        the subject's memories (of ``kinds``) newest first, unscored."""
         return await self._client._send(
             search_call(subject_id, q, kinds, limit, semantic, hybrid, include_superseded)
         )

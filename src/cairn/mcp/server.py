@@ -255,14 +255,21 @@ def _recall_tools(client: AsyncCairn) -> list[Tool]:
     @_tool_errors
     async def search_memories(
         subject_id: SubjectId,
-        query: Annotated[str, Field(description="What to look for.", min_length=1)],
+        query: Annotated[
+            str,
+            Field(
+                description="What to look for; leave it out to list the newest memories "
+                "(of `kinds`, if given)."
+            ),
+        ] = "",
         kinds: Annotated[
             list[str] | None, Field(description="Only these memory kinds, e.g. ['profile_fact'].")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Most results.")] = 10,
     ) -> dict[str, Any]:
         """Search a subject's compiled memories; results are ranked, each with a score in
-        [0, 1] and the ids of the episodes it came from."""
+        [0, 1] and the ids of the episodes it came from. Without a query, the subject's
+        memories (of `kinds`) newest first, with no score."""
         result = await client.memories.search(subject_id, query, kinds=kinds, limit=limit)
         return {"memories": [_memory(m) for m in result.memories]}
 
