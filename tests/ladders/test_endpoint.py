@@ -222,6 +222,10 @@ def test_invalid_requests_are_clear_4xx(cairn: Cairn) -> None:
         assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_idempotency_key"
     r = httpx.post(url, headers=h, json={"messages": [{"role": "user", "content": "x"}], "n": 2})
     assert r.status_code == 422
+    for stream in ("yes", 1, "true"):  # a flag is a JSON boolean
+        body = {"messages": [{"role": "user", "content": "x"}], "stream": stream}
+        r = httpx.post(url, headers=h, json=body)
+        assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error", stream
     runs = httpx.get(f"{cairn.url}/v1/runs", headers=h).json()
     assert runs["total"] == 0  # bad input changed nothing
 

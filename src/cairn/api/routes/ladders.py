@@ -28,7 +28,7 @@ import anyio
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
@@ -68,7 +68,7 @@ class ChatMessageIn(BaseModel):
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    include_usage: bool = False
+    include_usage: StrictBool = False
 
 
 # OpenAI parameters that change what the model must answer: refused rather than dropped.
@@ -84,7 +84,7 @@ class ChatCompletionCreate(BaseModel):
 
     model: str | None = Field(None, max_length=256)
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=1000)
-    stream: bool = False
+    stream: StrictBool = False  # (``"yes"`` or ``1`` is a 422, as OpenAI answers)
     stream_options: StreamOptions | None = None
     n: int = Field(1, ge=1, le=1)
     user: str | None = Field(None, max_length=256)
