@@ -27,6 +27,7 @@ slates:
         evictionPolicy: FIFO
         files:
           - { name: core.md, init: blank }
+          - { name: people.json, init: blank }
 providers:
   p: {kind: scripted, default: "echo!"}
 models: {"*": p}

@@ -158,6 +158,29 @@ async def drive_stdio(env: dict[str, str]) -> None:
             )
         )
         assert index["index"][0]["name"] == "core.md"
+        # mergeByKey takes a JSON object (or array) as it is, not only its text.
+        merged = data(
+            await session.call_tool(
+                "write_slate",
+                {
+                    "ladder": "notes",
+                    "slate": "Memory",
+                    "folder": "facts",
+                    "file": "people.json",
+                    "content": {"name": "Ana"},
+                    "on": "mergeByKey",
+                    "key": "name",
+                },
+            )
+        )
+        assert merged["written"] is True, merged
+        people = data(
+            await session.call_tool(
+                "read_slate",
+                {"ladder": "notes", "slate": "Memory", "folder": "facts", "file": "people.json"},
+            )
+        )
+        assert json.loads(people["content"]) == [{"name": "Ana"}]
         # A file without its folder is refused (it read the whole tree).
         orphan = await session.call_tool(
             "read_slate", {"ladder": "notes", "slate": "Memory", "file": "core.md"}

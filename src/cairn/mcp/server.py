@@ -379,7 +379,13 @@ def _slate_tools(client: AsyncCairn) -> list[Tool]:
         slate: Annotated[str, Field(description="The slate's title, e.g. 'Memory'.")],
         folder: Annotated[str, Field(description="The folder, e.g. 'facts'.")],
         file: Annotated[str, Field(description="The file, e.g. 'core.md'.")],
-        content: Annotated[str, Field(description="Text to write.")],
+        content: Annotated[
+            str | dict[str, Any] | list[Any],
+            Field(
+                description="Text to write; for mergeByKey a JSON object or array (or its "
+                "JSON text), merged into the file's array by `key`."
+            ),
+        ],
         on: Annotated[
             Literal["append", "overwrite", "mergeByKey"],
             Field(description="append (default), overwrite, or mergeByKey for JSON arrays."),
