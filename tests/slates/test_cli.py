@@ -64,8 +64,10 @@ def test_cli_round_trip(tmp_path: Path, ladders_dir: Path) -> None:
     assert tree["folders"][0]["files"][0]["content"].startswith("Paris")
     code, out = run(["slates", "show", "memory-ladder", "Memory"], env)
     assert code == 0 and "core.md" in out and "failures.md" in out
-    code, out = run(["slates", "evictions", "memory-ladder", "Memory"], env)
+    code, out = run(["slates", "evictions", "memory-ladder", "Memory", "--json"], env)
     assert (code, json.loads(out)) == (0, [])
+    code, out = run(["slates", "evictions", "memory-ladder", "Memory"], env)
+    assert code == 0 and "evicted at" in out and "preview" in out  # a table by default
 
 
 def test_cli_errors(tmp_path: Path, ladders_dir: Path) -> None:

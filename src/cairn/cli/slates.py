@@ -204,11 +204,19 @@ def evictions(
     api_key: str | None = API_KEY_OPTION,
     database_url: str | None = DB_OPTION,
     ladders_dir: Path | None = LADDERS_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the evictions as JSON."),
 ) -> None:
-    """List recorded evictions, newest first, as JSON.
+    """List recorded evictions, newest first (a table; --json for JSON).
 
     Example: cairn slates evictions memory-ladder Memory --limit 5
     """
     with open_slates(database_url, ladders_dir, tenant, api_key) as (slates, tenant):
         items = slates.evictions(tenant, ladder, slate, user_id=user, limit=limit)
-    print_json([e.to_dict() for e in items])
+    if as_json:
+        print_json([e.to_dict() for e in items])
+        return
+    table = Table("evicted at", "folder", "file", "tokens", "policy", "run", "preview")
+    for e in items:
+        where = (e.folder, e.file, str(e.tokens), e.policy, e.run_id or "")
+        table.add_row(e.evicted_at.isoformat(timespec="seconds"), *where, e.preview)
+    console.print(table)
