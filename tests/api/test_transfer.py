@@ -13,7 +13,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cairn.app import create_app
-from cairn.core.analysis import index_text
 from cairn.services import Services
 from tests.api.test_memories import EPISODES
 from tests.conftest import database_url, make_settings

@@ -107,6 +107,7 @@ def test_a_subject_of_long_messages_exports_and_imports_back(client: Cairn) -> N
     records = list(client.subjects.export("big"))
     memory = next(r for r in records if r["type"] == "memory" and long in r["row"]["content"])
     assert "search_text" not in memory["row"]
+
     def contents(records: list[dict[str, object]]) -> list[object]:
         return sorted(str(r["row"]["content"]) for r in records if r["type"] == "memory")  # type: ignore[index]
 

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001 -- superscripts and ß are the point
 """Content hashes that keep superscripts, subscripts and ``ß`` (migration 0031), both
 backends: a compile keeps ``10⁶`` and ``106`` apart, and the migration recomputes the hash of
 each stored memory whose content holds such a character, and of no other."""

@@ -232,7 +232,9 @@ class ItemRepository:
         left alone). Done in Python, per distinct TTL, to stay portable."""
         if not seqs:
             return
-        base = and_(scope_filter(items, tenant_id, scope), items.c.seq.in_(list(seqs)), live_items(now))
+        base = and_(
+            scope_filter(items, tenant_id, scope), items.c.seq.in_(list(seqs)), live_items(now)
+        )
         with self.db.write() as conn:
             ttls = conn.execute(
                 select(items.c.ttl_seconds).where(base, items.c.ttl_seconds.is_not(None)).distinct()
@@ -272,7 +274,9 @@ class ItemRepository:
         self, tenant_id: str, scope: Scope, prefix: Sequence[str], now: datetime
     ) -> list[tuple[str, ...]]:
         """The distinct namespaces holding live items, optionally under a literal prefix."""
-        stmt = select(items.c.namespace).where(scope_filter(items, tenant_id, scope), live_items(now))
+        stmt = select(items.c.namespace).where(
+            scope_filter(items, tenant_id, scope), live_items(now)
+        )
         if prefix:
             stmt = stmt.where(items.c.namespace.startswith(namespace_path(prefix), autoescape=True))
         with self.db.read() as conn:

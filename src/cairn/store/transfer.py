@@ -12,8 +12,8 @@ Imports are idempotent: a row whose id (or unique key) is already stored is skip
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from sqlalchemy import Table, select

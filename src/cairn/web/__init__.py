@@ -3,7 +3,8 @@
 Pages are Jinja2 templates rendered by the routers in ``cairn.web.pages``; a little plain
 JavaScript (``static/cairn.js``) enhances them, and every page also works without it. Signing in
 with an API key stores an opaque session token (never the key) in an HTTP-only cookie; the
-tenant always comes from that key, exactly as for the API. ``install_web(app)`` mounts everything on a FastAPI app.
+tenant always comes from that key, exactly as for the API. ``install_web(app)`` mounts
+everything on a FastAPI app.
 """
 
 from __future__ import annotations

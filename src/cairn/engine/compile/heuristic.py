@@ -211,7 +211,11 @@ _FACTS: tuple[tuple[str | None, regex.Pattern[str], str], ...] = (
         regex.compile(r"\bI(?: now| currently)? (?:live|am living|'m living) in " + _NAME_PART),
         "{s} lives in {v}",
     ),
-    ("location", regex.compile(r"\bI(?: just| recently)? moved to " + _NAME_PART), "{s} lives in {v}"),
+    (
+        "location",
+        regex.compile(r"\bI(?: just| recently)? moved to " + _NAME_PART),
+        "{s} lives in {v}",
+    ),
     ("age", regex.compile(r"\bI(?:'m| am) (\d{1,3}) years old\b"), "{s} is {v} years old"),
     (
         None,
