@@ -204,6 +204,9 @@ def delete_subject(
 ) -> RedirectResponse:
     """Delete everything of the subject in the viewer's tenant, as ``DELETE /v1/subjects``."""
     services = services_of(request)
+    # Memories as the confirmation counted them: a forgotten memory's tombstone is a row the
+    # erasure removes too, but it was no memory of the subject's any more.
+    _, shown = _counts(request, viewer.tenant, subject_id)
     counts = erase_subject(
         services.store, viewer.tenant, subject_id, vectors=services.search_caches.vectors
     )
@@ -211,7 +214,7 @@ def delete_subject(
         {
             "deleted": subject_id,
             "episodes_deleted": counts.get("episodes", 0),
-            "memories_deleted": counts.get("memories", 0),
+            "memories_deleted": min(shown, counts.get("memories", 0)),
         }
     )
     return see_other(f"/ui/subjects?{query}")
