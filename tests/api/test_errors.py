@@ -148,6 +148,22 @@ def test_nul_in_path_or_query_is_422(backend_client: TestClient, path: str) -> N
     assert_error(backend_client.get(path), 422, "validation_error")
 
 
+def test_a_compressed_body_is_415_and_stores_nothing(backend_client: TestClient) -> None:
+    import gzip
+    import json
+
+    episode = {"subject_id": "gz", "source": "s", "type": "note", "payload": {"text": "hi"}}
+    body = gzip.compress(json.dumps(episode).encode())
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    r = backend_client.post("/v1/episodes", content=body, headers=headers)
+    assert_error(r, 415, "unsupported_media_type")
+    assert "Content-Encoding 'gzip'" in r.json()["error"]["message"]
+    assert backend_client.get("/v1/timeline", params={"subject_id": "gz"}).json()["episodes"] == []
+    plain = {"Content-Type": "application/json", "Content-Encoding": "identity"}
+    r = backend_client.post("/v1/episodes", content=json.dumps(episode), headers=plain)
+    assert r.status_code == 201, r.text
+
+
 def test_model_built_from_the_body_inside_a_route_is_a_422(backend_client: TestClient) -> None:
     r = backend_client.post(
         "/v1/context", json={"subject_id": "u", "task": "x\x00y", "max_tokens": 100}

@@ -220,6 +220,12 @@ class RejectNulMiddleware:
                 message = "the path or query string is not UTF-8 text once percent-decoded"
                 await _send_error(scope, send, 422, "invalid_text", message, None)
                 return
+            # A compressed body would be parsed as it is (a gzip body read as bad JSON).
+            encoding = (_header(scope, b"content-encoding") or "identity").strip().lower()
+            if encoding != "identity":
+                message = f"request bodies are read as sent: Content-Encoding {encoding!r} is not supported"
+                await _send_error(scope, send, 415, "unsupported_media_type", message, None)
+                return
         await self.app(scope, receive, send)
 
 
