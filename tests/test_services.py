@@ -184,7 +184,6 @@ ALLOWED = {
     "core/scope.py": {"@_subject_scope"},
     "client/_base.py": {"@_adapter"},
     "core/tokens.py": {"@get_tokenizer"},
-    "core/analysis.py": {"@hash_kept_chars", "@_hash_kept"},  # a constant set of characters
     "engine/query.py": {"@_name_terms"},
     "engine/compile/heuristic.py": {"@_content_words"},
     "templates/loader.py": {"@_bundled"},

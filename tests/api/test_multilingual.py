@@ -65,30 +65,11 @@ def test_texts_of_every_script_stay_distinct_memories(backend_client: TestClient
     assert again["memories_created"] == 0  # compiling again adds nothing
 
 
-def test_texts_that_differ_only_by_a_superscript_or_sharp_s_stay_apart(
-    backend_client: TestClient,
-) -> None:
-    texts = [
-        "The dose is 10⁶ units.",
-        "The dose is 106 units.",
-        "Ich trinke Alkohol in Maßen.",
-        "Ich trinke Alkohol in Massen.",
-        "THE DOSE IS 106 UNITS.",  # a case variant: one memory with its twin
-    ]
-    ingest(backend_client, "dose", texts)
-    r = backend_client.get(
-        "/v1/memories/search", params={"subject_id": "dose", "kind": "turn", "limit": 50}
-    )
-    assert r.status_code == 200, r.text
-    stored = sorted(m["content"] for m in r.json()["memories"])
-    assert stored == sorted(f"Li: {t}" for t in texts[:4]), stored
-
-
 def test_a_word_with_an_invisible_break_hint_is_found_whole(backend_client: TestClient) -> None:
     ingest(
         backend_client,
         "soft",
-        ["I bought a new Kaffee\u00admaschine", "The pass\u200bword is fish"],
+        ["I bought a new Kaffee\u00admaschine", "The pass\u2060word is fish"],
     )
     for query, needle in (("kaffeemaschine", "Kaffee"), ("password", "pass")):
         found = search(backend_client, "soft", query)

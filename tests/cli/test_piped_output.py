@@ -3,6 +3,9 @@ prints messages as they are, on one line (rich's default would lay it out 80 wid
 
 from __future__ import annotations
 
+import io
+import sys
+
 import pytest
 from rich.table import Table
 
@@ -13,6 +16,8 @@ def test_messages_are_printed_whole_and_tables_keep_their_columns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # not a terminal, even under -s
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
     console, err_console = _console(False), _console(True)
     message = "error (template_missing_field): " + "a long message word " * 20
     for out in (console, err_console):

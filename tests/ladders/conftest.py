@@ -132,7 +132,8 @@ def fake_openai_app(model: FakeModel) -> FastAPI:
             await asyncio.sleep(model.delay_s)
         if model.fail_first > 0:
             model.fail_first -= 1
-            said = f"bad key: {request.headers.get('authorization')}" if model.echo_auth else ""
+            sent = (request.headers.get("authorization"), request.headers.get("x-org"))
+            said = f"bad key: {sent[0]}, org {sent[1]}" if model.echo_auth else ""
             message = said or "overloaded"
             return JSONResponse({"error": {"message": message}}, status_code=model.fail_status)
         text = model.reply(body)

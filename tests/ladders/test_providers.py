@@ -83,7 +83,8 @@ def test_a_key_the_server_repeats_is_not_in_the_error(fake_model: tuple[FakeMode
         p.complete(ChatRequest("m", MESSAGES))
     assert model.headers[0]["authorization"] == f"Bearer {key}"  # it was sent, and echoed
     assert key not in err.value.message and "[redacted]" in err.value.message
-    assert header not in err.value.message
+    assert model.headers[0]["x-org"] == header  # sent, and echoed: redacted too
+    assert header not in err.value.message and err.value.message.count("[redacted]") == 2
     p.close()
 
 

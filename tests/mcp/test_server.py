@@ -158,7 +158,8 @@ async def drive_stdio(env: dict[str, str]) -> None:
             )
         )
         assert index["index"][0]["name"] == "core.md"
-        # mergeByKey takes a JSON object (or array) as it is, not only its text.
+        # mergeByKey takes the JSON text of an object (content is text: a tool argument that
+        # looks like JSON is never parsed into something else).
         merged = data(
             await session.call_tool(
                 "write_slate",
@@ -167,7 +168,7 @@ async def drive_stdio(env: dict[str, str]) -> None:
                     "slate": "Memory",
                     "folder": "facts",
                     "file": "people.json",
-                    "content": {"name": "Ana"},
+                    "content": '{"name": "Ana"}',
                     "on": "mergeByKey",
                     "key": "name",
                 },

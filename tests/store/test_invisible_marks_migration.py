@@ -1,4 +1,4 @@
-"""Invisible break hints inside a word (migration 0032), both backends: the analysis joins
+"""Invisible break hints inside a word (migration 0031), both backends: the analysis joins
 the word, and the migration analyses again the stored memories and chunks holding one, and no
 other row."""
 
@@ -17,29 +17,31 @@ from tests.store.rows import memory_row
 
 A = Scope.for_subject("invisible")
 SOFT = "I bought a new Kaffee\u00admaschine"
-ZERO = "The pass\u200bword is fish"
+JOINED = "The pass\u2060word is fish"
 
 
 def test_a_word_holding_an_invisible_hint_is_one_term() -> None:
-    for text, word in ((SOFT, "kaffeemaschine"), (ZERO, "password")):
+    for text, word in ((SOFT, "kaffeemaschine"), (JOINED, "password")):
         assert word in index_text(text).split() and query_terms(word) == [word]
     assert query_terms("Kaffee\u00admaschine") == ["kaffeemaschine"]
     assert "kaffeemaschine" in index_text("Kaffee\u2060maschine\ufeff").split()
+    # A zero-width space separates words, as a space does (Unicode's word boundaries).
+    assert index_text("foo\u200bbar").split() == ["foo", "bar"]
 
 
-def test_0032_analyses_again_only_the_memories_holding_one(db_url: str) -> None:
+def test_0031_analyses_again_only_the_memories_holding_one(db_url: str) -> None:
     store = open_store(db_url)
     try:
         with store.transaction() as tx:
-            tx.memories.insert_new([memory_row(A, t) for t in (SOFT, ZERO, "plain kaffee")])
+            tx.memories.insert_new([memory_row(A, t) for t in (SOFT, JOINED, "plain kaffee")])
     finally:
         store.close()
     engine = create_engine(normalize_url(db_url))
     try:
         with engine.begin() as conn:
-            command.downgrade(_config(conn), "0031_hash_kept")
-            # As the analysis before 0032 indexed them: the word in two.
-            for text, old in ((SOFT, "i bought a new kaffee maschine"), (ZERO, "the pass word")):
+            command.downgrade(_config(conn), "0030_vector_waits")
+            # As the analysis before 0031 indexed them: the word in two.
+            for text, old in ((SOFT, "i bought a new kaffee maschine"), (JOINED, "the pass word")):
                 conn.execute(
                     update(memories).where(memories.c.content == text).values(search_text=old)
                 )
@@ -48,12 +50,12 @@ def test_0032_analyses_again_only_the_memories_holding_one(db_url: str) -> None:
             )
     finally:
         engine.dispose()
-    store = open_store(db_url)  # migrates: 0032 again
+    store = open_store(db_url)  # migrates: 0031 again
     try:
         with store.db.read() as conn:
             found = dict(conn.execute(select(memories.c.content, memories.c.search_text)).all())
         assert found[SOFT] == index_text(SOFT) and "kaffeemaschine" in found[SOFT]
-        assert found[ZERO] == index_text(ZERO)
+        assert found[JOINED] == index_text(JOINED)
         assert found["plain kaffee"] == "x"  # not read, not touched
     finally:
         store.close()

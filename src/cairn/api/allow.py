@@ -52,7 +52,13 @@ class AllowMiddleware:
                 return
 
         if scope.get("method") == "HEAD" and "GET" in self.methods_for(path):
-            await self.app({**scope, "method": "GET"}, receive, _without_body(send))
+            # In place, so what the router notes in the scope (the route: metrics, logs) is
+            # seen by the middleware around this one; the method is HEAD again afterwards.
+            scope["method"] = "GET"
+            try:
+                await self.app(scope, receive, _without_body(send))
+            finally:
+                scope["method"] = "HEAD"
             return
 
         async def fix_allow(message: Message) -> None:

@@ -136,7 +136,7 @@ class RequestContextMiddleware:
 
 # An import takes records of what the server stored: a memory of a message as long as a body
 # may be, with its summary and metadata, is longer than that body was.
-IMPORT_PATH = re.compile(r"/v1/subjects/[^/]+/import")
+IMPORT_PATH = re.compile(r"/v1/subjects/[^/]+/import$")  # (behind any root path)
 IMPORT_BODY_FACTOR = 4
 
 
@@ -153,7 +153,7 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         limit = self.max_bytes
-        if IMPORT_PATH.fullmatch(scope.get("path", "")):
+        if IMPORT_PATH.search(scope.get("path", "")):
             limit *= IMPORT_BODY_FACTOR
         declared = _header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -223,7 +223,10 @@ class RejectNulMiddleware:
             # A compressed body would be parsed as it is (a gzip body read as bad JSON).
             encoding = (_header(scope, b"content-encoding") or "identity").strip().lower()
             if encoding != "identity":
-                message = f"request bodies are read as sent: Content-Encoding {encoding!r} is not supported"
+                message = (
+                    f"request bodies are read as sent: Content-Encoding {encoding!r} "
+                    "is not supported"
+                )
                 await _send_error(scope, send, 415, "unsupported_media_type", message, None)
                 return
         await self.app(scope, receive, send)

@@ -14,7 +14,15 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cairn.cli._common import TENANT_HELP, acting_tenant, console, fail, print_json, settings_with
+from cairn.cli._common import (
+    TENANT_HELP,
+    acting_tenant,
+    console,
+    esc,
+    fail,
+    print_json,
+    settings_with,
+)
 from cairn.slates.service import Slates
 from cairn.store import open_store
 
@@ -218,5 +226,5 @@ def evictions(
     table = Table("evicted at", "folder", "file", "tokens", "policy", "run", "preview")
     for e in items:
         where = (e.folder, e.file, str(e.tokens), e.policy, e.run_id or "")
-        table.add_row(e.evicted_at.isoformat(timespec="seconds"), *where, e.preview)
+        table.add_row(e.evicted_at.isoformat(timespec="seconds"), *map(esc, where), esc(e.preview))
     console.print(table)

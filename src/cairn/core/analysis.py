@@ -7,9 +7,7 @@ document chunks, on both backends, so a query is cut into terms exactly as the s
 - **Hash key** (``hash_key``): NFKC, then case folding, then runs of whitespace made one space.
   Nothing else is dropped: every script, digit, symbol, emoji and punctuation mark counts, so
   two texts share a key only if they read the same (full-width ``Tea`` and ``tea``,
-  ``CAFÉ`` and ``café``), never because a script was thrown away. Superscripts and subscripts
-  keep their form (``10⁶`` is not ``106``) and ``ß`` is not ``ss`` (``Maßen`` and ``Massen``
-  differ): a letter whose full case folding is several letters takes its simple folding.
+  ``Straße`` and ``STRASSE``), never because a script was thrown away.
 - **Search terms** (``index_text``, ``query_terms``): the text is NFKC-normalized and case
   folded, then accents are removed where they are optional (Latin, Greek, Cyrillic diacritics,
   Arabic vowel marks, Hebrew points — ``Genève`` is ``geneve``), while marks that make a
@@ -36,7 +34,6 @@ document chunks, on both backends, so a query is cut into terms exactly as the s
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import unicodedata
 from datetime import datetime
@@ -85,10 +82,12 @@ def _digits() -> dict[str, str]:
     return out
 
 
-# Invisible characters that only hint where a word may break or must not: soft hyphen (text
-# copied from web pages: ``Kaffee\u00admaschine``), zero-width space, word joiner, zero-width
-# no-break space. A word holding one is the word without it (``kaffeemaschine`` finds it).
-INVISIBLE = "\u00ad\u200b\u2060\ufeff"
+# Invisible characters inside a word that only hint where it may break or must not (Unicode's
+# word-break property ``Format``): soft hyphen (text copied from web pages:
+# ``Kaffee\u00admaschine``), word joiner, zero-width no-break space. A word holding one is the
+# word without it (``kaffeemaschine`` finds it). A zero-width space is not one of them: it
+# separates words, as a space does.
+INVISIBLE = "\u00ad\u2060\ufeff"
 # Letters with a stroke or ligatures that NFKD does not decompose, and the decimal digits of
 # every script (Arabic-Indic, Persian, Devanagari, Bengali, Thai, Brahmi, …) as ASCII digits:
 # ``११००१`` is found by ``11001``.
@@ -111,45 +110,11 @@ ENGLISH_STOP_WORDS = languages.ENGLISH
 STOP_WORDS = languages.STOP_WORDS
 
 
-@functools.cache
-def hash_kept_chars() -> str:
-    """The characters ``hash_key`` keeps apart from what NFKC and full case folding would
-    make of them: superscripts and subscripts (``10⁶`` is not ``106``, ``H₂O`` not ``H2O``),
-    and letters whose full case folding is several letters (``ß`` is not ``ss``: ``Maßen`` and
-    ``Massen`` say different things), which take their one-letter (simple) folding instead.
-    Found once in the Basic and Supplementary Multilingual Planes (some 70 ms)."""
-    kept = []
-    for code in range(0x80, 0x20000):
-        char = chr(code)
-        if unicodedata.decomposition(char).startswith(("<super>", "<sub>")) or (
-            len(char.casefold()) > 1 and unicodedata.normalize("NFKC", char) == char
-        ):
-            kept.append(char)
-    return "".join(kept)
-
-
-@functools.cache
-def _hash_kept() -> Any:
-    return regex.compile("([" + regex.escape(hash_kept_chars()) + "])")
-
-
-def _nfkc_folded(text: str) -> str:
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-
-
 def hash_key(text: str) -> str:
     """The form two texts must share to count as one: NFKC, case folded, whitespace runs as
-    one space (ends trimmed). Every other character is kept, and so are superscripts,
-    subscripts and ``ß`` (``hash_kept_chars``)."""
-    if text.isascii():
-        return " ".join(text.lower().split())
-    parts = _hash_kept().split(text)
-    if len(parts) == 1:
-        return " ".join(_nfkc_folded(text).split())
-    # Odd places hold the kept characters (the split's group): a superscript stays as it is,
-    # a letter of several folded letters takes its lower case (``ẞ`` → ``ß``).
-    folded = [_nfkc_folded(p) if n % 2 == 0 else p.lower() for n, p in enumerate(parts)]
-    return " ".join("".join(folded).split())
+    one space (ends trimmed). Every other character is kept."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(folded.split())
 
 
 def content_digest(content: str, starts: datetime | None = None) -> str:
@@ -268,7 +233,8 @@ def index_text(text: str) -> str:
     most ``MAX_INDEXED_CHARS`` of them (cut at a space)."""
     out = " ".join(index_terms(text))
     if len(out) > MAX_INDEXED_CHARS:
-        out = out[: MAX_INDEXED_CHARS + 1].rsplit(" ", 1)[0]
+        cut = out[: MAX_INDEXED_CHARS + 1].rsplit(" ", 1)[0]
+        out = cut if len(cut) <= MAX_INDEXED_CHARS else cut[:MAX_INDEXED_CHARS]
     return out
 
 

@@ -161,7 +161,7 @@ class OpenAIChatProvider:
             if resp.status_code < 400:
                 return resp
             # The answer may echo what it was sent (``Incorrect API key provided: Bearer …``).
-            text = redact(resp.read().decode("utf-8", "replace")[:500], self._secrets)
+            text = redact(resp.read().decode("utf-8", "replace"), self._secrets)[:500]
             resp.close()
             last = f"HTTP {resp.status_code}: {text}"
             if resp.status_code not in RETRY_STATUSES:

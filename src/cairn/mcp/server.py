@@ -380,10 +380,10 @@ def _slate_tools(client: AsyncCairn) -> list[Tool]:
         folder: Annotated[str, Field(description="The folder, e.g. 'facts'.")],
         file: Annotated[str, Field(description="The file, e.g. 'core.md'.")],
         content: Annotated[
-            str | dict[str, Any] | list[Any],
+            str,
             Field(
-                description="Text to write; for mergeByKey a JSON object or array (or its "
-                "JSON text), merged into the file's array by `key`."
+                description="Text to write; for mergeByKey the JSON text of an object or "
+                "array, merged into the file's array by `key`."
             ),
         ],
         on: Annotated[

@@ -27,7 +27,8 @@ from cairn.slates.patterns import BoundedValidator, bounded_schema, pattern_budg
 
 # A fenced block: its body on the lines after the opening fence, or on the same line when it
 # starts with a JSON bracket (```` ```json {"a": 1} ``` ````, as models write it inline).
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*(?:\r?\n|(?=[{\[]))(.*?)```", re.DOTALL)
+# (Possessive runs of blanks: backtracking through a long run of spaces was quadratic.)
+_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*)[ \t]*+(?:\r?\n|(?=[{\[]))(.*?)```", re.DOTALL)
 _JSON_FENCES = ("", "json", "jsonc", "json5")
 _MISSING = object()
 

@@ -94,8 +94,11 @@ def facts_of(row: Sequence[Any]) -> Facts:
 def search_text(content: str, metadata: dict[str, Any]) -> str:
     """What the full-text index of a memory reads: its content and date keywords, analysed."""
     keywords = metadata.get("keywords")
-    extra = " " + keywords if isinstance(keywords, str) and keywords else ""
-    return index_text(content + extra)
+    if not (isinstance(keywords, str) and keywords):
+        return index_text(content)
+    # Analysed apart (a space separates them anyway), so a long content cut by the index's
+    # cap keeps its date keywords.
+    return f"{index_text(content)} {index_text(keywords)}".strip()
 
 
 def row_stems(analysed: str, metadata: Any, stems: fts5_rank.PorterStems | None = None) -> str:

@@ -1,7 +1,7 @@
 """Text analysis: a word holding an invisible break hint is the word without it.
 
-A soft hyphen (U+00AD, common in text copied from web pages), a zero-width space, a word
-joiner or a zero-width no-break space inside a word split it in two, so ``Kaffee\u00admaschine``
+A soft hyphen (U+00AD, common in text copied from web pages), a word joiner or a zero-width
+no-break space inside a word split it in two, so ``Kaffee\u00admaschine``
 was never found by ``kaffeemaschine`` (``cairn.core.analysis.INVISIBLE``). This revision
 analyses again the memories and document chunks whose content holds one (found by the
 database, so no other row is read); SQLite's ``search_stems`` follow, and the full-text
@@ -9,7 +9,7 @@ indexes follow their columns (the SQLite triggers, PostgreSQL's generated ``tsv`
 neighbour words were cut from texts not stored, and an item's terms from fields not stored:
 they keep their split terms until compiled or put again.
 
-Revision ID: 0032_invisible_marks
+Revision ID: 0031_invisible_marks
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from cairn.core.analysis import INVISIBLE, index_text
 from cairn.store.fts5_rank import indexed_stems
 from cairn.store.memory_search import search_text as memory_search_text
 
-revision = "0032_invisible_marks"
-down_revision = "0031_hash_kept"
+revision = "0031_invisible_marks"
+down_revision = "0030_vector_waits"
 branch_labels = None
 depends_on = None
 
