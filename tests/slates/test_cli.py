@@ -86,3 +86,19 @@ def test_cli_errors(tmp_path: Path, ladders_dir: Path) -> None:
     code, out = run(["slates", "show", "memory-ladder"], env)
     assert code == 0 and "core.md" in out, out
     assert "skipped an invalid ladder file" in out and "broken.yaml" in out and "dup.yaml" in out
+
+
+def test_the_evictions_table_shows_text_as_it_is(tmp_path: Path, ladders_dir: Path) -> None:
+    env = {
+        "CAIRN_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",
+        "CAIRN_LADDERS_DIR": str(ladders_dir),
+        "COLUMNS": "300",
+    }
+    write = ["slates", "write", "memory-ladder", "Memory", "facts", "core.md"]
+    code, out = run([*write, "--", "- [x] buy milk [/INST] [link](u)"], env)
+    assert code == 0, out
+    code, out = run([*write, " ".join(f"filler{i}" for i in range(245))], env)  # evicts it
+    assert code == 0, out
+    code, out = run(["slates", "evictions", "memory-ladder", "Memory"], env)
+    assert code == 0, out  # (markup in the text crashed the table, or was swallowed)
+    assert "- [x] buy milk [/INST] [link](u)" in out
