@@ -118,6 +118,9 @@ def test_head_answers_as_get_without_the_body(backend_client: Any) -> None:
         assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
         if get.status_code == 200:  # (an error's body carries its own request id)
             assert head.headers["content-length"] == str(len(get.content)), path
+    # The metrics name a HEAD's route, as a GET's.
+    metrics = backend_client.get("/metrics").text
+    assert 'cairn_http_requests_total{method="HEAD",route="/v1/subjects",status="200"}' in metrics
     # Where there is no GET, HEAD is still a 405 listing what there is.
     r = backend_client.head("/v1/episodes")
     assert r.status_code == 405 and r.headers["allow"] == "OPTIONS, POST"
