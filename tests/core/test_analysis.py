@@ -58,6 +58,9 @@ def test_hash_key_folds_case_width_compatibility_and_spacing_only() -> None:
     assert hash_key("  Hello   WORLD\n") == hash_key("hello world")
     assert hash_key("Ｔｅａ") == hash_key("tea")  # full-width (NFKC)
     assert hash_key("Straße") == hash_key("STRASSE")  # case folding
+    assert hash_key("The dose is 10⁶ units.") != hash_key("The dose is 106 units.")
+    assert hash_key("H₂O") != hash_key("H2O")  # superscripts and subscripts keep their form
+    assert hash_key(unicodedata.normalize("NFD", "ᾳ x²")) == hash_key("ᾳ x²")
     assert hash_key(NFC_CAFE) == hash_key(NFD_CAFE)  # one word in two normal forms
     assert hash_key("café") != hash_key("cafe")  # an accent is part of the text
     assert hash_key("I like tea.") != hash_key("I like tea")  # so is punctuation

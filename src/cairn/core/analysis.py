@@ -34,6 +34,7 @@ document chunks, on both backends, so a query is cut into terms exactly as the s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import unicodedata
 from datetime import datetime
@@ -110,11 +111,48 @@ ENGLISH_STOP_WORDS = languages.ENGLISH
 STOP_WORDS = languages.STOP_WORDS
 
 
+@functools.cache
+def _scripts_kept() -> Any:
+    """Superscripts and subscripts (Unicode's ``<super>`` and ``<sub>`` compatibility forms
+    of the Basic and Supplementary Multilingual Planes, found once: some 70 ms), which
+    ``hash_key`` keeps as they are: NFKC would make ``10⁶`` the text ``106``."""
+    kept = "".join(
+        chr(code)
+        for code in range(0x80, 0x20000)
+        if unicodedata.decomposition(chr(code)).startswith(("<super>", "<sub>"))
+    )
+    return regex.compile("([" + regex.escape(kept) + "])")
+
+
+def holds_kept(text: str) -> bool:
+    """Whether ``text`` holds a superscript or subscript (its hash changed with them)."""
+    return not text.isascii() and _scripts_kept().search(text) is not None
+
+
+def _nfkc_folded(text: str) -> str:
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
 def hash_key(text: str) -> str:
     """The form two texts must share to count as one: NFKC, case folded, whitespace runs as
-    one space (ends trimmed). Every other character is kept."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return " ".join(folded.split())
+    one space (ends trimmed). Every other character is kept, superscripts and subscripts as
+    they are (``10⁶ units`` is not ``106 units``, ``H₂O`` is not ``H2O``)."""
+    if text.isascii():
+        return " ".join(text.lower().split())
+    # NFC first: the same text typed decomposed splits at the same places.
+    parts = _scripts_kept().split(unicodedata.normalize("NFC", text))
+    # Odd places hold the kept characters (the split's group).
+    folded = [_nfkc_folded(p) if n % 2 == 0 else p for n, p in enumerate(parts)]
+    return " ".join("".join(folded).split())
+
+
+def legacy_digest(content: str, starts: datetime | None = None) -> str:
+    """``content_digest`` as releases before session 38 took it (superscripts and subscripts
+    made plain by NFKC): what a memory stored then holds (``cairn.engine.compile.legacy``)."""
+    basis = _HASH_SCHEME + "\x1f" + " ".join(_nfkc_folded(content).split())
+    if starts is not None:
+        basis += "\x1f" + starts.isoformat()
+    return hashlib.sha256(basis.encode()).hexdigest()
 
 
 def content_digest(content: str, starts: datetime | None = None) -> str:

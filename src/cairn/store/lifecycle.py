@@ -109,6 +109,22 @@ class LifecycleRepository(Repository):
         )
         return [row_to_memory(r) for r in conn.execute(stmt)]
 
+    def held_hashes(
+        self, tenant_id: str, scope: Scope, kind: str, hashes: list[str]
+    ) -> dict[str, tuple[str, str]]:
+        """``content_hash → (status, content)`` of the partition's memories of ``kind`` (any
+        status, tombstones included) holding one of ``hashes``."""
+        conn = self._tx_read
+        found: dict[str, tuple[str, str]] = {}
+        for start in range(0, len(hashes), 500):
+            stmt = select(t.c.content_hash, t.c.status, t.c.content).where(
+                scope_filter(t, tenant_id, scope),
+                t.c.kind == kind,
+                t.c.content_hash.in_(hashes[start : start + 500]),
+            )
+            found.update({r[0]: (str(r[1]), str(r[2] or "")) for r in conn.execute(stmt)})
+        return found
+
     # -- writes ------------------------------------------------------------------------------
 
     def forget(self, memory: Memory, deleted_by: str, now: datetime) -> None:

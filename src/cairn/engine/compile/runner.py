@@ -22,6 +22,7 @@ from cairn.core.memories import Memory
 from cairn.core.scope import Scope
 from cairn.engine.compile.drafts import CompileInput, Compiler, MemoryDraft, memory_id
 from cairn.engine.compile.heuristic import HeuristicCompiler
+from cairn.engine.compile.legacy import adopt_legacy_hashes
 from cairn.engine.compile.text import normalize_for_hash
 from cairn.engine.embedders import Embedder
 from cairn.engine.yielding import pause_point
@@ -282,6 +283,7 @@ def _apply(
 ) -> list[Memory]:
     """Insert drafts in order (``rows``: each draft's row, by ``id(draft)``); slot facts first
     supersede a different current value."""
+    adopt_legacy_hashes(tx, tenant_id, scope, rows.values())
     for d in drafts:
         if d.refresh:
             tx.memories.refresh_metadata(rows[id(d)])
