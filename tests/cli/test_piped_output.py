@@ -9,7 +9,7 @@ import sys
 import pytest
 from rich.table import Table
 
-from cairn.cli._common import PIPED_WIDTH, _console
+from cairn.cli._common import PIPED_WIDTH, _Console
 
 
 def test_messages_are_printed_whole_and_tables_keep_their_columns(
@@ -18,7 +18,7 @@ def test_messages_are_printed_whole_and_tables_keep_their_columns(
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setattr(sys, "stdout", io.StringIO())  # not a terminal, even under -s
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    console, err_console = _console(False), _console(True)
+    console, err_console = _Console(stderr=False), _Console(stderr=True)
     message = "error (template_missing_field): " + "a long message word " * 20
     for out in (console, err_console):
         assert out.width == PIPED_WIDTH

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn.core.scope import Scope
-from cairn.ladders.runtime import LadderRuntime, RunRequest
+from cairn.ladders.runtime import LadderRuntime, RunOutcome, RunRequest
 from cairn.services import Services
 from cairn.templates import TEMPLATE_SOURCE
 from tests.conftest import make_settings
@@ -47,14 +47,17 @@ def services(tmp_path: Path) -> Iterator[Services]:
     s.close()
 
 
-def run(services: Services, text: str, run_id: str | None = None) -> dict:
-    out = LadderRuntime(services).run(
+def ask(services: Services, text: str, run_id: str | None = None) -> RunOutcome:
+    return LadderRuntime(services).run(
         services.ladders.get("notes"),
         RunRequest(
             tenant="t", ladder="notes", run_id=run_id, messages=[{"role": "user", "content": text}]
         ),
     )
-    return out.trace["steps"][0]["writes"][0]  # type: ignore[index]
+
+
+def run(services: Services, text: str, run_id: str | None = None) -> dict:
+    return ask(services, text, run_id).trace["steps"][0]["writes"][0]  # type: ignore[index]
 
 
 def test_a_step_records_a_template_episode_once_per_run(services: Services) -> None:
@@ -72,15 +75,7 @@ def test_a_step_records_a_template_episode_once_per_run(services: Services) -> N
     }
     assert ep.idempotency_key == "pref-1:note"
     # A replay of the run records nothing; so does a take-over that already recorded it.
-    again = LadderRuntime(services).run(
-        services.ladders.get("notes"),
-        RunRequest(
-            tenant="t",
-            ladder="notes",
-            run_id="pref-1",
-            messages=[{"role": "user", "content": "Please always answer me in French."}],
-        ),
-    )
+    again = ask(services, "Please always answer me in French.", "pref-1")
     assert again.replayed
     assert len(services.store.episodes.list("t", Scope.for_subject("user-42"))) == 1
 
@@ -145,15 +140,7 @@ def test_a_step_that_strips_its_json_still_records_from_it(tmp_path: Path) -> No
     services = Services.from_settings(make_settings(tmp_path, ladders_dir=d))
     try:
         assert services.ladders.errors() == []
-        out = LadderRuntime(services).run(
-            services.ladders.get("notes"),
-            RunRequest(
-                tenant="t",
-                ladder="notes",
-                run_id="strip-1",
-                messages=[{"role": "user", "content": "Please always answer me in French."}],
-            ),
-        )
+        out = ask(services, "Please always answer me in French.", "strip-1")
         assert out.content == "Noted."  # the caller sees no JSON
         record = next(w for w in out.trace["steps"][0]["writes"] if "subject_id" in w)  # type: ignore[index]
         assert record["written"] is True, record

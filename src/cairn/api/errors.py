@@ -17,8 +17,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from cairn.core.validation import validation_details
 from cairn.errors import CairnError
-from cairn.http.validation import validation_details
 
 log = logging.getLogger("cairn.api")
 M = TypeVar("M", bound=BaseModel)

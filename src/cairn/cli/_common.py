@@ -36,8 +36,10 @@ PIPED_WIDTH = 200
 
 
 class _Console(Console):
-    """Rich's console, laid out ``PIPED_WIDTH`` wide when its output is not a terminal and
-    ``COLUMNS`` (read as rich reads it, at each print) does not say otherwise."""
+    """Rich's console, printing messages as they are (never broken into lines), laid out
+    ``PIPED_WIDTH`` wide when its output is not a terminal (a pipe, a file: rich's default is
+    80, so a table lost columns) and ``COLUMNS`` (read as rich reads it, at each print) does
+    not say otherwise."""
 
     def __init__(self, *, stderr: bool) -> None:
         super().__init__(stderr=stderr, soft_wrap=True)
@@ -55,15 +57,8 @@ class _Console(Console):
         Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
 
-def _console(stderr: bool) -> Console:
-    """Messages are printed as they are (never broken into lines); output that is not a
-    terminal (a pipe, a file) is laid out ``PIPED_WIDTH`` wide unless ``COLUMNS`` says
-    otherwise, so a table keeps its columns (rich's default is 80)."""
-    return _Console(stderr=stderr)
-
-
-console = _console(False)
-err_console = _console(True)
+console = _Console(stderr=False)
+err_console = _Console(stderr=True)
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 3

@@ -203,7 +203,7 @@ def _request(data: dict[str, Any]) -> TemplateApply:
     """The apply request, checked as the HTTP API checks it (the same model, and the body
     check before it), so an invalid option is the API's error code and exit 1."""
     from cairn.api.routes.templates import TemplateApply
-    from cairn.http.validation import validation_details
+    from cairn.core.validation import validation_details
 
     # Bytes that are not UTF-8 in an argument arrive as lone surrogates, which the API refuses.
     where = lone_surrogate_path(data)

@@ -149,16 +149,17 @@ def hash_key(text: str) -> str:
 def legacy_digest(content: str, starts: datetime | None = None) -> str:
     """``content_digest`` as releases before session 38 took it (superscripts and subscripts
     made plain by NFKC): what a memory stored then holds (``cairn.engine.compile.legacy``)."""
-    basis = _HASH_SCHEME + "\x1f" + " ".join(_nfkc_folded(content).split())
-    if starts is not None:
-        basis += "\x1f" + starts.isoformat()
-    return hashlib.sha256(basis.encode()).hexdigest()
+    return _digest(" ".join(_nfkc_folded(content).split()), starts)
 
 
 def content_digest(content: str, starts: datetime | None = None) -> str:
     """SHA-256 hex of ``content``'s hash key; ``starts`` (a single-valued fact's start) is part
     of it when given, so a value that returns after another is a new memory."""
-    basis = _HASH_SCHEME + "\x1f" + hash_key(content)
+    return _digest(hash_key(content), starts)
+
+
+def _digest(key: str, starts: datetime | None) -> str:
+    basis = _HASH_SCHEME + "\x1f" + key
     if starts is not None:
         # U+001F is whitespace to ``str.split``, so no hash key contains it: unambiguous.
         basis += "\x1f" + starts.isoformat()

@@ -36,6 +36,7 @@ from cairn.core.memory import (
 )
 from cairn.core.scope import NewScope, Scope
 from cairn.core.text import check_no_nul
+from cairn.core.validation import validation_details
 from cairn.engine.context.fit import fit_rendering
 from cairn.engine.context.gotmpl import GoTemplateRenderer
 from cairn.engine.context.render import DefaultRenderer, TemplateRenderer
@@ -265,22 +266,11 @@ class TurnHookSettings(_Strict):
 
 
 def _invalid(exc: ValidationError, what: str) -> InvalidInput:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
+    errors = [dict(e) for e in exc.errors(include_url=False)]
+    details = validation_details(errors, request=False)
+    parts = [f"{d['field']}: {d['message']}" if d["field"] else d["message"] for d in details]
     return InvalidInput(
-        f"invalid {what}: " + "; ".join(parts),
-        code="invalid_hook_settings",
-        details=[
-            {
-                "field": ".".join(str(p) for p in e["loc"]),
-                "message": str(e["msg"]).removeprefix("Value error, "),
-                "type": e["type"],
-            }
-            for e in exc.errors()
-        ],
+        f"invalid {what}: " + "; ".join(parts), code="invalid_hook_settings", details=details
     )
 
 

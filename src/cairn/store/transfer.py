@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NoReturn
 
 from sqlalchemy import Table, select
@@ -82,12 +82,9 @@ def _key(table: Table) -> Any:
 
 
 class TransferRepository(Repository):
-    def export(
-        self, tenant_id: str, scope: Scope, now: datetime | None = None
-    ) -> Iterator[dict[str, Any]]:
+    def export(self, tenant_id: str, scope: Scope, now: datetime) -> Iterator[dict[str, Any]]:
         """Every exported row of the subject, one page (own read transaction) at a time; items
-        expired at ``now`` (default: the clock's) are left out, as every read leaves them."""
-        now = now or datetime.now(UTC)
+        expired at ``now`` are left out, as every read leaves them."""
         for kind, table in TABLES.items():
             after = -1
             while True:

@@ -18,8 +18,8 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from cairn.core.ids import as_utc
+from cairn.core.validation import validation_details
 from cairn.errors import CairnError
-from cairn.http.validation import validation_details
 from cairn.web._session import SignInRequired, csrf_token, persist_csrf
 
 WEB_DIR = Path(__file__).parent

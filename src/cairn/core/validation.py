@@ -1,24 +1,28 @@
 """Pydantic validation errors as the ``details`` of a 422: one ``{field, message, type}`` per
-problem, for the API's JSON answers and the inspector's forms alike."""
+problem, for the API's JSON answers, the inspector's forms and the ladders' hook settings
+alike."""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
+def _loc(loc: tuple[Any, ...] | list[Any], request: bool) -> str:
     parts = [str(p) for p in loc]
-    if parts and parts[0] in ("body", "query", "path", "header"):
+    if request and parts and parts[0] in ("body", "query", "path", "header"):
         parts = parts[1:] or parts
     return ".".join(parts)
 
 
-def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The `details` list of a 422 from pydantic's error dicts."""
-    return [_detail(e) for e in errors]
+def validation_details(
+    errors: list[dict[str, Any]], *, request: bool = True
+) -> list[dict[str, Any]]:
+    """The `details` list of a 422 from pydantic's error dicts; ``request``: their locations
+    start with the part of the request (``body``, ``query``…), which is left out."""
+    return [_detail(e, request) for e in errors]
 
 
-def _detail(e: dict[str, Any]) -> dict[str, Any]:
+def _detail(e: dict[str, Any], request: bool) -> dict[str, Any]:
     if e.get("type") == "json_invalid":
         # FastAPI puts the character offset where a field name goes: name the body instead.
         loc = list(e.get("loc", ()))
@@ -39,4 +43,4 @@ def _detail(e: dict[str, Any]) -> dict[str, Any]:
         if bound is not None:
             least = "at least" if e["type"] == "too_short" else "at most"
             message = f"String should have {least} {bound} character{'s' * (bound != 1)}"
-    return {"field": _loc(e.get("loc", ())), "message": message, "type": e.get("type", "")}
+    return {"field": _loc(e.get("loc", ()), request), "message": message, "type": e.get("type", "")}
