@@ -12,6 +12,7 @@ from cairn.core.episodes import NewEpisode
 from cairn.core.scope import Scope
 from cairn.engine.compile import compile_scope
 from cairn.engine.compile.heuristic import HeuristicCompiler
+from cairn.engine.compile.runner import PLAN_ATTEMPTS
 from cairn.engine.compile.text import (
     first_clause,
     note_chunks,
@@ -498,6 +499,48 @@ class _DeletingDuringPlan(HeuristicCompiler):
         if self.plans == 1:
             delete_episode(self.store, TENANT, self.victim)
         return drafts
+
+
+class _DeletingDuringEveryPlan(HeuristicCompiler):
+    """Deletes one more episode while each plan made outside the write lock is made: the
+    deletions outrun every attempt, as a run of ``DELETE /v1/episodes`` can."""
+
+    def __init__(self, store: Store, victims: list[Any]) -> None:
+        super().__init__()
+        self.store, self.victims, self.plans = store, list(victims), 0
+
+    def compile(self, batch: Any) -> Any:
+        self.plans += 1
+        drafts = super().compile(batch)
+        if self.plans <= PLAN_ATTEMPTS:
+            delete_episode(self.store, TENANT, self.victims[self.plans - 1])
+        return drafts
+
+
+def test_deletions_outrunning_every_plan_are_not_quoted(store: Store) -> None:
+    """Each plan outside the lock finds an episode it read deleted by the write; the step then
+    plans under the lock, and nothing of any deleted episode is stored."""
+    scope = Scope.for_subject("race-every")
+    said = [f"Note {i}: the locker code ZQSECRET{i} is written on the blue card." for i in range(5)]
+    stored, _ = store.episodes.append_many(
+        TENANT, [turn(scope, s, minutes=i, key=f"k{i}") for i, s in enumerate(said)]
+    )
+    compile_scope(store, TENANT, scope)
+    store.episodes.append_many(
+        TENANT, [turn(scope, "Also the bike lock code is on the red card.", minutes=9, key="k9")]
+    )
+    compiler = _DeletingDuringEveryPlan(store, [e.id for e in stored[:PLAN_ATTEMPTS]])
+    compile_scope(store, TENANT, scope, compiler=compiler)
+    assert compiler.plans == PLAN_ATTEMPTS + 1
+    with store.snapshot() as tx:
+        texts = [
+            f"{m.content} {m.metadata.get('context_terms', '')}"
+            for m in tx.memories.list(TENANT, scope, limit=100)
+        ]
+    gone = [f"zqsecret{i}" for i in range(PLAN_ATTEMPTS)]
+    assert texts and not any(g in t.lower() for t in texts for g in gone)
+    assert any("red card" in t for t in texts)
+    assert any("zqsecret4" in t.lower() for t in texts)
 
 
 def test_an_episode_deleted_while_a_compile_plans_is_not_quoted(store: Store) -> None:

@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
 DEFAULT_BATCH = 100
 # Episodes one compile request covers (in steps of DEFAULT_BATCH) before it answers has_more.
 REQUEST_LIMIT = 5000
-# Plans made for one step at most: an episode the plan read deleted before the write makes
-# it plan again (the last plan is written whatever happened meanwhile).
+# Plans made outside the write lock for one step at most: an episode the plan read deleted
+# before the write makes it plan again; should the last one find the same, the step plans once
+# more inside the write transaction, under the partition's lock, where no deletion can land
+# (a slow compiler then holds the lock, but only while deletions keep outrunning it).
 PLAN_ATTEMPTS = 3
 
 
@@ -141,8 +144,12 @@ def compile_scope(
                 # An episode read for the plan (the batch, its sessions' others) deleted since
                 # (an erasure, an episode deleted): the plan quotes it in a summary or in
                 # neighbour words, so it is made again without it.
-                if attempt + 1 < PLAN_ATTEMPTS and not plan.whole(tx):
-                    continue
+                if not plan.whole(tx):
+                    if attempt + 1 < PLAN_ATTEMPTS:
+                        continue
+                    plan = _plan_from(tx, tenant_id, scope, compiler, max_episodes, tracing)
+                    if plan is None:
+                        return CompileResult(memories_created=0)
                 fresh, created, remaining = _write(tx, tenant_id, scope, plan, count_remaining)
             break
         if fresh:
@@ -193,7 +200,34 @@ def _plan(
     """Read the next batch (and the sessions it touches) and compile it, outside any write
     transaction; None when no episode waits."""
     pause_point()  # a background compile lets the requests in flight go first
-    with tracing.span("cairn.compile.read"), store.snapshot() as tx:
+    with store.snapshot() as tx:
+        read = _read(tx, tenant_id, scope, max_episodes, tracing)
+    return _planned(read, tenant_id, scope, compiler, tracing)
+
+
+def _plan_from(
+    tx: UnitOfWork,
+    tenant_id: str,
+    scope: Scope,
+    compiler: Compiler,
+    max_episodes: int,
+    tracing: Tracing,
+) -> _Plan | None:
+    """``_plan`` reading through ``tx``: the write transaction, under the partition's lock."""
+    return _planned(
+        _read(tx, tenant_id, scope, max_episodes, tracing), tenant_id, scope, compiler, tracing
+    )
+
+
+# What a plan reads: the batch, every episode of the sessions it touches, the name facts.
+_Read = tuple[list[Episode], dict[str, list[Episode]], list[Memory]]
+
+
+def _read(
+    tx: UnitOfWork, tenant_id: str, scope: Scope, max_episodes: int, tracing: Tracing
+) -> _Read:
+    """The next batch of uncompiled episodes, the sessions it touches and the name facts."""
+    with tracing.span("cairn.compile.read"):
         batch = tx.compiling.uncompiled(tenant_id, scope, max_episodes)
         sessions = tx.compiling.sessions(tenant_id, scope, batch)
         facts = (
@@ -201,6 +235,14 @@ def _plan(
             if batch
             else []
         )
+    return batch, sessions, facts
+
+
+def _planned(
+    read_: _Read, tenant_id: str, scope: Scope, compiler: Compiler, tracing: Tracing
+) -> _Plan | None:
+    """The plan of what ``_read`` gave; None when no episode waits."""
+    batch, sessions, facts = read_
     if not batch:
         return None
     now = utcnow()
