@@ -120,6 +120,7 @@ class Services:
             requests=requests,
             on_missing_vectors=self.embedding_backfill.prefer if self.embedding_backfill else None,
         )
+        self.search_caches.on_erase.append(self.tokenizer.forget)
 
     def _build_compile(self, settings: Settings) -> None:
         """The compiler (None: the heuristic default), the job runner, the in-process worker

@@ -114,3 +114,29 @@ def test_without_a_byte_budget_the_count_bounds(store: Store) -> None:
     assert index.nbytes == 2 * 2 * (8 + 4 * DIM)
     index.clear()
     assert index.nbytes == 0
+
+
+def test_a_matrix_read_before_an_erasure_is_not_kept(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search reads the partition's vectors in a snapshot taken before an erasure and
+    finishes after the erasure dropped the partition: what it read is answered but not kept."""
+    from cairn.engine import vectors
+
+    scope = _partition(store, "erased", 3)
+    index = VectorIndex()
+    original = vectors._read_matrix
+
+    def erased_meanwhile(*args: Any) -> Any:
+        built = original(*args)
+        index.drop(store, TENANT, scope)  # the erasure's clean-up, while the search reads
+        return built
+
+    monkeypatch.setattr(vectors, "_read_matrix", erased_meanwhile)
+    with store.snapshot() as tx:
+        assert len(index.matrix(store, tx, TENANT, scope).seqs) == 3
+    assert index.nbytes == 0 and not index._cache
+    monkeypatch.setattr(vectors, "_read_matrix", original)
+    with store.snapshot() as tx:
+        index.matrix(store, tx, TENANT, scope)
+    assert len(index._cache) == 1  # read again, and kept, once nothing is erased meanwhile

@@ -66,6 +66,11 @@ def _subject_scope(subject_id: str) -> Scope:
     return Scope(runtime_id=DEFAULT_RUNTIME, user_id=subject_id, agent_id="")
 
 
+def forget_scope_memo() -> None:
+    """Empty the memo of subjects' scopes (after an erasure: it is keyed by subject ids)."""
+    _subject_scope.cache_clear()
+
+
 def check_new_user(scope: Scope) -> Scope:
     """``scope`` unchanged if its user (if any) is a subject id; a ``ValueError`` naming the
     rule otherwise. Checked where new data is written under a scope (turns, documents,

@@ -88,6 +88,10 @@ class CountingTokenizer:
     def truncate(self, text: str, max_tokens: int) -> str:
         return self.tokenizer.truncate(text, max_tokens)
 
+    def forget(self, _tenant_id: str = "") -> None:
+        """Drop the remembered counts (keyed by text: after an erasure, of any tenant)."""
+        self._counts = {}
+
 
 def count_tokens(text: str, name: str = "cl100k_base") -> int:
     return get_tokenizer(name).count(text)

@@ -22,12 +22,13 @@ from cairn.core.analysis import content_terms, cut_text
 from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
 from cairn.core.memories import SUMMARY_CHARS, Memory, validity_problem
-from cairn.core.scope import Scope
+from cairn.core.scope import Scope, forget_scope_memo
 from cairn.core.subject_id import canonical_id
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from cairn.engine.compile.drafts import KINDS, memory_id
-from cairn.engine.compile.heuristic import messages_of
+from cairn.engine.compile.heuristic import forget_word_memo, messages_of
 from cairn.engine.compile.text import normalize_for_hash
+from cairn.engine.query import forget_name_memo
 from cairn.engine.stated_names import removed_names, unname
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.store import Store
@@ -36,7 +37,7 @@ from cairn.store.partitions import PartitionSelector
 if TYPE_CHECKING:
     from cairn.engine.backfill import EmbeddingBackfill
     from cairn.engine.embedders import Embedder
-    from cairn.engine.vectors import VectorIndex
+    from cairn.engine.search_caches import SearchCaches
     from cairn.store import UnitOfWork
 
 # Metadata derived from the old text: a correction must not keep it (it would index the old
@@ -240,20 +241,20 @@ def forget_memory(
     memory_id_: uuid.UUID,
     by: str,
     *,
-    vectors: VectorIndex | None = None,
+    caches: SearchCaches | None = None,
 ) -> Memory:
-    """Forget one memory (any version); the next compile will not re-create it. ``vectors``
-    (the process's cached partition matrices) drop the partition's."""
+    """Forget one memory (any version); the next compile will not re-create it. ``caches``
+    (the process's) drop what they hold of it (``_after_erase``)."""
     now = utcnow()
     with store.transaction() as tx:
         memory = _locked(tx, tenant_id, memory_id_)
         tx.lifecycle.forget(memory, by, now)
-    _after_erase(store, vectors, tenant_id, [memory.scope])
+    _after_erase(store, caches, tenant_id, [memory.scope])
     return memory
 
 
 def delete_episode(
-    store: Store, tenant_id: str, episode_id: uuid.UUID, *, vectors: VectorIndex | None = None
+    store: Store, tenant_id: str, episode_id: uuid.UUID, *, caches: SearchCaches | None = None
 ) -> int:
     """Delete one episode and the memories derived from it alone; how many memories went."""
     episode = get_episode(store, tenant_id, episode_id)
@@ -280,7 +281,7 @@ def delete_episode(
             tx.lifecycle.bump_vectors(tenant_id, episode.scope)
         # Last, after every re-index above: merged segments keep no term of the deleted one.
         tx.lifecycle.purge_index(tenant_id)
-    _after_erase(store, vectors, tenant_id, [episode.scope])
+    _after_erase(store, caches, tenant_id, [episode.scope])
     return len(removed)
 
 
@@ -289,12 +290,12 @@ def _words_of(episodes: list[Episode]) -> set[str]:
 
 
 def erase_subject(
-    store: Store, tenant_id: str, subject_id: str, *, vectors: VectorIndex | None = None
+    store: Store, tenant_id: str, subject_id: str, *, caches: SearchCaches | None = None
 ) -> dict[str, int]:
     """Delete everything of the subject's partition ``("default", id, "")``."""
     scope = Scope.for_subject(subject_id)
     erased = erase_partitions(
-        store, tenant_id, subject_id, scope.runtime_id, scope.agent_id, vectors=vectors
+        store, tenant_id, subject_id, scope.runtime_id, scope.agent_id, caches=caches
     )
     return dict(erased["deleted"])
 
@@ -306,7 +307,7 @@ def erase_partitions(
     runtime_id: str | None = None,
     agent_id: str | None = None,
     *,
-    vectors: VectorIndex | None = None,
+    caches: SearchCaches | None = None,
 ) -> dict[str, Any]:
     """Delete everything of the user's partitions (those of one runtime or agent when given),
     whichever API wrote it: rows, index entries, vectors, jobs, ladder runs and per-user
@@ -335,7 +336,7 @@ def erase_partitions(
             scopes += found
             for table, n in deleted.items():
                 counts[table] = counts.get(table, 0) + n
-    _after_erase(store, vectors, tenant_id, scopes)
+    _after_erase(store, caches, tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
 
 
@@ -354,13 +355,18 @@ def export_lines(store: Store, tenant_id: str, subject_id: str) -> Iterator[byte
 
 
 def _after_erase(
-    store: Store, vectors: VectorIndex | None, tenant_id: str, scopes: list[Scope]
+    store: Store, caches: SearchCaches | None, tenant_id: str, scopes: list[Scope]
 ) -> None:
-    """Drop what caches and logs still hold of erased data: the partitions' cached vector
-    matrices and the remembered stems of indexed words are dropped, and SQLite's write-ahead
-    log is checkpointed."""
-    if vectors is not None:
-        for scope in scopes:
-            vectors.drop(store, tenant_id, scope)
+    """Drop what this process still holds of erased data, and what logs hold: the process's
+    caches (partition matrices, the tenant's cached queries, token counts), the memos of
+    texts' words, the remembered stems of indexed words; SQLite's write-ahead log is
+    checkpointed. (Other server processes drop their copies as docs/api.md says.)"""
+    if caches is not None:
+        caches.forget(store, tenant_id, scopes)
+    # Memos of pure functions of a text, shared by every tenant of the process: emptied
+    # whole (cheap to fill again; an erasure is rare).
+    forget_word_memo()
+    forget_name_memo()
+    forget_scope_memo()
     store.lifecycle.forget_cached_text()
     store.lifecycle.checkpoint()

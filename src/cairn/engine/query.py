@@ -51,10 +51,16 @@ def date_terms(query: str) -> list[str]:
     return out
 
 
-# A memo of a pure function (a text's terms never change), bounded: not process state.
+# A memo of a pure function (a text's terms never change), bounded; keyed by queries and
+# speakers' names of every tenant, so an erasure empties it (``forget_name_memo``).
 @functools.lru_cache(maxsize=4096)
 def _name_terms(text: str) -> frozenset[str]:
     return frozenset(analysis.index_terms(text))
+
+
+def forget_name_memo() -> None:
+    """Empty the memo of names' terms (after an erasure)."""
+    _name_terms.cache_clear()
 
 
 def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:

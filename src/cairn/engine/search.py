@@ -32,6 +32,7 @@ import itertools
 from collections.abc import Callable, Collection, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -112,7 +113,6 @@ def vector_lane(
     *,
     pool: int,
     query_vector: Callable[[], np.ndarray] | None = None,
-    caches: SearchCaches | None = None,
 ) -> dict[int, float]:
     """``seq → max(0, cosine)`` for the ``pool`` nearest memories of the partition whose
     ``matrix`` is given (any status or kind: the caller filters); ``dots`` scores a coded
@@ -122,8 +122,6 @@ def vector_lane(
         return {}
     if query_vector is not None:
         q = query_vector()
-    elif caches is not None:
-        q = caches.queries.get(embedder, query)
     else:
         q = np.asarray(vector_of_query(embedder, query), dtype="<f4")
     if q.shape[0] != matrix.dim:
@@ -311,11 +309,14 @@ def rank_memories(
     vectors = caches.vectors if caches is not None else VectorIndex(1)
     if "vector" in lanes:
         matrix = vectors.matrix(store, tx, tenant_id, scope)
-        if caches is not None and len(matrix.seqs) and getattr(embedder, "overlap", False):
-            # A CPU model (the slow part of hybrid search) embeds the query while the
-            # lexical lane runs.
+        if caches is not None and len(matrix.seqs):
             assert embedder is not None
-            query_vector = caches.queries.prefetch(embedder, query)
+            if getattr(embedder, "overlap", False):
+                # A CPU model (the slow part of hybrid search) embeds the query while the
+                # lexical lane runs.
+                query_vector = caches.queries.prefetch(tenant_id, embedder, query)
+            else:
+                query_vector = partial(caches.queries.get, tenant_id, embedder, query)
     scores: dict[str, dict[int, float]] = {}
     known: Facts = {}  # the lexical lane's rows come with their facts
     if "lexical" in lanes:
@@ -339,7 +340,6 @@ def rank_memories(
             vectors.dots,
             pool=pool * 2,
             query_vector=query_vector,
-            caches=caches,
         )
     fused = fuse(scores, lanes, weights, FUSION, _unseen(scores, matrix, caches, tenant_id, scope))
     wanted = _Wanted(query, limit, allowed, kinds, matrix)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -16,33 +16,36 @@ from cairn.engine.embedders import Embedder
 from cairn.engine.embedders import query_vector as vector_of_query
 from cairn.engine.vectors import VectorIndex
 from cairn.engine.yielding import RequestGate
+from cairn.store import Store
 
 
 class QueryCache:
     """Query embeddings of recent searches, and the helper threads that embed a query while
-    the lexical lane runs (started on first use, ended by ``close``)."""
+    the lexical lane runs (started on first use, ended by ``close``). Kept per tenant: a query
+    another tenant asked is embedded again (a hit answers faster, which would tell a tenant
+    what text others sent), and an erasure in a tenant drops its queries (``forget``)."""
 
     def __init__(self, size: int = 1024, workers: int = 2) -> None:
         self._lock = threading.Lock()
-        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._size = size
         self._workers = workers
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
 
-    def cached(self, embedder: Embedder, query: str) -> np.ndarray | None:
-        key = (embedder.name, query)
+    def cached(self, tenant_id: str, embedder: Embedder, query: str) -> np.ndarray | None:
+        key = (tenant_id, embedder.name, query)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
         return None
 
-    def get(self, embedder: Embedder, query: str) -> np.ndarray:
-        got = self.cached(embedder, query)
+    def get(self, tenant_id: str, embedder: Embedder, query: str) -> np.ndarray:
+        got = self.cached(tenant_id, embedder, query)
         if got is not None:
             return got
-        key = (embedder.name, query)
+        key = (tenant_id, embedder.name, query)
         vec = np.asarray(vector_of_query(embedder, query), dtype="<f4")
         with self._lock:
             self._items[key] = vec
@@ -50,24 +53,31 @@ class QueryCache:
                 self._items.popitem(last=False)
         return vec
 
-    def prefetch(self, embedder: Embedder, query: str) -> Callable[[], np.ndarray]:
+    def prefetch(self, tenant_id: str, embedder: Embedder, query: str) -> Callable[[], np.ndarray]:
         """Start embedding ``query`` on a helper thread (unless cached) and return a call
         that waits for it, so the lexical lane runs while the model does: both release the
         GIL (SQLite while it steps, torch while it computes). Only for embedders that set
         ``overlap`` (the local model, which embeds one text at a time anyway): a remote
         embedder's requests would queue behind the pool's few threads. Once closed, the
         query is embedded when the caller waits for it."""
-        got = self.cached(embedder, query)
+        got = self.cached(tenant_id, embedder, query)
         if got is not None:
             return lambda: got
         with self._lock:
             if self._closed:
-                return lambda: self.get(embedder, query)
+                return lambda: self.get(tenant_id, embedder, query)
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(
                     max_workers=self._workers, thread_name_prefix="cairn-query-embed"
                 )
-            return self._pool.submit(self.get, embedder, query).result
+            return self._pool.submit(self.get, tenant_id, embedder, query).result
+
+    def forget(self, tenant_id: str) -> None:
+        """Drop the tenant's cached queries (after an erasure in it: a query can quote what
+        was erased, and a context request without a task asks with the latest turn)."""
+        with self._lock:
+            for key in [k for k in self._items if k[0] == tenant_id]:
+                del self._items[key]
 
     def close(self) -> None:
         """End the helper threads (waiting for embeddings under way) and drop the cache."""
@@ -98,6 +108,19 @@ class SearchCaches:
         # Told when a search finds memories of a partition without a vector yet (the
         # background pass then embeds that partition first).
         self.on_missing_vectors = on_missing_vectors
+
+        # Called with the tenant after an erasure in it (``forget``): whoever else holds text
+        # of a tenant's memories (``Services`` adds its token counter) drops it too.
+        self.on_erase: list[Callable[[str], None]] = []
+
+    def forget(self, store: Store, tenant_id: str, scopes: Sequence[Scope]) -> None:
+        """Drop what this process holds of erased data: the partitions' vector matrices, the
+        tenant's cached queries and what ``on_erase`` names."""
+        for scope in scopes:
+            self.vectors.drop(store, tenant_id, scope)
+        self.queries.forget(tenant_id)
+        for forget in self.on_erase:
+            forget(tenant_id)
 
     def close(self) -> None:
         self.queries.close()

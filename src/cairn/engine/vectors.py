@@ -90,6 +90,9 @@ class VectorIndex:
         self._max = max_partitions
         self._max_bytes = max_bytes
         self._bytes = 0
+        # Drops so far: a matrix read before a drop (from a snapshot taken before an erasure)
+        # is not cached after it.
+        self._drops = 0
         # The integer product of big partitions (its onnxruntime session built on first use).
         self.dots = Int8Dots()
 
@@ -107,15 +110,19 @@ class VectorIndex:
         with self._lock:
             gone = self._cache.pop(self._key(store, tenant_id, scope), None)
             self._bytes -= gone.nbytes if gone is not None else 0
+            self._drops += 1
 
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
             self._bytes = 0
+            self._drops += 1
 
     def matrix(self, store: Store, tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
         """The partition's vectors, read in ``tx`` (a unit of work of ``store``)."""
         key = self._key(store, tenant_id, scope)
+        with self._lock:
+            drops = self._drops
         stamp = tx.memories.vector_stamp(tenant_id, scope)
         with self._lock:
             got = self._cache.get(key)
@@ -131,6 +138,8 @@ class VectorIndex:
         waiting = tx.memories.unembedded_count(tenant_id, scope, len(built.seqs) + 1)
         built = replace(built, unembedded=waiting)
         with self._lock:
+            if self._drops != drops:
+                return built  # an erasure happened meanwhile: ``tx`` may predate it
             replaced = self._cache.pop(key, None)
             self._bytes += built.nbytes - (replaced.nbytes if replaced is not None else 0)
             self._cache[key] = built

@@ -289,6 +289,11 @@ class MatchCounts:
         self._lock = threading.Lock()
         self._tables: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
 
+    def clear(self) -> None:
+        """Forget every count (after an erasure: the keys quote the queries' terms)."""
+        with self._lock:
+            self._tables = {}
+
     def counter(self, conn: Connection, table: str) -> Counter:
         """A ``count`` of ``table`` for the snapshot ``conn`` reads, through the cache."""
         stamp = None

@@ -365,8 +365,10 @@ class LifecycleRepository(Repository):
 
     def forget_cached_text(self) -> None:
         """Drop what this process remembers of indexed words (the Porter stems coordination
-        compares), so no word of erased data stays in memory."""
+        compares) and of queries' terms (the full-text match counts), so no word of erased
+        data stays in memory."""
         self.db.porter_stems.clear()
+        self.db.fts_counts.clear()
 
     def checkpoint(self) -> None:
         """SQLite: copy the write-ahead log into the database and truncate it, so page images

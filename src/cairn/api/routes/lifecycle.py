@@ -102,9 +102,7 @@ def remove_episode(
 ) -> EpisodeDeletedPublic:
     """Delete the episode and the memories derived from it alone."""
     services = services_of(request)
-    removed = delete_episode(
-        services.store, tenant, episode_id, vectors=services.search_caches.vectors
-    )
+    removed = delete_episode(services.store, tenant, episode_id, caches=services.search_caches)
     return EpisodeDeletedPublic(episode_id=episode_id, memories_deleted=removed)
 
 
@@ -161,8 +159,7 @@ def delete_memory(
 ) -> MemoryDeletedPublic:
     """Forget one memory; compiling the same episodes again does not re-create it."""
     services = services_of(request)
-    vectors = services.search_caches.vectors
-    forget_memory(services.store, tenant, memory_id, _actor(request), vectors=vectors)
+    forget_memory(services.store, tenant, memory_id, _actor(request), caches=services.search_caches)
     return MemoryDeletedPublic(memory_id=memory_id, deleted=True)
 
 
@@ -191,7 +188,7 @@ def delete_scopes(
         user_id,
         runtime_id,
         agent_id,
-        vectors=services.search_caches.vectors,
+        caches=services.search_caches,
     )
     return ScopesDeletedPublic.model_construct(
         user_id=user_id,

@@ -85,9 +85,7 @@ def delete_subject(
     """Remove everything of the subject's partition ``("default", id, "")`` in the caller's
     tenant, whichever API wrote it (ladder runs and per-user slates of the user too)."""
     services = services_of(request)
-    counts = erase_subject(
-        services.store, tenant, subject_id, vectors=services.search_caches.vectors
-    )
+    counts = erase_subject(services.store, tenant, subject_id, caches=services.search_caches)
     return SubjectDeletedPublic(
         subject_id=subject_id,
         episodes_deleted=counts.get("episodes", 0),

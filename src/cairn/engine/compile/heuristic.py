@@ -148,12 +148,18 @@ def _note_text(ep: Episode) -> str:
 
 
 # A bounded memo of a pure function of its argument (the same text always gives the same
-# terms): process-wide by design, it holds no state of any tenant or request.
+# terms): process-wide by design, so it holds texts of every tenant; an erasure empties it
+# (``forget_word_memo``).
 @lru_cache(maxsize=8192)
 def _content_words(text: str) -> tuple[str, ...]:
     # Search terms (any script, CJK as bigrams), as the index and queries cut them. Interned:
     # the memo's 8,192 texts share one string per word (6 MB less after a 10,000-turn compile).
     return tuple(map(sys.intern, content_terms(text)))
+
+
+def forget_word_memo() -> None:
+    """Empty the memo of texts' words (after an erasure: it is keyed by messages' text)."""
+    _content_words.cache_clear()
 
 
 def _context_words(neighbours: tuple[str, ...], limit: int = CONTEXT_WORDS) -> list[str]:

@@ -102,9 +102,8 @@ def forget(
 ) -> RedirectResponse:
     """Forget the memory (as ``DELETE /v1/memories/{id}``) and go back to its subject."""
     services = services_of(request)
-    vectors = services.search_caches.vectors
     memory = forget_memory(
-        services.store, viewer.tenant, memory_id, _editor(viewer), vectors=vectors
+        services.store, viewer.tenant, memory_id, _editor(viewer), caches=services.search_caches
     )
     sid = memory.scope.subject_id
     return see_other(subject_url(sid, forgotten=str(memory_id)) if sid else "/ui/subjects")

@@ -207,9 +207,7 @@ def delete_subject(
     # Memories as the confirmation counted them: a forgotten memory's tombstone is a row the
     # erasure removes too, but it was no memory of the subject's any more.
     _, shown = _counts(request, viewer.tenant, subject_id)
-    counts = erase_subject(
-        services.store, viewer.tenant, subject_id, vectors=services.search_caches.vectors
-    )
+    counts = erase_subject(services.store, viewer.tenant, subject_id, caches=services.search_caches)
     query = urlencode(
         {
             "deleted": subject_id,

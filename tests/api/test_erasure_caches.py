@@ -1,0 +1,118 @@
+"""An erasure leaves nothing of the erased text in the process's caches either (the partition's
+vector matrix, the tenant's cached query embeddings, token counts, the memos of texts' words
+and names), and a cached query embedding is never shared between tenants."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from cairn.app import create_app
+from cairn.engine import query as query_module
+from cairn.engine.compile import heuristic
+from cairn.engine.embedders import HashingEmbedder
+from cairn.engine.search_caches import QueryCache
+from cairn.services import Services
+from tests.conftest import database_url, make_settings
+
+USER = "cache-erase"
+
+
+@pytest.fixture
+def world(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    settings = make_settings(tmp_path, database_url=database_url(backend, tmp_path, request))
+    services = Services.from_settings(settings, embedder=HashingEmbedder())
+    try:
+        with TestClient(create_app(services=services)) as client:
+            yield client, services
+    finally:
+        services.close()
+
+
+def _ok(r: Any) -> Any:
+    assert r.status_code in (200, 201), r.text[:400]
+    return r.json()
+
+
+def _held(services: Services, marker: str) -> list[str]:
+    """Where the process's caches still hold ``marker``."""
+    caches = services.search_caches
+    found = []
+    if any(marker in key[2] for key in caches.queries._items):
+        found.append("queries")
+    if any(marker in text for text in services.tokenizer._counts):
+        found.append("token counts")
+    if caches.vectors._cache:
+        found.append("vector matrices")
+    if heuristic._content_words.cache_info().currsize:
+        found.append("word memo")
+    if query_module._name_terms.cache_info().currsize:
+        found.append("name memo")
+    if any(
+        marker in query
+        for _, counts in services.store.db.fts_counts._tables.values()
+        for query in counts
+    ):
+        found.append("match counts")
+    return found
+
+
+@pytest.mark.parametrize("how", ["subject", "scopes", "episode"])
+def test_an_erasure_empties_the_caches_that_held_its_text(world: Any, how: str) -> None:
+    client, services = world
+    marker = "zq" + secrets.token_hex(4)
+    ids = []
+    for i, line in enumerate([f"I keep the {marker} key in the blue box.", "Noted, thanks."]):
+        body = {
+            "subject_id": USER,
+            "source": "chat",
+            "type": "conversation.turn",
+            "session_id": "s1",
+            "payload": {"messages": [{"role": "user", "name": "Ada", "content": line}]},
+            "occurred_at": f"2025-01-0{i + 1}T10:00:00Z",
+        }
+        ids.append(_ok(client.post("/v1/episodes", json=body))["id"])
+    _ok(client.post("/v1/memories/compile", json={"subject_id": USER}))
+    assert services.embedding_backfill is not None
+    assert services.embedding_backfill.wait_idle()
+    question = f"Where is the {marker} key?"
+    _ok(
+        client.get(
+            "/v1/memories/search", params={"subject_id": USER, "q": question, "hybrid": True}
+        )
+    )
+    _ok(client.post("/v1/context", json={"subject_id": USER, "task": question, "max_tokens": 300}))
+    assert "queries" in _held(services, marker)
+    assert "token counts" in _held(services, marker)
+    if services.store.db.is_sqlite:
+        assert "match counts" in _held(services, marker)
+
+    if how == "subject":
+        assert client.delete(f"/v1/subjects/{USER}").status_code == 200
+    elif how == "scopes":
+        assert client.delete("/v1/scopes", params={"user_id": USER}).status_code == 200
+    else:
+        assert client.delete(f"/v1/episodes/{ids[0]}").status_code == 200
+    assert _held(services, marker) == []
+
+
+def test_a_cached_query_embedding_is_the_asking_tenants_own() -> None:
+    cache = QueryCache()
+    embedder = HashingEmbedder()
+    try:
+        vec = cache.get("tenant-a", embedder, "is John unwell?")
+        assert cache.cached("tenant-a", embedder, "is John unwell?") is vec
+        assert cache.cached("tenant-b", embedder, "is John unwell?") is None
+        other = cache.get("tenant-b", embedder, "is John unwell?")
+        assert np.array_equal(vec, other) and other is not vec
+        cache.forget("tenant-a")
+        assert cache.cached("tenant-a", embedder, "is John unwell?") is None
+        assert cache.cached("tenant-b", embedder, "is John unwell?") is other
+    finally:
+        cache.close()
