@@ -21,6 +21,7 @@ from cairn.core.tokens import CountingTokenizer, get_tokenizer
 from cairn.engine.backfill import EmbeddingBackfill
 from cairn.engine.compile import Compiler, CompileResult, compile_scope
 from cairn.engine.embedders import Embedder, LazyEmbedder, check_embedder_settings
+from cairn.engine.erasure_watch import ErasureWatch
 from cairn.engine.ingest import IngestListener
 from cairn.engine.llm_compiler import LLMCompiler
 from cairn.engine.retention import RetentionClock
@@ -121,6 +122,10 @@ class Services:
             on_missing_vectors=self.embedding_backfill.prefer if self.embedding_backfill else None,
         )
         self.search_caches.on_erase.append(self.tokenizer.forget)
+        # Erasures by other processes on the database: this one drops its caches of them.
+        self.erasure_watch = ErasureWatch(self.store, self.search_caches)
+        self.on_start.append(self.erasure_watch.start)
+        self.on_stop.append(self.erasure_watch.stop)
 
     def _build_compile(self, settings: Settings) -> None:
         """The compiler (None: the heuristic default), the job runner, the in-process worker
@@ -234,6 +239,7 @@ class Services:
             self.turn_compiler.stop()
         if self.embedding_backfill is not None:
             self.embedding_backfill.stop()
+        self.erasure_watch.stop()
         self.search_caches.close()
         if self._own_embedder is not None:
             self._own_embedder.close()

@@ -5,6 +5,7 @@ and names), and a cached query embedding is never shared between tenants."""
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,50 @@ def test_a_cached_query_embedding_is_the_asking_tenants_own() -> None:
         assert cache.cached("tenant-b", embedder, "is John unwell?") is other
     finally:
         cache.close()
+
+
+@pytest.fixture
+def two_processes(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Two servers' services on one database, as two processes of a fleet hold them."""
+    url = database_url(backend, tmp_path, request)
+    built = []
+    try:
+        for name in ("a", "b"):
+            settings = make_settings(tmp_path / name, database_url=url)
+            services = Services.from_settings(settings, embedder=HashingEmbedder())
+            built.append(services)
+        with (
+            TestClient(create_app(services=built[0])) as a,
+            TestClient(create_app(services=built[1])) as b,
+        ):
+            yield (a, built[0]), (b, built[1])
+    finally:
+        for services in built:
+            services.close()
+
+
+def test_another_process_drops_its_caches_of_what_one_erased(two_processes: Any) -> None:
+    (client_a, _), (client_b, services_b) = two_processes
+    marker = "zq" + secrets.token_hex(4)
+    body = {
+        "subject_id": USER,
+        "source": "chat",
+        "type": "conversation.turn",
+        "payload": {"messages": [{"role": "user", "content": f"The {marker} key is blue."}]},
+    }
+    _ok(client_b.post("/v1/episodes", json=body))
+    _ok(client_b.post("/v1/memories/compile", json={"subject_id": USER}))
+    assert services_b.embedding_backfill is not None
+    assert services_b.embedding_backfill.wait_idle()
+    question = f"Which {marker} key?"
+    params = {"subject_id": USER, "q": question, "hybrid": True}
+    assert _ok(client_b.get("/v1/memories/search", params=params))["memories"]
+    _ok(client_b.post("/v1/context", json={"subject_id": USER, "task": question}))
+    held = _held(services_b, marker)
+    assert {"queries", "token counts", "vector matrices"} <= set(held)
+
+    assert client_a.delete(f"/v1/subjects/{USER}").status_code == 200
+    deadline = time.monotonic() + 10
+    while _held(services_b, marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _held(services_b, marker) == []

@@ -62,7 +62,9 @@ def worker(
         w.start()
         if services.embedding_backfill is not None:
             services.embedding_backfill.start()
+        services.erasure_watch.start()
         stop.wait()
+        services.erasure_watch.stop()
         w.stop()
         if services.embedding_backfill is not None:
             services.embedding_backfill.stop()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cairn.core.memory import Document, DocumentCommit
 from cairn.core.scope import Scope
 from cairn.core.tokens import Tokenizer
+from cairn.engine.erasure_watch import announce, forget_locally
 from cairn.errors import NotFound
 from cairn.store import Store
 from cairn.store.documents import NewChunk
@@ -136,6 +137,7 @@ def delete_document(
             f"no document {document_id!r} in dataset {dataset_id!r} of this scope",
             code="document_not_found",
         )
-    store.lifecycle.forget_cached_text()
+    forget_locally(store, None, tenant_id)
+    announce(store, tenant_id)  # (this process's token counts too: its watch reads the log)
     store.lifecycle.checkpoint()
     return docs, chunks

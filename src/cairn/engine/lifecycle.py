@@ -22,13 +22,13 @@ from cairn.core.analysis import content_terms, cut_text
 from cairn.core.episodes import Episode
 from cairn.core.ids import utcnow
 from cairn.core.memories import SUMMARY_CHARS, Memory, validity_problem
-from cairn.core.scope import Scope, forget_scope_memo
+from cairn.core.scope import Scope
 from cairn.core.subject_id import canonical_id
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from cairn.engine.compile.drafts import KINDS, memory_id
-from cairn.engine.compile.heuristic import forget_word_memo, messages_of
+from cairn.engine.compile.heuristic import messages_of
 from cairn.engine.compile.text import normalize_for_hash
-from cairn.engine.query import forget_name_memo
+from cairn.engine.erasure_watch import announce, forget_locally
 from cairn.engine.stated_names import removed_names, unname
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.store import Store
@@ -357,16 +357,10 @@ def export_lines(store: Store, tenant_id: str, subject_id: str) -> Iterator[byte
 def _after_erase(
     store: Store, caches: SearchCaches | None, tenant_id: str, scopes: list[Scope]
 ) -> None:
-    """Drop what this process still holds of erased data, and what logs hold: the process's
-    caches (partition matrices, the tenant's cached queries, token counts), the memos of
-    texts' words, the remembered stems of indexed words; SQLite's write-ahead log is
-    checkpointed. (Other server processes drop their copies as docs/api.md says.)"""
-    if caches is not None:
-        caches.forget(store, tenant_id, scopes)
-    # Memos of pure functions of a text, shared by every tenant of the process: emptied
-    # whole (cheap to fill again; an erasure is rare).
-    forget_word_memo()
-    forget_name_memo()
-    forget_scope_memo()
-    store.lifecycle.forget_cached_text()
+    """Drop what this process still holds of erased data (``forget_locally``: its caches, the
+    memos of texts' words, the remembered stems of indexed words), tell the other processes
+    (the erasure log: they drop theirs within about a second), and checkpoint SQLite's
+    write-ahead log."""
+    forget_locally(store, caches, tenant_id, scopes)
+    announce(store, tenant_id)
     store.lifecycle.checkpoint()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from cairn.core.ids import utcnow
+from cairn.engine.erasure_watch import announce, forget_locally
 from cairn.errors import InvalidInput
 from cairn.store import Store
 from cairn.store.retention import RetentionPolicy
@@ -77,11 +78,13 @@ def sweep_retention(store: Store) -> SweepResult:
 
 def _scrub(store: Store, tenant_id: str) -> None:
     """What every deletion does after it: merge the tenant's full-text segments (SQLite keeps
-    deleted terms in old ones until they merge), forget remembered stems and checkpoint the
+    deleted terms in old ones until they merge), forget what the processes remember of the
+    tenant's text (this one at once, the others through the erasure log) and checkpoint the
     write-ahead log, so no expired text stays in the database files."""
     with store.transaction() as tx:
         tx.lifecycle.purge_index(tenant_id)
-    store.lifecycle.forget_cached_text()
+    forget_locally(store, None, tenant_id)
+    announce(store, tenant_id)
     store.lifecycle.checkpoint()
 
 

@@ -113,10 +113,13 @@ class SearchCaches:
         # of a tenant's memories (``Services`` adds its token counter) drops it too.
         self.on_erase: list[Callable[[str], None]] = []
 
-    def forget(self, store: Store, tenant_id: str, scopes: Sequence[Scope]) -> None:
-        """Drop what this process holds of erased data: the partitions' vector matrices, the
-        tenant's cached queries and what ``on_erase`` names."""
-        for scope in scopes:
+    def forget(self, store: Store, tenant_id: str, scopes: Sequence[Scope] | None) -> None:
+        """Drop what this process holds of erased data: the partitions' vector matrices
+        (every one of the tenant's when ``scopes`` is None), the tenant's cached queries and
+        what ``on_erase`` names."""
+        if scopes is None:
+            self.vectors.drop_tenant(tenant_id)
+        for scope in scopes or ():
             self.vectors.drop(store, tenant_id, scope)
         self.queries.forget(tenant_id)
         for forget in self.on_erase:

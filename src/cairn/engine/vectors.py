@@ -112,6 +112,13 @@ class VectorIndex:
             self._bytes -= gone.nbytes if gone is not None else 0
             self._drops += 1
 
+    def drop_tenant(self, tenant_id: str) -> None:
+        """Forget every matrix of the tenant (data of it was erased, by another process)."""
+        with self._lock:
+            for key in [k for k in self._cache if k[1] == tenant_id]:
+                self._bytes -= self._cache.pop(key).nbytes
+            self._drops += 1
+
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()

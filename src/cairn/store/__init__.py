@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from cairn.store.database import Database
 from cairn.store.documents import DocumentRepository
 from cairn.store.episodes import EpisodeRepository
+from cairn.store.erasures import ErasureLog
 from cairn.store.items import ItemRepository
 from cairn.store.jobs import JobRepository
 from cairn.store.keys import KeyRepository
@@ -57,6 +58,7 @@ class Store:
         self.slate_history = SlateHistoryRepository(db)
         self.runs = RunRepository(db)
         self.items = ItemRepository(db)
+        self.erasures = ErasureLog(db)
 
     # --- units of work ----------------------------------------------------------------------
 

@@ -65,6 +65,8 @@ EXEMPT: dict[str, str] = {
     "tenant_retention": "the tenant's retention policy",
     "retention_sweeps": "counts of expired rows per tenant (the audit; no content)",
     "ui_sessions": "inspector sign-ins of an API key (hashed tokens; no content)",
+    "erasure_log": "which tenants had data erased, and when (no content): every process "
+    "drops its caches of them",
     "memory_vector_waits": "which memories wait for a vector (no content); deleted with "
     "their memory (ON DELETE CASCADE), and renamed with it should a partition be renamed",
 }
