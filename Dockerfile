@@ -6,12 +6,12 @@ FROM python:3.11-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m venv /opt/cairn
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY src ./src
 # The embedders' run-time files (the default e5's onnxruntime graph; CAIRN_EMBEDDER=multilingual's
 # integer-kernel MiniLM and the multilingual encoder's mapped table) are built once here so no
 # container builds them.
-RUN /opt/cairn/bin/pip install . \
+RUN /opt/cairn/bin/pip install -c constraints.txt . \
     && /opt/cairn/bin/python -c "from pathlib import Path; from cairn.config import Settings; from cairn.engine.embedders import get_embedder; [get_embedder(Settings(embedder=e, model_cache=Path('/opt/cairn/models'))) for e in ('e5', 'multilingual')]"
 
 FROM python:3.11-slim-bookworm

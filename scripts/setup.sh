@@ -25,17 +25,18 @@ fi
 # pip's notes about unused local index locations are noise here; real errors still show.
 pip_install() { .venv/bin/python -m pip install --quiet "$@" 2> >(grep -v "is ignored" >&2); }
 stamp=.venv/.cairn-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# The releases of constraints.txt exactly (CI and the benchmarks measure the same packages).
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
   echo "setup: installing Cairn and its Python packages into .venv (a minute or two the first time)"
   pip_install --upgrade pip
-  pip_install -e '.[dev]'
+  pip_install -c constraints.txt -e '.[dev]'
   touch "$stamp"
 fi
 local_stamp=.venv/.cairn-local-installed
-if [ "$local_extra" = 1 ] && { [ ! -f "$local_stamp" ] || [ pyproject.toml -nt "$local_stamp" ]; }; then
+if [ "$local_extra" = 1 ] && { [ ! -f "$local_stamp" ] || [ pyproject.toml -nt "$local_stamp" ] || [ constraints.txt -nt "$local_stamp" ]; }; then
   echo "setup: installing the local embedder extra (torch's CPU build) for the tests"
-  pip_install torch==2.13.0
-  pip_install -e '.[dev,local]'
+  pip_install -c constraints.txt torch==2.13.0
+  pip_install -c constraints.txt -e '.[dev,local]'
   touch "$local_stamp"
 fi
 
