@@ -64,7 +64,7 @@ def _held(services: Services, marker: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("how", ["subject", "scopes", "episode"])
+@pytest.mark.parametrize("how", ["subject", "scopes", "episode", "memory"])
 def test_an_erasure_empties_the_caches_that_held_its_text(world: Any, how: str) -> None:
     client, services = world
     marker = "zq" + secrets.token_hex(4)
@@ -98,9 +98,53 @@ def test_an_erasure_empties_the_caches_that_held_its_text(world: Any, how: str) 
         assert client.delete(f"/v1/subjects/{USER}").status_code == 200
     elif how == "scopes":
         assert client.delete("/v1/scopes", params={"user_id": USER}).status_code == 200
-    else:
+    elif how == "episode":
         assert client.delete(f"/v1/episodes/{ids[0]}").status_code == 200
+    else:
+        found = _ok(client.get("/v1/memories/search", params={"subject_id": USER, "q": marker}))
+        for memory in found["memories"]:
+            assert client.delete(f"/v1/memories/{memory['id']}").status_code == 200
     assert _held(services, marker) == []
+
+
+def test_a_document_deletion_empties_the_caches_that_held_its_text(world: Any) -> None:
+    """A document's words are searched (match counts, the name memo, the partition's
+    matrix); deleting it empties this process's memos at once and its other caches through
+    the erasure log within a second."""
+    client, services = world
+    marker = "zq" + secrets.token_hex(4)
+    scope = {"runtime_id": "rt-docs", "user_id": USER, "agent_id": ""}
+    body = {
+        "scope": scope,
+        "dataset_id": "manuals",
+        "document_id": "pump",
+        "content": f"The pump manual says {marker} before priming.",
+    }
+    _ok(client.post("/v1/scopes/documents", json=body))
+    ask = {
+        "scope": scope,
+        "query": f"what does the manual say about {marker}",
+        "dataset_ids": ["manuals"],
+    }
+    assert _ok(client.post("/v1/scopes/context", json=ask))["items"]
+    assert _held(services, marker)
+    params = {**scope, "dataset_id": "manuals", "document_id": "pump"}
+    _ok(client.delete("/v1/scopes/documents", params=params))
+    deadline = time.monotonic() + 10
+    while _held(services, marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _held(services, marker) == []
+
+
+def test_erasing_nothing_clears_nothing(world: Any) -> None:
+    """A subject that holds nothing is a 200 with zero counts, and no cache of anyone is
+    emptied for it (nor an erasure logged)."""
+    client, services = world
+    latest = services.store.erasures.latest()
+    heuristic._content_words("some words to remember")
+    assert client.delete("/v1/subjects/nobody-here").status_code == 200
+    assert heuristic._content_words.cache_info().currsize >= 1
+    assert services.store.erasures.latest() == latest
 
 
 def test_a_cached_query_embedding_is_the_asking_tenants_own() -> None:

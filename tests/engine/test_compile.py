@@ -543,6 +543,49 @@ def test_deletions_outrunning_every_plan_are_not_quoted(store: Store) -> None:
     assert any("zqsecret4" in t.lower() for t in texts)
 
 
+class _SlowDeletingDuringEveryPlan:
+    """A compiler that is not the heuristic one (as a model-backed compiler is not), with
+    deletions outrunning every plan it makes."""
+
+    name, version = "slow-test", "1"
+
+    def __init__(self, store: Store, victims: list[Any]) -> None:
+        self.inner = _DeletingDuringEveryPlan(store, victims)
+
+    def compile(self, batch: Any) -> Any:
+        return self.inner.compile(batch)
+
+
+def test_a_slow_compiler_outrun_by_deletions_writes_nothing_and_leaves_the_step(
+    store: Store,
+) -> None:
+    """A compiler that may be slow never plans under the lock: the step writes nothing and
+    says episodes remain; the next step, with no deletion racing it, compiles them."""
+    scope = Scope.for_subject("race-slow")
+    said = [f"Note {i}: the locker code ZQSECRET{i} is written on the blue card." for i in range(5)]
+    stored, _ = store.episodes.append_many(
+        TENANT, [turn(scope, s, minutes=i, key=f"k{i}") for i, s in enumerate(said)]
+    )
+    compile_scope(store, TENANT, scope)
+    store.episodes.append_many(
+        TENANT, [turn(scope, "Also the bike lock code is on the red card.", minutes=9, key="k9")]
+    )
+    slow = _SlowDeletingDuringEveryPlan(store, [e.id for e in stored[:PLAN_ATTEMPTS]])
+    step = compile_scope(store, TENANT, scope, compiler=slow)  # type: ignore[arg-type]
+    assert slow.inner.plans == PLAN_ATTEMPTS
+    assert step.episodes_compiled == 0 and step.memories_created == 0 and step.has_more
+    while compile_scope(store, TENANT, scope, compiler=slow).has_more:  # type: ignore[arg-type]
+        pass
+    with store.snapshot() as tx:
+        texts = [
+            f"{m.content} {m.metadata.get('context_terms', '')}"
+            for m in tx.memories.list(TENANT, scope, limit=100)
+        ]
+    gone = [f"zqsecret{i}" for i in range(PLAN_ATTEMPTS)]
+    assert not any(g in t.lower() for t in texts for g in gone)
+    assert any("red card" in t for t in texts)
+
+
 def test_an_episode_deleted_while_a_compile_plans_is_not_quoted(store: Store) -> None:
     """The plan read the session with the episode in it; the write finds it gone and plans
     again: no summary or neighbour words quote what was deleted."""

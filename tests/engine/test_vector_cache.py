@@ -140,3 +140,17 @@ def test_a_matrix_read_before_an_erasure_is_not_kept(
     with store.snapshot() as tx:
         index.matrix(store, tx, TENANT, scope)
     assert len(index._cache) == 1  # read again, and kept, once nothing is erased meanwhile
+
+
+def test_a_matrix_read_in_a_snapshot_older_than_an_erasure_is_not_kept(store: Store) -> None:
+    """The snapshot began before the erasure's clean-up dropped the partition, and the matrix
+    is read from it only afterwards (a context request reads other lanes first)."""
+    scope = _partition(store, "older", 3)
+    index = VectorIndex()
+    with store.snapshot() as tx:
+        index.drop(store, TENANT, scope)
+        assert len(index.matrix(store, tx, TENANT, scope).seqs) == 3
+    assert not index._cache
+    with store.snapshot() as tx:
+        index.matrix(store, tx, TENANT, scope)
+    assert len(index._cache) == 1

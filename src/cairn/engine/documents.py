@@ -132,12 +132,17 @@ def delete_document(
         docs, chunks = tx.documents.delete(tenant_id, scope, dataset_id, document_id)
         if chunks:
             tx.lifecycle.purge_index(tenant_id)
+        if docs:
+            # Every process drops its caches of the tenant, this one's token counts too
+            # (its watch reads the log within about a second).
+            announce(tx, tenant_id)
     if not docs:
         raise NotFound(
             f"no document {document_id!r} in dataset {dataset_id!r} of this scope",
             code="document_not_found",
         )
-    forget_locally(store, None, tenant_id)
-    announce(store, tenant_id)  # (this process's token counts too: its watch reads the log)
-    store.lifecycle.checkpoint()
+    try:
+        forget_locally(store, None, tenant_id)
+    finally:
+        store.lifecycle.checkpoint()
     return docs, chunks

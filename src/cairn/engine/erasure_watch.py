@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 
 from cairn.core.ids import utcnow
@@ -19,7 +20,8 @@ from cairn.core.scope import Scope, forget_scope_memo
 from cairn.engine.compile.heuristic import forget_word_memo
 from cairn.engine.query import forget_name_memo
 from cairn.engine.search_caches import SearchCaches
-from cairn.store import Store
+from cairn.store import Store, UnitOfWork
+from cairn.store.erasures import KEEP
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +40,20 @@ def forget_locally(
     remembers for ranking."""
     if caches is not None:
         caches.forget(store, tenant_id, scopes)
+    _forget_memos(store)
+
+
+def _forget_memos(store: Store) -> None:
     forget_word_memo()
     forget_name_memo()
     forget_scope_memo()
     store.lifecycle.forget_cached_text()
 
 
-def announce(store: Store, tenant_id: str) -> None:
-    """Log an erasure in the tenant for the other processes (after it committed)."""
-    store.erasures.record(tenant_id, utcnow())
+def announce(tx: UnitOfWork, tenant_id: str) -> None:
+    """Log an erasure in the tenant for the other processes, in the erasure's transaction
+    ``tx`` (the log row commits with it)."""
+    tx.erasures.record(tenant_id, utcnow())
 
 
 class ErasureWatch:
@@ -58,15 +65,18 @@ class ErasureWatch:
         self.store = store
         self.caches = caches
         self.interval_s = interval_s
-        self._seen = 0
+        self._seen: int | None = None  # the newest seq read (kept across stop and start)
+        self._read_at = 0.0  # when the log was last read (``time.monotonic``)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
-        self._seen = self.store.erasures.latest()
+        if self._seen is None:
+            self._seen = self.store.erasures.latest()
+            self._read_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="cairn-erasure-watch", daemon=True)
         self._thread.start()
 
@@ -74,14 +84,20 @@ class ErasureWatch:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-            self._thread = None
 
     def check(self) -> set[str]:
-        """Forget the tenants logged since the last check; returns them."""
+        """Forget the tenants logged since the last check; returns them. After a gap longer
+        than the log keeps its rows (``KEEP``, halved for safety: the database was away, the
+        process suspended), some may be gone unread, so every cache is emptied."""
+        if self._seen is None:
+            self._seen = self.store.erasures.latest()
+        stale = time.monotonic() - self._read_at > KEEP.total_seconds() / 2
         newest, tenants = self.store.erasures.since(self._seen)
+        if stale:
+            forget_everything(self.store, self.caches)
         for tenant_id in sorted(tenants):
             forget_locally(self.store, self.caches, tenant_id)
-        self._seen = newest
+        self._seen, self._read_at = newest, time.monotonic()
         return tenants
 
     def _run(self) -> None:
@@ -92,4 +108,11 @@ class ErasureWatch:
                 log.warning("erasure watch: reading the erasure log failed", exc_info=True)
 
 
-__all__ = ["POLL_S", "ErasureWatch", "announce", "forget_locally"]
+def forget_everything(store: Store, caches: SearchCaches | None) -> None:
+    """Empty every cache of every tenant (``forget_locally`` for all)."""
+    if caches is not None:
+        caches.forget_all()
+    _forget_memos(store)
+
+
+__all__ = ["POLL_S", "ErasureWatch", "announce", "forget_everything", "forget_locally"]

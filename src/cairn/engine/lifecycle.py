@@ -249,6 +249,7 @@ def forget_memory(
     with store.transaction() as tx:
         memory = _locked(tx, tenant_id, memory_id_)
         tx.lifecycle.forget(memory, by, now)
+        announce(tx, tenant_id)
     _after_erase(store, caches, tenant_id, [memory.scope])
     return memory
 
@@ -281,6 +282,7 @@ def delete_episode(
             tx.lifecycle.bump_vectors(tenant_id, episode.scope)
         # Last, after every re-index above: merged segments keep no term of the deleted one.
         tx.lifecycle.purge_index(tenant_id)
+        announce(tx, tenant_id)
     _after_erase(store, caches, tenant_id, [episode.scope])
     return len(removed)
 
@@ -336,7 +338,10 @@ def erase_partitions(
             scopes += found
             for table, n in deleted.items():
                 counts[table] = counts.get(table, 0) + n
-    _after_erase(store, caches, tenant_id, scopes)
+        if scopes:
+            announce(tx, tenant_id)
+    if scopes:  # (nothing held: no cache has anything of it)
+        _after_erase(store, caches, tenant_id, scopes)
     return {"partitions": scopes, "deleted": counts}
 
 
@@ -357,10 +362,11 @@ def export_lines(store: Store, tenant_id: str, subject_id: str) -> Iterator[byte
 def _after_erase(
     store: Store, caches: SearchCaches | None, tenant_id: str, scopes: list[Scope]
 ) -> None:
-    """Drop what this process still holds of erased data (``forget_locally``: its caches, the
-    memos of texts' words, the remembered stems of indexed words), tell the other processes
-    (the erasure log: they drop theirs within about a second), and checkpoint SQLite's
-    write-ahead log."""
-    forget_locally(store, caches, tenant_id, scopes)
-    announce(store, tenant_id)
-    store.lifecycle.checkpoint()
+    """After an erasure committed (and logged for the other processes, which drop their
+    caches within about a second): drop what this process still holds of it
+    (``forget_locally``: its caches, the memos of texts' words, the remembered stems of
+    indexed words) and checkpoint SQLite's write-ahead log."""
+    try:
+        forget_locally(store, caches, tenant_id, scopes)
+    finally:
+        store.lifecycle.checkpoint()

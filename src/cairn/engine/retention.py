@@ -83,9 +83,11 @@ def _scrub(store: Store, tenant_id: str) -> None:
     write-ahead log, so no expired text stays in the database files."""
     with store.transaction() as tx:
         tx.lifecycle.purge_index(tenant_id)
-    forget_locally(store, None, tenant_id)
-    announce(store, tenant_id)
-    store.lifecycle.checkpoint()
+        announce(tx, tenant_id)
+    try:
+        forget_locally(store, None, tenant_id)
+    finally:
+        store.lifecycle.checkpoint()
 
 
 class RetentionClock:

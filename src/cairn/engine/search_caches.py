@@ -72,6 +72,10 @@ class QueryCache:
                 )
             return self._pool.submit(self.get, tenant_id, embedder, query).result
 
+    def forget_all(self) -> None:
+        with self._lock:
+            self._items.clear()
+
     def forget(self, tenant_id: str) -> None:
         """Drop the tenant's cached queries (after an erasure in it: a query can quote what
         was erased, and a context request without a task asks with the latest turn)."""
@@ -124,6 +128,13 @@ class SearchCaches:
         self.queries.forget(tenant_id)
         for forget in self.on_erase:
             forget(tenant_id)
+
+    def forget_all(self) -> None:
+        """Drop every tenant's matrices, cached queries and what ``on_erase`` names (``""``)."""
+        self.vectors.clear()
+        self.queries.forget_all()
+        for forget in self.on_erase:
+            forget("")
 
     def close(self) -> None:
         self.queries.close()

@@ -8,6 +8,7 @@ or more is held as int8 codes and scored through them, to within about 0.003 of 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -90,9 +91,10 @@ class VectorIndex:
         self._max = max_partitions
         self._max_bytes = max_bytes
         self._bytes = 0
-        # Drops so far: a matrix read before a drop (from a snapshot taken before an erasure)
-        # is not cached after it.
-        self._drops = 0
+        # When each tenant's matrices were last dropped (``time.monotonic``; "" for all): a
+        # matrix read in a transaction opened before then (a snapshot that may predate the
+        # erasure) is answered but not kept.
+        self._dropped_at: dict[str, float] = {}
         # The integer product of big partitions (its onnxruntime session built on first use).
         self.dots = Int8Dots()
 
@@ -110,26 +112,24 @@ class VectorIndex:
         with self._lock:
             gone = self._cache.pop(self._key(store, tenant_id, scope), None)
             self._bytes -= gone.nbytes if gone is not None else 0
-            self._drops += 1
+            self._dropped_at[tenant_id] = time.monotonic()
 
     def drop_tenant(self, tenant_id: str) -> None:
         """Forget every matrix of the tenant (data of it was erased, by another process)."""
         with self._lock:
             for key in [k for k in self._cache if k[1] == tenant_id]:
                 self._bytes -= self._cache.pop(key).nbytes
-            self._drops += 1
+            self._dropped_at[tenant_id] = time.monotonic()
 
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
             self._bytes = 0
-            self._drops += 1
+            self._dropped_at = {"": time.monotonic()}
 
     def matrix(self, store: Store, tx: UnitOfWork, tenant_id: str, scope: Scope) -> _Matrix:
         """The partition's vectors, read in ``tx`` (a unit of work of ``store``)."""
         key = self._key(store, tenant_id, scope)
-        with self._lock:
-            drops = self._drops
         stamp = tx.memories.vector_stamp(tenant_id, scope)
         with self._lock:
             got = self._cache.get(key)
@@ -145,8 +145,9 @@ class VectorIndex:
         waiting = tx.memories.unembedded_count(tenant_id, scope, len(built.seqs) + 1)
         built = replace(built, unembedded=waiting)
         with self._lock:
-            if self._drops != drops:
-                return built  # an erasure happened meanwhile: ``tx`` may predate it
+            dropped = max(self._dropped_at.get(tenant_id, 0.0), self._dropped_at.get("", 0.0))
+            if tx.opened_at <= dropped:
+                return built  # ``tx`` may predate an erasure: answered, not kept
             replaced = self._cache.pop(key, None)
             self._bytes += built.nbytes - (replaced.nbytes if replaced is not None else 0)
             self._cache[key] = built

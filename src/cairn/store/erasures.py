@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import Column, Index, String, Table, delete, func, insert, select
+from sqlalchemy import Column, Index, String, Table, delete, func, insert, select, text
 
 from cairn.store.repository import Repository
 from cairn.store.schema import SeqType, UTCDateTime, metadata
@@ -33,11 +33,20 @@ erasure_log = Table(
 KEEP = timedelta(hours=1)
 
 
+# PostgreSQL: the transaction-level advisory lock every ``record`` takes, so rows commit in
+# the order of their seqs (a sequence hands seqs out at insert, not at commit: a reader that
+# saw seq 11 committed would otherwise never read a seq 10 committed after it).
+_ORDER_LOCK_KEY = 0x6361_6972_6E65
+
+
 class ErasureLog(Repository):
     def record(self, tenant_id: str, now: datetime) -> int:
-        """Log an erasure in ``tenant_id`` (its own write transaction, after the erasure's):
-        the new row's seq. Rows older than ``KEEP`` go."""
+        """Log an erasure in ``tenant_id``: in the erasure's own transaction when bound to it
+        (the row commits with the erasure or not at all), else in one of its own. The new
+        row's seq; rows older than ``KEEP`` go."""
         with self._writing() as conn:
+            if not self.db.is_sqlite:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _ORDER_LOCK_KEY})
             conn.execute(delete(erasure_log).where(erasure_log.c.erased_at < now - KEEP))
             seq = conn.execute(
                 insert(erasure_log)

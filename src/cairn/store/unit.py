@@ -9,6 +9,7 @@ dialect or driver leaves this package: callers see repositories only.
 
 from __future__ import annotations
 
+import time
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from cairn.store import Store
     from cairn.store.documents import DocumentRepository
     from cairn.store.episodes import EpisodeRepository
+    from cairn.store.erasures import ErasureLog
     from cairn.store.jobs import CompileQueries
     from cairn.store.lifecycle import LifecycleRepository
     from cairn.store.memories import MemoryRepository
@@ -36,6 +38,9 @@ class UnitOfWork:
         self._store = store
         self._conn = conn
         self.writable = writable
+        # When the transaction began (``time.monotonic``): what it reads is no older, so a
+        # cache can tell data read before a clean-up (an erasure's) from data read after it.
+        self.opened_at = time.monotonic()
 
     @cached_property
     def episodes(self) -> EpisodeRepository:
@@ -65,6 +70,10 @@ class UnitOfWork:
     @cached_property
     def slate_history(self) -> SlateHistoryRepository:
         return self._store.slate_history.bound(self._conn, writable=self.writable)
+
+    @cached_property
+    def erasures(self) -> ErasureLog:
+        return self._store.erasures.bound(self._conn, writable=self.writable)
 
 
 __all__ = ["UnitOfWork"]

@@ -42,9 +42,11 @@ DEFAULT_BATCH = 100
 # Episodes one compile request covers (in steps of DEFAULT_BATCH) before it answers has_more.
 REQUEST_LIMIT = 5000
 # Plans made outside the write lock for one step at most: an episode the plan read deleted
-# before the write makes it plan again; should the last one find the same, the step plans once
-# more inside the write transaction, under the partition's lock, where no deletion can land
-# (a slow compiler then holds the lock, but only while deletions keep outrunning it).
+# before the write makes it plan again. Should the last one find the same, the heuristic
+# compiler (milliseconds) plans once more inside the write transaction, under the partition's
+# lock, where no deletion of an episode can land; any other compiler (a model call: seconds,
+# which must never run under the lock) writes nothing this step and leaves the episodes for
+# the next (``has_more``).
 PLAN_ATTEMPTS = 3
 
 
@@ -147,6 +149,10 @@ def compile_scope(
                 if not plan.whole(tx):
                     if attempt + 1 < PLAN_ATTEMPTS:
                         continue
+                    if not isinstance(compiler, HeuristicCompiler):
+                        return CompileResult(
+                            memories_created=0, has_more=True, remaining_episodes=1
+                        )
                     plan = _plan_from(tx, tenant_id, scope, compiler, max_episodes, tracing)
                     if plan is None:
                         return CompileResult(memories_created=0)
