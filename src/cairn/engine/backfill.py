@@ -22,6 +22,7 @@ import time
 
 from cairn.core.scope import Scope
 from cairn.engine.embedders import Embedder
+from cairn.engine.failures import FailureLog
 from cairn.engine.niceness import lower_priority
 from cairn.engine.yielding import RequestGate, Yielder, pause_point, stepping_aside
 from cairn.store import Store
@@ -122,17 +123,19 @@ class EmbeddingBackfill:
 
     def _loop(self) -> None:
         last_sweep = float("-inf")
+        failures = FailureLog(log, "background embedding")
         while not self._stop.is_set():
             try:
                 if self._sweep_due or time.monotonic() - last_sweep >= self.sweep_s:
                     self._sweep()
                     last_sweep = time.monotonic()
                     self._sweep_due = False
-                if self._step():
+                stepped = self._step()
+                failures.succeeded()
+                if stepped:
                     continue
-            except Exception:  # e.g. the database is briefly unavailable; retried
-                log.exception("background embedding failed")
-                self._stop.wait(1.0)
+            except Exception:  # e.g. the database is unavailable for a while; retried
+                self._stop.wait(failures.failed())
                 continue
             with self._lock:
                 if not self._pending:

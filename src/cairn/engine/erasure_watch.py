@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from cairn.core.ids import utcnow
 from cairn.core.scope import Scope, forget_scope_memo
 from cairn.engine.compile.heuristic import forget_word_memo
+from cairn.engine.failures import FailureLog
 from cairn.engine.query import forget_name_memo
 from cairn.engine.search_caches import SearchCaches
 from cairn.store import Store, UnitOfWork
@@ -101,11 +102,15 @@ class ErasureWatch:
         return tenants
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        failures = FailureLog(log, "reading the erasure log", self.interval_s)
+        wait = self.interval_s
+        while not self._stop.wait(wait):
             try:
                 self.check()
-            except Exception:  # the database away for a moment: the next round reads again
-                log.warning("erasure watch: reading the erasure log failed", exc_info=True)
+                failures.succeeded()
+                wait = self.interval_s
+            except Exception:  # the database away for a while: read again later
+                wait = failures.failed()
 
 
 def forget_everything(store: Store, caches: SearchCaches | None) -> None:
