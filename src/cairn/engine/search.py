@@ -32,11 +32,13 @@ import itertools
 from collections.abc import Callable, Collection, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cairn.core.ids import utcnow
 from cairn.core.languages import english_text
 from cairn.core.memories import Memory
 from cairn.core.scope import Scope
@@ -142,6 +144,12 @@ def embedding_text(content: str, metadata: dict[str, Any]) -> str:
     return f"{content} ({context})" if context else content
 
 
+# How long a batch of memories to embed stays claimed by the process embedding it: far
+# longer than a batch takes (a second or two); should that process die, another takes the
+# batch when the claim runs out.
+EMBED_CLAIM = timedelta(seconds=120)
+
+
 def embed_memories(
     store: Store,
     embedder: Embedder,
@@ -151,11 +159,13 @@ def embed_memories(
     max_batches: int | None = None,
 ) -> int:
     """Embed the partition's memories that have no vector yet (at most ``max_batches``
-    batches of ``batch``); returns how many."""
+    batches of ``batch``); returns how many. Each batch is claimed first (for
+    ``EMBED_CLAIM``): another process of a fleet embedding the same partition takes the
+    next batch, not the same one."""
     done = 0
     for _ in range(max_batches) if max_batches is not None else itertools.count():
-        with store.snapshot() as tx:
-            todo = tx.memories.without_embedding(tenant_id, scope, limit=batch)
+        with store.transaction() as tx:
+            todo = tx.memories.claim_waiting(tenant_id, scope, batch, utcnow(), EMBED_CLAIM)
         if not todo:
             return done
         vectors = embedder.embed([embedding_text(content, meta) for _, content, meta in todo])
@@ -191,7 +201,10 @@ def _store_vectors(
     }
     items = [(row[0], blob) for row, blob in zip(rows, blobs, strict=True)]
     with store.transaction() as tx:
-        return tx.memories.set_embeddings(tenant_id, scope, items, made_from=made_from)
+        stored = tx.memories.set_embeddings(tenant_id, scope, items, made_from=made_from)
+        if stored < len(items):  # (those stored left the waiting list)
+            tx.memories.release_claims([seq for seq, _ in items])
+        return stored
 
 
 # --------------------------------------------------------------------------- search

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -19,7 +20,9 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
+    or_,
     select,
+    update,
 )
 
 from cairn.core.scope import Scope
@@ -84,7 +87,10 @@ def wait_for_vectors(conn: Connection, db: Database, seqs: Sequence[int]) -> Non
         t.c.seq.in_(list(seqs)), t.c.status != "deleted"
     )
     columns = ["seq", "tenant_id", "runtime_id", "user_id", "agent_id"]
-    conn.execute(db.insert(w).from_select(columns, rows).on_conflict_do_nothing())
+    # Still waiting (claimed by a pass embedding the text before): free for the next pass
+    # at once, not when that claim runs out.
+    again = db.insert(w).from_select(columns, rows)
+    conn.execute(again.on_conflict_do_update(index_elements=["seq"], set_={"claimed_until": None}))
 
 
 def bump_vector_version(
@@ -282,6 +288,42 @@ class MemoryVectors(Repository):
             (str(r[0]), Scope.model_construct(runtime_id=r[1], user_id=r[2], agent_id=r[3]))
             for r in rows
         ]
+
+    def claim_waiting(
+        self, tenant_id: str, scope: Scope, limit: int, now: datetime, lease: timedelta
+    ) -> list[tuple[int, str, dict[str, Any]]]:
+        """``without_embedding`` for a process about to embed them: the oldest ``limit``
+        waiting memories nobody has claimed (or whose claim ran out), claimed until ``now +
+        lease``, so the other processes of a fleet take others meanwhile. PostgreSQL skips
+        rows another transaction is claiming (``SKIP LOCKED``); SQLite has one writer."""
+        conn = self._tx_write
+        free = or_(w.c.claimed_until.is_(None), w.c.claimed_until < now)
+        pick = (
+            select(w.c.seq)
+            .where(scope_filter(w, tenant_id, scope), free)
+            .order_by(w.c.seq)
+            .limit(limit)
+        )
+        if not self.db.is_sqlite:
+            pick = pick.with_for_update(skip_locked=True)
+        seqs = [int(r[0]) for r in conn.execute(pick)]
+        if not seqs:
+            return []
+        conn.execute(update(w).where(w.c.seq.in_(seqs)).values(claimed_until=now + lease))
+        rows = conn.execute(
+            select(t.c.seq, t.c.content, t.c.metadata)
+            .where(t.c.seq.in_(seqs), t.c.status != "deleted")
+            .order_by(t.c.seq)
+        ).all()
+        return [(int(r[0]), str(r[1]), dict(r[2] or {})) for r in rows]
+
+    def release_claims(self, seqs: Sequence[int]) -> None:
+        """End the claims on these memories: those still waiting (their vector was not
+        stored: the text changed while it was embedded) are free for the next pass at once."""
+        if seqs:
+            self._tx_write.execute(
+                update(w).where(w.c.seq.in_(list(seqs))).values(claimed_until=None)
+            )
 
     def without_embedding(
         self, tenant_id: str, scope: Scope, limit: int = 10_000

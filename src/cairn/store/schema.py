@@ -240,6 +240,9 @@ memory_vector_waits = Table(
     metadata,
     _memory_seq(),
     *scope_columns(),
+    # Until when a process embedding it has it (``MemoryVectors.claim_waiting``): the other
+    # processes of a fleet embed other memories meanwhile. NULL: nobody.
+    Column("claimed_until", UTCDateTime(), nullable=True),
     Index("ix_memory_vector_waits_part", "tenant_id", "runtime_id", "user_id", "agent_id", "seq"),
 )
 
