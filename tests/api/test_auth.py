@@ -169,3 +169,31 @@ def test_a_key_needs_a_tenant_id_that_can_name_one(backend_services: Services, t
     # Any script is a tenant id.
     key, info = backend_services.store.keys.create("李雷 & co")
     assert info.tenant_id == "李雷 & co" and key
+
+
+def test_a_body_without_a_key_is_401_before_its_checks(
+    backend_client: TestClient, two_tenants: dict
+) -> None:
+    """A keyed server answers a request with a body and no key 401, not the body's 422 (NUL,
+    a lone surrogate, a non-finite number, bad JSON): nobody learns what it checks without a
+    key. With a key the body's own errors come back as before."""
+    assert backend_client.get("/v1/subjects").status_code == 401  # (the mode is now known)
+    bodies = [
+        b'{"subject_id": "u\\u0000", "source": "s", "type": "t", "payload": {}}',
+        b'{"subject_id": "\\ud800", "source": "s", "type": "t", "payload": {}}',
+        b'{"subject_id": "u", "source": "s", "type": "t", "payload": {"x": NaN}}',
+        b"{not json",
+    ]
+    json_type = {"Content-Type": "application/json"}
+    for body in bodies:
+        r = backend_client.post("/v1/episodes", content=body, headers=json_type)
+        assert r.status_code == 401, (body, r.text)
+        assert r.json()["error"]["code"] == "missing_api_key"
+        keyed = backend_client.post(
+            "/v1/episodes", content=body, headers={**json_type, **h(two_tenants["a"])}
+        )
+        assert keyed.status_code == 422, (body, keyed.text)
+    r = backend_client.post("/v1/local/chat/completions", content=b"{not json", headers=json_type)
+    assert r.status_code == 401
+    error = r.json()["error"]
+    assert error["code"] == "missing_api_key" and error["type"]  # OpenAI's shape there

@@ -18,8 +18,12 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cairn.http.auth import auth_required
+from cairn.api.errors import is_openai_path, openai_error
+from cairn.errors import MissingApiKey
+from cairn.http.auth import MISSING_KEY_MESSAGE, auth_required
 from cairn.services import Services
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 # The inspector renders on the server and loads one same-origin script; inline style
 # attributes are used for bars and spacing (they cannot run code).
@@ -110,6 +114,8 @@ class AccessMiddleware:
         refusal = None
         if network_peer(scope):
             refusal = self._refusal(scope, await auth_required(self.services))
+        if refusal is None and self._no_key_for_a_body(scope):
+            refusal = (401, MissingApiKey.code, MISSING_KEY_MESSAGE)
         if refusal is not None:
             await _send_refusal(scope, send, *refusal)
             return
@@ -121,6 +127,23 @@ class AccessMiddleware:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+    def _no_key_for_a_body(self, scope: Scope) -> bool:
+        """A request with a body to the API, without any key, to a server known to need one:
+        refused before the body is read, so checks of the body (NUL, surrogates, numbers,
+        encoding) never answer a caller who could not send one (401, as the route would)."""
+        if scope["type"] != "http" or scope.get("method") not in _BODY_METHODS:
+            return False
+        if not str(scope.get("path", "")).startswith("/v1/"):
+            return False
+        if self.services.auth_required_known() is not True:
+            return False
+        for name, value in scope.get("headers", ()):
+            if name == b"x-api-key" and value.strip():
+                return False
+            if name == b"authorization" and value.strip():
+                return False  # (any scheme: the route tells a bad one apart)
+        return True
 
     def _refusal(self, scope: Scope, keyed: bool) -> tuple[int, str, str] | None:
         """Why a network peer is refused (status, code, message), if it is; ``keyed``: the
@@ -156,6 +179,8 @@ async def _send_refusal(scope: Scope, send: Send, status: int, code: str, messag
         await send({"type": "websocket.close", "code": 1008})
         return
     error: dict[str, Any] = {"code": code, "message": message, "details": None}
+    if is_openai_path(str(scope.get("path", ""))):
+        error = openai_error(status, code, message)
     error["request_id"] = scope.get("state", {}).get("request_id")
     body = json.dumps({"error": error}).encode()
     headers = [

@@ -20,6 +20,11 @@ def services_of(request: Request) -> Services:
     return services
 
 
+MISSING_KEY_MESSAGE = (
+    "an API key is required: send 'X-API-Key: <key>' or 'Authorization: Bearer <key>'"
+)
+
+
 def api_key_of(request: Request) -> str | None:
     """The key from ``X-API-Key`` or ``Authorization: Bearer``, if any."""
     key = request.headers.get("x-api-key")
@@ -60,9 +65,7 @@ def _resolve(
     if required or (server_host and _bound_beyond_loopback(server_host)):
         if key is not None:
             raise InvalidApiKey("the API key is unknown or revoked")
-        raise MissingApiKey(
-            "an API key is required: send 'X-API-Key: <key>' or 'Authorization: Bearer <key>'"
-        )
+        raise MissingApiKey(MISSING_KEY_MESSAGE)
     # Open mode (no key exists, loopback) takes any key as no key: OpenAI clients must send
     # one, and it opens nothing a request without one could not reach.
     return DEFAULT_TENANT, False
