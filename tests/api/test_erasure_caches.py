@@ -20,25 +20,12 @@ from cairn.engine.compile import heuristic
 from cairn.engine.embedders import HashingEmbedder
 from cairn.engine.search_caches import QueryCache
 from cairn.services import Services
+from tests.api.test_erasure import _ok, world
 from tests.conftest import database_url, make_settings
 
+__all__ = ["world"]  # (the fixture, shared with the erasure tests)
+
 USER = "cache-erase"
-
-
-@pytest.fixture
-def world(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
-    settings = make_settings(tmp_path, database_url=database_url(backend, tmp_path, request))
-    services = Services.from_settings(settings, embedder=HashingEmbedder())
-    try:
-        with TestClient(create_app(services=services)) as client:
-            yield client, services
-    finally:
-        services.close()
-
-
-def _ok(r: Any) -> Any:
-    assert r.status_code in (200, 201), r.text[:400]
-    return r.json()
 
 
 def _held(services: Services, marker: str) -> list[str]:
@@ -78,7 +65,7 @@ def test_an_erasure_empties_the_caches_that_held_its_text(world: Any, how: str) 
             "payload": {"messages": [{"role": "user", "name": "Ada", "content": line}]},
             "occurred_at": f"2025-01-0{i + 1}T10:00:00Z",
         }
-        ids.append(_ok(client.post("/v1/episodes", json=body))["id"])
+        ids.append(_ok(client.post("/v1/episodes", json=body), 201)["id"])
     _ok(client.post("/v1/memories/compile", json={"subject_id": USER}))
     assert services.embedding_backfill is not None
     assert services.embedding_backfill.wait_idle()
@@ -120,7 +107,7 @@ def test_a_document_deletion_empties_the_caches_that_held_its_text(world: Any) -
         "document_id": "pump",
         "content": f"The pump manual says {marker} before priming.",
     }
-    _ok(client.post("/v1/scopes/documents", json=body))
+    _ok(client.post("/v1/scopes/documents", json=body), 201)
     ask = {
         "scope": scope,
         "query": f"what does the manual say about {marker}",
@@ -192,7 +179,7 @@ def test_another_process_drops_its_caches_of_what_one_erased(two_processes: Any)
         "type": "conversation.turn",
         "payload": {"messages": [{"role": "user", "content": f"The {marker} key is blue."}]},
     }
-    _ok(client_b.post("/v1/episodes", json=body))
+    _ok(client_b.post("/v1/episodes", json=body), 201)
     _ok(client_b.post("/v1/memories/compile", json={"subject_id": USER}))
     assert services_b.embedding_backfill is not None
     assert services_b.embedding_backfill.wait_idle()

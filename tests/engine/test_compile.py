@@ -486,6 +486,28 @@ def test_a_note_is_cut_into_chunks_in_every_script_keeping_its_text(store: Store
     assert any("护照" in m.content and len(m.content) < 400 for m in made)
 
 
+def _race(store: Store, scope: Scope) -> list[Any]:
+    """Five compiled notes with a secret each, then a sixth not compiled yet: the five."""
+    said = [f"Note {i}: the locker code ZQSECRET{i} is written on the blue card." for i in range(5)]
+    stored, _ = store.episodes.append_many(
+        TENANT, [turn(scope, s, minutes=i, key=f"k{i}") for i, s in enumerate(said)]
+    )
+    compile_scope(store, TENANT, scope)
+    store.episodes.append_many(
+        TENANT, [turn(scope, "Also the bike lock code is on the red card.", minutes=9, key="k9")]
+    )
+    return list(stored)
+
+
+def _texts(store: Store, scope: Scope) -> list[str]:
+    """Each memory's content with the neighbour words it is indexed with."""
+    with store.snapshot() as tx:
+        return [
+            f"{m.content} {m.metadata.get('context_terms', '')}"
+            for m in tx.memories.list(TENANT, scope, limit=100)
+        ]
+
+
 class _DeletingDuringPlan(HeuristicCompiler):
     """Deletes an episode (as a concurrent request would) while its first plan is made."""
 
@@ -521,22 +543,11 @@ def test_deletions_outrunning_every_plan_are_not_quoted(store: Store) -> None:
     """Each plan outside the lock finds an episode it read deleted by the write; the step then
     plans under the lock, and nothing of any deleted episode is stored."""
     scope = Scope.for_subject("race-every")
-    said = [f"Note {i}: the locker code ZQSECRET{i} is written on the blue card." for i in range(5)]
-    stored, _ = store.episodes.append_many(
-        TENANT, [turn(scope, s, minutes=i, key=f"k{i}") for i, s in enumerate(said)]
-    )
-    compile_scope(store, TENANT, scope)
-    store.episodes.append_many(
-        TENANT, [turn(scope, "Also the bike lock code is on the red card.", minutes=9, key="k9")]
-    )
+    stored = _race(store, scope)
     compiler = _DeletingDuringEveryPlan(store, [e.id for e in stored[:PLAN_ATTEMPTS]])
     compile_scope(store, TENANT, scope, compiler=compiler)
     assert compiler.plans == PLAN_ATTEMPTS + 1
-    with store.snapshot() as tx:
-        texts = [
-            f"{m.content} {m.metadata.get('context_terms', '')}"
-            for m in tx.memories.list(TENANT, scope, limit=100)
-        ]
+    texts = _texts(store, scope)
     gone = [f"zqsecret{i}" for i in range(PLAN_ATTEMPTS)]
     assert texts and not any(g in t.lower() for t in texts for g in gone)
     assert any("red card" in t for t in texts)
@@ -562,25 +573,14 @@ def test_a_slow_compiler_outrun_by_deletions_writes_nothing_and_leaves_the_step(
     """A compiler that may be slow never plans under the lock: the step writes nothing and
     says episodes remain; the next step, with no deletion racing it, compiles them."""
     scope = Scope.for_subject("race-slow")
-    said = [f"Note {i}: the locker code ZQSECRET{i} is written on the blue card." for i in range(5)]
-    stored, _ = store.episodes.append_many(
-        TENANT, [turn(scope, s, minutes=i, key=f"k{i}") for i, s in enumerate(said)]
-    )
-    compile_scope(store, TENANT, scope)
-    store.episodes.append_many(
-        TENANT, [turn(scope, "Also the bike lock code is on the red card.", minutes=9, key="k9")]
-    )
+    stored = _race(store, scope)
     slow = _SlowDeletingDuringEveryPlan(store, [e.id for e in stored[:PLAN_ATTEMPTS]])
     step = compile_scope(store, TENANT, scope, compiler=slow)  # type: ignore[arg-type]
     assert slow.inner.plans == PLAN_ATTEMPTS
     assert step.episodes_compiled == 0 and step.memories_created == 0 and step.has_more
     while compile_scope(store, TENANT, scope, compiler=slow).has_more:  # type: ignore[arg-type]
         pass
-    with store.snapshot() as tx:
-        texts = [
-            f"{m.content} {m.metadata.get('context_terms', '')}"
-            for m in tx.memories.list(TENANT, scope, limit=100)
-        ]
+    texts = _texts(store, scope)
     gone = [f"zqsecret{i}" for i in range(PLAN_ATTEMPTS)]
     assert not any(g in t.lower() for t in texts for g in gone)
     assert any("red card" in t for t in texts)
@@ -590,21 +590,10 @@ def test_an_episode_deleted_while_a_compile_plans_is_not_quoted(store: Store) ->
     """The plan read the session with the episode in it; the write finds it gone and plans
     again: no summary or neighbour words quote what was deleted."""
     scope = Scope.for_subject("race")
-    said = [f"Note {i}: the locker code ZQSECRET{i} is written on the blue card." for i in range(5)]
-    stored, _ = store.episodes.append_many(
-        TENANT, [turn(scope, s, minutes=i, key=f"k{i}") for i, s in enumerate(said)]
-    )
-    compile_scope(store, TENANT, scope)
-    store.episodes.append_many(
-        TENANT, [turn(scope, "Also the bike lock code is on the red card.", minutes=9, key="k9")]
-    )
+    stored = _race(store, scope)
     compiler = _DeletingDuringPlan(store, stored[0].id)
     compile_scope(store, TENANT, scope, compiler=compiler)
     assert compiler.plans == 2
-    with store.snapshot() as tx:
-        texts = [
-            f"{m.content} {m.metadata.get('context_terms', '')}"
-            for m in tx.memories.list(TENANT, scope, limit=100)
-        ]
+    texts = _texts(store, scope)
     assert texts and not any("zqsecret0" in t.lower() for t in texts)
     assert any("red card" in t for t in texts)

@@ -153,7 +153,8 @@ def compile_scope(
                         return CompileResult(
                             memories_created=0, has_more=True, remaining_episodes=1
                         )
-                    plan = _plan_from(tx, tenant_id, scope, compiler, max_episodes, tracing)
+                    read = _read(tx, tenant_id, scope, max_episodes, tracing)
+                    plan = _planned(read, tenant_id, scope, compiler, tracing)
                     if plan is None:
                         return CompileResult(memories_created=0)
                 fresh, created, remaining = _write(tx, tenant_id, scope, plan, count_remaining)
@@ -209,20 +210,6 @@ def _plan(
     with store.snapshot() as tx:
         read = _read(tx, tenant_id, scope, max_episodes, tracing)
     return _planned(read, tenant_id, scope, compiler, tracing)
-
-
-def _plan_from(
-    tx: UnitOfWork,
-    tenant_id: str,
-    scope: Scope,
-    compiler: Compiler,
-    max_episodes: int,
-    tracing: Tracing,
-) -> _Plan | None:
-    """``_plan`` reading through ``tx``: the write transaction, under the partition's lock."""
-    return _planned(
-        _read(tx, tenant_id, scope, max_episodes, tracing), tenant_id, scope, compiler, tracing
-    )
 
 
 # What a plan reads: the batch, every episode of the sessions it touches, the name facts.
