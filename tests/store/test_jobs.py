@@ -113,11 +113,12 @@ class _Died(BaseException):
 
 
 def test_a_job_taken_over_lists_what_every_attempt_created(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A worker dies after two compile steps of a job; the claim that takes the job over
     compiles the rest, and the job then lists (and counts) every memory the job created, not
-    only its last attempt's. While it runs, its status shows what it created so far."""
+    only its last attempt's. While it runs, its status shows what it created so far. The
+    log says when a job starts, when it is taken over (a warning) and how it ended."""
     from cairn.core.episodes import NewEpisode
     from cairn.engine import worker as worker_module
     from cairn.engine.compile import compile_scope
@@ -149,8 +150,11 @@ def test_a_job_taken_over_lists_what_every_attempt_created(
     job = store.jobs.enqueue("t1", scope)
     claimed = store.jobs.claim(30)
     assert claimed is not None
+    caplog.set_level("INFO", logger="cairn.worker")
     with pytest.raises(_Died):
         JobRunner(store, step, Metrics(), lease_s=30).run_job(claimed)  # type: ignore[arg-type]
+    assert [r.getMessage() for r in caplog.records] == [f"compile job {job.id} (tenant t1) started"]
+    caplog.clear()
     first = [(m.seq, m.created_at) for r in steps for m in r.memories]
     assert first and all(r.has_more for r in steps)
     running = store.jobs.get("t1", job.id)
@@ -171,3 +175,11 @@ def test_a_job_taken_over_lists_what_every_attempt_created(
         every = {(m.seq, m.created_at) for m in tx.memories.list("t1", scope, limit=1000)}
     assert set(done.memories) == every and done.memories_created == len(every)
     assert len(done.memories) == len(every) and set(first) < every
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert said[0] == (
+        "WARNING",
+        f"compile job {job.id} (tenant t1) taken over, attempt 2; {len(first)} memories of "
+        "earlier attempts kept",
+    )
+    assert said[1][0] == "INFO"
+    assert said[1][1].startswith(f"compile job {job.id} completed: {len(every)} memories in ")

@@ -84,6 +84,18 @@ class JobRunner:
         created: list[JobMemory] = list(job.memories)
         error: str | None = None
         recorded, recorded_at = len(created), time.monotonic()
+        started = recorded_at
+        if job.attempts > 1:  # an earlier claim's lease ran out: its worker stopped or hung
+            log.warning(
+                "compile job %s (tenant %s) taken over, attempt %d; %d memories of earlier "
+                "attempts kept",
+                job.id,
+                job.tenant_id,
+                job.attempts,
+                len(created),
+            )
+        else:
+            log.info("compile job %s (tenant %s) started", job.id, job.tenant_id)
         with Heartbeat(self.store.jobs, job, self.lease_s):
             try:
                 while True:
@@ -100,6 +112,14 @@ class JobRunner:
         # After the heartbeat stopped, so a last beat never races the outcome.
         recorded = self.store.jobs.finish(
             job.id, memories=created, error=error, attempt=job.attempts
+        )
+        log.info(
+            "compile job %s %s: %d memories in %.1f s%s",
+            job.id,
+            "failed" if error else "completed",
+            len(created),
+            time.monotonic() - started,
+            "" if recorded else " (not recorded: another worker took the job over)",
         )
         metrics = self.metrics
         metrics.memories_compiled.inc(len(created))
