@@ -74,6 +74,10 @@ def test_json_logs_are_one_object_per_line(tmp_path: Path) -> None:
     migrations = [r for r in records if r["logger"] == "cairn.migrations"]
     assert migrations and all(r["message"].startswith("migration applied: ") for r in migrations)
     assert not [r for r in records if r["logger"].startswith("alembic")]
+    # Start-up: the address at INFO (not a warning an aggregator would flag), the open mode
+    # (no key: anyone on loopback is tenant 'default') at WARNING.
+    started = {r["message"].split(" ", 1)[0]: r["level"] for r in records if r["logger"] == "cairn"}
+    assert started == {"Cairn": "INFO", "No": "WARNING"}, records
 
 
 @pytest.mark.slow

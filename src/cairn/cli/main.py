@@ -84,10 +84,11 @@ def version() -> None:
     console.print(__version__)
 
 
-def _notice(settings: Settings, text: str, style: str = "") -> None:
-    """A start-up notice: a log record when logs are JSON lines, else a line on the console."""
+def _notice(settings: Settings, text: str, style: str = "", level: int = logging.INFO) -> None:
+    """A start-up notice: a log record at ``level`` when logs are JSON lines, else a line on
+    the console."""
     if settings.log_json:
-        logging.getLogger("cairn").warning(text)
+        logging.getLogger("cairn").log(level, text)
     else:
         err_console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True)
 
@@ -149,6 +150,7 @@ def serve(
             "No API key configured: the server is OPEN (tenant 'default') for local "
             "development, bound to loopback only.",
             style="yellow",
+            level=logging.WARNING,
         )
     banner = (
         f"Cairn {__version__} on http://{settings.host}:{settings.port} "
