@@ -21,7 +21,7 @@ from fastapi import FastAPI
 
 from cairn import __version__
 from cairn.api.access import AccessMiddleware
-from cairn.api.allow import AllowMiddleware
+from cairn.api.allow import AllowMiddleware, RouteTable
 from cairn.api.docs import install_docs
 from cairn.api.errors import install_error_handlers
 from cairn.api.middleware import (
@@ -186,7 +186,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     install_docs(app)
     app.add_middleware(RejectLoneSurrogateMiddleware)
     app.add_middleware(RejectNulMiddleware)
-    app.add_middleware(AllowMiddleware, routes=lambda: list(app.routes))
+    routes = RouteTable(lambda: list(app.routes))
+    app.add_middleware(AllowMiddleware, table=routes)
     app.add_middleware(AccessMiddleware, services=services)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
     app.add_middleware(
@@ -194,5 +195,6 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         metrics=app.state.metrics,
         json_logs=services.settings.log_json,
         gate=services.requests,
+        routes=routes,
     )
     return app

@@ -44,10 +44,18 @@ class Services:
     """What a process needs: settings, the store, and each feature's long-lived parts."""
 
     def __init__(
-        self, settings: Settings, store: Store, *, embedder: Embedder | None = None
+        self,
+        settings: Settings,
+        store: Store,
+        *,
+        embedder: Embedder | None = None,
+        register_key: bool = True,
     ) -> None:
         """``embedder`` replaces the one the settings name (tests, an application's own
-        model); the caller keeps it and closes it."""
+        model); the caller keeps it and closes it. ``register_key``: store ``CAIRN_API_KEY``
+        as a key of the tenant ``default`` (a server's start); an in-process client (the
+        SDK's ``Cairn.local``, the CLI's data commands) passes False: there the setting is
+        the key it *sends*, and an unknown one must be refused, not made valid."""
         self.settings = settings
         self.store = store
         self._closed = False
@@ -89,7 +97,7 @@ class Services:
             self.on_start.append(self.ladder_watcher.start)
             self.on_stop.append(self.ladder_watcher.stop)
         self.ladder_runtime = LadderRuntime(self, metrics=self.metrics)
-        if settings.api_key:
+        if settings.api_key and register_key:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)
 
@@ -157,13 +165,18 @@ class Services:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, migrate: bool = True, embedder: Embedder | None = None
+        cls,
+        settings: Settings,
+        *,
+        migrate: bool = True,
+        embedder: Embedder | None = None,
+        register_key: bool = True,
     ) -> Services:
         store = open_store(
             settings.resolved_database_url(), pool_size=settings.db_pool_size, migrate=migrate
         )
         try:
-            return cls(settings, store, embedder=embedder)
+            return cls(settings, store, embedder=embedder, register_key=register_key)
         except BaseException:  # a bad template or ladder file: nothing may stay open
             store.close()
             raise

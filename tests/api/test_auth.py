@@ -197,3 +197,33 @@ def test_a_body_without_a_key_is_401_before_its_checks(
     assert r.status_code == 401
     error = r.json()["error"]
     assert error["code"] == "missing_api_key" and error["type"]  # OpenAI's shape there
+
+
+def test_a_request_refused_before_routing_is_logged_under_its_route(
+    backend_client: TestClient, two_tenants: dict, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request answered before the router saw it (no key, a NUL in the body) is logged and
+    counted under the route it was for, not ``<unmatched>``; a path no route has stays
+    ``<unmatched>``."""
+    import logging
+
+    assert backend_client.get("/v1/subjects").status_code == 401  # (the mode is now known)
+    nul = b'{"subject_id": "u\\u0000", "source": "s", "type": "t", "payload": {}}'
+    json_type = {"Content-Type": "application/json"}
+    with caplog.at_level(logging.INFO, logger="cairn.access"):
+        assert backend_client.post("/v1/episodes", json=EPISODE).status_code == 401
+        keyed = {**json_type, **h(two_tenants["a"])}
+        assert backend_client.post("/v1/episodes", content=nul, headers=keyed).status_code == 422
+        missing = f"/v1/memories/compile/{'0' * 8}-0000-7000-8000-000000000000"
+        assert backend_client.head(missing, headers=h(two_tenants["a"])).status_code == 404
+        assert backend_client.get("/v1/no/such/route").status_code == 404
+    routes = [r.getMessage().split()[3] for r in caplog.records if r.name == "cairn.access"]
+    assert routes == [
+        "/v1/episodes",
+        "/v1/episodes",
+        "/v1/memories/compile/{job_id}",
+        "<unmatched>",
+    ]
+    scrape = backend_client.get("/metrics").text
+    assert 'method="POST",route="/v1/episodes",status="401"' in scrape
+    assert 'route="<unmatched>",status="401"' not in scrape

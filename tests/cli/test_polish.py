@@ -126,6 +126,30 @@ def test_write_commands_need_a_key_once_keys_exist(tmp_path: Path, command: list
     assert operator.exit_code == 0, operator.output
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["subjects", "list"], ["search", "user-1", "tea"], *WRITES],
+    ids=["subjects", "search", "slates", "templates", "ladders"],
+)
+def test_an_unknown_cairn_api_key_is_refused_and_never_stored(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """CAIRN_API_KEY is the key an in-process command sends: an unknown one (a typo) is 403
+    as over HTTP, and it is not stored as a key of the tenant ``default`` (which a server on
+    the same database would then accept)."""
+    from cairn.store import open_store
+
+    env, _, _ = _key_env(tmp_path)
+    typo = runner.invoke(app, command, env={**env, "CAIRN_API_KEY": "cairn_typo-key"})
+    assert typo.exit_code == 1 and "invalid_api_key" in typo.output, typo.output
+    store = open_store(env["CAIRN_DATABASE_URL"], migrate=False)
+    try:
+        assert store.keys.tenant_for("cairn_typo-key") is None
+        assert {k.tenant_id for k in store.keys.list()} == {"tenant-a", "tenant-b"}
+    finally:
+        store.close()
+
+
 def test_reads_of_slates_follow_the_same_rule(tmp_path: Path) -> None:
     env, key_a, _ = _key_env(tmp_path)
     show = ["slates", "show", "memory-ladder", "Memory", "--json"]

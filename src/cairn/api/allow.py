@@ -11,30 +11,50 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
+class RouteTable:
+    """The app's endpoints by path template, built on first use (the routes are all added by
+    then): which methods a path has, and which template a request was for."""
+
+    def __init__(self, routes: Callable[[], list[Any]]) -> None:
+        self.routes = routes
+        self._table: list[tuple[re.Pattern[str], str, frozenset[str]]] | None = None
+
+    def _entries(self) -> list[tuple[re.Pattern[str], str, frozenset[str]]]:
+        if self._table is None:
+            merged: dict[str, set[str]] = {}
+            for method, route_path in _walk(self.routes()):
+                merged.setdefault(route_path, set()).add(method)
+            self._table = [(compile_path(p)[0], p, frozenset(m)) for p, m in merged.items()]
+        return self._table
+
+    def methods_for(self, path: str) -> set[str]:
+        found: set[str] = set()
+        for regex, _template, methods in self._entries():
+            if regex.match(path):
+                found |= methods
+        if "GET" in found:
+            found.add("HEAD")
+        return found | {"OPTIONS"} if found else found
+
+    def template_for(self, method: str, path: str) -> str | None:
+        """The path template of the endpoint ``method path`` is for (None: none), for a
+        request answered before the router saw it (a body refused, a key missing)."""
+        method = "GET" if method == "HEAD" else method
+        for regex, template, methods in self._entries():
+            if method in methods and regex.match(path):
+                return template
+        return None
+
+
 class AllowMiddleware:
     """``OPTIONS`` answers 204 with every method the path has, and a 405's ``Allow`` lists them
     all: the router alone reports only the methods of the first route matching the path (so
     ``OPTIONS`` on a slate file said only ``GET``). ``HEAD`` is answered as ``GET`` without
     the body wherever ``GET`` is (the routes declare only ``GET``)."""
 
-    def __init__(self, app: ASGIApp, routes: Callable[[], list[Any]]) -> None:
+    def __init__(self, app: ASGIApp, table: RouteTable) -> None:
         self.app = app
-        self.routes = routes
-        self._table: list[tuple[re.Pattern[str], frozenset[str]]] | None = None
-
-    def methods_for(self, path: str) -> set[str]:
-        if self._table is None:
-            merged: dict[str, set[str]] = {}
-            for method, route_path in _walk(self.routes()):
-                merged.setdefault(route_path, set()).add(method)
-            self._table = [(compile_path(p)[0], frozenset(m)) for p, m in merged.items()]
-        found: set[str] = set()
-        for regex, methods in self._table:
-            if regex.match(path):
-                found |= methods
-        if "GET" in found:
-            found.add("HEAD")
-        return found | {"OPTIONS"} if found else found
+        self.methods_for = table.methods_for
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -97,4 +117,4 @@ def _walk(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
                 yield method, prefix + route.path
 
 
-__all__ = ["AllowMiddleware"]
+__all__ = ["AllowMiddleware", "RouteTable"]

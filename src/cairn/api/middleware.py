@@ -20,6 +20,7 @@ from urllib.parse import unquote_to_bytes
 import numpy as np
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cairn.api.allow import RouteTable
 from cairn.api.errors import is_openai_path, openai_error
 from cairn.core.text import MAX_JSON_DEPTH, NUL, has_lone_surrogate, nul_path
 from cairn.engine.yielding import RequestGate
@@ -42,11 +43,13 @@ class RequestContextMiddleware:
         metrics: Metrics,
         json_logs: bool = False,
         gate: RequestGate | None = None,
+        routes: RouteTable | None = None,
     ) -> None:
         self.app = app
         self.metrics = metrics
         self.json_logs = json_logs
         self.gate = gate or RequestGate()
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -73,9 +76,8 @@ class RequestContextMiddleware:
                 await self.app(scope, receive, send_wrapper)
             finally:
                 elapsed = time.perf_counter() - started
-                route = scope.get("route")
-                route_path = getattr(route, "path", None) or "<unmatched>"
                 status = status_holder[0]
+                route_path = self._route_path(scope, method, status)
                 self.metrics.requests.labels(method, route_path, str(status)).inc()
                 self.metrics.latency.labels(method, route_path).observe(elapsed)
                 tenant = scope.get("state", {}).get("tenant", "-")
@@ -90,6 +92,17 @@ class RequestContextMiddleware:
                     # names no request once the request is over.
                     scope["state"]["request_finished"] = True
                     REQUEST_STATE.reset(request_state)
+
+    def _route_path(self, scope: Scope, method: str, status: int) -> str:
+        """The template of the route the request reached; for one answered before the router
+        (refused for its size, its body or a missing key) the template it was for, so metrics
+        and logs name the endpoint; ``<unmatched>`` when the path has none."""
+        route = getattr(scope.get("route"), "path", None)
+        if route:
+            return str(route)
+        if self.routes is not None and status not in (404, 405):
+            return self.routes.template_for(method, scope.get("path", "")) or "<unmatched>"
+        return "<unmatched>"
 
     def _log(
         self,

@@ -99,8 +99,8 @@ def acting_tenant(
 
     if api_key:
         found = store.keys.tenant_for(api_key)
-        if found is None and api_key == configured_key:
-            found = DEFAULT_TENANT  # CAIRN_API_KEY is the default tenant's, stored or not yet
+        if found is None and not store.keys.any_key_exists():
+            return tenant or DEFAULT_TENANT  # open mode takes any key as none, as the API does
         if found is None:
             raise InvalidApiKey("the API key is unknown or revoked")
         if tenant is not None and tenant != found:

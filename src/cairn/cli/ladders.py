@@ -178,7 +178,7 @@ def run(
 
     settings = settings_with(ladders_dir=ladders_dir, database_url=database_url)
     try:
-        services = Services.from_settings(settings)
+        services = Services.from_settings(settings, register_key=False)
     except Exception as exc:
         raise fail(exc) from exc
     try:

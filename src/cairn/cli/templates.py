@@ -154,7 +154,7 @@ def apply(
     settings = settings_with(database_url=database_url)
     try:
         with quiet_ladder_files():
-            services = Services.from_settings(settings)
+            services = Services.from_settings(settings, register_key=False)
     except Exception as exc:
         raise fail(exc) from exc
     try:

@@ -96,7 +96,11 @@ class LocalApp:
         from cairn.services import Services
 
         self.own_services = services is None
-        self.services = services or Services.from_settings(settings or Settings())
+        # CAIRN_API_KEY is the key this client sends: not registered here (a server's start
+        # does that), so an unknown one is refused as over HTTP.
+        self.services = services or Services.from_settings(
+            settings or Settings(), register_key=False
+        )
         self.app = create_app(services=self.services)
 
     def lifespan(self) -> Any:
