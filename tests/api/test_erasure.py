@@ -318,3 +318,18 @@ def test_a_turn_with_a_runs_key_does_not_take_a_run_that_names_no_turn(world: An
     assert forged.status_code == 201, forged.text
     _ok(client.delete(f"/v1/episodes/{forged.json()['episode_id']}"))
     assert _ok(client.get(f"/v1/runs/{run_id}"))["id"] == run_id
+
+
+def test_a_conversation_id_header_in_any_script_is_kept_as_written(world: Any) -> None:
+    """``X-Conversation-ID: 会话-1`` (UTF-8 bytes on the wire) names the conversation 会话-1,
+    not its bytes read as Latin-1: the committed turn is found by that id."""
+    client, _ = world
+    r = client.post(
+        "/v1/local/assistant/chat/completions",
+        headers={"X-Conversation-ID": "会话-1".encode()},
+        json={"user": "hank", "messages": [{"role": "user", "content": "My colour is teal."}]},
+    )
+    assert r.status_code == 200, r.text
+    run = _ok(client.get(f"/v1/runs/{r.headers['X-Cairn-Run-ID']}"))
+    assert "会话-1" in json.dumps(run, ensure_ascii=False)
+    assert "\\u00e4" not in json.dumps(run)  # (the bytes read as Latin-1 start with ä)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -261,6 +262,12 @@ def test_ladders_and_runs(local: Cairn) -> None:
     assert runs.total == 2 and {r.status for r in runs.runs} == {"completed"}
     run = local.runs.get(reply.id.removeprefix("chatcmpl-"))
     assert run.response["choices"][0]["message"]["content"] == "echo!"
+    # A conversation id in another script (an HTTP header carries ASCII only) arrives whole.
+    other = local.ladders.chat(
+        "notes", [{"role": "user", "content": "hi"}], conversation_id="会话-1"
+    )
+    recorded = local.runs.get(other.id.removeprefix("chatcmpl-"))
+    assert "会话-1" in json.dumps(recorded.model_dump(mode="json"), ensure_ascii=False)
     with pytest.raises(NotFoundError) as info:
         local.ladders.chat("missing", [{"role": "user", "content": "hi"}])
     assert info.value.code == "ladder_not_found"

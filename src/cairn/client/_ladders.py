@@ -33,8 +33,10 @@ def chat_call(
     headers: dict[str, str] = {}
     if idempotency_key:
         headers["Idempotency-Key"] = idempotency_key
-    if conversation_id:
+    if conversation_id and conversation_id.isascii():
         headers["X-Conversation-ID"] = conversation_id
+    elif conversation_id:  # (httpx sends ASCII headers only: another script goes in the body)
+        body["metadata"] = {**(body.get("metadata") or {}), "conversation_id": conversation_id}
     # The Idempotency-Key is the run id: a repeat replays the recorded run.
     return Call(
         "POST",

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from cairn.core.tenants import DEFAULT_TENANT
 from cairn.errors import InvalidApiKey, MissingApiKey, RateLimited, TenantMismatch
+from cairn.http.headers import header_text
 from cairn.services import Services
 from cairn.store.keys import hash_key
 
@@ -84,24 +85,12 @@ async def require_tenant(request: Request) -> str:
     key = api_key_of(request)
     server = request.scope.get("server")
     host = server[0] if server else None
-    claimed = _header_text(request.headers.get("x-tenant-id"))
+    claimed = header_text(request.headers.get("x-tenant-id"))
     state = request.scope.setdefault("state", {})
     known = services.auth_required_known()
     if key is None and known is not None:  # no query, no rate count: see above
         return authenticate(services, None, host, claimed, state, known)
     return await run_in_threadpool(authenticate, services, key, host, claimed, state)
-
-
-def _header_text(value: str | None) -> str | None:
-    """A header's value as the client wrote it: HTTP carries bytes, which Starlette decodes
-    as Latin-1, so a tenant id in another script (``租户A``, sent as UTF-8) is read back as
-    UTF-8 when its bytes are UTF-8."""
-    if value is None:
-        return None
-    try:
-        return value.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return value
 
 
 def authenticate(

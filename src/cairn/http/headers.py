@@ -1,4 +1,4 @@
-"""Response headers built from user text (which may be in any script)."""
+"""Headers that carry user text (which may be in any script), read and written."""
 
 from __future__ import annotations
 
@@ -17,3 +17,15 @@ def attachment(filename: str) -> dict[str, str]:
     return {
         "Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}"
     }
+
+
+def header_text(value: str | None) -> str | None:
+    """A request header's value as the client wrote it: HTTP carries bytes, which Starlette
+    decodes as Latin-1, so a value in another script (``会话-1``, sent as UTF-8) is read back
+    as UTF-8 when its bytes are UTF-8 (else as they came)."""
+    if value is None:
+        return None
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value

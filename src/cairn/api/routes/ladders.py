@@ -35,6 +35,7 @@ from cairn.core.ids import uuid7
 from cairn.core.text import has_nul
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.http.auth import require_tenant, services_of
+from cairn.http.headers import header_text
 from cairn.http.runtimes import ladder_runtime
 from cairn.ladders.outcomes import SlateWriteRefused
 from cairn.ladders.registry import Ladder
@@ -168,7 +169,8 @@ def chat_completions(
         model=body.model,
         run_id=run_id,
         user=body.user or "",
-        context_id=conversation_id or str(meta.get("conversation_id") or ""),
+        # (a header in another script arrives as UTF-8 bytes read as Latin-1)
+        context_id=header_text(conversation_id) or str(meta.get("conversation_id") or ""),
         options=options,
     )
     runtime = ladder_runtime(request)
