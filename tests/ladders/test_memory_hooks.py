@@ -203,6 +203,15 @@ BASE: dict[str, Any] = {"query": {"literal": "x"}, "scope": SCOPE, "output": "it
         ),
         ({"min_score": 1.01}, "min_score must be a finite number in [0, 1], got 1.01"),
         ({"min_score": float("nan")}, "min_score must be a finite number in [0, 1], got nan"),
+        # A wrong type is an error, not a number: true is not 1, "0.5" not 0.5.
+        ({"min_score": True}, "min_score: Input should be a valid number"),
+        ({"min_score": "0.5"}, "min_score: Input should be a valid number"),
+        ({"recent_turns": 6.0}, "recent_turns: Input should be a valid integer"),
+        (
+            {"render": {"output": "t", "gotmpl": {"template": "a", "max_chars": True}}},
+            "render.gotmpl.max_chars: Input should be a valid integer",
+        ),
+        ({"query": {"literal": "x", "recent_only": "yes"}}, "Input should be a valid boolean"),
         ({"budget": {"max_items": -1}}, "budget.max_items: max_items must be >= 0"),
         ({"dataset_ids": ["a", "a"]}, "dataset_ids[1] repeats 'a'"),
         ({"dataset_ids": [""]}, "dataset_ids[0] must not be empty"),

@@ -46,6 +46,10 @@ def test_literal_init(tmp_path: Path) -> None:
     [
         ("tokenLimit: 500", "tokenLimit: 500\n        colour: red", "slates[0].folders[0].colour"),
         ("tokenLimit: 300", "tokenLimit: 0", "slates[0].folders[1].tokenLimit"),
+        # A wrong type is an error, not a number: true is not 1, "500" not 500.
+        ("tokenLimit: 300", "tokenLimit: true", "slates[0].folders[1].tokenLimit"),
+        ("tokenLimit: 300", 'tokenLimit: "300"', "slates[0].folders[1].tokenLimit"),
+        ("tokenLimit: 300", "tokenLimit: 300.0", "slates[0].folders[1].tokenLimit"),
         ("evictionPolicy: LRU", "evictionPolicy: LIFO", "slates[0].folders[1].evictionPolicy"),
         (
             "{ name: wins.md, init: blank }",

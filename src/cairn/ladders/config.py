@@ -137,8 +137,8 @@ class StepSpec(Strict):
     slateWrite: SlateWriteSpec | None = None
     gate: GateSpec | None = Field(None, alias="if")
     recordTemplate: TemplateRecordSpec | None = None
-    temperature: float | None = Field(None, ge=0, le=2)
-    maxTokens: int | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0, le=2, strict=True)
+    maxTokens: int | None = Field(None, gt=0, strict=True)
     # Remove the JSON slateWrite matched from the reply the caller sees (the write sees it all).
     stripMatch: bool = False
     # What a refused write (full reject folder, entry too large, ...) does to the call.
@@ -196,8 +196,8 @@ class ProviderSpec(Strict):
     # openai
     baseUrl: str | None = None
     apiKeyEnv: str | None = None
-    timeout: float | None = Field(None, gt=0, le=600)
-    retries: int = Field(2, ge=0, le=10)
+    timeout: float | None = Field(None, gt=0, le=600, strict=True)
+    retries: int = Field(2, ge=0, le=10, strict=True)
     # scripted
     rules: list[ScriptedRuleSpec] = Field(default_factory=list)
     file: str | None = None

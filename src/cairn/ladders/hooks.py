@@ -105,8 +105,8 @@ class QuerySource(_Strict):
 
     literal: str | None = None
     board: str | None = None
-    current_message: bool = False
-    recent_only: bool = False
+    current_message: bool = Field(default=False, strict=True)
+    recent_only: bool = Field(default=False, strict=True)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> QuerySource:
@@ -139,7 +139,7 @@ class TemplateSpec(_Strict):
     """A Jinja2 template (``jinja:``, or ``template:``) and its ``max_chars``."""
 
     template: str
-    max_chars: int = Field(default=0, ge=0)
+    max_chars: int = Field(default=0, ge=0, strict=True)
 
     @field_validator("template")
     @classmethod
@@ -156,7 +156,7 @@ class GoTemplateSpec(_Strict):
     renderer); an empty or blank template is the default block, as in FlowCraft."""
 
     template: str = ""
-    max_chars: int = Field(default=0, ge=0)
+    max_chars: int = Field(default=0, ge=0, strict=True)
 
     @field_validator("template")
     @classmethod
@@ -176,7 +176,7 @@ class RenderSpec(_Strict):
     gotmpl: GoTemplateSpec | None = None
     jinja: TemplateSpec | None = None
     template: TemplateSpec | None = None
-    max_chars: int = Field(default=0, ge=0)
+    max_chars: int = Field(default=0, ge=0, strict=True)
 
     @field_validator("output")
     @classmethod
@@ -207,8 +207,8 @@ class ContextHookSettings(_Strict):
     conversation_id: str | None = None
     dataset_ids: list[str] = Field(default_factory=list)
     budget: Budget = Field(default_factory=Budget)
-    min_score: float = 0.0
-    recent_turns: int = Field(default=6, ge=0, le=200)
+    min_score: float = Field(default=0.0, strict=True)
+    recent_turns: int = Field(default=6, ge=0, le=200, strict=True)
     output: str
     render: RenderSpec | None = None
 

@@ -77,7 +77,7 @@ class FolderSpec(_Strict):
     """A folder: a token limit shared by its files and the policy applied when it is full."""
 
     name: str
-    token_limit: int = Field(alias="tokenLimit", gt=0)
+    token_limit: int = Field(alias="tokenLimit", gt=0, strict=True)
     eviction_policy: EvictionPolicy = Field("FIFO", alias="evictionPolicy")
     files: list[FileSpec] = Field(default_factory=list)
 
@@ -164,7 +164,7 @@ class SlateReadSource(_Strict):
     folder: str | None = None
     file: str | None = None
     metatag: Metatag | None = None
-    depth: int | None = Field(None, ge=0)
+    depth: int | None = Field(None, ge=0, strict=True)
 
     @model_validator(mode="after")
     def _file_or_metatag(self) -> SlateReadSource:
@@ -263,8 +263,8 @@ class Condition(_Strict):
     contains: str | None = None
     regex: str | None = None
     equals: str | None = None
-    min_length: int | None = Field(None, alias="minLength", ge=0)
-    max_length: int | None = Field(None, alias="maxLength", ge=0)
+    min_length: int | None = Field(None, alias="minLength", ge=0, strict=True)
+    max_length: int | None = Field(None, alias="maxLength", ge=0, strict=True)
     all: list[Condition] | None = None
     any: list[Condition] | None = None
     not_: Condition | None = Field(None, alias="not")
