@@ -226,6 +226,12 @@ def test_invalid_requests_are_clear_4xx(cairn: Cairn) -> None:
         body = {"messages": [{"role": "user", "content": "x"}], "stream": stream}
         r = httpx.post(url, headers=h, json=body)
         assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error", stream
+    # As OpenAI: a user, system, developer or tool message needs content (an assistant's not).
+    for message in ({"role": "user"}, {"role": "system", "content": None}):
+        body = {"messages": [message, {"role": "user", "content": "x"}]}
+        r = httpx.post(url, headers=h, json=body)
+        assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error", r.text
+        assert r.json()["error"]["param"] == "messages.0", r.text
     runs = httpx.get(f"{cairn.url}/v1/runs", headers=h).json()
     assert runs["total"] == 0  # bad input changed nothing
 

@@ -65,6 +65,13 @@ class ChatMessageIn(BaseModel):
     content: str | list[dict[str, Any]] | None = None
     name: str | None = Field(None, max_length=256)
 
+    @model_validator(mode="after")
+    def _content(self) -> ChatMessageIn:
+        # As OpenAI: only an assistant's (or a legacy function's) message may go without.
+        if self.content is None and self.role not in ("assistant", "function"):
+            raise ValueError(f"a {self.role} message needs 'content'")
+        return self
+
 
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
