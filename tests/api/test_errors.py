@@ -135,17 +135,35 @@ def test_incoming_request_id_is_kept(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "path",
+    ("path", "field"),
     [
-        "/v1/subjects?prefix=a%00",
-        "/v1/timeline?subject_id=u&x=%00",
-        "/v1/memories/search?subject_id=u&q=a%00b",
-        "/v1/slates?ladder=%00",
-        "/v1/runs/%00",
+        ("/v1/subjects?prefix=a%00", "query.prefix"),
+        ("/v1/timeline?subject_id=u&x=%00", "query.x"),
+        ("/v1/memories/search?subject_id=u&q=a%00b", "query.q"),
+        ("/v1/slates?ladder=%00", "query.ladder"),
+        ("/v1/runs/%00", "path"),
     ],
 )
-def test_nul_in_path_or_query_is_422(backend_client: TestClient, path: str) -> None:
-    assert_error(backend_client.get(path), 422, "validation_error")
+def test_nul_in_path_or_query_is_422_naming_where(
+    backend_client: TestClient, path: str, field: str
+) -> None:
+    """As a NUL in a body, the details name the field: the path, or the query parameter."""
+    r = backend_client.get(path)
+    assert_error(r, 422, "validation_error")
+    assert r.json()["error"]["details"] == [
+        {"field": field, "message": "must not contain a NUL character", "type": "nul_character"}
+    ]
+
+
+@pytest.mark.parametrize("path", ["/ui/subjects/%FF", "/ui/subjects/a%00b", "/ui?x=%00"])
+def test_an_inspector_address_refused_for_its_bytes_is_an_error_page(
+    client: TestClient, path: str
+) -> None:
+    """Bad bytes in an inspector address get a page, as the inspector's other errors do, not
+    the API's JSON."""
+    r = client.get(path)
+    assert r.status_code == 422 and r.headers["content-type"].startswith("text/html")
+    assert "Error 422 · Cairn inspector" in r.text and "Back to the inspector" in r.text
 
 
 def test_a_compressed_body_is_415_and_stores_nothing(backend_client: TestClient) -> None:

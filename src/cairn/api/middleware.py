@@ -7,6 +7,7 @@ Written as plain ASGI callables (not ``BaseHTTPMiddleware``) to keep the per-req
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import math
@@ -220,13 +221,22 @@ class RejectNulMiddleware:
             raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogatepass")
             query = scope.get("query_string", b"")
             if any(nul in part for part in (raw, query) for nul in (b"%00", NUL.encode())):
+                fields = _nul_fields(raw, query)
+                details = [
+                    {
+                        "field": f,
+                        "message": "must not contain a NUL character",
+                        "type": "nul_character",
+                    }
+                    for f in fields
+                ]
                 await _send_error(
                     scope,
                     send,
                     422,
                     "validation_error",
-                    "the path or query string contains a NUL character",
-                    None,
+                    f"invalid request at '{fields[0]}': must not contain a NUL character",
+                    details,
                 )
                 return
             if not (_utf8_text(raw) and _utf8_text(query)):
@@ -243,6 +253,18 @@ class RejectNulMiddleware:
                 await _send_error(scope, send, 415, "unsupported_media_type", message, None)
                 return
         await self.app(scope, receive, send)
+
+
+def _nul_fields(raw_path: bytes, query: bytes) -> list[str]:
+    """Where a request's NUL is, as the API names fields: ``path``, and ``query.NAME`` for
+    each query parameter whose name or value holds one."""
+    fields = ["path"] if any(nul in raw_path for nul in (b"%00", b"\x00")) else []
+    for pair in query.split(b"&"):
+        if b"%00" in pair or b"\x00" in pair:
+            name = unquote_to_bytes(pair.split(b"=", 1)[0].replace(b"+", b" "))
+            text = name.replace(b"\x00", b"").decode("utf-8", "replace")
+            fields.append(f"query.{text}")
+    return fields or ["query"]
 
 
 def _utf8_text(part: bytes) -> bool:
@@ -416,7 +438,11 @@ async def _send_too_large(scope: Scope, send: Send, limit: int) -> None:
 async def _send_error(
     scope: Scope, send: Send, status: int, code: str, message: str, details: Any
 ) -> None:
-    """The API's error shape, sent from middleware (outside the framework's handlers)."""
+    """The API's error shape, sent from middleware (outside the framework's handlers); an
+    inspector page (``/ui``) gets an error page instead, as its routes' errors do."""
+    if _is_page(scope.get("path", "")):
+        await _send_page(send, status, code, message)
+        return
     error: dict[str, Any] = {"code": code, "message": message, "details": details}
     if is_openai_path(scope.get("path", "")):
         error = openai_error(status, code, message, details)
@@ -425,6 +451,46 @@ async def _send_error(
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _is_page(path: str) -> bool:
+    return (path == "/ui" or path.startswith("/ui/")) and not path.startswith("/ui/static/")
+
+
+async def _send_page(send: Send, status: int, code: str, message: str) -> None:
+    """A plain error page of the inspector (its stylesheet, no script; text escaped)."""
+    body = _PAGE.format(
+        status=status, code=html.escape(code), message=html.escape(message)
+    ).encode()
+    headers = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Error {status} · Cairn inspector</title>
+  <link rel="stylesheet" href="/ui/static/cairn.css">
+</head>
+<body>
+<main id="main">
+<h1>Invalid request</h1>
+<div class="alert error" role="alert">
+  <p data-testid="error-message">{message}</p>
+  <p class="muted">Error code <code data-testid="error-code">{code}</code> · HTTP {status}</p>
+</div>
+<p><a href="/ui">Back to the inspector</a></p>
+</main>
+</body>
+</html>
+"""
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
