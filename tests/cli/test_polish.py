@@ -188,3 +188,23 @@ def test_a_bad_setting_is_a_configuration_error_naming_it(
     result = runner.invoke(app, ["serve"], env=env)
     said = " ".join(result.output.split())
     assert result.exit_code == 3 and says in said and "Traceback" not in said, said
+
+
+def test_help_texts_are_plain_and_each_command_is_one_line_in_its_list() -> None:
+    """No reStructuredText (``x``) in what a user reads, and each command's summary (the
+    first paragraph, shown in its group's list) is one line."""
+    import typer
+
+    def walk(command: object, path: str) -> list[str]:
+        problems = []
+        texts = [getattr(command, "help", None) or ""]
+        texts += [getattr(p, "help", None) or "" for p in getattr(command, "params", [])]
+        if any("``" in t for t in texts):
+            problems.append(f"{path}: ``")
+        if "\n" in texts[0].split("\n\n")[0].strip():
+            problems.append(f"{path}: a summary of several lines")
+        for name, sub in getattr(command, "commands", {}).items():
+            problems += walk(sub, f"{path} {name}")
+        return problems
+
+    assert walk(typer.main.get_command(app), "cairn") == []

@@ -181,8 +181,11 @@ def embed(
         "e5", "--embedder", help="e5 (the default), multilingual, onnx or use."
     ),
 ) -> None:
-    """The default embedder: query ms on one core, bulk memories/s, vectors' delay after a
-    compile. Prints the load average: on a busy machine the numbers are indicative.
+    """The default embedder's speed: query ms, bulk memories/s, vectors' delay.
+
+    Query milliseconds on one core, bulk memories a second, and how long after a compile
+    the vectors are written. Prints the load average: on a busy machine the numbers are
+    indicative.
 
     Example: cairn bench embed --data ../shared/data/locomo/locomo-dev.json
     """
@@ -228,7 +231,9 @@ def scale(
     ),
     as_json: bool = typer.Option(False, "--json", help="Also print the results as JSON."),
 ) -> None:
-    """The issue's HTTP table (context at 1k/10k, keyword search, batch ingest, server RSS)
+    """Context, search and ingest speed and server memory at scale, over HTTP.
+
+    Context at 1k/10k-episode subjects, keyword search, batch ingest and the server's RSS,
     through a real server on loopback, measured right after the compile (hybrid mode with
     --settle: once the vectors are written).
 
@@ -279,9 +284,11 @@ def ab(
     ),
     as_json: bool = typer.Option(False, "--json", help="Also print the results as JSON."),
 ) -> None:
-    """Two versions side by side on one machine (lexical, loopback): each loads the same
-    subject with its own code, then every request goes to both in alternating order, so a
-    machine whose speed drifts weighs on both alike.
+    """Two versions of Cairn side by side, requests alternating between them.
+
+    Each server (lexical, loopback) loads the same subject with its own code, then every
+    request goes to both in alternating order, so a machine whose speed drifts weighs on
+    both alike.
 
     Example: git worktree add /tmp/before HEAD~3 && cairn bench ab --a /tmp/before/src
     """

@@ -83,8 +83,10 @@ def reload_ladders(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Make a running server re-read its ladders directory now (it also does so by itself
-    within a second of a change). Exit code 3 when a ladder file is invalid.
+    """Make a running server re-read its ladders directory now.
+
+    It also does so by itself within a second of a change. Exit code 3 when a ladder file
+    is invalid.
 
     Example: cairn ladders reload --url http://127.0.0.1:8100
     """
@@ -125,8 +127,10 @@ def validate(
         ..., help="A ladder YAML file.", exists=True, dir_okay=False, readable=True
     ),
 ) -> None:
-    """Check a ladder file; errors name the file and the path inside it (exit code 3; a file
-    that cannot be read is bad usage, exit code 2).
+    """Check a ladder file without starting a server.
+
+    Errors name the file and the path inside it (exit code 3; a file that cannot be read is
+    bad usage, exit code 2).
 
     Example: cairn ladders validate examples/ladders/memory-ladder.yaml
     """

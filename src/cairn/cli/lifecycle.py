@@ -16,6 +16,10 @@ from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
 from cairn.cli._common import EXIT_FAILED, console, err_console, print_json
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 
+# The API's limit (``cairn.engine.retention.MAX_TTL_DAYS``; not imported: the CLI starts
+# without the engine), so the help shows it and the CLI refuses a longer TTL itself.
+TTL_DAYS_MAX = 36_500
+
 memories_app = typer.Typer(help="Read, correct and forget single memories.", no_args_is_help=True)
 episodes_app = typer.Typer(help="Read and delete single episodes.", no_args_is_help=True)
 scopes_app = typer.Typer(help="Erase a person's scopes.", no_args_is_help=True)
@@ -171,7 +175,7 @@ def export(
     api_key: str | None = API_KEY,
     database_url: str | None = DATABASE_URL,
 ) -> None:
-    """Write everything of a subject as JSON lines (restore it with ``cairn import``).
+    """Write everything of a subject as JSON lines (restore it with 'cairn import').
 
     Example: cairn export ana -o ana.jsonl
     """
@@ -196,7 +200,7 @@ def import_(
     database_url: str | None = DATABASE_URL,
     as_json: bool = JSON,
 ) -> None:
-    """Restore a subject from ``cairn export`` (ids and provenance kept; repeats are skipped).
+    """Restore a subject from 'cairn export' (ids and provenance kept; repeats are skipped).
 
     Example: cairn import ana ana.jsonl --url http://fleet:8100
     """
@@ -289,8 +293,10 @@ def show_retention(
 
 @retention_app.command("set")
 def set_retention(
-    episode_ttl_days: int | None = typer.Option(None, "--episode-ttl-days", min=1),
-    memory_ttl_days: int | None = typer.Option(None, "--memory-ttl-days", min=1),
+    episode_ttl_days: int | None = typer.Option(
+        None, "--episode-ttl-days", min=1, max=TTL_DAYS_MAX
+    ),
+    memory_ttl_days: int | None = typer.Option(None, "--memory-ttl-days", min=1, max=TTL_DAYS_MAX),
     url: str | None = URL,
     api_key: str | None = API_KEY,
     database_url: str | None = DATABASE_URL,

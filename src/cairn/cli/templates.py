@@ -224,8 +224,10 @@ def _request(data: dict[str, Any]) -> TemplateApply:
 def validate(
     paths: list[Path] = typer.Argument(..., help="Template directories or single files."),
 ) -> None:
-    """Check template files with the same rules the server applies at start, together with
-    the bundled set (so a re-used bundled id is reported). Exit 3 on the first problem.
+    """Check template files with the rules the server applies at start.
+
+    They are checked together with the bundled set (so a re-used bundled id is reported).
+    Exit 3 on the first problem.
 
     Example: cairn templates validate ./templates
     """

@@ -20,8 +20,10 @@ def worker(
     poll: float = typer.Option(0.5, "--poll", min=0.05, help="Seconds between polls when idle."),
     once: bool = typer.Option(False, "--once", help="Drain the queue, then exit."),
 ) -> None:
-    """Claim queued compile jobs and run them (any number of workers may share a database),
-    and write vectors for memories that lack one (unless CAIRN_EMBEDDER=none).
+    """Run queued compile jobs and write the vectors memories lack.
+
+    Any number of workers may share a database: each job is claimed by one. Vectors are
+    written unless CAIRN_EMBEDDER=none.
 
     Example: cairn worker --database-url postgresql://localhost/cairn
     """
