@@ -208,3 +208,15 @@ def test_help_texts_are_plain_and_each_command_is_one_line_in_its_list() -> None
         return problems
 
     assert walk(typer.main.get_command(app), "cairn") == []
+
+
+def test_retention_set_refuses_what_the_api_refuses(tmp_path: Path) -> None:
+    from cairn.cli.lifecycle import TTL_DAYS_MAX
+    from cairn.engine.retention import MAX_TTL_DAYS
+
+    assert TTL_DAYS_MAX == MAX_TTL_DAYS
+    env = {"CAIRN_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"}
+    too_long = runner.invoke(app, ["retention", "set", "--episode-ttl-days", "36501"], env=env)
+    assert too_long.exit_code == 2 and "36500" in too_long.output, too_long.output
+    help_text = runner.invoke(app, ["retention", "set", "--help"], env=env).output
+    assert "1<=x<=36500" in help_text, help_text
