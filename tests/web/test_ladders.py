@@ -77,6 +77,15 @@ def test_chat_with_a_ladder_and_open_its_trace(
         "Berlin is the capital of Germany."
     )
 
+    # As seed 002 tells it: the ladder's page, its Slate Inspector, the file's contents.
+    page.goto(f"{live_server.url}/ui/ladders/memory-ladder")
+    inspector = page.get_by_role("heading", name="Slate Inspector")
+    expect(inspector).to_be_visible()
+    page.locator("#slate-inspector ~ ul").get_by_role("link", name="Memory").click()
+    expect(page.locator("tr[data-file='core.md']").get_by_test_id("file-content")).to_contain_text(
+        "Paris is the capital of France."
+    )
+
     page.goto(f"{live_server.url}/ui/runs")
     expect(page.get_by_test_id("runs").get_by_role("link", name=run_id)).to_be_visible()
     # Another tenant cannot open this run.
