@@ -7,7 +7,6 @@ Written as plain ASGI callables (not ``BaseHTTPMiddleware``) to keep the per-req
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import math
@@ -22,6 +21,7 @@ import numpy as np
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.api.allow import RouteTable
+from cairn.api.error_page import is_page, send_page
 from cairn.api.errors import is_openai_path, openai_error
 from cairn.core.text import MAX_JSON_DEPTH, NUL, has_lone_surrogate, nul_path
 from cairn.engine.yielding import RequestGate
@@ -440,8 +440,8 @@ async def _send_error(
 ) -> None:
     """The API's error shape, sent from middleware (outside the framework's handlers); an
     inspector page (``/ui``) gets an error page instead, as its routes' errors do."""
-    if _is_page(scope.get("path", "")):
-        await _send_page(send, status, code, message)
+    if is_page(scope.get("path", "")):
+        await send_page(send, status, code, message)
         return
     error: dict[str, Any] = {"code": code, "message": message, "details": details}
     if is_openai_path(scope.get("path", "")):
@@ -451,46 +451,6 @@ async def _send_error(
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-def _is_page(path: str) -> bool:
-    return (path == "/ui" or path.startswith("/ui/")) and not path.startswith("/ui/static/")
-
-
-async def _send_page(send: Send, status: int, code: str, message: str) -> None:
-    """A plain error page of the inspector (its stylesheet, no script; text escaped)."""
-    body = _PAGE.format(
-        status=status, code=html.escape(code), message=html.escape(message)
-    ).encode()
-    headers = [
-        (b"content-type", b"text/html; charset=utf-8"),
-        (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-_PAGE = """<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>Error {status} · Cairn inspector</title>
-  <link rel="stylesheet" href="/ui/static/cairn.css">
-</head>
-<body>
-<main id="main">
-<h1>Invalid request</h1>
-<div class="alert error" role="alert">
-  <p data-testid="error-message">{message}</p>
-  <p class="muted">Error code <code data-testid="error-code">{code}</code> · HTTP {status}</p>
-</div>
-<p><a href="/ui">Back to the inspector</a></p>
-</main>
-</body>
-</html>
-"""
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
