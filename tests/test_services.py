@@ -183,6 +183,7 @@ ALLOWED = {
     "engine/context/impls.py": {"_registry"},
     "core/scope.py": {"@_subject_scope"},
     "client/_base.py": {"@_adapter"},
+    "client/_lifecycle.py": {"UNSET"},  # a sentinel ("not given"): it holds nothing
     "core/tokens.py": {"@get_tokenizer"},
     "core/analysis.py": {"@_scripts_kept"},  # a constant pattern of characters
     "cli/_common.py": {"console", "err_console"},  # the CLI process's two output streams

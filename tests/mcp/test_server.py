@@ -221,7 +221,11 @@ async def drive_stdio(env: dict[str, str]) -> None:
         assert "search_memories: invalid arguments: unknown limt" in typo.content[0].text
         assert "arguments are subject_id, query" in typo.content[0].text
         blank = await session.call_tool("record_episode", {"subject_id": "user-1", "text": "  "})
-        assert blank.is_error and "'text' is blank" in blank.content[0].text
+        said = blank.content[0].text
+        assert blank.is_error and "record_episode: invalid arguments: text: blank" in said
+        nothing = await session.call_tool("record_episode", {"subject_id": "user-1"})
+        said = nothing.content[0].text
+        assert nothing.is_error and "record_episode: invalid arguments: give text" in said, said
         # Answers are structured content; the text copy is compact JSON, not pretty-printed.
         listed = await session.call_tool("list_subjects", {})
         assert listed.structured_content == json.loads(listed.content[0].text)

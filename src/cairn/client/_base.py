@@ -50,12 +50,64 @@ class Call(Generic[T]):
 
 
 def body_of(value: Any) -> Any:
-    """A request body as JSON-ready data (models dumped without unset optional fields)."""
+    """A request body as JSON-ready data (models dumped without unset optional fields). A
+    number that is not finite or a lone surrogate is refused here, as the server would
+    refuse it (pydantic would write NaN as null: the value lost, no error)."""
     if isinstance(value, BaseModel):
+        check_body(value.model_dump(mode="python", exclude_none=True))
         return value.model_dump(mode="json", exclude_none=True)
     if isinstance(value, list):
         return [body_of(v) for v in value]
     return value
+
+
+def check_body(value: Any, where: str = "") -> None:
+    """Raise the server's 422 (``InvalidRequestError``, nothing sent) for what no JSON body
+    may carry to Cairn: NaN or an infinity (``validation_error``, ``non_finite_number``)
+    and a lone UTF-16 surrogate (``invalid_text``), in a value or a key at any depth."""
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            _refuse(where, "validation_error", "non_finite_number", "must be a finite number")
+    elif isinstance(value, str):
+        if _has_surrogate(value):
+            _refuse(where, "invalid_text", "invalid_text", "must be text (a lone surrogate)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and _has_surrogate(key):
+                _refuse(name, "invalid_text", "invalid_text", "must be text (a lone surrogate)")
+            check_body(item, name)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_body(item, f"{where}.{i}" if where else str(i))
+
+
+def _has_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _refuse(where: str, code: str, kind: str, problem: str) -> None:
+    from cairn.client._errors import InvalidRequestError
+
+    field_name = where or "body"
+    raise InvalidRequestError(
+        f"invalid request at '{field_name}': {problem} (refused before sending)",
+        code=code,
+        status=422,
+        details=[{"field": field_name, "message": problem, "type": kind}],
+    )
+
+
+def iso(value: Any) -> Any:
+    """A date for a request body: a ``datetime`` (or ``date``) in ISO 8601, a string as the
+    caller wrote it (the server checks it)."""
+    return value.isoformat() if hasattr(value, "isoformat") else value
 
 
 def clean_params(params: dict[str, Any]) -> dict[str, Any]:

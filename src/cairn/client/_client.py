@@ -25,6 +25,7 @@ from cairn.client._base import (
     DEFAULT_TIMEOUT,
     Call,
     RetryPolicy,
+    check_body,
     default_headers,
     parse_response,
     resolve_key,
@@ -149,6 +150,7 @@ class Cairn:
         return client
 
     def _send(self, call: Call[T]) -> T:
+        check_body(call.json)
         attempt = 0
         while True:
             try:
@@ -173,6 +175,7 @@ class Cairn:
 
     def _stream_lines(self, call: Call[Any]) -> Iterator[str]:
         """The lines of a streamed answer (server-sent events); sent once, never retried."""
+        check_body(call.json)
         try:
             with self._http.stream(
                 call.method,
@@ -340,6 +343,7 @@ class AsyncCairn:
 
     async def _send(self, call: Call[T]) -> T:
         await self._start()
+        check_body(call.json)
         attempt = 0
         while True:
             try:
@@ -364,6 +368,7 @@ class AsyncCairn:
 
     async def _stream_lines(self, call: Call[Any]) -> AsyncIterator[str]:
         """The lines of a streamed answer (server-sent events); sent once, never retried."""
+        check_body(call.json)
         await self._start()
         try:
             async with self._http.stream(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cairn.client._base import Call, body_of, clean_params
+from cairn.client._base import Call, body_of, clean_params, iso
 from cairn.client._feature_models import (
     Budget,
     ContextBundle,
@@ -51,7 +51,7 @@ def scope_context_call(
     min_score: float | None,
     recent_turns: int | None,
     recent_only: bool | None,
-    render: bool | str | None,
+    render: bool | str | dict[str, Any] | None,
     max_chars: int | None,
 ) -> Call[ScopeContext]:
     body: dict[str, Any] = {"scope": _scope(scope), "query": query}
@@ -67,7 +67,12 @@ def scope_context_call(
         body["budget"] = body_of(
             budget if isinstance(budget, Budget) else Budget.model_validate(budget)
         )
-    if render:
+    if isinstance(render, dict):  # the HTTP body's own shape: {"template"?, "max_chars"?}
+        unknown = set(render) - {"template", "max_chars"}
+        if unknown:
+            raise TypeError(f"render takes template and max_chars, not {sorted(unknown)}")
+        body["render"] = {"max_chars": max_chars or 0, **render}
+    elif render:
         body["render"] = {"max_chars": max_chars or 0}
         if isinstance(render, str):
             body["render"]["template"] = render
@@ -80,7 +85,7 @@ def turn_call(
     idempotency_key: str,
     messages: list[MessageLike],
     metadata: dict[str, Any] | None,
-    occurred_at: datetime | None,
+    occurred_at: datetime | str | None,
 ) -> Call[TurnCommit]:
     body: dict[str, Any] = {
         "scope": _scope(scope),
@@ -92,7 +97,7 @@ def turn_call(
         "metadata": metadata or {},
     }
     if occurred_at is not None:
-        body["occurred_at"] = occurred_at.isoformat()
+        body["occurred_at"] = iso(occurred_at)
     # Turns are idempotent per key (run id): a retry returns the original commit.
     return Call("POST", "/v1/scopes/turns", TurnCommit, json=body, idempotent=True)
 
@@ -151,11 +156,12 @@ class Scopes:
         min_score: float | None = None,
         recent_turns: int | None = None,
         recent_only: bool | None = None,
-        render: bool | str | None = None,
+        render: bool | str | dict[str, Any] | None = None,
         max_chars: int | None = None,
     ) -> ScopeContext:
         """Packed context items for one scope. ``render=True`` adds the default rendering,
-        a string renders with that (Jinja2) template."""
+        a string renders with that (Jinja2) template; a dict is the API's ``render``
+        (``template``, ``max_chars``)."""
         return self._client._send(
             scope_context_call(
                 scope,
@@ -179,7 +185,7 @@ class Scopes:
         messages: list[MessageLike],
         *,
         metadata: dict[str, Any] | None = None,
-        occurred_at: datetime | None = None,
+        occurred_at: datetime | str | None = None,
     ) -> TurnCommit:
         """Store one conversation turn; a repeated key returns the original commit."""
         return self._client._send(
@@ -232,7 +238,7 @@ class AsyncScopes:
         min_score: float | None = None,
         recent_turns: int | None = None,
         recent_only: bool | None = None,
-        render: bool | str | None = None,
+        render: bool | str | dict[str, Any] | None = None,
         max_chars: int | None = None,
     ) -> ScopeContext:
         """Packed context items for one scope (see ``Scopes.context``)."""
@@ -259,7 +265,7 @@ class AsyncScopes:
         messages: list[MessageLike],
         *,
         metadata: dict[str, Any] | None = None,
-        occurred_at: datetime | None = None,
+        occurred_at: datetime | str | None = None,
     ) -> TurnCommit:
         """Store one conversation turn; a repeated key returns the original commit."""
         return await self._client._send(

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from cairn.client._base import Call, clean_params, path_segment
+from cairn.client._base import Call, clean_params, iso, path_segment
 from cairn.client._feature_models import CompileResult
-from cairn.client._models import Episode, EpisodeCreate, Memory, Response
+from cairn.client._models import Episode, EpisodeCreate, Memory, Request, Response
 
 IMPORT_BATCH = 500  # records per import call (well under the server's 1000 a call)
 IMPORT_BATCH_BYTES = 512 * 1024  # and their JSON, under the server's usual body limit
@@ -78,14 +78,34 @@ def get_memory_call(memory_id: uuid.UUID | str) -> Call[MemoryDetail]:
     return Call("GET", f"/v1/memories/{path_segment(str(memory_id))}", MemoryDetail)
 
 
+class Unset:
+    """The default of an argument whose ``None`` means something (``valid_to=None`` clears
+    the end of a memory's validity): not given at all."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+
+
+class TurnMessage(Request):
+    """A message of ``remember``: as a ``conversation.turn`` episode carries it."""
+
+    role: str
+    content: str
+    name: str | None = None
+    caption: str | None = None
+
+
 def update_memory_call(
     memory_id: uuid.UUID | str,
     *,
     content: str | None,
     kind: str | None,
     confidence: float | None,
-    valid_from: datetime | None,
-    valid_to: datetime | None,
+    valid_from: datetime | str | None,
+    valid_to: datetime | str | Unset | None,
     editor: str | None,
     note: str | None,
 ) -> Call[MemoryItem]:
@@ -93,17 +113,19 @@ def update_memory_call(
         "content": content,
         "kind": kind,
         "confidence": confidence,
-        "valid_from": valid_from.isoformat() if valid_from else None,
-        "valid_to": valid_to.isoformat() if valid_to else None,
+        "valid_from": iso(valid_from),
         "editor": editor,
         "note": note,
     }
+    given = {k: v for k, v in body.items() if v is not None}
+    if not isinstance(valid_to, Unset):  # None here clears the end of validity
+        given["valid_to"] = iso(valid_to)
     # Not retried: a repeat after a lost answer is a 409 naming the version the first made.
     return Call(
         "PATCH",
         f"/v1/memories/{path_segment(str(memory_id))}",
         MemoryItem,
-        json={k: v for k, v in body.items() if v is not None},
+        json=given,
         idempotent=False,
     )
 
@@ -203,10 +225,13 @@ def merge_compiles(subject_id: str, results: list[CompileResult]) -> CompileResu
 def turn_episodes(
     subject_id: str, messages: Iterable[dict[str, Any] | str], session_id: str | None
 ) -> list[EpisodeCreate]:
-    """One ``conversation.turn`` episode per message (a bare string is a user message)."""
+    """One ``conversation.turn`` episode per message (a bare string is a user message); a
+    message is checked before anything is sent (``role`` and ``content`` required, ``name``
+    and ``caption`` optional, nothing else)."""
     out = []
     for m in messages:
-        message = {"role": "user", "content": m} if isinstance(m, str) else dict(m)
+        raw = {"role": "user", "content": m} if isinstance(m, str) else m
+        message = TurnMessage.model_validate(raw).model_dump(exclude_none=True)
         out.append(
             EpisodeCreate(
                 subject_id=subject_id,

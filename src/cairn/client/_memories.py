@@ -8,13 +8,15 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cairn.client._base import Call, clean_params
+from cairn.client._base import Call, clean_params, path_segment
 from cairn.client._errors import APITimeoutError
 from cairn.client._feature_models import CompileJob, CompileJobQueued, CompileResult, SearchResult
 from cairn.client._lifecycle import (
+    UNSET,
     MemoryDeleted,
     MemoryDetail,
     MemoryItem,
+    Unset,
     delete_memory_call,
     get_memory_call,
     update_memory_call,
@@ -46,13 +48,14 @@ def compile_async_call(subject_id: str) -> Call[CompileJobQueued]:
 
 
 def job_call(job_id: uuid.UUID | str) -> Call[CompileJob]:
-    return Call("GET", f"/v1/memories/compile/{uuid.UUID(str(job_id))}", CompileJob)
+    # (A malformed id is the server's 422, as for every other id.)
+    return Call("GET", f"/v1/memories/compile/{path_segment(str(job_id))}", CompileJob)
 
 
 def search_call(
     subject_id: str,
     q: str,
-    kinds: list[str] | None,
+    kinds: list[str] | str | None,
     limit: int | None,
     semantic: bool,
     hybrid: bool,
@@ -68,6 +71,8 @@ def search_call(
             "include_superseded": include_superseded or None,
         }
     )
+    if isinstance(kinds, str):  # "fact" or "turn,note": the API's comma-separated form
+        kinds = [k.strip() for k in kinds.split(",") if k.strip()]
     if kinds:
         params["kind"] = list(kinds)
     return Call("GET", "/v1/memories/search", SearchResult, params=params)
@@ -94,13 +99,15 @@ class Memories:
         content: str | None = None,
         kind: str | None = None,
         confidence: float | None = None,
-        valid_from: datetime | None = None,
-        valid_to: datetime | None = None,
+        valid_from: datetime | str | None = None,
+        valid_to: datetime | str | Unset | None = UNSET,
         editor: str | None = None,
         note: str | None = None,
     ) -> MemoryItem:
         """Correct a memory: a new version supersedes it (``ConflictError``
-        ``memory_superseded`` naming the current version when it was already replaced)."""
+        ``memory_superseded`` naming the current version when it was already replaced).
+        Dates are ``datetime``s or ISO 8601 strings; ``valid_to=None`` clears the end of
+        validity (left out, it is kept)."""
         return self._client._send(
             update_memory_call(
                 memory_id,
@@ -144,7 +151,7 @@ class Memories:
         subject_id: str,
         q: str = "",
         *,
-        kinds: list[str] | None = None,
+        kinds: list[str] | str | None = None,
         limit: int | None = None,
         semantic: bool = False,
         hybrid: bool = False,
@@ -177,7 +184,8 @@ class AsyncMemories:
         unknown = set(changes) - set(fields)
         if unknown:
             raise TypeError(f"unknown argument(s): {', '.join(sorted(unknown))}")
-        args = {f: changes.get(f) for f in fields}
+        args: dict[str, Any] = {f: changes.get(f) for f in fields}
+        args["valid_to"] = changes.get("valid_to", UNSET)
         return await self._client._send(update_memory_call(memory_id, **args))
 
     async def delete(self, memory_id: uuid.UUID | str) -> MemoryDeleted:
@@ -210,7 +218,7 @@ class AsyncMemories:
         subject_id: str,
         q: str = "",
         *,
-        kinds: list[str] | None = None,
+        kinds: list[str] | str | None = None,
         limit: int | None = None,
         semantic: bool = False,
         hybrid: bool = False,

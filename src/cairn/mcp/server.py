@@ -85,6 +85,11 @@ def _invalid_arguments(exc: ValidationError) -> str:
     return "invalid arguments: " + "; ".join(problems)
 
 
+class InvalidArguments(ToolError):
+    """Arguments that fit the schema but not together (a tool's own check): worded as the
+    schema's errors are, ``<tool>: invalid arguments: <problem>``."""
+
+
 class CairnMCPServer(MCPServer[Any]):
     """The MCP server, with argument validation errors worded for the model."""
 
@@ -104,6 +109,8 @@ class CairnMCPServer(MCPServer[Any]):
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(f"{name}: {_invalid_arguments(exc.__cause__)}") from None
+            if isinstance(exc.__cause__, InvalidArguments):  # a tool's own check of them
+                raise ToolError(f"{name}: invalid arguments: {exc.__cause__}") from None
             raise
 
 
@@ -163,11 +170,11 @@ def _episode_tools(client: AsyncCairn) -> list[Tool]:
         with its id."""
         body = dict(payload or {})
         if text is not None and not text.strip() and not body:
-            raise ToolError("'text' is blank: give what happened, or a non-empty 'payload'")
+            raise InvalidArguments("text: blank; give what happened, or a non-empty payload")
         if text is not None:
             body["text"] = text
         if not body:
-            raise ToolError("give 'text' or a non-empty 'payload'")
+            raise ToolError("record_episode: invalid arguments: give text or a non-empty payload")
         ep = await client.episodes.create(
             subject_id,
             source=source,
