@@ -73,8 +73,11 @@ def test_metrics_sum_over_server_processes(tmp_path: Path) -> None:
         "CAIRN_EMBEDDER": "none",
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    # The database named on the command line is every process's (they read the environment).
+    chosen = tmp_path / "chosen.db"
+    command = ["serve", "--port", str(port), "--workers", "2", "--database-url"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cairn.cli.main", "serve", "--port", str(port), "--workers", "2"],
+        [sys.executable, "-m", "cairn.cli.main", *command, f"sqlite:///{chosen}"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -114,6 +117,7 @@ def test_metrics_sum_over_server_processes(tmp_path: Path) -> None:
             # Every run after the first evicts the note before it.
             assert _sample(text, "cairn_slate_evictions_total", 'policy="FIFO"') == 5
         assert "cairn_compile_jobs{" in scrapes[0]
+        assert chosen.is_file() and not (tmp_path / "data" / "cairn.db").exists()
     finally:
         proc.terminate()
         try:

@@ -159,6 +159,15 @@ def serve(
     _notice(settings, banner)
     if workers > 1:
         _share_metrics()
+        # The processes build their settings from the environment (cairn.asgi): what the
+        # command line overrode goes there too, or they would serve another database.
+        for name, value in (
+            ("CAIRN_DATABASE_URL", database_url),
+            ("CAIRN_HOST", host),
+            ("CAIRN_PORT", None if port is None else str(port)),
+        ):
+            if value is not None:
+                os.environ[name] = value
         uvicorn.run(
             "cairn.asgi:app",
             host=settings.host,

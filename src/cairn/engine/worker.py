@@ -16,6 +16,7 @@ from collections.abc import Callable
 from cairn.core.ids import utcnow
 from cairn.core.scope import Scope
 from cairn.engine.compile import CompileResult
+from cairn.engine.failures import FailureLog
 from cairn.engine.retention import RetentionClock
 from cairn.engine.yielding import RequestGate, Yielder, stepping_aside
 from cairn.metrics import Metrics
@@ -119,7 +120,9 @@ class JobRunner:
             "failed" if error else "completed",
             len(created),
             time.monotonic() - started,
-            "" if recorded else " (not recorded: another worker took the job over)",
+            ""
+            if recorded
+            else " (not recorded: another worker took the job over, or it was erased)",
         )
         metrics = self.metrics
         metrics.memories_compiled.inc(len(created))
@@ -173,17 +176,21 @@ class CompileWorker:
             self._drain(yielder)
 
     def _drain(self, yielder: Yielder | None) -> None:
+        # The database away: one traceback, then a line at doubling intervals (not two
+        # tracebacks a second), and polls that back off the same way.
+        failures = FailureLog(log, "the compile worker's claim of a job")
         while not self._stop.is_set():
             self.retention.maybe_sweep(self.runner.store)
             if yielder is not None:  # time spent idle is not work to be made up for
                 yielder.restart()
+            wait = self.poll_s
             try:
                 busy = self.runner.work_once()
+                failures.succeeded()
             except Exception:  # e.g. the database is briefly unavailable
-                log.exception("compile worker error")
-                busy = False
+                busy, wait = False, max(self.poll_s, failures.failed())
             if not busy:
-                self._wake.wait(self.poll_s)
+                self._wake.wait(wait)
                 self._wake.clear()
 
     def stop(self, timeout: float = 10.0) -> None:

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, Table, delete, select
+from sqlalchemy import Connection, Select, Table, delete, func, select
 
 from cairn.core.memory import TURN_SOURCE
 from cairn.core.scope import DEFAULT_RUNTIME, Scope
@@ -119,9 +119,15 @@ def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
     # them: they go with them (whoever the run's own user was).
     dropped = drop_runs(conn, selector.tenant_id, turn_runs(*selector.where(episodes)))
     dropped += drop_reading_runs(conn, selector.tenant_id, *selector.where(ladder_run_reads))
+    # (PostgreSQL: the memories' trigger takes their term statistics with them, so the
+    # partition's rows are counted before, or the answer would say 0 of them went.)
+    stats = conn.execute(
+        select(func.count()).select_from(term_stats).where(*selector.where(term_stats))
+    ).scalar_one()
     for table in SCOPED_TABLES:
         res = conn.execute(delete(table).where(*selector.where(table)))  # type: ignore[arg-type]
         counts[table.name] = int(res.rowcount or 0)
+    counts[term_stats.name] = max(counts[term_stats.name], int(stats))
     for table in USER_TABLES:
         counts[table.name] = 0
     if selector.covers_subject:
