@@ -65,6 +65,9 @@ class Services:
             queue=store.queue_stats, tracing=Tracing.from_environment(settings.otel)
         )
         self._auth_required = False
+        # CAIRN_API_KEY makes keys required where it is registered; not registered (an
+        # in-process client sends it), the stored keys alone decide, as over HTTP.
+        self._configured_key_counts = bool(settings.api_key) and register_key
         self._auth_checked_at = float("-inf")
         self._auth_generation = -1
         self._auth_lock = threading.Lock()  # worker threads refresh the answer concurrently
@@ -97,7 +100,7 @@ class Services:
             self.on_start.append(self.ladder_watcher.start)
             self.on_stop.append(self.ladder_watcher.stop)
         self.ladder_runtime = LadderRuntime(self, metrics=self.metrics)
-        if settings.api_key and register_key:
+        if self._configured_key_counts:
             store.keys.ensure_key(DEFAULT_TENANT, settings.api_key)
         store.keys.ensure_tenant(DEFAULT_TENANT)
 
@@ -213,7 +216,7 @@ class Services:
             return known
         keys = self.store.keys
         generation = keys.generation  # read before the query: a key made during it re-asks
-        required = bool(self.settings.api_key) or keys.any_key_exists()
+        required = self._configured_key_counts or keys.any_key_exists()
         with self._auth_lock:
             # Several threads may refresh at once: a True is never undone by an answer read
             # before it, and the answer's time and generation are those of its own query.

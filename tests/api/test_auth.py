@@ -217,12 +217,16 @@ def test_a_request_refused_before_routing_is_logged_under_its_route(
         missing = f"/v1/memories/compile/{'0' * 8}-0000-7000-8000-000000000000"
         assert backend_client.head(missing, headers=h(two_tenants["a"])).status_code == 404
         assert backend_client.get("/v1/no/such/route").status_code == 404
+        assert backend_client.options("/v1/episodes/batch").status_code == 204
+        assert backend_client.patch("/v1/timeline", headers=keyed).status_code == 405
     routes = [r.getMessage().split()[3] for r in caplog.records if r.name == "cairn.access"]
     assert routes == [
         "/v1/episodes",
         "/v1/episodes",
         "/v1/memories/compile/{job_id}",
         "<unmatched>",
+        "/v1/episodes/batch",
+        "/v1/timeline",
     ]
     scrape = backend_client.get("/metrics").text
     assert 'method="POST",route="/v1/episodes",status="401"' in scrape

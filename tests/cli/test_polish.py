@@ -150,6 +150,22 @@ def test_an_unknown_cairn_api_key_is_refused_and_never_stored(
         store.close()
 
 
+def test_cairn_api_key_on_a_database_without_keys_is_open_mode(tmp_path: Path) -> None:
+    """No key stored yet (no server has started with it): in-process commands work as the
+    API does in open mode, and the key is still not stored."""
+    from cairn.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    env = {"CAIRN_DATABASE_URL": url, "CAIRN_API_KEY": "cairn_not-stored", "COLUMNS": "200"}
+    listed = runner.invoke(app, ["subjects", "list"], env=env)
+    assert listed.exit_code == 0, listed.output
+    store = open_store(url, migrate=False)
+    try:
+        assert not store.keys.any_key_exists()
+    finally:
+        store.close()
+
+
 def test_reads_of_slates_follow_the_same_rule(tmp_path: Path) -> None:
     env, key_a, _ = _key_env(tmp_path)
     show = ["slates", "show", "memory-ladder", "Memory", "--json"]

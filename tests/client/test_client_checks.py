@@ -61,6 +61,12 @@ def test_a_lone_surrogate_is_refused_before_sending(local: Cairn) -> None:
         local.episodes.create("u", source="s", type="t", payload={"x": "a\ud800"})
     assert (info.value.status, info.value.code) == (422, "invalid_text")
     assert info.value.details[0]["field"] == "payload.x"
+    with pytest.raises(InvalidRequestError) as query:
+        local.memories.search("u", "a\ud800")
+    assert (query.value.code, query.value.details[0]["field"]) == ("invalid_text", "query.q")
+    with pytest.raises(InvalidRequestError) as path:
+        local.subjects.delete("u\ud800")
+    assert (path.value.code, path.value.details[0]["field"]) == ("invalid_text", "path")
     assert local.subjects.list().total == 0
 
 
@@ -70,6 +76,11 @@ def test_dates_as_strings_and_clearing_the_end_of_validity(local: Cairn) -> None
         scope, "c", "k1", [{"role": "user", "content": "hello"}], occurred_at="2024-05-01T08:00:00Z"
     )
     assert turn.occurred_at.year == 2024
+    values = {"customer": "Globex", "issue": "A duplicate charge"}
+    applied = local.templates.apply(
+        "customer-support-handoff", "g", values, occurred_at="2023-03-01T10:00:00Z"
+    )
+    assert applied.occurred_at.year == 2023
     local.remember("m", ["I moved to Porto last spring."])
     memory = local.memories.search("m", "Porto").memories[0]
     bounded = local.memories.update(memory.id, valid_to="2030-01-01T00:00:00Z")
@@ -90,6 +101,13 @@ def test_remember_checks_its_messages_before_sending(local: Cairn) -> None:
     assert local.subjects.list().total == 0
     named = local.remember("r", [{"role": "user", "name": "Maya", "content": "I work at Acme."}])
     assert named.memories_created >= 1
+    # What a turn's message may carry (memories.md): a time, text parts, a caption.
+    dated = {"role": "user", "content": "I moved to Porto.", "timestamp": "2024-05-01T08:00:00Z"}
+    parts = {"role": "user", "content": [{"type": "text", "text": "I adopted a cat."}]}
+    more = local.remember("r", [dated, parts, {"speaker": "Leo", "text": "I passed my test."}])
+    assert more.memories_created >= 3
+    texts = " ".join(m.content for m in local.memories.search("r", kinds="turn").memories)
+    assert "Porto" in texts and "cat" in texts and "Leo: I passed" in texts
 
 
 def test_kinds_as_a_string_and_render_as_the_apis_dict(local: Cairn) -> None:

@@ -38,12 +38,16 @@ class RouteTable:
 
     def template_for(self, method: str, path: str) -> str | None:
         """The path template of the endpoint ``method path`` is for (None: none), for a
-        request answered before the router saw it (a body refused, a key missing)."""
+        request answered before the router saw it (a body refused, a key missing); for a
+        method the path does not have (``OPTIONS``, a 405), the path's template."""
         method = "GET" if method == "HEAD" else method
+        found = None
         for regex, template, methods in self._entries():
-            if method in methods and regex.match(path):
-                return template
-        return None
+            if regex.match(path):
+                if method in methods:
+                    return template
+                found = found or template
+        return found
 
 
 class AllowMiddleware:

@@ -101,7 +101,7 @@ class RequestContextMiddleware:
         route = getattr(scope.get("route"), "path", None)
         if route:
             return str(route)
-        if self.routes is not None and status not in (404, 405):
+        if self.routes is not None and status != 404:
             return self.routes.template_for(method, scope.get("path", "")) or "<unmatched>"
         return "<unmatched>"
 

@@ -61,6 +61,13 @@ def body_of(value: Any) -> Any:
     return value
 
 
+def check_call(call: Call[Any]) -> None:
+    """``check_body`` of a call's JSON body and of its query parameters."""
+    check_body(call.json)
+    if call.params:
+        check_body(call.params, "query")
+
+
 def check_body(value: Any, where: str = "") -> None:
     """Raise the server's 422 (``InvalidRequestError``, nothing sent) for what no JSON body
     may carry to Cairn: NaN or an infinity (``validation_error``, ``non_finite_number``)
@@ -105,8 +112,8 @@ def _refuse(where: str, code: str, kind: str, problem: str) -> None:
 
 
 def iso(value: Any) -> Any:
-    """A date for a request body: a ``datetime`` (or ``date``) in ISO 8601, a string as the
-    caller wrote it (the server checks it)."""
+    """A date for a request body: a ``datetime`` in ISO 8601 (the server wants one with its
+    time zone), a string as the caller wrote it (the server checks it)."""
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
@@ -121,7 +128,10 @@ def clean_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def path_segment(value: str) -> str:
-    """One URL path segment; ``.`` and ``..`` are escaped so no client folds them away."""
+    """One URL path segment; ``.`` and ``..`` are escaped so no client folds them away. A
+    lone surrogate is refused as the server would (422 ``invalid_text``)."""
+    if _has_surrogate(value):
+        _refuse("path", "invalid_text", "invalid_text", "must be text (a lone surrogate)")
     quoted = quote(value, safe=":@")
     return quoted.replace(".", "%2E") if set(value) == {"."} else quoted
 

@@ -25,7 +25,7 @@ from cairn.client._base import (
     DEFAULT_TIMEOUT,
     Call,
     RetryPolicy,
-    check_body,
+    check_call,
     default_headers,
     parse_response,
     resolve_key,
@@ -150,7 +150,7 @@ class Cairn:
         return client
 
     def _send(self, call: Call[T]) -> T:
-        check_body(call.json)
+        check_call(call)
         attempt = 0
         while True:
             try:
@@ -175,7 +175,7 @@ class Cairn:
 
     def _stream_lines(self, call: Call[Any]) -> Iterator[str]:
         """The lines of a streamed answer (server-sent events); sent once, never retried."""
-        check_body(call.json)
+        check_call(call)
         try:
             with self._http.stream(
                 call.method,
@@ -342,8 +342,8 @@ class AsyncCairn:
             await self._lifespan.__aenter__()
 
     async def _send(self, call: Call[T]) -> T:
+        check_call(call)
         await self._start()
-        check_body(call.json)
         attempt = 0
         while True:
             try:
@@ -368,7 +368,7 @@ class AsyncCairn:
 
     async def _stream_lines(self, call: Call[Any]) -> AsyncIterator[str]:
         """The lines of a streamed answer (server-sent events); sent once, never retried."""
-        check_body(call.json)
+        check_call(call)
         await self._start()
         try:
             async with self._http.stream(

@@ -71,6 +71,8 @@ def scope_context_call(
         unknown = set(render) - {"template", "max_chars"}
         if unknown:
             raise TypeError(f"render takes template and max_chars, not {sorted(unknown)}")
+        if max_chars and "max_chars" in render:
+            raise TypeError("give max_chars once: in render or as max_chars=, not both")
         body["render"] = {"max_chars": max_chars or 0, **render}
     elif render:
         body["render"] = {"max_chars": max_chars or 0}

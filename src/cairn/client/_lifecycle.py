@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from cairn.client._base import Call, clean_params, iso, path_segment
 from cairn.client._feature_models import CompileResult
@@ -90,12 +90,24 @@ UNSET = Unset()
 
 
 class TurnMessage(Request):
-    """A message of ``remember``: as a ``conversation.turn`` episode carries it."""
+    """A message of ``remember``, as a ``conversation.turn`` episode carries it (docs:
+    memories.md, "turn"): text as ``content`` (a string or OpenAI-style parts) or ``text``,
+    and the optional fields the compiler reads; any other key is a typo."""
 
-    role: str
-    content: str
+    role: str = "user"
+    content: str | list[dict[str, Any]] | None = None
+    text: str | None = None
     name: str | None = None
+    speaker: str | None = None
     caption: str | None = None
+    image_caption: str | None = None
+    timestamp: str | datetime | None = None
+
+    @model_validator(mode="after")
+    def _said_something(self) -> TurnMessage:
+        if self.content is None and self.text is None:
+            raise ValueError("a message needs 'content' (or 'text')")
+        return self
 
 
 def update_memory_call(
@@ -226,12 +238,12 @@ def turn_episodes(
     subject_id: str, messages: Iterable[dict[str, Any] | str], session_id: str | None
 ) -> list[EpisodeCreate]:
     """One ``conversation.turn`` episode per message (a bare string is a user message); a
-    message is checked before anything is sent (``role`` and ``content`` required, ``name``
-    and ``caption`` optional, nothing else)."""
+    message is checked before anything is sent (``TurnMessage``: a misspelt key is an error,
+    not a message that says nothing)."""
     out = []
     for m in messages:
         raw = {"role": "user", "content": m} if isinstance(m, str) else m
-        message = TurnMessage.model_validate(raw).model_dump(exclude_none=True)
+        message = TurnMessage.model_validate(raw).model_dump(mode="json", exclude_none=True)
         out.append(
             EpisodeCreate(
                 subject_id=subject_id,

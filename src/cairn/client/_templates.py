@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from cairn.client._base import Call, path_segment
+from cairn.client._base import Call, iso, path_segment
 from cairn.client._feature_models import MemoryTemplate, MemoryTemplateList
 from cairn.client._models import Episode
 
@@ -21,7 +21,7 @@ def apply_call(
     values: dict[str, Any],
     session_id: str | None,
     idempotency_key: str | None,
-    occurred_at: datetime | None,
+    occurred_at: datetime | str | None,
 ) -> Call[Episode]:
     body: dict[str, Any] = {"subject_id": subject_id, "values": values}
     if session_id is not None:
@@ -29,7 +29,7 @@ def apply_call(
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
     if occurred_at is not None:
-        body["occurred_at"] = occurred_at.isoformat()
+        body["occurred_at"] = iso(occurred_at)
     return Call(
         "POST",
         f"/v1/memory-templates/{path_segment(template_id)}/apply",
@@ -69,7 +69,7 @@ class Templates:
         *,
         session_id: str | None = None,
         idempotency_key: str | None = None,
-        occurred_at: datetime | None = None,
+        occurred_at: datetime | str | None = None,
     ) -> Episode:
         """Validate ``values`` against the template and record the episode it renders."""
         return self._client._send(
@@ -99,7 +99,7 @@ class AsyncTemplates:
         *,
         session_id: str | None = None,
         idempotency_key: str | None = None,
-        occurred_at: datetime | None = None,
+        occurred_at: datetime | str | None = None,
     ) -> Episode:
         """Validate ``values`` against the template and record the episode it renders."""
         return await self._client._send(

@@ -178,7 +178,7 @@ class CompileWorker:
     def _drain(self, yielder: Yielder | None) -> None:
         # The database away: one traceback, then a line at doubling intervals (not two
         # tracebacks a second), and polls that back off the same way.
-        failures = FailureLog(log, "the compile worker's claim of a job")
+        failures = FailureLog(log, "the compile worker (claiming or finishing a job)")
         while not self._stop.is_set():
             self.retention.maybe_sweep(self.runner.store)
             if yielder is not None:  # time spent idle is not work to be made up for

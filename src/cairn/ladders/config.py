@@ -140,7 +140,7 @@ class StepSpec(Strict):
     temperature: float | None = Field(None, ge=0, le=2, strict=True)
     maxTokens: int | None = Field(None, gt=0, strict=True)
     # Remove the JSON slateWrite matched from the reply the caller sees (the write sees it all).
-    stripMatch: bool = False
+    stripMatch: bool = Field(False, strict=True)
     # What a refused write (full reject folder, entry too large, ...) does to the call.
     onRejected: Literal["continue", "fail"] = "continue"
 

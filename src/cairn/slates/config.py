@@ -17,7 +17,15 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from cairn.core.tokens import get_tokenizer
 from cairn.core.yamlfiles import YAMLError, load_yaml, read_yaml_text, yaml_problem
@@ -214,7 +222,7 @@ class SlateWriteSpec(_Strict):
     field: str | None = None
     on: WriteMode = "append"
     key: str | None = None
-    match: dict[str, Any] | bool | None = None
+    match: dict[str, Any] | StrictBool | None = None
     tags: list[str] = Field(default_factory=list)
 
     @field_validator("match")

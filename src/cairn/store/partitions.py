@@ -121,8 +121,9 @@ def erase(conn: Connection, selector: PartitionSelector) -> dict[str, int]:
     dropped += drop_reading_runs(conn, selector.tenant_id, *selector.where(ladder_run_reads))
     # (PostgreSQL: the memories' trigger takes their term statistics with them, so the
     # partition's rows are counted before, or the answer would say 0 of them went.)
+    in_partition = selector.where(term_stats)
     stats = conn.execute(
-        select(func.count()).select_from(term_stats).where(*selector.where(term_stats))
+        select(func.count()).select_from(term_stats).where(*in_partition)  # type: ignore[arg-type]
     ).scalar_one()
     for table in SCOPED_TABLES:
         res = conn.execute(delete(table).where(*selector.where(table)))  # type: ignore[arg-type]
