@@ -188,8 +188,10 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.add_middleware(RejectNulMiddleware)
     routes = RouteTable(lambda: list(app.routes))
     app.add_middleware(AllowMiddleware, table=routes)
-    app.add_middleware(AccessMiddleware, services=services)
     app.add_middleware(BodyLimitMiddleware, max_bytes=services.settings.max_body_bytes)
+    # Outside the body's checks, its size included: a peer or host refused, or a body
+    # without a key, is answered before them, and every answer gets the security headers.
+    app.add_middleware(AccessMiddleware, services=services)
     app.add_middleware(
         RequestContextMiddleware,
         metrics=app.state.metrics,

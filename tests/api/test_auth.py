@@ -193,6 +193,9 @@ def test_a_body_without_a_key_is_401_before_its_checks(
             "/v1/episodes", content=body, headers={**json_type, **h(two_tenants["a"])}
         )
         assert keyed.status_code == 422, (body, keyed.text)
+    # Its size too: nobody without a key learns the limit.
+    big = backend_client.post("/v1/episodes", content=b"x" * 1_100_000, headers=json_type)
+    assert big.status_code == 401 and big.json()["error"]["code"] == "missing_api_key"
     r = backend_client.post("/v1/local/chat/completions", content=b"{not json", headers=json_type)
     assert r.status_code == 401
     error = r.json()["error"]

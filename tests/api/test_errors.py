@@ -79,6 +79,16 @@ def test_body_over_limit_is_413(client: TestClient) -> None:
     assert_error(client.post("/v1/episodes", json=big), 413, "payload_too_large")
 
 
+def test_an_inspector_form_over_the_limit_is_a_413_page_with_its_headers(
+    client: TestClient,
+) -> None:
+    r = client.post("/ui/login", content=b"key=" + b"x" * 1_100_000)
+    assert r.status_code == 413 and r.headers["content-type"].startswith("text/html")
+    assert "Error 413 · Cairn inspector" in r.text
+    assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+    assert r.headers["x-frame-options"] == "DENY"
+
+
 def test_streamed_body_over_limit_is_413(client: TestClient) -> None:
     def chunks():
         for _ in range(40):
