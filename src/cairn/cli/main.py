@@ -109,6 +109,21 @@ def _share_metrics() -> None:
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
 
 
+def _hand_over(database_url: str | None, host: str | None, port: int | None) -> None:
+    """What the processes of ``serve --workers N`` need from this one: they build their
+    settings from the environment (``cairn.asgi``), so what the command line overrode goes
+    there too (or they would serve another database), and this process's pid, so that they
+    stop with it (``cairn.asgi.stop_with_parent``)."""
+    for name, value in (
+        ("CAIRN_DATABASE_URL", database_url),
+        ("CAIRN_HOST", host),
+        ("CAIRN_PORT", None if port is None else str(port)),
+    ):
+        if value is not None:
+            os.environ[name] = value
+    os.environ["CAIRN_SERVE_PARENT"] = str(os.getpid())
+
+
 @app.command()
 def serve(
     host: str | None = typer.Option(None, "--host", help="Bind address (CAIRN_HOST)."),
@@ -159,15 +174,7 @@ def serve(
     _notice(settings, banner)
     if workers > 1:
         _share_metrics()
-        # The processes build their settings from the environment (cairn.asgi): what the
-        # command line overrode goes there too, or they would serve another database.
-        for name, value in (
-            ("CAIRN_DATABASE_URL", database_url),
-            ("CAIRN_HOST", host),
-            ("CAIRN_PORT", None if port is None else str(port)),
-        ):
-            if value is not None:
-                os.environ[name] = value
+        _hand_over(database_url, host, port)
         uvicorn.run(
             "cairn.asgi:app",
             host=settings.host,
