@@ -127,3 +127,24 @@ def test_serve_with_key_binds_everywhere_and_checks_allowed_hosts(tmp_path: Path
         assert ok.status_code == 200
         r = httpx.get(f"{base}/v1/subjects", headers={**auth, "Host": "other.example"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "host_not_allowed"
+
+
+def test_serve_on_a_port_in_use_says_so_and_exits_1(tmp_path: Path) -> None:
+    """A port another process listens on: a clear message and exit 1 (the operation failed),
+    not uvicorn's exit 3 (the code of a configuration error) after everything started."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "cairn.cli.main", "serve", "--port", str(port)],
+            env=env_for(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr, proc.stderr
+    assert "another server" in proc.stderr

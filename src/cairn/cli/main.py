@@ -109,6 +109,26 @@ def _share_metrics() -> None:
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
 
 
+def _check_port(host: str, port: int) -> None:
+    """Exit 1 with a clear message when the address is taken (another server, or one left
+    running), before anything starts; uvicorn would exit 3, the code of a configuration
+    error."""
+    import socket
+
+    try:
+        family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as uvicorn binds)
+            probe.bind((host, port))
+    except OSError as exc:
+        err_console.print(
+            f"cannot listen on {host or '(every interface)'}:{port}: {exc.strerror or exc} "
+            "(is another server running there?)",
+            markup=False,
+        )
+        raise typer.Exit(1) from None
+
+
 def _hand_over(database_url: str | None, host: str | None, port: int | None) -> None:
     """What the processes of ``serve --workers N`` need from this one: they build their
     settings from the environment (``cairn.asgi``), so what the command line overrode goes
@@ -167,6 +187,7 @@ def serve(
             style="yellow",
             level=logging.WARNING,
         )
+    _check_port(settings.host, settings.port)
     banner = (
         f"Cairn {__version__} on http://{settings.host}:{settings.port} "
         f"({settings.resolved_database_url().split(':', 1)[0]})"
