@@ -116,6 +116,17 @@ def test_unknown_template_is_404(client: TestClient, method: str, path: str) -> 
     assert episodes_of(client, "customer:globex") == []
 
 
+@pytest.mark.parametrize("body", [b"garbage", b"{}", b'{"subject_id": "a/b"}'])
+def test_unknown_template_is_404_whatever_the_body(client: TestClient, body: bytes) -> None:
+    """The template's absence comes first (a bad body of a known template stays 422)."""
+    headers = {"Content-Type": "application/json"}
+    r = client.post("/v1/memory-templates/no-such-template/apply", content=body, headers=headers)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "template_not_found"
+    known = "/v1/memory-templates/customer-support-handoff/apply"
+    r = client.post(known, content=body, headers=headers)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error"
+
+
 def _values(**changes: Any) -> dict[str, Any]:
     body = copy.deepcopy(SEED_REQUEST)
     for name, value in changes.items():

@@ -6,9 +6,12 @@ into the caller's tenant through the normal ingest path.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.api.schemas import EpisodePublic
@@ -20,7 +23,30 @@ from cairn.engine.ingest import record_episode
 from cairn.http.auth import require_tenant, services_of
 from cairn.templates import MemoryTemplate, apply_template
 
-router = APIRouter(prefix="/v1/memory-templates", tags=["memory-templates"])
+
+class _TemplateFirst(APIRoute):
+    """A template that does not exist is 404 ``template_not_found`` even when the body is
+    also bad (seed 000: "404 if the template does not exist"): the framework checks a body
+    before the route runs, so its 422 would come first."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def template_first(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError:
+                template_id = request.path_params.get("template_id")
+                if isinstance(template_id, str):
+                    services_of(request).templates.get(template_id)  # 404 when unknown
+                raise
+
+        return template_first
+
+
+router = APIRouter(
+    prefix="/v1/memory-templates", tags=["memory-templates"], route_class=_TemplateFirst
+)
 
 TemplateIdPath = Path(description="The template's id (any unknown id is 404 template_not_found).")
 
