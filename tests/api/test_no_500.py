@@ -45,7 +45,7 @@ GOOD_PATH = {
     "folder": "facts",
     "file": "core.md",
     "name": "memory-ladder",
-    "template_id": "chat-assistant",
+    "template_id": "customer-support-handoff",
     "subject_id": "no500-subject",
     "episode_id": "00000000-0000-0000-0000-000000000000",
     "memory_id": "00000000-0000-0000-0000-000000000000",

@@ -35,7 +35,7 @@ TIMED_ROUTES = [
     ("/v1/episodes", EPISODE),
     ("/v1/episodes/batch", {"episodes": [EPISODE]}),
     ("/v1/scopes/turns", TURN),
-    ("/v1/memory-templates/chat-assistant/apply", {"subject_id": "s17", "values": {}}),
+    ("/v1/memory-templates/customer-support-handoff/apply", {"subject_id": "s17", "values": {}}),
 ]
 
 
@@ -315,7 +315,7 @@ def test_a_string_too_short_or_long_is_told_in_characters(nasty_client: Any) -> 
     """A length checked after another validator read "Value should have at least 1 item
     after validation" for a string (a template's empty idempotency key)."""
     client, _ = nasty_client
-    url = "/v1/memory-templates/chat-assistant/apply"
+    url = "/v1/memory-templates/customer-support-handoff/apply"
     for body, said in [
         ({"idempotency_key": ""}, "String should have at least 1 character"),
         ({"session_id": "s" * 257}, "String should have at most 256 characters"),

@@ -93,7 +93,7 @@ def test_every_route_refuses_the_same_ids(backend_client: TestClient, subject: s
         c.post("/v1/context", json={"subject_id": subject, "task": "x"}),
         c.get("/v1/timeline", params={"subject_id": subject}),
         c.post(
-            "/v1/memory-templates/chat-assistant/apply",
+            "/v1/memory-templates/customer-support-handoff/apply",
             json={"subject_id": subject, "values": {}},
         ),
     ]
