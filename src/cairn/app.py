@@ -11,6 +11,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import os
+import signal
 import sys
 import threading
 import time
@@ -66,6 +68,37 @@ _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 
 
+def _linux_libc() -> ctypes.CDLL:
+    """The C library of a Linux process (OSError elsewhere)."""
+    name = ctypes.util.find_library("c")
+    if not sys.platform.startswith("linux") or not name:
+        raise OSError("not Linux, or no C library found")
+    return ctypes.CDLL(name)
+
+
+# Set by ``cairn serve --workers N`` to its own pid: the processes it starts stop with it.
+SERVE_PARENT_ENV = "CAIRN_SERVE_PARENT"
+_PR_SET_PDEATHSIG = 1
+
+
+def stop_with_parent() -> bool:
+    """In a process of ``cairn serve --workers N``, ask Linux for SIGTERM when that command's
+    process dies, however it dies (``kill -9`` included): its processes would otherwise go on
+    serving the port with nobody to stop them, and a new ``cairn serve`` could not bind it.
+    Not in a process started some other way (``uvicorn cairn.asgi:app``). Returns whether
+    it was asked."""
+    parent = os.environ.get(SERVE_PARENT_ENV)
+    if not parent or parent != str(os.getppid()):
+        return False
+    try:
+        asked = _linux_libc().prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+    if asked and str(os.getppid()) != parent:  # it died before the request: stop now
+        os.kill(os.getpid(), signal.SIGTERM)
+    return asked
+
+
 def tune_malloc() -> bool:
     """Make glibc's malloc give memory back (Linux with glibc; elsewhere nothing happens).
 
@@ -75,13 +108,9 @@ def tune_malloc() -> bool:
     heaps that never shrink. Two heaps and a fixed 1 MiB threshold: about 120 MB less RSS after
     the scale benchmark with the default embedder (docs/benchmarks.md). Returns whether both
     settings took."""
-    name = ctypes.util.find_library("c")
-    if not sys.platform.startswith("linux") or not name:
-        return False
     try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc
+        mallopt = _linux_libc().mallopt
+    except (OSError, AttributeError):  # not Linux's glibc
         return False
     ok = mallopt(_M_ARENA_MAX, 2) == 1
     return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 20) == 1 and ok)
@@ -101,8 +130,8 @@ def start_heap_trimmer(interval_s: float = HEAP_TRIM_INTERVAL_S) -> threading.Th
     if running is not None:
         return running
     try:
-        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc
+        trim = _linux_libc().malloc_trim
+    except (OSError, AttributeError):  # not Linux's glibc
         return None
 
     def run() -> None:

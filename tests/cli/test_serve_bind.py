@@ -37,7 +37,8 @@ def interface_address() -> str | None:
 
 
 @contextmanager
-def running(args: list[str], env: dict[str, str], port: int) -> Iterator[None]:
+def running(args: list[str], env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m ARGS`` until it accepts connections on ``port``; stopped afterwards."""
     proc = subprocess.Popen(
         [sys.executable, "-m", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -51,7 +52,7 @@ def running(args: list[str], env: dict[str, str], port: int) -> Iterator[None]:
                     break
             except OSError:
                 time.sleep(0.2)
-        yield
+        yield proc
     finally:
         proc.terminate()
         try:

@@ -6,21 +6,16 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.cli.test_serve_and_keys import env_for
+from tests.cli.test_serve_bind import free_port, running
+
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _children(pid: int) -> list[int]:
@@ -47,51 +42,29 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's"
-)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's parent-death signal")
 def test_the_processes_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
-    port = _free_port()
-    env = {
-        **os.environ,
-        "CAIRN_DATA_DIR": str(tmp_path / "data"),
-        "CAIRN_LOG_LEVEL": "WARNING",
-        "CAIRN_EMBEDDER": "none",
-    }
+    port = free_port()
+    env = env_for(tmp_path)
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cairn.cli.main", "serve", "--port", str(port), "--workers", "2"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    args = ["cairn.cli.main", "serve", "--port", str(port), "--workers", "2"]
     workers: list[int] = []
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
+    with running(args, env, port) as proc:
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and len(workers) < 2:
+                workers = [p for p in _children(proc.pid) if _alive(p)]
                 time.sleep(0.2)
-        else:
-            raise AssertionError("server did not start")
-        while time.monotonic() < deadline and len(workers) < 2:
-            workers = [p for p in _children(proc.pid) if _alive(p)]
-            time.sleep(0.2)
-        assert len(workers) >= 2, workers
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        stopped_by = time.monotonic() + 30
-        while time.monotonic() < stopped_by and any(_alive(p) for p in workers):
-            time.sleep(0.2)
-        assert not any(_alive(p) for p in workers), "a worker process outlived its supervisor"
-        with socket.socket() as s:  # the port is free for the next start
-            s.bind(("127.0.0.1", port))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in workers:
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+            assert len(workers) >= 2, workers
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+            stopped_by = time.monotonic() + 30
+            while time.monotonic() < stopped_by and any(_alive(p) for p in workers):
+                time.sleep(0.2)
+            assert not any(_alive(p) for p in workers), "a worker process outlived its supervisor"
+            with socket.socket() as s:  # the port is free for the next start
+                s.bind(("127.0.0.1", port))
+        finally:
+            for pid in workers:
+                if _alive(pid):
+                    os.kill(pid, signal.SIGKILL)

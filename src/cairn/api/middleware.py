@@ -220,8 +220,8 @@ class RejectNulMiddleware:
             # (Without the raw path, the decoded one: a lone surrogate in it fails as text.)
             raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogatepass")
             query = scope.get("query_string", b"")
-            if any(nul in part for part in (raw, query) for nul in (b"%00", NUL.encode())):
-                fields = _nul_fields(raw, query)
+            fields = _nul_fields(raw, query)
+            if fields:
                 details = [
                     {
                         "field": f,
@@ -255,16 +255,20 @@ class RejectNulMiddleware:
         await self.app(scope, receive, send)
 
 
+_NULS = (b"%00", NUL.encode())
+
+
 def _nul_fields(raw_path: bytes, query: bytes) -> list[str]:
     """Where a request's NUL is, as the API names fields: ``path``, and ``query.NAME`` for
-    each query parameter whose name or value holds one."""
-    fields = ["path"] if any(nul in raw_path for nul in (b"%00", b"\x00")) else []
-    for pair in query.split(b"&"):
-        if b"%00" in pair or b"\x00" in pair:
-            name = unquote_to_bytes(pair.split(b"=", 1)[0].replace(b"+", b" "))
-            text = name.replace(b"\x00", b"").decode("utf-8", "replace")
-            fields.append(f"query.{text}")
-    return fields or ["query"]
+    each query parameter whose name or value holds one; empty when there is none."""
+    fields = ["path"] if any(nul in raw_path for nul in _NULS) else []
+    if any(nul in query for nul in _NULS):
+        for pair in query.split(b"&"):
+            if any(nul in pair for nul in _NULS):
+                name = unquote_to_bytes(pair.split(b"=", 1)[0].replace(b"+", b" "))
+                text = name.replace(NUL.encode(), b"").decode("utf-8", "replace")
+                fields.append(f"query.{text}")
+    return fields
 
 
 def _utf8_text(part: bytes) -> bool:

@@ -133,7 +133,9 @@ def _hand_over(database_url: str | None, host: str | None, port: int | None) -> 
     """What the processes of ``serve --workers N`` need from this one: they build their
     settings from the environment (``cairn.asgi``), so what the command line overrode goes
     there too (or they would serve another database), and this process's pid, so that they
-    stop with it (``cairn.asgi.stop_with_parent``)."""
+    stop with it (``cairn.app.stop_with_parent``)."""
+    from cairn.app import SERVE_PARENT_ENV
+
     for name, value in (
         ("CAIRN_DATABASE_URL", database_url),
         ("CAIRN_HOST", host),
@@ -141,7 +143,7 @@ def _hand_over(database_url: str | None, host: str | None, port: int | None) -> 
     ):
         if value is not None:
             os.environ[name] = value
-    os.environ["CAIRN_SERVE_PARENT"] = str(os.getpid())
+    os.environ[SERVE_PARENT_ENV] = str(os.getpid())
 
 
 @app.command()

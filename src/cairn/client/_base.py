@@ -6,6 +6,7 @@ of the answer); ``Cairn`` and ``AsyncCairn`` only differ in how they send it.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import dataclass, field
@@ -50,11 +51,8 @@ class Call(Generic[T]):
 
 
 def body_of(value: Any) -> Any:
-    """A request body as JSON-ready data (models dumped without unset optional fields). A
-    number that is not finite or a lone surrogate is refused here, as the server would
-    refuse it (pydantic would write NaN as null: the value lost, no error)."""
+    """A request body as JSON-ready data (models dumped without unset optional fields)."""
     if isinstance(value, BaseModel):
-        check_body(value.model_dump(mode="python", exclude_none=True))
         return value.model_dump(mode="json", exclude_none=True)
     if isinstance(value, list):
         return [body_of(v) for v in value]
@@ -73,30 +71,29 @@ def check_body(value: Any, where: str = "") -> None:
     may carry to Cairn: NaN or an infinity (``validation_error``, ``non_finite_number``)
     and a lone UTF-16 surrogate (``invalid_text``), in a value or a key at any depth."""
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             _refuse(where, "validation_error", "non_finite_number", "must be a finite number")
     elif isinstance(value, str):
-        if _has_surrogate(value):
-            _refuse(where, "invalid_text", "invalid_text", "must be text (a lone surrogate)")
+        _check_text(value, where)
     elif isinstance(value, dict):
         for key, item in value.items():
             name = f"{where}.{key}" if where else str(key)
-            if isinstance(key, str) and _has_surrogate(key):
-                _refuse(name, "invalid_text", "invalid_text", "must be text (a lone surrogate)")
+            if isinstance(key, str):
+                _check_text(key, name)
             check_body(item, name)
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             check_body(item, f"{where}.{i}" if where else str(i))
 
 
-def _has_surrogate(text: str) -> bool:
+def _check_text(text: str, where: str) -> None:
+    """The server's 422 ``invalid_text`` for a lone surrogate (no UTF-8 holds one)."""
     if text.isascii():
-        return False
+        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return True
-    return False
+        _refuse(where, "invalid_text", "invalid_text", "must be text (a lone surrogate)")
 
 
 def _refuse(where: str, code: str, kind: str, problem: str) -> None:
@@ -130,8 +127,7 @@ def clean_params(params: dict[str, Any]) -> dict[str, Any]:
 def path_segment(value: str) -> str:
     """One URL path segment; ``.`` and ``..`` are escaped so no client folds them away. A
     lone surrogate is refused as the server would (422 ``invalid_text``)."""
-    if _has_surrogate(value):
-        _refuse("path", "invalid_text", "invalid_text", "must be text (a lone surrogate)")
+    _check_text(value, "path")
     quoted = quote(value, safe=":@")
     return quoted.replace(".", "%2E") if set(value) == {"."} else quoted
 

@@ -22,9 +22,11 @@ class Response(BaseModel):
 
 
 class Request(BaseModel):
-    """Base of every request model."""
+    """Base of every request model. NaN and infinities stay numbers in its JSON dump (not
+    ``null``, pydantic's default, which would lose them silently), so that the check before
+    sending (``cairn.client._base.check_call``) refuses them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
 
 class EpisodeCreate(Request):

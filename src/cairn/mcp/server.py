@@ -174,7 +174,7 @@ def _episode_tools(client: AsyncCairn) -> list[Tool]:
         if text is not None:
             body["text"] = text
         if not body:
-            raise ToolError("record_episode: invalid arguments: give text or a non-empty payload")
+            raise InvalidArguments("give text or a non-empty payload")
         ep = await client.episodes.create(
             subject_id,
             source=source,
