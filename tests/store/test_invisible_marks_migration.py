@@ -59,3 +59,48 @@ def test_0031_analyses_again_only_the_memories_holding_one(db_url: str) -> None:
         assert found["plain kaffee"] == "x"  # not read, not touched
     finally:
         store.close()
+
+
+PERSIAN = "من کتاب\u200cها را می\u200cخوانم"
+HINDI = "मेरा कर्\u200dम अच्छा है"
+
+
+def test_a_zero_width_joiner_or_non_joiner_inside_a_word_joins_it() -> None:
+    # Typed without the mark, as most keyboards do, the word is the indexed one.
+    for text, typed in ((PERSIAN, "کتابها"), (PERSIAN, "میخوانم"), (HINDI, "कर्म")):
+        assert query_terms(typed)[0] in index_text(text).split()
+        assert query_terms(typed) == query_terms(typed[:2] + "\u200c" + typed[2:])
+    assert "ශ්රී" in index_text("ශ්\u200dරී ලංකාවේ").split()
+
+
+def test_0034_analyses_again_only_the_memories_holding_a_joiner(db_url: str) -> None:
+    store = open_store(db_url)
+    try:
+        with store.transaction() as tx:
+            tx.memories.insert_new([memory_row(A, t) for t in (PERSIAN, HINDI, "plain text")])
+    finally:
+        store.close()
+    engine = create_engine(normalize_url(db_url))
+    try:
+        with engine.begin() as conn:
+            command.downgrade(_config(conn), "0033_vector_claims")
+            # As the analysis before 0034 indexed them: the word in two.
+            for text in (PERSIAN, HINDI):
+                split = index_text(text.replace("\u200c", " ").replace("\u200d", " "))
+                conn.execute(
+                    update(memories).where(memories.c.content == text).values(search_text=split)
+                )
+            conn.execute(
+                update(memories).where(memories.c.content == "plain text").values(search_text="x")
+            )
+    finally:
+        engine.dispose()
+    store = open_store(db_url)  # migrates: 0034 again
+    try:
+        with store.db.read() as conn:
+            found = dict(conn.execute(select(memories.c.content, memories.c.search_text)).all())
+        assert found[PERSIAN] == index_text(PERSIAN) and "کتابها" in found[PERSIAN].split()
+        assert found[HINDI] == index_text(HINDI)
+        assert found["plain text"] == "x"  # not read, not touched
+    finally:
+        store.close()

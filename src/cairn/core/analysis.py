@@ -86,9 +86,12 @@ def _digits() -> dict[str, str]:
 # Invisible characters inside a word that only hint where it may break or must not (Unicode's
 # word-break property ``Format``): soft hyphen (text copied from web pages:
 # ``Kaffee\u00admaschine``), word joiner, zero-width no-break space. A word holding one is the
-# word without it (``kaffeemaschine`` finds it). A zero-width space is not one of them: it
-# separates words, as a space does.
-INVISIBLE = "\u00ad\u2060\ufeff"
+# word without it (``kaffeemaschine`` finds it). So are the zero-width non-joiner and joiner
+# (Unicode's word breaks do not split at them): Persian writes a plural or a verb prefix after
+# a non-joiner (``کتاب\u200cها``), Indic scripts choose a letter's shape with either
+# (``कर्\u200dम``), and most keyboards type the word without them. A zero-width space is not
+# one of them: it separates words, as a space does.
+INVISIBLE = "\u00ad\u2060\ufeff\u200c\u200d"
 # Letters with a stroke or ligatures that NFKD does not decompose, and the decimal digits of
 # every script (Arabic-Indic, Persian, Devanagari, Bengali, Thai, Brahmi, …) as ASCII digits:
 # ``११००१`` is found by ``11001``.

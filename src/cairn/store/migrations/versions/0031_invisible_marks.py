@@ -14,51 +14,21 @@ Revision ID: 0031_invisible_marks
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import sqlalchemy as sa
 from alembic import op
 
-from cairn.core.analysis import INVISIBLE, index_text
-from cairn.store.fts5_rank import indexed_stems
-from cairn.store.memory_search import search_text as memory_search_text
+from cairn.store.migrations.reanalyse import reanalyse_holding
 
 revision = "0031_invisible_marks"
 down_revision = "0030_vector_waits"
 branch_labels = None
 depends_on = None
 
-_HOLDS = " OR ".join(f"content LIKE :c{i}" for i in range(len(INVISIBLE)))
-_ARGS = {f"c{i}": f"%{c}%" for i, c in enumerate(INVISIBLE)}
+# The hints this revision joined (``INVISIBLE`` has grown since: ``0034``).
+_HINTS = "\u00ad\u2060\ufeff"
 
 
 def upgrade() -> None:
-    conn = op.get_bind()
-    sqlite = conn.dialect.name == "sqlite"
-    rows = conn.execute(
-        sa.text(
-            f"SELECT seq, content, metadata FROM memories WHERE status != 'deleted' AND ({_HOLDS})"
-        ),
-        _ARGS,
-    ).all()
-    for seq, content, raw in rows:
-        meta: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
-        analysed = memory_search_text(content or "", meta)
-        change: dict[str, Any] = {"q": seq, "x": analysed}
-        sets = "search_text = :x"
-        if sqlite:
-            change["s"] = indexed_stems(f"{analysed} {meta.get('context_terms') or ''}")
-            sets += ", search_stems = :s"
-        conn.execute(sa.text(f"UPDATE memories SET {sets} WHERE seq = :q"), change)
-    chunks = conn.execute(
-        sa.text(f"SELECT seq, content FROM document_chunks WHERE {_HOLDS}"), _ARGS
-    ).all()
-    for seq, content in chunks:
-        conn.execute(
-            sa.text("UPDATE document_chunks SET search_text = :x WHERE seq = :q"),
-            {"q": seq, "x": index_text(content or "")},
-        )
+    reanalyse_holding(op.get_bind(), _HINTS)
 
 
 def downgrade() -> None:
