@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperOption
 
 from cairn.config import Settings
@@ -34,6 +36,23 @@ TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign
 
 PIPED_WIDTH = 200
 
+# Characters that act on a terminal instead of showing: C0 controls but tab and newline, DEL,
+# C1 controls (U+009B is a one-character CSI), the line and paragraph separators, and the bidi
+# embeddings, overrides and isolates (U+202E shows ``gnp.exe`` as ``exe.png``). Stored text is
+# anyone's: printed raw, it could recolour, hide or rewrite what the reader sees.
+_ACTIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every character that would act on a terminal shown as its escape
+    (``\\x1b``, ``\\u202e``); tabs and newlines kept."""
+    return _ACTIVE.sub(_shown, text)
+
 
 class _Console(Console):
     """Rich's console, printing messages as they are (never broken into lines), laid out
@@ -44,6 +63,11 @@ class _Console(Console):
     def __init__(self, *, stderr: bool) -> None:
         super().__init__(stderr=stderr, soft_wrap=True)
         self._piped = not (sys.stderr if stderr else sys.stdout).isatty()
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        """Every string printed (a message, a table's cell) with its terminal controls shown,
+        not acted on (``visible``)."""
+        return super().render_str(visible(text), **options)
 
     @property
     def size(self) -> ConsoleDimensions:
@@ -144,4 +168,42 @@ def fail(error: Exception) -> typer.Exit:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+    """``data`` as indented JSON on stdout: text as it is, but the characters that act on a
+    terminal (``visible``) as JSON escapes (the same JSON), and all of it as ASCII escapes
+    when stdout cannot encode it (``PYTHONIOENCODING=latin-1``)."""
+    out = _ACTIVE.sub(_json_escape, json.dumps(data, indent=2, default=str, ensure_ascii=False))
+    try:
+        out.encode(sys.stdout.encoding or "utf-8")
+    except UnicodeEncodeError:
+        out = json.dumps(data, indent=2, default=str)
+    sys.stdout.write(out + "\n")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    # Only inside strings: JSON's own syntax is ASCII without controls.
+    return f"\\u{ord(match.group()):04x}"
+
+
+def prepare_process() -> None:
+    """Make the command's text paths hold every script whatever the locale says.
+
+    Output: a stream whose encoding cannot show a character (``PYTHONIOENCODING=latin-1``, a
+    C locale without UTF-8 mode) writes it as a backslash escape instead of failing with a
+    traceback. Arguments: under such a locale Python decodes them as ASCII, keeping each
+    non-ASCII byte as a lone surrogate (``李雷`` read as six of them, then refused as
+    invalid text); an argument whose bytes are UTF-8 is read as UTF-8."""
+    for stream in (sys.stdout, sys.stderr):
+        if (getattr(stream, "encoding", None) or "").lower().replace("-", "") != "utf8":
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
+    sys.argv[1:] = [_utf8_argument(arg) for arg in sys.argv[1:]]
+
+
+def _utf8_argument(arg: str) -> str:
+    if arg.isascii() or sys.getfilesystemencoding().lower().replace("-", "") == "utf8":
+        return arg
+    try:
+        return os.fsencode(arg).decode("utf-8")
+    except UnicodeError:
+        return arg  # not UTF-8 either: left to the command's own check

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
-from cairn.cli._common import console, print_json, whole_column
+from cairn.cli._common import console, print_json, visible, whole_column
 
 
 def context(
@@ -50,7 +50,7 @@ def context(
             str(item.get("id")),
         )
     console.print(table)
-    body = Text(bundle.assembled_context) if bundle.assembled_context else Text("(empty)", "dim")
+    body = Text(visible(bundle.assembled_context)) if bundle.assembled_context else Text("(empty)", "dim")
     console.print(
         Panel(
             body,

@@ -21,7 +21,7 @@ from cairn.cli import subjects as subjects_cli
 from cairn.cli import templates as templates_cli
 from cairn.cli import timeline as timeline_cli
 from cairn.cli import worker as worker_cli
-from cairn.cli._common import console, err_console, fail, settings_with
+from cairn.cli._common import console, err_console, fail, prepare_process, settings_with
 from cairn.config import Settings
 from cairn.logs import configure_logging
 
@@ -244,5 +244,12 @@ def migrate(
     console.print(f"applied: {', '.join(applied)}" if applied else "up to date")
 
 
-if __name__ == "__main__":  # pragma: no cover
+def run() -> None:
+    """The ``cairn`` command: the streams and arguments made ready (``prepare_process``), then
+    the app."""
+    prepare_process()
     app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

@@ -10,13 +10,16 @@ from rich.table import Table
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
 from cairn.cli._common import console, print_json
+from cairn.core.analysis import cut_text
 
 
 def _short(value: object, width: int = 80) -> str:
-    """One line of at most ``width`` characters, escaped so stored text is never Rich markup."""
+    """One line of at most ``width`` characters (cut between graphemes: a flag, an emoji
+    family or an accented letter stays whole or goes), escaped so stored text is never Rich
+    markup."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
-    return escape(text if len(text) <= width else text[: width - 1] + "…")
+    return escape(text if len(text) <= width else cut_text(text, width - 1) + "…")
 
 
 def timeline(
