@@ -23,11 +23,13 @@ GOOD = [
     "a%b?c#d",
     "x" * 256,
     "\u200fمرحبا\u200f",  # right-to-left marks  # noqa: RUF001
+    "e\u0301" * 200,  # 400 characters as typed (NFD), 200 as stored (NFC): counted as stored
 ]
 BAD = [
     *["", "a/b", "/", ".", "..", " lead", "trail ", "tab\there", "line\nbreak", "x" * 257],
     *["admin\u202egnp.exe", "\u2066x\u2069", "\u200d", "\u200b\u200d"],  # spoofing, invisible
     "\u0958" * 200,  # 200 characters, 400 in NFC (U+0958 decomposes)
+    "e\u0301" * 257,  # 257 in NFC
 ]
 
 

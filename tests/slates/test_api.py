@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import json
 
 import pytest
@@ -391,6 +393,9 @@ def test_a_per_user_slates_user_is_a_subject_id(api: TestClient) -> None:
         r = api.post(url, params={"user_id": user}, json={"content": "note"})
         assert r.status_code == 422, (user, r.text)
         assert r.json()["error"]["code"] in ("slate_user_required", "validation_error"), r.text
+    # A user typed decomposed (NFD) is counted as stored: 200 characters, not 400.
+    long_nfd = "e\u0301" * 200
+    assert api.post(url, params={"user_id": long_nfd}, json={"content": "n"}).status_code == 200
     r = api.post(url, params={"user_id": "李雷"}, json={"content": "note of 李雷"})
     assert r.status_code == 200, r.text
     assert api.delete("/v1/subjects/李雷").status_code == 200
@@ -407,6 +412,23 @@ def test_the_listing_counts_the_init_of_folders_never_written(api: TestClient) -
     tree = api.get(base, params={**p, "metatag": "tree"}).json()
     assert listed["user_id"] == "ann"
     assert listed["tokens"] == sum(f["tokens"] for f in tree["folders"]) == 1 + 2  # "nothing yet"
+
+
+def test_a_new_files_name_is_printable_text(api: TestClient) -> None:
+    """A name is shown in the inspector and the CLI: a control (DEL, C1: U+009B is a CSI), a
+    line separator, a noncharacter or a bidi override (``\u202egnp.exe`` shows as
+    ``exe.png``) is refused; any script, emoji and right-to-left marks are names."""
+    base = "/v1/slates/per-user/Notes/scratch"
+    p = {"user_id": "ann"}
+    for name in ("del\x7f.md", "nel\x85.md", "csi\x9b31m.md", "a\u2028b.md", "\u202egnp.exe"):
+        r = api.post(f"{base}/{quote(name)}", params=p, json={"content": "x"})
+        assert r.status_code == 422, (name, r.text)
+        assert r.json()["error"]["code"] == "slate_invalid_name", r.text
+    assert api.post(f"{base}/{quote(chr(0xFFFE))}.md", params=p, json={"content": "x"}).status_code == 422
+    for name in ("李雷.md", "заметка.md", "👨\u200d👩\u200d👧.md", "ملاحظة\u200f.md"):  # noqa: RUF001
+        assert api.post(f"{base}/{quote(name)}", params=p, json={"content": "x"}).status_code == 200
+    names = {f["name"] for f in api.get(base, params=p).json()}
+    assert names == {"李雷.md", "заметка.md", "👨\u200d👩\u200d👧.md", "ملاحظة\u200f.md"}  # noqa: RUF001
 
 
 def test_a_file_name_with_a_slash_is_refused_by_name(api: TestClient) -> None:

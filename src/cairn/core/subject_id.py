@@ -35,26 +35,38 @@ SUBJECT_ID_RULE = (
 
 def subject_id_problem(value: str) -> str | None:
     """Why ``value`` is not a subject id, or None when it is one."""
-    if not 1 <= len(value) <= MAX_SUBJECT_ID:
+    # Counted as stored (NFC): ``é`` typed as ``e`` + U+0301 is one character, as composed.
+    if not 1 <= len(canonical_id(value)) <= MAX_SUBJECT_ID:
         return f"must be 1-{MAX_SUBJECT_ID} characters"
-    if len(canonical_id(value)) > MAX_SUBJECT_ID:  # (NFC can lengthen a text)
-        return f"must be 1-{MAX_SUBJECT_ID} characters in NFC"
     if "/" in value:
         return "must not contain '/'"
     if value in (".", ".."):
         return "must not be '.' or '..'"
     if value != value.strip():
         return "must not start or end with whitespace"
+    problem = unprintable_problem(value)
+    if problem is not None:
+        return problem
+    if all(ch == " " or unicodedata.category(ch) == "Cf" for ch in value):
+        return "must have a visible character"
+    return None
+
+
+def unprintable_problem(value: str) -> str | None:
+    """Why ``value`` is not printable text of a name (a subject id, a slate file), or None:
+    letters, marks, digits, punctuation, symbols and the plain space of any script, and the
+    invisible formatting characters emoji and right-to-left text need; not a control (C0,
+    DEL, C1), a line or paragraph separator, another space, an unassigned character or a
+    noncharacter, a private-use or surrogate code point, or a bidirectional embedding,
+    override or isolate (they make one name display as another: ``gnp.exe`` as ``exe.png``)."""
     for ch in value:
         # Format characters (Cf) are not "printable" to Python, yet emoji sequences (ZWJ) and
         # right-to-left text (LRM/RLM) need them; the embeddings, overrides and isolates only
-        # make one id display as another.
+        # make one name display as another.
         if ch in _BIDI_CONTROLS:
             return f"must not contain a bidirectional control (U+{ord(ch):04X})"
         if not (ch.isprintable() or unicodedata.category(ch) == "Cf"):
             return f"must be printable text (U+{ord(ch):04X} is not)"
-    if all(ch == " " or unicodedata.category(ch) == "Cf" for ch in value):
-        return "must have a visible character"
     return None
 
 

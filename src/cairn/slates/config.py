@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from cairn.core.subject_id import unprintable_problem
 from cairn.core.tokens import get_tokenizer
 from cairn.core.yamlfiles import YAMLError, load_yaml, read_yaml_text, yaml_problem
 from cairn.errors import ConfigError
@@ -44,11 +45,20 @@ _NAME_RE = re.compile(r"^[^/\\\x00-\x1f]{1,128}$")
 
 
 def check_name(value: str, what: str) -> str:
-    """A slate, folder or file name: 1-128 characters, no slash, no control character."""
-    if not _NAME_RE.match(value) or value.strip() in ("", ".", "..") or value != value.strip():
+    """A slate, folder or file name: 1-128 printable characters of any script (as subject
+    ids: ``unprintable_problem``), no slash or backslash, no surrounding spaces, not ``.``
+    or ``..``."""
+    problem = unprintable_problem(value)
+    if (
+        problem is not None
+        or not _NAME_RE.match(value)
+        or value.strip() in ("", ".", "..")
+        or value != value.strip()
+    ):
         raise ValueError(
-            f"invalid {what} name {value!r}: 1-128 characters, no '/', '\\', control characters "
-            "or surrounding spaces, and not '.' or '..'"
+            f"invalid {what} name {value!r}: 1-128 printable characters, no '/', '\\', control "
+            "or bidirectional control characters or surrounding spaces, and not '.' or '..'"
+            + (f" ({problem})" if problem else "")
         )
     return value
 

@@ -18,7 +18,9 @@ from cairn.slates.steps import apply_slate_write
 
 router = APIRouter(tags=["slates"])
 
-USER = Query(None, max_length=256, description="User of a `partition: user` slate.")
+# Only a bound on what is read: the user is a subject id, whose 256 characters are counted in
+# NFC (``check_slate_user``); a decomposed spelling of one may be several times longer.
+USER = Query(None, max_length=4 * 256, description="User of a `partition: user` slate.")
 DEPTH = Query(None, ge=0, le=16, description="Cut the tree at this depth (0 = slate only).")
 
 

@@ -139,7 +139,7 @@ def chat_page(
     message: str = Form("", max_length=20_000),
     history: str = Form("[]", max_length=400_000),
     conversation_id: str = Form("", max_length=256),
-    user: str = Form("", max_length=256),
+    user: str = Form("", max_length=4 * 256),  # a subject id: NFC checked later
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
     """Send one message (with the conversation so far) to the ladder; show its reply."""

@@ -139,7 +139,7 @@ def slate_page(
     request: Request,
     ladder: str,
     slate: str,
-    user_id: str | None = Query(None, max_length=256),
+    user_id: str | None = Query(None, max_length=4 * 256),  # a subject id: NFC checked later
     wrote: str | None = Query(None, max_length=512),
     reset: str | None = Query(None, max_length=256),
     viewer: Viewer = Depends(current_viewer),
