@@ -39,7 +39,9 @@ def test_tables_show_terminal_controls_as_escapes(tmp_path: Path) -> None:
     shown = run(tmp_path, "context", "esc", "danger", "--text").stdout
     assert "\\x9b32mGREEN" in shown and "\x9b" not in shown
     # The timeline's cells are cut between graphemes: never half a family.
-    lines = [line for line in run(tmp_path, "timeline", "esc").stdout.splitlines() if "bbbb" in line]
+    lines = [
+        line for line in run(tmp_path, "timeline", "esc").stdout.splitlines() if "bbbb" in line
+    ]
     assert len(lines) == 2 and all("👨" not in line for line in lines), lines
 
 

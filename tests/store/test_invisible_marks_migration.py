@@ -61,7 +61,7 @@ def test_0031_analyses_again_only_the_memories_holding_one(db_url: str) -> None:
         store.close()
 
 
-PERSIAN = "من کتاب\u200cها را می\u200cخوانم"
+PERSIAN = "من کتاب\u200cها را می\u200cخوانم"  # noqa: RUF001
 HINDI = "मेरा कर्\u200dम अच्छा है"
 
 

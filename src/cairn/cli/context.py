@@ -50,7 +50,11 @@ def context(
             str(item.get("id")),
         )
     console.print(table)
-    body = Text(visible(bundle.assembled_context)) if bundle.assembled_context else Text("(empty)", "dim")
+    body = (
+        Text(visible(bundle.assembled_context))
+        if bundle.assembled_context
+        else Text("(empty)", "dim")
+    )
     console.print(
         Panel(
             body,

@@ -11,8 +11,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cairn.core.memory import Document, DocumentCommit
 from cairn.core.analysis import first_grapheme
+from cairn.core.memory import Document, DocumentCommit
 from cairn.core.scope import Scope
 from cairn.core.tokens import Tokenizer
 from cairn.engine.erasure_watch import announce, forget_locally

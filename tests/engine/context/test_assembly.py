@@ -220,7 +220,7 @@ def test_a_chunk_starts_and_ends_between_graphemes_and_fits() -> None:
 
     tokenizer = get_tokenizer("cl100k_base")
     texts = (
-        "".join(f"第{i}条：我们一家👨\u200d👩\u200d👧\u200d👦去了🇯🇵日本旅行。" for i in range(80)),
+        "".join(f"第{i}条：我们一家👨\u200d👩\u200d👧\u200d👦去了🇯🇵日本旅行。" for i in range(80)),  # noqa: RUF001
         "cafe\u0301" * 3000,
         "👨\u200d👩\u200d👧\u200d👦" * 500,
         "मिठाइयाँखरीदींक्षत्रिय" * 300,

@@ -1,12 +1,12 @@
 """Text analysis: a zero-width joiner or non-joiner inside a word is the word without it.
 
-Persian writes a plural or a verb's prefix after a zero-width non-joiner (U+200C:
-``کتاب\u200cها``, ``می\u200cخوانم``), Indic scripts use it and the zero-width joiner (U+200D)
-to choose a letter's shape (``कर्\u200dम``, Sinhala ``ශ්\u200dරී``), and both were read as
-separators: the word was indexed in two and not found when typed without the mark, as most
-keyboards type it. Unicode's word boundaries (UAX #29) do not break at either. They join the
-other invisible hints of ``cairn.core.analysis.INVISIBLE``; this revision analyses again the
-memories and document chunks whose content holds one. A content hash keeps them (two texts
+Persian writes a plural or a verb's prefix after a zero-width non-joiner (U+200C: *ketab*
+U+200C *ha*, "books"), Indic scripts use it and the zero-width joiner (U+200D) to choose a
+letter's shape (``कर्\u200dम``, Sinhala ``ශ්\u200dරී``), and both were read as separators:
+the word was indexed in two and not found when typed without the mark, as most keyboards type
+it. Unicode's word boundaries (UAX #29) do not break at either. They join the other invisible
+hints of ``cairn.core.analysis.INVISIBLE``; this revision analyses again the memories and
+document chunks whose content holds one. A content hash keeps them (two texts
 that differ by one are two memories).
 
 Revision ID: 0034_zero_width_joiners
