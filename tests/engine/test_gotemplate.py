@@ -171,6 +171,8 @@ def test_syntax_errors_name_the_position(source: str, message: str) -> None:
         ("{{ range .Name }}{{ end }}", "range can't iterate over"),
         ("{{ not }}", "wrong number or type of args for not"),
         ("{{ printf 3 }}", "printf: format must be a string"),
+        ('{{ printf "%.2000000000f" 1.0 }}', "printf: a width or precision over 999,999"),
+        ('{{ printf "%1000000000d" 1 }}', "printf: a width or precision over 999,999"),
     ],
 )
 def test_execution_errors_name_the_position(source: str, message: str) -> None:

@@ -227,6 +227,18 @@ def test_template_is_sandboxed(template: str) -> None:
             "ran over 1 s",
         ),
         ("{{ [1, 2][5] }}", "no element 5"),
+        # Widths and precisions the format filter and str.format apply in C (seconds, GBs):
+        ("{{ '%.2000000000f'|format(1.0) }}", "field wider than"),
+        ("{{ '%1000000000d'|format(1) }}", "field wider than"),
+        ("{{ '{0:>1000000000}'.format(1) }}", "field wider than"),
+        ("{{ '{0:>{1}}'.format(1, 1000000000) }}", "field wider than"),
+        ("{{ '{x:>{w}}'.format_map({'x': 1, 'w': 1000000000}) }}", "field wider than"),
+        ("{{ '%*d'|format(1000000000, 1) }}", "taken from the arguments"),
+        ("{{ '%.*f' % (1000000000, 1.0) }}", "taken from the arguments"),
+        # A macro that calls itself, and text no response can carry.
+        ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "RecursionError"),
+        ("{{ '\\ud800' }}", "lone surrogate"),
+        ("{{ '%c'|format(55296) }}", "lone surrogate"),
     ],
 )
 def test_a_failing_or_unbounded_template_is_a_template_error(template: str, says: str) -> None:
@@ -235,6 +247,14 @@ def test_a_failing_or_unbounded_template_is_a_template_error(template: str, says
     with pytest.raises(InvalidInput) as exc:
         TemplateRenderer(template).render(result_of("a"))
     assert exc.value.code == "template_error" and says in exc.value.message, exc.value.message
+
+
+def test_bounded_formats_still_format() -> None:
+    template = (
+        "{{ '%.2f|%-4s|%5d'|format(3.14159, 'ab', 7) }} {{ '{:>5}'.format('a') }} "
+        "{{ '{0:>{1}}'.format('x', 3) }} {{ '{x:<{w}}|'.format_map({'x': 'y', 'w': 2}) }}"
+    )
+    assert TemplateRenderer(template).render(result_of("a")) == "3.14|ab  |    7     a   x y |"
 
 
 def test_the_watchdog_charges_a_rendering_for_its_own_cpu_time() -> None:

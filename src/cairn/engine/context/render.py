@@ -23,6 +23,7 @@ import jinja2
 from jinja2.exceptions import SecurityError
 
 from cairn.core.memory import ContextItem, ContextResult
+from cairn.core.text import has_lone_surrogate
 from cairn.core.tokens import Tokenizer
 from cairn.engine.context.packing import Overhead
 from cairn.engine.context.sandbox import (
@@ -30,6 +31,7 @@ from cairn.engine.context.sandbox import (
     MAX_RENDER_SECONDS,
     BoundedEnvironment,
     bounded_center,
+    bounded_format,
     bounded_indent,
     watched,
 )
@@ -162,6 +164,7 @@ _ENV = BoundedEnvironment(
 _ENV.filters["escape_memory"] = escape_text
 _ENV.filters["center"] = bounded_center
 _ENV.filters["indent"] = bounded_indent
+_ENV.filters["format"] = bounded_format
 
 
 class TemplateRenderer:
@@ -207,11 +210,19 @@ class TemplateRenderer:
             LookupError,
             AttributeError,
             MemoryError,
+            RecursionError,
         ) as exc:
-            # The template's own mistake ({{ 1/0 }}, "%d" % "x"): the caller's to fix.
+            # The template's own mistake ({{ 1/0 }}, "%d" % "x", a macro calling itself): the
+            # caller's to fix.
             raise InvalidInput(
                 f"template failed: {type(exc).__name__}: {exc}", code="template_error"
             ) from exc
+        if not text.isascii() and has_lone_surrogate(text):
+            # ("\ud800" in the template's own string literal: not text a response can carry.)
+            raise InvalidInput(
+                "template failed: its output holds a lone surrogate (not Unicode text)",
+                code="template_error",
+            )
         return _check_size(text, self.max_chars)
 
     def _bounded_text(self, result: ContextResult) -> str:

@@ -5,8 +5,9 @@ spending the server. A rendering may spend ``MAX_RENDER_SECONDS`` of CPU time an
 process by ``MAX_RENDER_BYTES``: a watchdog thread stops it past either (an exception raised in
 the rendering thread, which takes effect between two Python steps, so it also stops a loop that
 calls nothing). Single steps that could be huge on their own are refused before they run:
-a repetition (``"x" * n``) or padding (``ljust``, ``center``, ``zfill``, ``%``/``format``
-widths) over ``MAX_RENDER_CHARS``, a power of more than ``MAX_POWER_BITS`` bits, a ``replace``
+a repetition (``"x" * n``) or padding (``ljust``, ``center``, ``zfill``, the widths and
+precisions of ``%``, the ``format`` filter and ``str.format``, none taken from the arguments
+with ``*``) over ``MAX_RENDER_CHARS``, a power of more than ``MAX_POWER_BITS`` bits, a ``replace``
 that would outgrow the limit.
 """
 
@@ -31,6 +32,10 @@ WALL_FACTOR = 5  # and at most this many times that on the clock
 MAX_RENDER_BYTES = 256 * 1024 * 1024  # growth of the process while one rendering runs
 MAX_POWER_BITS = 10_000
 _WIDTH = re.compile(r"(\d+)")
+# A ``%`` conversion whose width or precision is an argument: ``%*d``, ``%.*f``, ``%-*s``.
+_PERCENT_STAR = re.compile(r"%[-#0 +]*(?:\*|\d*\.\*)")
+# A replacement field inside another's format spec: ``{0:>{1}}``.
+_NESTED_FIELD = re.compile(r"\{[^{}]*\{")
 _PADDING = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})
 
 
@@ -59,6 +64,23 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             _check_str_call(owner, getattr(__obj, "__name__", ""), args)
         return super().call(__context, __obj, *args, **kwargs)
 
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        """``text.format`` as the sandbox wraps it (its method is never called as itself, so
+        ``call`` does not see it), with the format string's widths checked, nested ones
+        (``{0:>{1}}``) by the arguments that fill them."""
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        text = value.__self__
+
+        def bounded(*args: Any, **kwargs: Any) -> str:
+            _check_widths(text)
+            if _NESTED_FIELD.search(text):
+                _check_width_arguments([*args, *kwargs.values()])
+            return wrapped(*args, **kwargs)
+
+        return bounded
+
 
 def _power_bits(left: Any, right: Any) -> float:
     if not (isinstance(left, int | float) and isinstance(right, int | float)):
@@ -77,11 +99,33 @@ def _repeated_size(left: Any, right: Any) -> int:
 
 
 def _check_widths(text: str) -> None:
-    """A format string's field widths (``%05000000d``, ``{:>9999999}``) stay within bounds."""
+    """A format string's field widths and precisions (``%05000000d``, ``%.2000000000f``,
+    ``{:>9999999}``) stay within bounds, and none is taken from the arguments (``%*d``)."""
     if any(int(w) > MAX_RENDER_CHARS for w in _WIDTH.findall(text) if len(w) <= 12) or any(
         len(w) > 12 for w in _WIDTH.findall(text)
     ):
         raise SecurityError(f"a field wider than {MAX_RENDER_CHARS:,} is not allowed")
+    if "*" in text and _PERCENT_STAR.search(text):
+        raise SecurityError("a width or precision taken from the arguments ('*') is not allowed")
+
+
+def _check_width_arguments(values: list[Any]) -> None:
+    """Arguments that may fill a nested width (``{0:>{1}}``) stay within bounds."""
+    for v in values:
+        if isinstance(v, dict):  # format_map's mapping
+            _check_width_arguments(list(v.values()))
+        elif isinstance(v, int) and abs(v) > MAX_RENDER_CHARS:
+            raise SecurityError(f"a field wider than {MAX_RENDER_CHARS:,} is not allowed")
+
+
+def bounded_format(value: Any, *args: Any, **kwargs: Any) -> str:
+    """Jinja's ``format`` filter (``"%.2f"|format(x)``, printf-style) with the widths of
+    ``%`` checked: the filter applies ``%`` in Jinja's own code, where ``call_binop`` does not
+    see it, and a huge width runs in C, where the watchdog cannot stop it."""
+    from jinja2.filters import do_format
+
+    _check_widths(str(value))
+    return str(do_format(value, *args, **kwargs))
 
 
 def _check_str_call(text: str, name: str, args: tuple[Any, ...]) -> None:
@@ -194,6 +238,7 @@ __all__ = [
     "MAX_RENDER_SECONDS",
     "BoundedEnvironment",
     "bounded_center",
+    "bounded_format",
     "bounded_indent",
     "watched",
 ]

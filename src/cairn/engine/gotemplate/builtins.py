@@ -131,6 +131,10 @@ def _format_one(arg: Any, flags: str, width: int | None, precision: int | None, 
     return text
 
 
+_MAX_WIDTH_DIGITS = 6
+_MAX_WIDTH = 10**_MAX_WIDTH_DIGITS - 1
+
+
 def sprintf(fmt: str, *args: Any) -> str:
     """``fmt.Sprintf`` for the verbs templates use: ``%v %s %q %d %f %e %g %t %x %X %o %b %c
     %T %%``, with flags ``-+0``, width and precision; mistakes print as Go prints them
@@ -146,6 +150,9 @@ def sprintf(fmt: str, *args: Any) -> str:
             out.append("%!(NOVERB)")
             continue
         flags, width, precision, verb = m.group(1), m.group(2), m.group(3), m.group(4)
+        if max(len(width or ""), len(precision or "")) > _MAX_WIDTH_DIGITS:
+            # (Padded in C, a huge width or precision would hold the process for seconds.)
+            raise FunctionError(f"printf: a width or precision over {_MAX_WIDTH:,}")
         if verb == "%":
             out.append("%")
             continue
