@@ -335,6 +335,25 @@ def test_a_conversation_id_header_in_any_script_is_kept_as_written(world: Any) -
     assert "\\u00e4" not in json.dumps(run)  # (the bytes read as Latin-1 start with ä)
 
 
+def test_a_conversation_id_too_long_is_refused_before_the_run(world: Any) -> None:
+    """The memory.turn hook stores the conversation id with the turn (at most 256 characters):
+    one too long, by header or in ``metadata``, is a 422 before any step runs (it was refused
+    by the hook after the steps had run, leaving a failed run behind)."""
+    client, _ = world
+    body = {"user": "hank", "messages": [{"role": "user", "content": "My colour is teal."}]}
+    url = "/v1/local/assistant/chat/completions"
+    refused = [
+        client.post(url, headers={"X-Conversation-ID": "c" * 300}, json=body),
+        client.post(url, json={**body, "metadata": {"conversation_id": "会" * 257}}),
+    ]
+    for r, field in zip(refused, ("header.X-Conversation-ID", "metadata.conversation_id")):
+        assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error", r.text
+        assert r.json()["error"]["details"][0]["field"] == field
+    assert _ok(client.get("/v1/runs", params={"ladder": "assistant"}))["runs"] == []
+    long_ok = client.post(url, headers={"X-Conversation-ID": "会".encode() * 256}, json=body)
+    assert long_ok.status_code == 200, long_ok.text
+
+
 def _term_stats(services: Services, user: str) -> int:
     """Rows of ``memory_term_stats`` in the subject's partition."""
     with services.store.db.engine.connect() as conn:

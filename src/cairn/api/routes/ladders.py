@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from cairn.api.errors import openai_error
 from cairn.core.ids import uuid7
+from cairn.core.memory import KEY_MAX_LENGTH
 from cairn.core.text import has_nul
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.http.auth import require_tenant, services_of
@@ -176,8 +177,7 @@ def chat_completions(
         model=body.model,
         run_id=run_id,
         user=body.user or "",
-        # (a header in another script arrives as UTF-8 bytes read as Latin-1)
-        context_id=header_text(conversation_id) or str(meta.get("conversation_id") or ""),
+        context_id=_context_id(conversation_id, meta),
         options=options,
     )
     runtime = ladder_runtime(request)
@@ -368,6 +368,24 @@ def chat_completions_by_model(
             details={"param": "model"},
         )
     return chat_completions(body.model, body, request, tenant, idempotency_key, conversation_id)
+
+
+def _context_id(header: str | None, meta: dict[str, Any]) -> str:
+    """The run's conversation: ``X-Conversation-ID`` (a header in another script arrives as
+    UTF-8 bytes read as Latin-1), else ``metadata.conversation_id``. Checked before anything
+    runs: a ``memory.turn`` hook stores it with the turn, whose limit it must fit (one too
+    long was refused only after the steps had run and written their slates)."""
+    value = header_text(header)
+    field = "header.X-Conversation-ID"
+    if not value:
+        value, field = str(meta.get("conversation_id") or ""), "metadata.conversation_id"
+    if len(value.strip()) > KEY_MAX_LENGTH:
+        problem = f"must be at most {KEY_MAX_LENGTH} characters (got {len(value.strip())})"
+        raise InvalidInput(
+            f"invalid request at '{field}': a conversation id {problem}",
+            details=[{"field": field, "type": "string_too_long", "message": problem}],
+        )
+    return value
 
 
 def _model(ladder: Ladder) -> dict[str, Any]:
