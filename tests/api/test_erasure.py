@@ -346,7 +346,9 @@ def test_a_conversation_id_too_long_is_refused_before_the_run(world: Any) -> Non
         client.post(url, headers={"X-Conversation-ID": "c" * 300}, json=body),
         client.post(url, json={**body, "metadata": {"conversation_id": "会" * 257}}),
     ]
-    for r, field in zip(refused, ("header.X-Conversation-ID", "metadata.conversation_id")):
+    for r, field in zip(
+        refused, ("header.X-Conversation-ID", "metadata.conversation_id"), strict=True
+    ):
         assert r.status_code == 422 and r.json()["error"]["code"] == "validation_error", r.text
         assert r.json()["error"]["details"][0]["field"] == field
     assert _ok(client.get("/v1/runs", params={"ladder": "assistant"}))["runs"] == []
