@@ -92,6 +92,27 @@ def test_correct_memory_makes_a_searchable_version(backend_client: TestClient) -
     assert not any("FBI" in m["content"] and m["kind"] == "profile_fact" for m in active)
 
 
+def test_a_corrected_text_keeps_nothing_the_old_text_alone_said(
+    backend_client: TestClient,
+) -> None:
+    """The fact's value and entities come from its text: a new text takes them from itself
+    (they said "FBI" after a correction to the CIA, and still did once the old version was
+    forgotten); a correction that keeps the text keeps them."""
+    ingest(backend_client)
+    fact = _fbi_fact(_compile(backend_client))
+    assert "FBI" in json.dumps(fact["metadata"])
+    moved = backend_client.patch(
+        f"/v1/memories/{fact['id']}", json={"content": "User works at the CIA in Langley"}
+    ).json()
+    assert backend_client.delete(f"/v1/memories/{fact['id']}").status_code == 200
+    served = backend_client.get(f"/v1/memories/{moved['id']}").json()["memory"]
+    assert "FBI" not in json.dumps(served["metadata"]), served["metadata"]
+    assert "CIA" in served["metadata"]["entities"] or "Langley" in served["metadata"]["entities"]
+    assert served["metadata"]["slot"] == fact["metadata"]["slot"]  # the same attribute
+    same = backend_client.patch(f"/v1/memories/{moved['id']}", json={"confidence": 0.4}).json()
+    assert same["metadata"]["entities"] == served["metadata"]["entities"]
+
+
 def test_correction_errors_change_nothing(backend_client: TestClient) -> None:
     ingest(backend_client)
     fact = _fbi_fact(_compile(backend_client))

@@ -27,7 +27,7 @@ from cairn.core.subject_id import canonical_id
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 from cairn.engine.compile.drafts import KINDS, memory_id
 from cairn.engine.compile.heuristic import messages_of
-from cairn.engine.compile.text import normalize_for_hash
+from cairn.engine.compile.text import entities, normalize_for_hash
 from cairn.engine.erasure_watch import announce, forget_locally
 from cairn.engine.stated_names import removed_names, unname
 from cairn.errors import Conflict, InvalidInput, NotFound
@@ -41,8 +41,11 @@ if TYPE_CHECKING:
     from cairn.store import UnitOfWork
 
 # Metadata derived from the old text: a correction must not keep it (it would index the old
-# words under the new version).
+# words under the new version). When the text changes, so are the dates it resolved; its
+# entities are found again in the new text, and a fact's ``value`` is kept only if the new
+# text still says it (``_of_new_text``).
 _DERIVED_FROM_TEXT = ("keywords",)
+_DERIVED_FROM_CONTENT = ("dates",)
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,19 @@ def _check_changes(old: Memory, row: dict[str, Any]) -> None:
         )
 
 
+def _of_new_text(metadata: dict[str, Any], content: str) -> dict[str, Any]:
+    """A corrected text's metadata: what the old text alone said goes (``User works at
+    Acme`` corrected to ``… at Initech`` kept ``value: Acme`` and the entity ``Acme``, served
+    even once the old version was forgotten)."""
+    out = {k: v for k, v in metadata.items() if k not in _DERIVED_FROM_CONTENT}
+    if "entities" in out:
+        out["entities"] = entities(content)
+    value = out.get("value")
+    if isinstance(value, str) and value.casefold() not in content.casefold():
+        del out["value"]
+    return out
+
+
 def _check_validity(valid_from: datetime | None, valid_to: datetime | None) -> None:
     problem = validity_problem(valid_from, valid_to)
     if problem is not None:
@@ -184,6 +200,8 @@ def _corrected_row(
     basis = normalize_for_hash(content) + "\x1fcorrects\x1f" + str(old.id)
     content_hash = hashlib.sha256(basis.encode()).hexdigest()
     metadata = {k: v for k, v in old.metadata.items() if k not in _DERIVED_FROM_TEXT}
+    if content != old.content:
+        metadata = _of_new_text(metadata, content)
     correction = {"editor": editor, "at": now.isoformat(), "replaces": str(old.id)}
     if change.note:
         correction["note"] = change.note
