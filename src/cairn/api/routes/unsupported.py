@@ -10,6 +10,8 @@ every other route.
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,7 @@ from cairn.errors import NotFound
 from cairn.http.auth import require_tenant
 
 router = APIRouter(tags=["not supported"])
+_PARAM = re.compile(r"\{(\w+)\}")
 
 FEATURES = {
     "labels": "sensitivity labels",
@@ -49,8 +52,8 @@ def not_supported_code(feature: str) -> str:
     return f"{feature}_not_supported"
 
 
-def _endpoint(feature: str) -> Callable[..., Any]:
-    def answer(tenant: str = Depends(require_tenant)) -> None:
+def _endpoint(feature: str, path: str) -> Callable[..., Any]:
+    def answer(tenant: str = Depends(require_tenant), **_path: str) -> None:
         raise NotFound(
             f"{FEATURES[feature]} (a Statewave support-agent feature) are not supported by Cairn",
             code=not_supported_code(feature),
@@ -58,13 +61,21 @@ def _endpoint(feature: str) -> Callable[..., Any]:
         )
 
     answer.__doc__ = f"Not supported: 404 ``{not_supported_code(feature)}``."
+    # The path's parameters declared (as strings: any value gets the same 404), so the
+    # OpenAPI document names them as its templates promise.
+    params = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str)
+        for name in _PARAM.findall(path)
+    ]
+    tenant_param = inspect.signature(answer).parameters["tenant"]
+    answer.__signature__ = inspect.Signature([tenant_param, *params])  # type: ignore[attr-defined]
     return answer
 
 
 for _method, _path, _feature in ROUTES:
     router.add_api_route(
         _path,
-        _endpoint(_feature),
+        _endpoint(_feature, _path),
         methods=[_method],
         status_code=404,
         name=f"{_feature}_{_method.lower()}_{_path.count('/')}",
