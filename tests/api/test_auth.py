@@ -59,6 +59,25 @@ def test_tenant_header_must_match_key(backend_client: TestClient, two_tenants: d
     assert r.status_code == 403 and r.json()["error"]["code"] == "tenant_mismatch"
 
 
+def test_repeated_credentials_must_agree(backend_client: TestClient, two_tenants: dict) -> None:
+    """Which key or tenant claim a request acts by must not depend on the order of its
+    headers: two different keys, or two different ``X-Tenant-ID`` values, are refused; the
+    same one twice is the one."""
+    a, b = two_tenants["a"], two_tenants["b"]
+    c = backend_client
+    both = [("X-API-Key", a), ("Authorization", f"Bearer {b}")]
+    for headers in (both, [("X-API-Key", a), ("X-API-Key", b)]):
+        r = c.get("/v1/subjects", headers=headers)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "invalid_api_key", r.text
+    same = [("X-API-Key", a), ("Authorization", f"Bearer {a}")]
+    assert c.get("/v1/subjects", headers=same).status_code == 200
+    claims = [("X-API-Key", a), ("X-Tenant-ID", "tenant-a"), ("X-Tenant-ID", "tenant-b")]
+    r = c.get("/v1/subjects", headers=claims)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "tenant_mismatch", r.text
+    twice = [("X-API-Key", a), ("X-Tenant-ID", "tenant-a"), ("X-Tenant-ID", "tenant-a")]
+    assert c.get("/v1/subjects", headers=twice).status_code == 200
+
+
 def test_a_tenant_header_in_any_script_matches_its_key(
     backend_client: TestClient, backend_services: Services
 ) -> None:

@@ -27,16 +27,25 @@ MISSING_KEY_MESSAGE = (
 
 
 def api_key_of(request: Request) -> str | None:
-    """The key from ``X-API-Key`` or ``Authorization: Bearer``, if any."""
-    key = request.headers.get("x-api-key")
-    if key:
-        return key.strip()
-    auth = request.headers.get("authorization")
-    if auth:
+    """The key from ``X-API-Key`` or ``Authorization: Bearer``, if any. Two different keys
+    (the headers repeated, or both sent) are refused: which one a request acts as must not
+    depend on the order of its headers."""
+    keys = {k.strip() for k in request.headers.getlist("x-api-key") if k.strip()}
+    for auth in request.headers.getlist("authorization"):
         scheme, _, value = auth.partition(" ")
         if scheme.lower() == "bearer" and value.strip():
-            return value.strip()
-    return None
+            keys.add(value.strip())
+    if len(keys) > 1:
+        raise InvalidApiKey("the request carries two different API keys")
+    return keys.pop() if keys else None
+
+
+def _claimed_tenant(request: Request) -> str | None:
+    """``X-Tenant-ID``; sent twice with different values, a mismatch whatever the key."""
+    claims = {header_text(v) for v in request.headers.getlist("x-tenant-id")}
+    if len(claims) > 1:
+        raise TenantMismatch("X-Tenant-ID is sent more than once with different values")
+    return claims.pop() if claims else None
 
 
 def tenant_for_key(
@@ -85,7 +94,7 @@ async def require_tenant(request: Request) -> str:
     key = api_key_of(request)
     server = request.scope.get("server")
     host = server[0] if server else None
-    claimed = header_text(request.headers.get("x-tenant-id"))
+    claimed = _claimed_tenant(request)
     state = request.scope.setdefault("state", {})
     known = services.auth_required_known()
     if key is None and known is not None:  # no query, no rate count: see above
