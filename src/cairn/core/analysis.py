@@ -86,12 +86,15 @@ def _digits() -> dict[str, str]:
 # Invisible characters inside a word that only hint where it may break or must not (Unicode's
 # word-break property ``Format``): soft hyphen (text copied from web pages:
 # ``Kaffee\u00admaschine``), word joiner, zero-width no-break space. A word holding one is the
-# word without it (``kaffeemaschine`` finds it). So are the zero-width non-joiner and joiner
-# (Unicode's word breaks do not split at them): Persian writes a plural or a verb prefix after
-# a non-joiner (``کتاب\u200cها``), Indic scripts choose a letter's shape with either
-# (``कर्\u200dम``), and most keyboards type the word without them. A zero-width space is not
-# one of them: it separates words, as a space does.
-INVISIBLE = "\u00ad\u2060\ufeff\u200c\u200d"
+# word without it (``kaffeemaschine`` finds it). A zero-width space is not one of them: it
+# separates words, as a space does. The zero-width non-joiner and joiner are both
+# (``JOINERS``, ``index_terms``).
+INVISIBLE = "\u00ad\u2060\ufeff"
+# Persian writes a plural or a verb's prefix after a zero-width non-joiner (*ketab* U+200C
+# *ha*, "books"), Indic scripts choose a letter's shape with either (``कर्\u200dम``). A word
+# holding one is indexed as its parts (found by ``کتاب``, "book", and by a query typed with the
+# mark) and as the word without it (found as most keyboards type it).
+JOINERS = "\u200c\u200d"
 # Letters with a stroke or ligatures that NFKD does not decompose, and the decimal digits of
 # every script (Arabic-Indic, Persian, Devanagari, Bengali, Thai, Brahmi, …) as ASCII digits:
 # ``११००१`` is found by ``11001``.
@@ -102,6 +105,7 @@ _LETTERS = str.maketrans(
     | dict.fromkeys(INVISIBLE)
 )
 _MARK = regex.compile(r"\p{M}")
+_NO_JOINERS = str.maketrans(dict.fromkeys(JOINERS))
 # A word of Hebrew letters only: the particle stemmer would strip a mixed token's Hebrew away.
 _HEBREW_WORD = regex.compile(r"[\u05d0-\u05ea]+")
 _GRAPHEME = regex.compile(r"\X")
@@ -261,6 +265,11 @@ def index_terms(text: str) -> list[str]:
             out.append(token)
         else:
             out.extend(stems.parts(token))
+    if "\u200c" in text or "\u200d" in text:
+        # The words holding a joiner, also as typed without it (``JOINERS``).
+        joined = " ".join(w for w in text.split() if "\u200c" in w or "\u200d" in w)
+        for token, unspaced in _tokens(joined.translate(_NO_JOINERS), unigrams=True):
+            out.extend([token] if unspaced else stems.parts(token))
     return out
 
 
