@@ -153,3 +153,24 @@ def test_every_path_template_declares_its_parameters(backend_client: Any) -> Non
                 undeclared.append((method, path, sorted(names - declared)))
     assert undeclared == []
     assert "/v1/receipts/{receipt_id}/verify" in spec["paths"]
+
+
+def test_head_over_a_real_server_logs_no_error(
+    client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through uvicorn, a HEAD answered as its GET: uvicorn reads the scope's method to know
+    no body follows the content-length; as GET it logged every HEAD as an unhandled error
+    ("Response content shorter than Content-Length")."""
+    import logging
+
+    import httpx
+
+    from tests.client.conftest import live_server
+
+    with caplog.at_level(logging.WARNING), live_server(client.app) as base:
+        for path in ("/healthz", "/v1/subjects", "/ui/subjects", "/v1/version"):
+            get, head = httpx.get(base + path), httpx.head(base + path)
+            assert head.status_code == get.status_code == 200, (path, head.status_code)
+            assert head.headers["content-length"] == get.headers["content-length"]
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []

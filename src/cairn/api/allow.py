@@ -80,7 +80,7 @@ class AllowMiddleware:
             # seen by the middleware around this one; the method is HEAD again afterwards.
             scope["method"] = "GET"
             try:
-                await self.app(scope, receive, _without_body(send))
+                await self.app(scope, receive, _without_body(scope, send))
             finally:
                 scope["method"] = "HEAD"
             return
@@ -97,12 +97,16 @@ class AllowMiddleware:
         await self.app(scope, receive, fix_allow)
 
 
-def _without_body(send: Send) -> Send:
+def _without_body(scope: Scope, send: Send) -> Send:
     """``send`` for a ``HEAD`` answered as its ``GET``: the same status and headers (its
-    ``content-length`` too), no body."""
+    ``content-length`` too), no body. The scope's method is ``HEAD`` again from the response's
+    start (the route has been found by then): the server reads it to know that no body follows
+    the ``content-length`` (as ``GET``, it logged every answer as shorter than announced)."""
 
     async def headers_only(message: Message) -> None:
-        if message["type"] == "http.response.body":
+        if message["type"] == "http.response.start":
+            scope["method"] = "HEAD"
+        elif message["type"] == "http.response.body":
             message = {**message, "body": b""}
         await send(message)
 
