@@ -68,7 +68,7 @@ HINDI = "मेरा कर्\u200dम अच्छा है"
 def test_a_word_holding_a_zero_width_joiner_is_its_parts_and_the_word_without_it() -> None:
     indexed = index_text(PERSIAN).split()
     # As most keyboards type it (without the mark), and as its parts: "book" finds "books".
-    for typed in ("کتابها", "میخوانم", "کتاب", "کتاب\u200cها", "می\u200cخوانم"):
+    for typed in ("کتابها", "میخوانم", "کتاب", "کتاب\u200cها", "می\u200cخوانم"):  # noqa: RUF001
         assert set(query_terms(typed)) <= set(indexed), typed
     assert "कर्म" in index_text(HINDI).split() and query_terms("कर्म") == ["कर्म"]
     assert "ශ්රී" in index_text("ශ්\u200dරී ලංකාවේ").split()

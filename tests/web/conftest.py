@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from fastapi.testclient import TestClient
 
 from cairn.app import create_app
 from cairn.config import Settings
@@ -192,3 +193,19 @@ def shoot(tmp_path: Path) -> Callable[[Any, str], Path]:
 def unique(prefix: str) -> str:
     """A subject id no other test uses (tests share one server)."""
     return f"{prefix}-{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def app_services(tmp_path: Path) -> Iterator[Services]:
+    """Services of an inspector in open mode, with the example ladders and ``web-notes``."""
+    ladders = make_ladders_dir(tmp_path / "ladders")
+    s = Services.from_settings(server_settings(tmp_path / "data", ladders_dir=ladders))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def web(app_services: Services) -> Iterator[TestClient]:
+    """The inspector over plain HTTP (no browser), redirects not followed."""
+    with TestClient(create_app(services=app_services), follow_redirects=False) as c:
+        yield c

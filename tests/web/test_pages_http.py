@@ -14,20 +14,6 @@ from cairn.services import Services
 from tests.web.conftest import make_ladders_dir, server_settings
 
 
-@pytest.fixture
-def app_services(tmp_path: Path) -> Iterator[Services]:
-    ladders = make_ladders_dir(tmp_path / "ladders")
-    s = Services.from_settings(server_settings(tmp_path / "data", ladders_dir=ladders))
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def web(app_services: Services) -> Iterator[TestClient]:
-    with TestClient(create_app(services=app_services), follow_redirects=False) as c:
-        yield c
-
-
 def csrf_of(html: str) -> str:
     found = re.search(r'name="csrf" value="([^"]+)"', html)
     assert found, "no CSRF field on the page"

@@ -4,6 +4,7 @@ into HTML pages (the API's JSON error shape is for machines; people get a readab
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from cairn.core.ids import as_utc
 from cairn.core.validation import validation_details
@@ -47,6 +49,26 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
+# Right-to-left letters: Hebrew, Arabic, Syriac, Thaana, N'Ko and their presentation forms.
+_RTL_LETTERS = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff"
+_RTL = re.compile(f"[{_RTL_LETTERS}]")
+# Runs of right-to-left letters, of digits, and of everything else.
+_ID_RUNS = re.compile(f"[{_RTL_LETTERS}]+|\\d+|[^{_RTL_LETTERS}\\d]+")
+
+
+def _ident(value: Any) -> Markup:
+    """An id as HTML that shows its characters in their order: a right-to-left run is shown
+    right to left within itself, but the runs stay in the id's order, left to right. As plain
+    text the bidirectional algorithm reorders an id mixing scripts and digits, so
+    ``user:mixed-עברית-123`` and ``user:mixed-123-עברית`` looked the same (on the page that
+    deletes one)."""
+    text = str(value)
+    if not _RTL.search(text):
+        return Markup(escape(text))
+    runs = "".join(f"<bdi>{escape(run)}</bdi>" for run in _ID_RUNS.findall(text))
+    return Markup(f'<span dir="ltr" class="ident">{runs}</span>')
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES_DIR),
@@ -57,6 +79,7 @@ def _environment() -> Environment:
     env.filters["when"] = _when
     env.filters["pretty"] = _pretty
     env.filters["urlpart"] = lambda v: quote(str(v), safe="")
+    env.filters["ident"] = _ident
     return env
 
 

@@ -20,6 +20,7 @@ from cairn.core.scope import Scope
 from cairn.core.subject_id import SUBJECT_ID_RULE, subject_id_problem
 from cairn.engine.context import apply_min_score, pack_context, priority_order
 from cairn.engine.context.fit import fit_to_tokens
+from cairn.engine.context.packing import Overhead
 from cairn.engine.context.render import DefaultRenderer, default_costs
 from cairn.http.auth import services_of
 from cairn.http.runtimes import assembly_for
@@ -53,11 +54,15 @@ def explain_left_out(
     fitted: ContextResult,
     budget: Budget,
     min_score: float,
+    reserved: int = 0,
+    overhead: Overhead | None = None,
 ) -> list[LeftOut]:
     """Each candidate that did not reach the rendered context, with the step that dropped it.
 
-    Packing takes items greedily in ``priority_order``; replaying that order against the
-    packed result tells which limit stopped each item that was passed over.
+    Packing takes items greedily in ``priority_order``, charging each item's markup
+    (``overhead``) and the block's frame (``reserved``) as well as its text; replaying that
+    order, with the same charges, against the packed result tells which limit stopped each
+    item that was passed over.
     """
     limits = budget.resolved()
     kept_ids = {c.id for c in kept}
@@ -74,17 +79,20 @@ def explain_left_out(
             out.append(LeftOut(c, "duplicate of a higher-ranked item with the same text"))
         seen.add(c.id)
     packed_ids = {i.id for i in packed.items}
-    n = tokens = chars = 0
+    taken: list[ContextItem] = []
+    tokens, chars = reserved, 0
     for c in ordered:
+        markup = overhead(c, taken) if overhead is not None else 0
         if c.id in packed_ids:
-            n, tokens, chars = n + 1, tokens + c.token_count, chars + len(c.content)
+            taken.append(c)
+            tokens, chars = tokens + c.token_count + markup, chars + len(c.content)
             continue
-        if n >= limits.max_items:
+        if len(taken) >= limits.max_items:
             reason = f"max_items {limits.max_items} already reached"
-        elif tokens + c.token_count > limits.max_tokens:
+        elif tokens + c.token_count + markup > limits.max_tokens:
             reason = (
-                f"its {c.token_count} tokens would exceed max_tokens {limits.max_tokens} "
-                f"({tokens} already used)"
+                f"its {c.token_count} tokens (and {markup} of markup) would exceed max_tokens "
+                f"{limits.max_tokens} ({tokens} already used, the block's frame included)"
             )
         elif limits.max_chars and chars + len(c.content) > limits.max_chars:
             reason = (
@@ -150,13 +158,16 @@ def _request_of(form: dict[str, str]) -> tuple[ContextRequest | None, list[str]]
 @router.get("/ui/context")
 def context_page(
     request: Request,
-    subject_id: str = Query("", max_length=256),
+    # Only bounds on what is read: the values are checked as the API checks them, and a bad
+    # one is shown next to the form, with what was typed kept (a subject id's 256 characters
+    # are counted in NFC; a number of 20 digits is "too large", not a framework error page).
+    subject_id: str = Query("", max_length=4 * 256),
     query: str = Query("", max_length=10_000),
     session_id: str = Query("", max_length=256),
-    max_tokens: str = Query("", max_length=12),
-    max_items: str = Query("", max_length=12),
-    max_chars: str = Query("", max_length=12),
-    min_score: str = Query("", max_length=12),
+    max_tokens: str = Query("", max_length=64),
+    max_items: str = Query("", max_length=64),
+    max_chars: str = Query("", max_length=64),
+    min_score: str = Query("", max_length=64),
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
     """The form; with a subject given, the preview of what the assembly returns."""
@@ -205,7 +216,9 @@ def preview(request: Request, tenant: str, req: ContextRequest) -> dict[str, Any
         "rendered": text,
         "rendered_tokens": tokens,
         "candidates": len(candidates),
-        "left_out": explain_left_out(candidates, kept, packed, fitted, req.budget, req.min_score),
+        "left_out": explain_left_out(
+            candidates, kept, packed, fitted, req.budget, req.min_score, reserved, overhead
+        ),
         "memories": found.memories,
         "episodes": found.episodes,
         "lane_of": lane_of,

@@ -156,12 +156,12 @@ def chat_page(
             "message": "The message must not contain a NUL character.",
         }
         return _detail(request, viewer, name, ctx, status=422)
-    turns = [*turns, {"role": "user", "content": message}]
+    asked = [*turns, {"role": "user", "content": message}]
     run_id = f"run-{uuid7().hex}"
     run = RunRequest(
         tenant=viewer.tenant,
         ladder=ladder.name,
-        messages=[{"role": t["role"], "content": t["content"]} for t in turns],
+        messages=[{"role": t["role"], "content": t["content"]} for t in asked],
         run_id=run_id,
         user=user.strip(),
         context_id=conversation_id.strip(),
@@ -172,15 +172,19 @@ def chat_page(
     except CairnError as exc:
         if isinstance(exc, SlateWriteRefused):
             metrics.count_writes(ladder.name, exc.details["writes"])
-        ctx.update(
-            history=turns,
-            last_run=run_id,
-            chat_error={"code": exc.code, "message": exc.message, "run_id": run_id},
-        )
+        # The conversation stays as it was and the message in its box, to send again; the
+        # trace is linked only when the run was recorded (a request refused before it ran,
+        # a bad user say, has none).
+        stored = ladder_runtime(request).runs.get(viewer.tenant, run_id) is not None
+        error = {"code": exc.code, "message": exc.message}
+        if stored:
+            error["run_id"] = run_id
+            ctx["last_run"] = run_id
+        ctx.update(chat_error=error, message=message)
         return _detail(request, viewer, name, ctx, status=exc.status)
     if not outcome.replayed:
         metrics.count_writes(ladder.name, outcome.writes)
-    turns.append({"role": "assistant", "content": outcome.content, "run_id": outcome.run_id})
+    turns = [*asked, {"role": "assistant", "content": outcome.content, "run_id": outcome.run_id}]
     ctx.update(history=turns, last_run=outcome.run_id)
     return _detail(request, viewer, name, ctx)
 
@@ -230,10 +234,12 @@ def validate_text(
 def runs_page(
     request: Request,
     ladder: str | None = Query(None, max_length=256),
-    status: Literal["running", "completed", "failed"] | None = Query(None),
+    # "" is the form's "any" (its select sends the empty option).
+    status: Literal["running", "completed", "failed", ""] | None = Query(None),
     page: int = Query(1, ge=1, le=100_000),
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
+    status = status or None
     runs, total = ladder_runtime(request).runs.list(
         viewer.tenant,
         ladder=ladder or None,

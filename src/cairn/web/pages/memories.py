@@ -7,10 +7,10 @@ Every action goes through the same engine calls as ``PATCH/DELETE /v1/memories/{
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Path, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from cairn.core.subject_id import SubjectIdStr
 from cairn.engine.lifecycle import (
@@ -20,6 +20,7 @@ from cairn.engine.lifecycle import (
     forget_memory,
     memory_history,
 )
+from cairn.errors import InvalidInput
 from cairn.http.auth import services_of
 from cairn.http.headers import attachment
 from cairn.web._render import WebRoute, render, see_other
@@ -45,6 +46,17 @@ def memory_page(
     request: Request, memory_id: uuid.UUID, viewer: Viewer = Depends(current_viewer)
 ) -> HTMLResponse:
     """The memory, the versions it replaced and the versions that replaced it."""
+    return _memory_page(request, viewer, memory_id)
+
+
+def _memory_page(
+    request: Request,
+    viewer: Viewer,
+    memory_id: uuid.UUID,
+    edit: dict[str, Any] | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    """The memory's page; ``edit``: a correction refused (its error and what was typed)."""
     history = memory_history(services_of(request).store, viewer.tenant, memory_id)
     current = history.replaced_by[-1] if history.replaced_by else history.memory
     return render(
@@ -56,7 +68,9 @@ def memory_page(
             "current": current,
             "memory_url": memory_url,
             "subject_url": subject_url,
+            "edit": edit,
         },
+        status=status,
     )
 
 
@@ -64,22 +78,31 @@ def memory_page(
 def edit_memory(
     request: Request,
     memory_id: uuid.UUID,
-    content: str = Form(min_length=1, max_length=MAX_CONTENT),
+    content: str = Form("", max_length=MAX_CONTENT),
     note: str = Form("", max_length=2000),
     viewer: Viewer = Depends(current_viewer),
-) -> RedirectResponse:
-    """Store the correction as a new version (as ``PATCH /v1/memories/{id}``)."""
+) -> Response:
+    """Store the correction as a new version (as ``PATCH /v1/memories/{id}``); a correction
+    refused (blank, or the same as this version) is shown next to the form, as typed."""
+    typed = {"content": content, "note": note}
+    if not content.strip():
+        error = {"code": "validation_error", "message": "The corrected content is blank."}
+        return _memory_page(request, viewer, memory_id, {**typed, "error": error}, 422)
     change = MemoryCorrection(content=content, note=note.strip() or None)
     services = services_of(request)
-    new = correct_memory(
-        services.store,
-        viewer.tenant,
-        memory_id,
-        change,
-        _editor(viewer),
-        embedder=services.embedder,
-        backfill=services.embedding_backfill,
-    )
+    try:
+        new = correct_memory(
+            services.store,
+            viewer.tenant,
+            memory_id,
+            change,
+            _editor(viewer),
+            embedder=services.embedder,
+            backfill=services.embedding_backfill,
+        )
+    except InvalidInput as exc:
+        error = {"code": exc.code, "message": exc.message}
+        return _memory_page(request, viewer, memory_id, {**typed, "error": error}, exc.status)
     return see_other(memory_url(new.id) + "?corrected=1")
 
 
