@@ -10,7 +10,7 @@ export CAIRN_LOG_LEVEL=${CAIRN_LOG_LEVEL:-WARNING}
 export CAIRN_LADDERS_DIR=${CAIRN_LADDERS_DIR:-examples/ladders}
 .venv/bin/cairn serve &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
 # Ctrl-C is how the server is meant to stop: a clean exit, not an error for make to report.
 trap 'exit 0' INT
 trap 'exit 143' TERM
