@@ -116,6 +116,45 @@ def test_items_are_grouped_by_date_oldest_first_undated_last() -> None:
     ]
 
 
+def test_turns_of_one_time_read_in_the_order_they_were_recorded() -> None:
+    """A batch sent without times gives its turns one ``occurred_at``: the recent lane hands
+    them over newest first, and they render in the order their episodes were recorded
+    (episode ids are time-ordered); an item from no episode (a document's chunk) comes after
+    them."""
+    from cairn.core.ids import uuid7
+
+    first, second, third = (str(uuid7()) for _ in range(3))
+
+    def turn(text: str, episode: str | None) -> ContextItem:
+        refs = [SourceRef(type="turn", id=episode) if episode else SourceRef(type="chunk", id="c")]
+        return ContextItem(
+            id=episode or "chunk",
+            kind="turn" if episode else "document_chunk",
+            content=text,
+            score=1.0,
+            source_class="recent" if episode else "long_term",
+            token_count=1,
+            created_at=AT,
+            occurred_at=AT,
+            provenance=refs,
+        )
+
+    items = [
+        turn("assistant: رحلة سعيدة!", third),
+        turn("Trips to Dubai need a visa.", None),
+        turn("user: سأسافر إلى دبي الشهر القادم.", second),
+        turn("user: مرحبا", first),
+    ]
+    result = ContextResult(items=items, token_count=4, truncated=False)
+    lines = DefaultRenderer().render(result).split("\n")[3:-1]
+    assert lines == [
+        "user: مرحبا",
+        "user: سأسافر إلى دبي الشهر القادم.",
+        "assistant: رحلة سعيدة!",
+        "Trips to Dubai need a visa.",
+    ]
+
+
 def test_a_shared_date_is_charged_once_when_packing() -> None:
     """Packing charges a date's marker for the first item of that date only: items of one
     day fit where one marker each would not, and the rendering is within the budget."""

@@ -85,14 +85,23 @@ def item_text(item: ContextItem) -> str:
 
 def date_groups(items: Sequence[ContextItem]) -> list[tuple[str, list[ContextItem]]]:
     """Items grouped by ``item_date``: dates ascending, ``-`` last; inside a group by time
-    (a conversation's turns read in the order they were said), items of the same time in the
-    given order."""
+    (a conversation's turns read in the order they were said). Items of the same time (a
+    batch of turns sent without times gets one) go in the order their episodes were
+    recorded (episode ids are time-ordered), items from no episode after them in the given
+    order: as given, the recent lane's newest-first order showed a reply before its
+    question."""
     groups: dict[str, list[ContextItem]] = {}
     for item in items:
         groups.setdefault(item_date(item), []).append(item)
     for group in groups.values():
-        group.sort(key=lambda i: i.occurred_at or i.created_at)
+        group.sort(key=_in_time)
     return sorted(groups.items(), key=lambda g: (g[0] == NO_DATE, g[0]))
+
+
+def _in_time(item: ContextItem) -> tuple[Any, int, str]:
+    episodes = [r.id for r in item.provenance if r.type in ("turn", "episode")]
+    when = item.occurred_at or item.created_at
+    return (when, 0, min(episodes)) if episodes else (when, 1, "")
 
 
 def default_costs(tokenizer: Tokenizer) -> tuple[int, Overhead]:
