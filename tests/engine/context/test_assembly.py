@@ -110,6 +110,40 @@ def test_recent_only_skips_long_term_lanes(assembly: CairnAssembly, store: Store
     assert [i.source_class for i in result.items] == ["recent"]
 
 
+def test_a_summary_of_the_recent_turns_alone_is_left_out(
+    assembly: CairnAssembly, store: Store
+) -> None:
+    """The recent lane shows the conversation's latest turns whole: a summary made only from
+    them repeated them (word for word, the heuristic compiler's); one that also covers older
+    turns says something they do not, and stays."""
+    old = add_turn(assembly, "I grew up in Porto", key="k0", minute=0).episode_id
+    new = [
+        add_turn(assembly, f"we talk about {t}", key=f"k{i}", minute=i).episode_id
+        for i, t in ((1, "tea"), (2, "coffee"))
+    ]
+    add_memory(
+        store,
+        TENANT,
+        "we talked about tea",
+        kind="episode_summary",
+        session="conv-1",
+        episode=new[0],
+    )
+    add_memory(
+        store,
+        TENANT,
+        "grew up in Porto; tea",
+        kind="episode_summary",
+        session="conv-1",
+        episode=old,
+    )
+    result = assembly.context(request(conversation_id="conv-1", recent_turns=2))
+    summaries = [i.content for i in result.items if i.source_class == "summary"]
+    assert summaries == ["grew up in Porto; tea"]
+    everything = assembly.context(request(conversation_id="conv-1", recent_turns=3))
+    assert [i for i in everything.items if i.source_class == "summary"] == []
+
+
 def test_document_chunks_are_recalled_with_provenance(assembly: CairnAssembly) -> None:
     text = " ".join(f"Paragraph {i} talks about gardening and tomatoes." for i in range(60))
     text += " The launch code for the rocket is stored in the blue vault."

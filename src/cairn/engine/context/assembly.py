@@ -184,6 +184,7 @@ class CairnAssembly:
                 s.summary_score,
                 s.summaries,
                 self.memory_counts,
+                exclude_episodes={e.id for e in episodes},
             )
         # Each long-term lane is asked for one more than it may give: the extra one tells
         # whether the limit cut anything off.

@@ -241,12 +241,21 @@ def summary_items(
     score: float,
     limit: int,
     tokenizer: Tokenizer,
+    exclude_episodes: set[uuid.UUID] | None = None,
 ) -> tuple[list[ContextItem], dict[str, Memory]]:
-    """The newest active summary memories of the conversation, at a fixed lane score."""
+    """The newest active summary memories of the conversation, at a fixed lane score; not a
+    summary made only from ``exclude_episodes`` (the recent lane's turns, shown whole: it
+    repeated them, word for word in the heuristic compiler's summaries)."""
     if not conversation_id or limit <= 0:
         return [], {}
     found = repos.memories.active_of_session(
         tenant_id, scope, conversation_id, sorted(SUMMARY_KINDS), limit
     )
+    if exclude_episodes:
+        found = [
+            m
+            for m in found
+            if not (m.source_episode_ids and set(m.source_episode_ids) <= exclude_episodes)
+        ]
     items = [memory_item(m, score, tokenizer, "summary") for m in found]
     return items, {i.id: m for i, m in zip(items, found, strict=True)}
