@@ -435,6 +435,24 @@ def test_a_session_summary_holds_turns_of_every_script(store: Store) -> None:
         assert f"{name}: {text}" in summary.content
 
 
+def test_a_sentence_said_again_is_summarised_once(store: Store) -> None:
+    scope = Scope.for_subject("repeater")
+    said = [
+        "I prefer green tea in the morning.",
+        "My sister Maya lives in Porto these days.",
+        "I prefer green tea in the morning.",
+        "We are planning a trip to Lisbon in May.",
+    ]
+    store.episodes.append_many(
+        TENANT,
+        [turn(scope, text, name="Ana", minutes=i, key=f"r{i}") for i, text in enumerate(said)],
+    )
+    summary = next(
+        m for m in compile_scope(store, TENANT, scope).memories if m.kind == "episode_summary"
+    )
+    assert summary.content.count("green tea") == 1, summary.content
+
+
 def test_relative_dates_past_the_calendars_ends_resolve_to_nothing() -> None:
     text = "yesterday, tomorrow, last week, next month, next year, 2 years ago, 3 months ago"
     first = resolve_dates(text, datetime(1, 1, 1, tzinfo=UTC))

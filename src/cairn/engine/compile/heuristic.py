@@ -318,11 +318,14 @@ def _summary(session_id: str, episodes: list[Episode], messages: MessageMemo) ->
     if len(msgs) < SUMMARY_MIN_MESSAGES:
         return None
     units: list[tuple[int, Message, str]] = []
+    said: set[tuple[str, str]] = set()  # a sentence said again is summarised once
     for m in msgs:
         for s in sentences(m.text):
             ascii_words = len(words(s))  # (other scripts: their content terms)
             if ascii_words >= 4 or (not ascii_words and content_size(s) >= 2):
-                units.append((len(units), m, s))
+                if (m.speaker, s.casefold()) not in said:
+                    said.add((m.speaker, s.casefold()))
+                    units.append((len(units), m, s))
     if not units:
         return None
     bags = [set(content_terms(s)) for _, _, s in units]  # terms of any script
