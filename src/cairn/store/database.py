@@ -176,7 +176,11 @@ class Database:
         from cairn.store.migrations import upgrade
 
         if self.is_sqlite:
-            with self._write_lock, self._write_engine.connect() as conn:
+            with (
+                self._write_lock,
+                _file_lock(f"{make_url(self.url).database}.migrate-lock"),
+                self._write_engine.connect() as conn,
+            ):
                 return upgrade(conn)
         with self.engine.connect() as conn:
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK_KEY})
@@ -189,6 +193,26 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+@contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    """An exclusive lock between processes on ``path`` (created if missing, never removed:
+    removing a lock file lets a third process lock a new one while the second holds the old).
+    SQLite migrations take it, as PostgreSQL's take an advisory lock: each migration runs in
+    its own transaction, so two processes starting at once on a file each planned the same
+    revisions, and the second failed on a table the first had made."""
+    try:
+        import fcntl
+    except ImportError:  # (not on Windows: one process migrates at a time there by hand)
+        yield
+        return
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # PostgreSQL: a pooled connection idle longer than this is checked (``SELECT 1``) before use.

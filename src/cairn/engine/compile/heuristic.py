@@ -322,10 +322,10 @@ def _summary(session_id: str, episodes: list[Episode], messages: MessageMemo) ->
     for m in msgs:
         for s in sentences(m.text):
             ascii_words = len(words(s))  # (other scripts: their content terms)
-            if ascii_words >= 4 or (not ascii_words and content_size(s) >= 2):
-                if (m.speaker, s.casefold()) not in said:
-                    said.add((m.speaker, s.casefold()))
-                    units.append((len(units), m, s))
+            enough = ascii_words >= 4 or (not ascii_words and content_size(s) >= 2)
+            if enough and (m.speaker, s.casefold()) not in said:
+                said.add((m.speaker, s.casefold()))
+                units.append((len(units), m, s))
     if not units:
         return None
     bags = [set(content_terms(s)) for _, _, s in units]  # terms of any script
