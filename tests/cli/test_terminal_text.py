@@ -81,3 +81,30 @@ def test_a_utf8_argument_under_a_c_locale_is_read_as_utf8(tmp_path: Path) -> Non
     done = _cli(tmp_path, "search", "esc", "李雷", "--json", **c_locale)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["memories"][0]["content"] == TEXT
+
+
+def test_every_json_failure_has_the_documented_shape(tmp_path: Path) -> None:
+    """``{"error": {"code", "status", "message", "details", "request_id"}}`` on stderr, every
+    key present: a server that cannot be reached has null status and request id."""
+    from tests.client.conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    done = run(tmp_path, "search", "esc", "x", "--url", url, "--json")
+    assert done.exit_code == 1
+    error = json.loads(done.stderr)["error"]
+    assert set(error) == {"code", "status", "message", "details", "request_id"}
+    assert error["code"] == "connection_error" and error["status"] is None
+
+
+def test_a_missing_key_says_how_the_cli_sends_one(tmp_path: Path) -> None:
+    from cairn.store import open_store
+
+    assert run(tmp_path, "subjects", "list").exit_code == 0  # makes the database
+    store = open_store(f"sqlite:///{tmp_path / 'data' / 'cairn.db'}")
+    try:
+        store.keys.create("acme")
+    finally:
+        store.close()
+    done = run(tmp_path, "subjects", "list")
+    assert done.exit_code == 1 and "missing_api_key" in done.stderr
+    assert "--api-key KEY or CAIRN_API_KEY" in done.stderr

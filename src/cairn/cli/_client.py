@@ -53,26 +53,17 @@ def report_error(error: Exception, as_json: bool) -> typer.Exit:
 
     if isinstance(error, APIError):
         if as_json:
-            sys.stderr.write(
-                json.dumps(
-                    {
-                        "error": {
-                            "code": error.code,
-                            "status": error.status,
-                            "message": error.message,
-                            "details": error.details,
-                            "request_id": error.request_id,
-                        }
-                    }
-                )
-                + "\n"
-            )
+            json_error(error.code, error.message, error.status, error.details, error.request_id)
         else:
             rid = f" [dim](request {error.request_id})[/]" if error.request_id else ""
             err_console.print(
                 f"[bold red]error[/] ({error.status} {error.code}): {esc(error.message)}{rid}",
                 highlight=False,
             )
+            if error.code == "missing_api_key":
+                err_console.print(
+                    "  give the command a key: --api-key KEY or CAIRN_API_KEY", highlight=False
+                )
             if error.code == "validation_error" and isinstance(error.details, list):
                 for d in error.details[:10]:
                     err_console.print(
@@ -81,10 +72,29 @@ def report_error(error: Exception, as_json: bool) -> typer.Exit:
         return typer.Exit(EXIT_FAILED)
     if as_json:
         kind = "connection_error" if isinstance(error, APIConnectionError) else "client_error"
-        sys.stderr.write(json.dumps({"error": {"code": kind, "message": str(error)}}) + "\n")
+        json_error(kind, str(error))
         return typer.Exit(EXIT_FAILED)
     err_console.print(f"[bold red]error:[/] {esc(error)}", highlight=False)
     return typer.Exit(EXIT_FAILED)
+
+
+def json_error(
+    code: str,
+    message: str,
+    status: int | None = None,
+    details: Any = None,
+    request_id: str | None = None,
+) -> None:
+    """A failure under ``--json``, on stderr, in the one documented shape (every key present:
+    ``status`` and ``request_id`` are null when no server answered)."""
+    error = {
+        "code": code,
+        "status": status,
+        "message": message,
+        "details": details,
+        "request_id": request_id,
+    }
+    sys.stderr.write(json.dumps({"error": error}) + "\n")
 
 
 def open_client(url: str | None, api_key: str | None, database_url: str | None) -> Cairn:
@@ -129,9 +139,7 @@ def connected(
         raise report_error(exc, as_json) from exc
     except ValueError as exc:  # client-side validation of a request model
         if as_json:
-            sys.stderr.write(
-                json.dumps({"error": {"code": "validation_error", "message": str(exc)}}) + "\n"
-            )
+            json_error("validation_error", str(exc))
         else:
             err_console.print(f"[bold red]invalid input:[/] {esc(exc)}", highlight=False)
         raise typer.Exit(EXIT_FAILED) from exc

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.core.analysis import content_terms, cut_text
 from cairn.core.episodes import Episode
-from cairn.core.ids import utcnow
+from cairn.core.ids import iso, utcnow
 from cairn.core.memories import SUMMARY_CHARS, Memory, validity_problem
 from cairn.core.scope import Scope
 from cairn.core.subject_id import canonical_id
@@ -370,7 +370,7 @@ def export_lines(store: Store, tenant_id: str, subject_id: str) -> Iterator[byte
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "subject_id": subject_id,
-        "exported_at": utcnow().isoformat(),
+        "exported_at": iso(utcnow()),
     }
     yield (json.dumps(header) + "\n").encode()
     for record in store.transfer.export(tenant_id, Scope.for_subject(subject_id), utcnow()):

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, String, Uuid
 
-from cairn.core.ids import as_utc
+from cairn.core.ids import as_utc, iso
 from cairn.errors import InvalidInput
 from cairn.store.schema import UTCDateTime
 
@@ -19,7 +19,7 @@ def jsonable(row: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for k, v in row.items():
         if isinstance(v, datetime):
-            out[k] = v.isoformat()
+            out[k] = iso(v)  # as the API writes times: UTC, ``Z``
         elif isinstance(v, uuid.UUID):
             out[k] = str(v)
         else:
