@@ -149,3 +149,4 @@ def test_serve_on_a_port_in_use_says_so_and_exits_1(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr, proc.stderr
     assert "another server" in proc.stderr
+    assert "OPEN" not in proc.stderr  # nothing will serve: no notice says it will

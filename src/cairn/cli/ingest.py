@@ -60,7 +60,8 @@ def _validate(items: Any) -> tuple[list[EpisodeCreate], list[dict[str, str]]]:
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(episode)"
-            errors.append({"where": _shown(where), "error": _shown(f"{field}: {first['msg']}")})
+            message = str(first["msg"]).removeprefix("Value error, ")  # (pydantic's prefix)
+            errors.append({"where": _shown(where), "error": _shown(f"{field}: {message}")})
     return episodes, errors
 
 

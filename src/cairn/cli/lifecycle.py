@@ -210,7 +210,7 @@ def import_(
     if as_json:
         print_json(dump(result))
         return
-    made = ", ".join(f"{n} {k}(s)" for k, n in result.imported.items() if n) or "nothing new"
+    made = ", ".join(_count(n, k) for k, n in result.imported.items() if n) or "nothing new"
     reasons = Counter(s.reason for s in result.skipped_records)
     why = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(reasons.items()))
     console.print(f"imported {made}; skipped {result.skipped}" + (f" ({why})" if why else ""))
@@ -286,7 +286,10 @@ def show_retention(
     api_key: str | None = API_KEY,
     database_url: str | None = DATABASE_URL,
 ) -> None:
-    """Your tenant's time-to-live of episodes and memories (null: forever)."""
+    """Your tenant's time-to-live of episodes and memories (null: forever).
+
+    Example: cairn retention show --url http://127.0.0.1:8100
+    """
     with connected(url, api_key, database_url, True) as client:
         print_json(client.request("GET", "/v1/retention"))
 
@@ -317,3 +320,14 @@ def set_retention(
                 "to keep a time-to-live",
                 highlight=False,
             )
+
+
+# Plurals of the record types an import counts (``episode`` → ``episodes``).
+_PLURALS = {"memory": "memories", "slate_eviction": "slate evictions", "slate_skip": "slate skips"}
+
+
+def _count(n: int, kind: str) -> str:
+    """``1 memory``, ``2 memories``, ``3 episodes``."""
+    if n == 1:
+        return f"1 {kind.replace('_', ' ')}"
+    return f"{n} {_PLURALS.get(kind, kind.replace('_', ' ') + 's')}"

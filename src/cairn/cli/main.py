@@ -80,7 +80,10 @@ def is_loopback(host: str) -> bool:
 
 @app.command()
 def version() -> None:
-    """Print the version."""
+    """Print the version.
+
+    Example: cairn version
+    """
     console.print(__version__)
 
 
@@ -174,14 +177,15 @@ def serve(
     # The app builds its own: this one (its engine, its compiled statements) would otherwise
     # stay referenced by this frame for as long as the server runs.
     del services
+    if not auth and not is_loopback(settings.host):
+        err_console.print(
+            f"[bold red]refusing to bind {settings.host or '(every interface)'}:[/] "
+            "no API key is configured. "
+            "Create one with 'cairn keys create --tenant NAME' or set CAIRN_API_KEY."
+        )
+        raise typer.Exit(1)
+    _check_port(settings.host, settings.port)  # (before any notice: nothing will serve)
     if not auth:
-        if not is_loopback(settings.host):
-            err_console.print(
-                f"[bold red]refusing to bind {settings.host or '(every interface)'}:[/] "
-                "no API key is configured. "
-                "Create one with 'cairn keys create --tenant NAME' or set CAIRN_API_KEY."
-            )
-            raise typer.Exit(1)
         _notice(
             settings,
             "No API key configured: the server is OPEN (tenant 'default') for local "
@@ -189,7 +193,6 @@ def serve(
             style="yellow",
             level=logging.WARNING,
         )
-    _check_port(settings.host, settings.port)
     banner = (
         f"Cairn {__version__} on http://{settings.host}:{settings.port} "
         f"({settings.resolved_database_url().split(':', 1)[0]})"
