@@ -244,8 +244,8 @@ def test_template_is_sandboxed(template: str) -> None:
         ('{{ "%d" % "x" }}', "TypeError"),
         ("{{ 10**5000 }}", "power of more than 10,000 bits"),
         ("{{ (((10**256)**256)**256) }}", "power of more than 10,000 bits"),
-        ('{{ "%05000000d" % 1 }}', "field wider than"),
-        ('{{ "x".ljust(5000000) }}', "padding to over"),
+        ('{{ "%05000000d" % 1 }}', "formatted text over"),
+        ('{{ "x".ljust(5000000) }}', "padding over"),
         ('{{ ("x" * 1000000).replace("x", "yy") }}', "a replace making over"),
         ('{{ "a"|indent(100000000) }}', "indent wider than"),
         # A loop that calls nothing is stopped by the watchdog, not by a call's check.
@@ -266,14 +266,35 @@ def test_template_is_sandboxed(template: str) -> None:
             "ran over 1 s",
         ),
         ("{{ [1, 2][5] }}", "no element 5"),
-        # Widths and precisions the format filter and str.format apply in C (seconds, GBs):
-        ("{{ '%.2000000000f'|format(1.0) }}", "field wider than"),
-        ("{{ '%1000000000d'|format(1) }}", "field wider than"),
-        ("{{ '{0:>1000000000}'.format(1) }}", "field wider than"),
-        ("{{ '{0:>{1}}'.format(1, 1000000000) }}", "field wider than"),
-        ("{{ '{x:>{w}}'.format_map({'x': 1, 'w': 1000000000}) }}", "field wider than"),
+        # Steps that run in C, where the watchdog cannot stop them (seconds, gigabytes):
+        ("{{ '%.2000000000f'|format(1.0) }}", "formatted text over"),
+        ("{{ '%1000000000d'|format(1) }}", "formatted text over"),
+        ("{{ '{0:>1000000000}'.format(1) }}", "formatted text over"),
+        ("{{ '{0:>{1}}'.format(1, 1000000000) }}", "formatted text over"),
+        ("{{ '{x:>{w}}'.format_map({'x': 1, 'w': 1000000000}) }}", "formatted text over"),
+        ("{{ '{:{}}'.format('x', '2000000') }}", "formatted text over"),
+        ("{{ '{0:{1[0]}}'.format('x', [2000000]) }}", "formatted text over"),
+        ("{{ '{x:{w[0]}}'.format_map({'x': 'x', 'w': [2000000]}) }}", "formatted text over"),
+        ("{{ ('%600000s' * 2) % ('a', 'b') }}", "formatted text over"),
+        ("{% set s = 'x' * 400000 %}{{ ('%s' * 3) % (s, s, s) }}", "formatted text over"),
+        ("{% set s = 'x' * 400000 %}{{ ('{}' * 3).format(s, s, s) }}", "formatted text over"),
         ("{{ '%*d'|format(1000000000, 1) }}", "taken from the arguments"),
         ("{{ '%.*f' % (1000000000, 1.0) }}", "taken from the arguments"),
+        ("{{ ('a' * 2)|replace('a', 'b' * 1000000) }}", "replace making over"),
+        ("{{ ('a' * 3)|join('b' * 1000000) }}", "join over"),
+        ("{{ ('b' * 1000000).join('aaa') }}", "join over"),
+        ("{{ ('a ' * 3)|wordwrap(1, wrapstring='b' * 1000000) }}", "wrapped text over"),
+        ("{{ ('\\n' * 2000)|indent(1000, blank=True) }}", "indented text over"),
+        ("{{ 'aaa'.translate({97: 'b' * 1000000}) }}", "translation over"),
+        ("{{ [1]|batch(2000000, 0)|list }}", "batch over"),
+        ("{{ [1]|tojson(indent=2000000) }}", "indent wider than"),
+        ("{{ (['x' * 1000000] * 1000000)|length }}", "repetition over"),
+        ("{{ 'x'.encode() * 10000000 }}", "repetition over"),
+        # A literal list naming one long string many times, made text in C all at once:
+        ("{% set s = 'x' * 600000 %}{{ [s, s] }}", "value printed over"),
+        ("{% set s = 'x' * 600000 %}{{ [s, s]|string|length }}", "value printed over"),
+        ("{% set s = 'x' * 600000 %}{{ [s, s]|tojson|length }}", "value printed over"),
+        ("{% set s = 'x' * 600000 %}{{ [s, s]|e|length }}", "value printed over"),
         # A macro that calls itself, and text no response can carry.
         ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "RecursionError"),
         ("{{ '\\ud800' }}", "lone surrogate"),
@@ -286,6 +307,18 @@ def test_a_failing_or_unbounded_template_is_a_template_error(template: str, says
     with pytest.raises(InvalidInput) as exc:
         TemplateRenderer(template).render(result_of("a"))
     assert exc.value.code == "template_error" and says in exc.value.message, exc.value.message
+
+
+def test_numbers_in_plain_text_are_not_widths() -> None:
+    """Only a format spec's digits are a width: an order number or a timestamp in a format
+    string's text is text."""
+    template = (
+        "{{ 'Order 12345678: {}'.format('x') }} {{ 'id 2000000 %s'|format('y') }} "
+        "{{ 'Call 5551234567 or %s' % 'z' }} {{ 'at 1733615000123 {:>3}'.format(1) }}"
+    )
+    assert TemplateRenderer(template).render(result_of("a")) == (
+        "Order 12345678: x id 2000000 y Call 5551234567 or z at 1733615000123   1"
+    )
 
 
 def test_bounded_formats_still_format() -> None:

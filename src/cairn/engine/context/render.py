@@ -30,9 +30,6 @@ from cairn.engine.context.sandbox import (
     MAX_RENDER_CHARS,
     MAX_RENDER_SECONDS,
     BoundedEnvironment,
-    bounded_center,
-    bounded_format,
-    bounded_indent,
     watched,
 )
 from cairn.errors import InvalidInput
@@ -171,9 +168,6 @@ _ENV = BoundedEnvironment(
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True
 )
 _ENV.filters["escape_memory"] = escape_text
-_ENV.filters["center"] = bounded_center
-_ENV.filters["indent"] = bounded_indent
-_ENV.filters["format"] = bounded_format
 
 
 class TemplateRenderer:
