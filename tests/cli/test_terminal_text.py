@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_data_commands import env_for, run, write_jsonl
 
 ACTIVE = ("\x1b", "\x9b", "\x7f", "\u202e", "\u2066")
@@ -36,8 +38,10 @@ def test_tables_show_terminal_controls_as_escapes(tmp_path: Path) -> None:
         assert "Danger" in out, args
         assert not any(c in out for c in ACTIVE), (args, out)
         assert "\\x1b[31mRED" in out and "\\u202eevil" in out and "李雷" in out
-    shown = run(tmp_path, "context", "esc", "danger", "--text").stdout
-    assert "\\x9b32mGREEN" in shown and "\x9b" not in shown
+    # Piped (to a model, a file), ``--text`` is the rendered context exactly: no escapes, no
+    # :emoji: codes replaced, tabs kept. On a terminal it is shown with escapes (below).
+    piped = run(tmp_path, "context", "esc", "danger", "--text").stdout
+    assert "\x9b32mGREEN" in piped and "\u202eevil" in piped
     # The timeline's cells are cut between graphemes: never half a family.
     lines = [
         line for line in run(tmp_path, "timeline", "esc").stdout.splitlines() if "bbbb" in line
@@ -108,3 +112,24 @@ def test_a_missing_key_says_how_the_cli_sends_one(tmp_path: Path) -> None:
     done = run(tmp_path, "subjects", "list")
     assert done.exit_code == 1 and "missing_api_key" in done.stderr
     assert "--api-key KEY or CAIRN_API_KEY" in done.stderr
+
+
+def test_text_on_a_terminal_is_shown_and_piped_text_is_exact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from cairn.cli._common import write_text
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    text = "deploy :warning: now\tplease \x1b[2J\u202eevil"
+    for out, expected in (
+        (Terminal(), "deploy :warning: now\tplease \\x1b[2J\\u202eevil"),
+        (io.StringIO(), text),
+    ):
+        monkeypatch.setattr("sys.stdout", out)
+        write_text(text)
+        assert out.getvalue() == expected

@@ -423,14 +423,24 @@ def test_a_new_files_name_is_printable_text(api: TestClient) -> None:
         r = api.post(f"{base}/{quote(name)}", params=p, json={"content": "x"})
         assert r.status_code == 422, (name, r.text)
         assert r.json()["error"]["code"] == "slate_invalid_name", r.text
-    assert (
-        api.post(f"{base}/{quote(chr(0xFFFE))}.md", params=p, json={"content": "x"}).status_code
-        == 422
-    )
-    for name in ("李雷.md", "заметка.md", "👨\u200d👩\u200d👧.md", "ملاحظة\u200f.md"):
+    r = api.post(f"{base}/{quote(chr(0xFFFE))}.md", params=p, json={"content": "x"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "slate_invalid_name"
+    for name in (
+        "李雷.md",
+        "заметка.md",
+        "👨\u200d👩\u200d👧.md",
+        "ملاحظة\u200f.md",
+        "メモ\u3000一覧.md",
+    ):
         assert api.post(f"{base}/{quote(name)}", params=p, json={"content": "x"}).status_code == 200
     names = {f["name"] for f in api.get(base, params=p).json()}
-    assert names == {"李雷.md", "заметка.md", "👨\u200d👩\u200d👧.md", "ملاحظة\u200f.md"}
+    assert names == {
+        "李雷.md",
+        "заметка.md",
+        "👨\u200d👩\u200d👧.md",
+        "ملاحظة\u200f.md",
+        "メモ\u3000一覧.md",  # an ideographic space: any space inside a name
+    }
 
 
 def test_a_file_name_with_a_slash_is_refused_by_name(api: TestClient) -> None:

@@ -38,6 +38,10 @@ def test_ids_mixing_directions_show_their_characters_in_order(web: TestClient) -
     assert shown[one] in page and shown[two] in page
     assert shown[one] in web.get("/ui/subjects/" + one).text
     assert shown[two] in web.get("/ui/subjects/" + two + "/delete").text
+    _episode(web, "a-1\u200f-2", "mark")  # a right-to-left mark is right-to-left too
+    assert "<bdi>a-</bdi><bdi>1</bdi><bdi>\u200f</bdi><bdi>-</bdi><bdi>2</bdi>" in (
+        web.get("/ui/subjects", params={"prefix": "a-1"}).text
+    )
     _episode(web, "plain-user", "hello")  # an id in one direction is shown as it is
     assert ">plain-user</a>" in web.get("/ui/subjects").text
 
@@ -55,6 +59,17 @@ def test_a_refused_chat_message_stays_in_its_box(web: TestClient) -> None:
     assert re.search(r'<textarea id="message"[^>]*>Keep me please</textarea>', r.text)
     history = re.search(r'name="history" value="([^"]*)"', r.text)
     assert history and history.group(1) == "[]"
+
+
+def test_a_conversation_id_too_long_is_refused_before_the_run(web: TestClient) -> None:
+    token = csrf_of(web.get("/ui/ladders/web-notes").text)
+    r = web.post(
+        "/ui/ladders/web-notes/chat",
+        data={"csrf": token, "message": "hi there", "history": "[]", "conversation_id": "c" * 300},
+    )
+    assert r.status_code == 422 and "conversation id is over 256" in r.text
+    assert re.search(r'<textarea id="message"[^>]*>hi there</textarea>', r.text)
+    assert web.get("/v1/runs", params={"ladder": "web-notes"}).json()["runs"] == []
 
 
 def test_an_error_page_shows_its_details_values(web: TestClient) -> None:
@@ -120,6 +135,11 @@ def test_a_refused_correction_is_shown_next_to_the_form(web: TestClient) -> None
         assert f">{content}</textarea>" in r.text
 
 
-def test_a_number_too_long_is_an_error_next_to_the_context_form(web: TestClient) -> None:
+def test_a_long_or_bad_number_stays_in_the_context_form(web: TestClient) -> None:
     r = web.get("/ui/context", params={"subject_id": "u", "query": "x", "max_tokens": "9" * 30})
+    # Any size is a budget (the API takes it too): the preview, not the framework's error page.
+    assert r.status_code == 200 and "Invalid input" not in r.text
     assert 'value="' + "9" * 30 + '"' in r.text and 'id="max_tokens"' in r.text
+    bad = web.get("/ui/context", params={"subject_id": "u", "query": "x", "max_items": "lots"})
+    assert bad.status_code == 422 and "max_items: &#39;lots&#39; is not a whole number" in bad.text
+    assert 'value="lots"' in bad.text and 'id="max_items"' in bad.text

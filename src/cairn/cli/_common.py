@@ -179,6 +179,22 @@ def print_json(data: Any) -> None:
     sys.stdout.write(out + "\n")
 
 
+def json_line(record: Any) -> str:
+    """One JSON line of ``record``, text as it is but the characters that act on a terminal
+    as JSON escapes (the same JSON): an export printed to a terminal shows them."""
+    return _ACTIVE.sub(_json_escape, json.dumps(record, ensure_ascii=False))
+
+
+def write_text(text: str) -> None:
+    """Stored or generated text as it is (``context --text``, ``slates read``, a ladder's
+    reply): exact when piped (to a model, a file), with terminal controls shown as escapes
+    (``visible``) on a terminal. Never through rich, which replaces ``:emoji:`` codes and
+    expands tabs."""
+    out = sys.stdout
+    out.write(visible(text) if out.isatty() else text)
+    out.flush()
+
+
 def _json_escape(match: re.Match[str]) -> str:
     # Only inside strings: JSON's own syntax is ASCII without controls.
     return f"\\u{ord(match.group()):04x}"

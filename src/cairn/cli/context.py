@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
-from cairn.cli._common import console, print_json, visible, whole_column
+from cairn.cli._common import console, print_json, visible, whole_column, write_text
 
 
 def context(
@@ -35,7 +35,7 @@ def context(
         print_json(dump(bundle))
         return
     if text_only:
-        console.print(bundle.assembled_context, markup=False, highlight=False, soft_wrap=True)
+        write_text(bundle.assembled_context + "\n")
         return
     items = bundle.provenance.get("items", [])
     table = Table("#", "kind", "source", "score", "tokens")

@@ -20,6 +20,7 @@ from cairn.cli._common import (
     fail,
     print_json,
     settings_with,
+    write_text,
 )
 
 app = typer.Typer(
@@ -209,13 +210,12 @@ def run(
             if isinstance(item, RunOutcome):
                 outcome = item
             else:
-                sys.stdout.write(item)
-                sys.stdout.flush()
+                write_text(item)
         assert outcome is not None
         if as_json:
             print_json(outcome.completion())
         elif not stream:
-            sys.stdout.write(outcome.content)
+            write_text(outcome.content)
         if not as_json:
             sys.stdout.write("\n")
         if trace:

@@ -13,7 +13,7 @@ from typing import Any
 import typer
 
 from cairn.cli._client import API_KEY, DATABASE_URL, JSON, URL, connected, dump
-from cairn.cli._common import EXIT_FAILED, console, err_console, print_json
+from cairn.cli._common import EXIT_FAILED, console, err_console, json_line, print_json
 from cairn.core.transfer import EXPORT_FORMAT, EXPORT_VERSION
 
 # The API's limit (``cairn.engine.retention.MAX_TTL_DAYS``; not imported: the CLI starts
@@ -184,7 +184,7 @@ def export(
     try:
         with connected(url, api_key, database_url) as client:
             for record in client.subjects.export(subject_id):
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                out.write(json_line(record) + "\n")
                 count += 1
     finally:
         if output:

@@ -22,6 +22,7 @@ from cairn.cli._common import (
     fail,
     print_json,
     settings_with,
+    write_text,
 )
 from cairn.slates.service import Slates
 from cairn.store import open_store
@@ -160,7 +161,7 @@ def read(
             fallback=fallback,
             peek=peek,
         )
-    sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
+    write_text(text + ("\n" if text and not text.endswith("\n") else ""))
 
 
 @app.command("write")

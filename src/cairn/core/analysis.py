@@ -106,6 +106,7 @@ _LETTERS = str.maketrans(
 )
 _MARK = regex.compile(r"\p{M}")
 _NO_JOINERS = str.maketrans(dict.fromkeys(JOINERS))
+_JOINED_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+(?:[\u200c\u200d][\p{L}\p{M}\p{N}]+)+")
 # A word of Hebrew letters only: the particle stemmer would strip a mixed token's Hebrew away.
 _HEBREW_WORD = regex.compile(r"[\u05d0-\u05ea]+")
 _GRAPHEME = regex.compile(r"\X")
@@ -266,8 +267,9 @@ def index_terms(text: str) -> list[str]:
         else:
             out.extend(stems.parts(token))
     if "\u200c" in text or "\u200d" in text:
-        # The words holding a joiner, also as typed without it (``JOINERS``).
-        joined = " ".join(w for w in text.split() if "\u200c" in w or "\u200d" in w)
+        # The words holding a joiner between two letters, also as typed without it
+        # (``JOINERS``); an emoji sequence's joiners join no letters.
+        joined = " ".join(_JOINED_WORD.findall(text))
         for token, unspaced in _tokens(joined.translate(_NO_JOINERS), unigrams=True):
             out.extend([token] if unspaced else stems.parts(token))
     return out

@@ -78,4 +78,5 @@ UtcDateTime = Annotated[datetime, BeforeValidator(_iso_text_only), AfterValidato
 
 def iso(value: datetime) -> str:
     """ISO 8601 in UTC with a ``Z`` suffix and microseconds, so strings sort like times."""
-    return as_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # (``isoformat``, not ``strftime("%Y")``: a year before 1000 keeps its four digits)
+    return as_utc(value).isoformat(timespec="microseconds").replace("+00:00", "Z")

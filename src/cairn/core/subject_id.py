@@ -52,20 +52,23 @@ def subject_id_problem(value: str) -> str | None:
     return None
 
 
-def unprintable_problem(value: str) -> str | None:
+def unprintable_problem(value: str, *, spaces: bool = False) -> str | None:
     """Why ``value`` is not printable text of a name (a subject id, a slate file), or None:
     letters, marks, digits, punctuation, symbols and the plain space of any script, and the
     invisible formatting characters emoji and right-to-left text need; not a control (C0,
     DEL, C1), a line or paragraph separator, another space, an unassigned character or a
     noncharacter, a private-use or surrogate code point, or a bidirectional embedding,
-    override or isolate (they make one name display as another: ``gnp.exe`` as ``exe.png``)."""
+    override or isolate (they make one name display as another: ``gnp.exe`` as ``exe.png``).
+    ``spaces``: any space separator is printable too (a file name in Japanese may hold an
+    ideographic space, U+3000)."""
     for ch in value:
         # Format characters (Cf) are not "printable" to Python, yet emoji sequences (ZWJ) and
         # right-to-left text (LRM/RLM) need them; the embeddings, overrides and isolates only
         # make one name display as another.
         if ch in _BIDI_CONTROLS:
             return f"must not contain a bidirectional control (U+{ord(ch):04X})"
-        if not (ch.isprintable() or unicodedata.category(ch) == "Cf"):
+        category = unicodedata.category(ch)
+        if not (ch.isprintable() or category == "Cf" or (spaces and category == "Zs")):
             return f"must be printable text (U+{ord(ch):04X} is not)"
     return None
 

@@ -177,8 +177,7 @@ def _of_new_text(metadata: dict[str, Any], content: str) -> dict[str, Any]:
     out = {k: v for k, v in metadata.items() if k not in _DERIVED_FROM_CONTENT}
     if "entities" in out:
         out["entities"] = entities(content)
-    value = out.get("value")
-    if isinstance(value, str) and value.casefold() not in content.casefold():
+    if "value" in out and str(out["value"]).casefold() not in content.casefold():
         del out["value"]
     return out
 

@@ -48,7 +48,7 @@ def check_name(value: str, what: str) -> str:
     """A slate, folder or file name: 1-128 printable characters of any script (as subject
     ids: ``unprintable_problem``), no slash or backslash, no surrounding spaces, not ``.``
     or ``..``."""
-    problem = unprintable_problem(value)
+    problem = unprintable_problem(value, spaces=True)
     if (
         problem is not None
         or not _NAME_RE.match(value)

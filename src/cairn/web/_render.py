@@ -4,7 +4,7 @@ into HTML pages (the API's JSON error shape is for machines; people get a readab
 from __future__ import annotations
 
 import json
-import re
+import unicodedata
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -49,11 +49,12 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
-# Right-to-left letters: Hebrew, Arabic, Syriac, Thaana, N'Ko and their presentation forms.
-_RTL_LETTERS = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff"
-_RTL = re.compile(f"[{_RTL_LETTERS}]")
-# Runs of right-to-left letters, of digits, and of everything else.
-_ID_RUNS = re.compile(f"[{_RTL_LETTERS}]+|\\d+|[^{_RTL_LETTERS}\\d]+")
+def _direction(ch: str) -> str:
+    """``r`` for a right-to-left character (its bidirectional class R or AL, any plane; the
+    right-to-left mark), ``d`` for a digit, ``o`` for anything else."""
+    if ch == "\u200f" or unicodedata.bidirectional(ch) in ("R", "AL"):
+        return "r"
+    return "d" if ch.isdigit() else "o"
 
 
 def _ident(value: Any) -> Markup:
@@ -63,10 +64,15 @@ def _ident(value: Any) -> Markup:
     ``user:mixed-עברית-123`` and ``user:mixed-123-עברית`` looked the same (on the page that
     deletes one)."""
     text = str(value)
-    if not _RTL.search(text):
+    kinds = [_direction(ch) for ch in text]
+    if "r" not in kinds:
         return Markup(escape(text))
-    runs = "".join(f"<bdi>{escape(run)}</bdi>" for run in _ID_RUNS.findall(text))
-    return Markup(f'<span dir="ltr" class="ident">{runs}</span>')
+    runs, start = [], 0
+    for i in range(1, len(text) + 1):
+        if i == len(text) or kinds[i] != kinds[start]:
+            runs.append(f"<bdi>{escape(text[start:i])}</bdi>")
+            start = i
+    return Markup(f'<span dir="ltr" class="ident">{"".join(runs)}</span>')
 
 
 def _environment() -> Environment:

@@ -375,12 +375,12 @@ def _context_id(header: str | None, meta: dict[str, Any]) -> str:
     UTF-8 bytes read as Latin-1), else ``metadata.conversation_id``. Checked before anything
     runs: a ``memory.turn`` hook stores it with the turn, whose limit it must fit (one too
     long was refused only after the steps had run and written their slates)."""
-    value = header_text(header)
+    value = (header_text(header) or "").strip()
     field = "header.X-Conversation-ID"
     if not value:
-        value, field = str(meta.get("conversation_id") or ""), "metadata.conversation_id"
-    if len(value.strip()) > KEY_MAX_LENGTH:
-        problem = f"must be at most {KEY_MAX_LENGTH} characters (got {len(value.strip())})"
+        value, field = str(meta.get("conversation_id") or "").strip(), "metadata.conversation_id"
+    if len(value) > KEY_MAX_LENGTH:
+        problem = f"must be at most {KEY_MAX_LENGTH} characters (got {len(value)})"
         raise InvalidInput(
             f"invalid request at '{field}': a conversation id {problem}",
             details=[{"field": field, "type": "string_too_long", "message": problem}],

@@ -3,11 +3,12 @@
 The default renderer wraps items in one clearly delimited block that tells the model recalled
 memory is reference data, not instructions. Items are grouped by the date the remembered thing
 happened, oldest first, each group under one marker line in angle brackets (``<2024-05-07>``;
-``<->`` for items without a date, last); inside a group the items go by time (ties in packing
-order), one per line, and an item's own further lines are indented by two spaces. Item text
-has ``&``, ``<`` and ``>`` escaped, so no text can close the block or start a marker — a line
-that begins with ``<`` is always the renderer's. A date costs its tokens (about 9 cl100k)
-once however many items share it, which leaves room for more items in the same budget.
+``<->`` for items without a date, last); inside a group the items go by time (ties in the
+order their episodes were recorded), one per line, and an item's own further lines are
+indented by two spaces. Item text has ``&``, ``<`` and ``>`` escaped, so no text can close the
+block or start a marker — a line that begins with ``<`` is always the renderer's. A date
+costs its tokens (about 9 cl100k) once however many items share it, which leaves room for
+more items in the same budget.
 
 Custom templates run in a sandboxed Jinja2 environment. ``max_chars`` is a hard limit on the
 rendered text: going over it is an error naming both numbers, never a silent cut.

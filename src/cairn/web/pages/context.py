@@ -163,7 +163,7 @@ def context_page(
     # are counted in NFC; a number of 20 digits is "too large", not a framework error page).
     subject_id: str = Query("", max_length=4 * 256),
     query: str = Query("", max_length=10_000),
-    session_id: str = Query("", max_length=256),
+    session_id: str = Query("", max_length=4 * 256),
     max_tokens: str = Query("", max_length=64),
     max_items: str = Query("", max_length=64),
     max_chars: str = Query("", max_length=64),

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse
 
 from cairn.core.ids import uuid7
+from cairn.core.memory import KEY_MAX_LENGTH
 from cairn.core.text import has_nul
 from cairn.errors import CairnError, ConfigError, InvalidInput, NotFound
 from cairn.http.auth import services_of
@@ -138,7 +139,7 @@ def chat_page(
     name: str,
     message: str = Form("", max_length=20_000),
     history: str = Form("[]", max_length=400_000),
-    conversation_id: str = Form("", max_length=256),
+    conversation_id: str = Form("", max_length=4 * 256),
     user: str = Form("", max_length=4 * 256),  # a subject id: NFC checked later
     viewer: Viewer = Depends(current_viewer),
 ) -> HTMLResponse:
@@ -149,6 +150,13 @@ def chat_page(
     if not message.strip():
         ctx["chat_error"] = {"code": "validation_error", "message": "Type a message first."}
         return _detail(request, viewer, name, ctx, status=422)
+    if len(conversation_id.strip()) > KEY_MAX_LENGTH:
+        # As on the API: a memory.turn hook stores it with the turn (before anything runs).
+        ctx["chat_error"] = {
+            "code": "validation_error",
+            "message": f"The conversation id is over {KEY_MAX_LENGTH} characters.",
+        }
+        return _detail(request, viewer, name, {**ctx, "message": message}, status=422)
     if has_nul([message, conversation_id, user, turns]):
         # As on the API: NUL means nothing in a prompt and PostgreSQL cannot store it.
         ctx["chat_error"] = {
