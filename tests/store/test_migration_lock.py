@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, inspect
 from cairn.store.database import _file_lock
 
 MIGRATE = (
-    "import sys; from cairn.store import open_store; "
+    "import sys; from cairn.store import open_store; print('ready', flush=True); "
     "open_store(sys.argv[1]).close(); print('migrated')"
 )
 
@@ -26,7 +26,8 @@ def test_a_second_process_waits_for_the_migration_lock(tmp_path: Path) -> None:
         child = subprocess.Popen(
             [sys.executable, "-c", MIGRATE, url], stdout=subprocess.PIPE, text=True
         )
-        time.sleep(1.5)
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # (imports done: it is opening the store now)
         assert child.poll() is None  # waiting, not migrating beside the holder
         engine = create_engine(url)
         try:

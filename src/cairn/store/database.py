@@ -7,6 +7,7 @@ processes. PostgreSQL (production) relies on its own MVCC, unique constraints an
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -178,7 +179,8 @@ class Database:
         if self.is_sqlite:
             with (
                 self._write_lock,
-                _file_lock(f"{make_url(self.url).database}.migrate-lock"),
+                # (the real path: a link or a relative path to the file is the same file)
+                _file_lock(f"{os.path.realpath(str(make_url(self.url).database))}.migrate-lock"),
                 self._write_engine.connect() as conn,
             ):
                 return upgrade(conn)
