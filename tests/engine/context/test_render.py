@@ -254,8 +254,9 @@ def test_template_is_sandboxed(template: str) -> None:
             "ran over 1 s",
         ),
         (
-            '{% set ns = namespace(a="x" * 1000) %}{% for i in range(30) %}'
-            "{% set ns.a = ns.a ~ ns.a %}{% endfor %}{{ ns.a | length }}",
+            # Every step within bounds, together over the memory bound (distinct strings).
+            "{% set ns = namespace(l=[]) %}{% for i in range(700) %}"
+            "{% set ns.l = ns.l + [('x' ~ i) * 200000] %}{% endfor %}{{ ns.l | length }}",
             "MB of memory",
         ),
         ('{{ "x" * 100000000 }}', "repetition over 1,000,000"),
@@ -295,6 +296,10 @@ def test_template_is_sandboxed(template: str) -> None:
         ("{% set s = 'x' * 600000 %}{{ [s, s]|string|length }}", "value printed over"),
         ("{% set s = 'x' * 600000 %}{{ [s, s]|tojson|length }}", "value printed over"),
         ("{% set s = 'x' * 600000 %}{{ [s, s]|e|length }}", "value printed over"),
+        ("{% set s = 'x' * 600000 %}{{ [s, s]|lower|length }}", "value printed over"),
+        ("{% set s = 'x' * 600000 %}{{ [s, s]|center(3)|length }}", "value printed over"),
+        ("{% set s = 'x' * 600000 %}{{ ([s, s] ~ 'x')|length }}", "concatenation over"),
+        ("{% set s = 'x' * 600000 %}{{ (s ~ s)|length }}", "concatenation over"),
         # A macro that calls itself, and text no response can carry.
         ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "RecursionError"),
         ("{{ '\\ud800' }}", "lone surrogate"),
@@ -307,6 +312,11 @@ def test_a_failing_or_unbounded_template_is_a_template_error(template: str, says
     with pytest.raises(InvalidInput) as exc:
         TemplateRenderer(template).render(result_of("a"))
     assert exc.value.code == "template_error" and says in exc.value.message, exc.value.message
+
+
+def test_concatenation_and_text_filters_still_work() -> None:
+    template = "{{ 'a' ~ 1 ~ [2] }}|{{ 'MiXed'|lower }}|{{ '  x '|trim|upper }}|{{ 'b'|center(3) }}"
+    assert TemplateRenderer(template).render(result_of("a")) == "a1[2]|mixed|X| b "
 
 
 def test_numbers_in_plain_text_are_not_widths() -> None:

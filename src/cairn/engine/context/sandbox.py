@@ -26,11 +26,14 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from cairn.engine.context.template_bounds import (
     FILTERS,
     MAX_RENDER_CHARS,
+    BoundedCodeGenerator,
     check_format,
     check_percent,
     check_str_call,
+    concat,
     printable,
     repeated_size,
+    text_filters,
 )
 
 T = TypeVar("T")
@@ -51,11 +54,17 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
     make: ``cairn.engine.context.template_bounds``)."""
 
     intercepted_binops = frozenset({"*", "**", "%"})
+    code_generator_class = BoundedCodeGenerator  # ``~`` through ``concat``
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("finalize", printable)  # what ``{{ value }}`` prints
         super().__init__(*args, **kwargs)
+        self.filters.update(text_filters(self.filters))
         self.filters.update(FILTERS)
+
+    @staticmethod
+    def concat(values: tuple[Any, ...]) -> str:
+        return concat(values)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "**" and _power_bits(left, right) > MAX_POWER_BITS:

@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from jinja2 import pass_environment, pass_eval_context
+from jinja2 import nodes, pass_environment, pass_eval_context
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
 from jinja2.filters import (
     do_batch,
@@ -182,14 +183,14 @@ def bounded_indent(value: Any, width: Any = 4, first: bool = False, blank: bool 
     prefix = width if isinstance(width, str) else " " * min(int(width), MAX_INDENT + 1)
     if len(prefix) > MAX_INDENT:
         raise SecurityError(f"an indent wider than {MAX_INDENT:,} is not allowed")
-    text = str(value)
+    text = str(printable(value))
     if len(text) + (text.count("\n") + 1) * len(prefix) > MAX_RENDER_CHARS:
         raise too_big("an indented text")
     return str(do_indent(text, width, first, blank))
 
 
 def bounded_center(value: Any, width: int = 80) -> str:
-    return str(value).center(min(int(width), MAX_RENDER_CHARS))
+    return str(printable(value)).center(min(int(width), MAX_RENDER_CHARS))
 
 
 def bounded_format(value: Any, *args: Any, **kwargs: Any) -> str:
@@ -229,6 +230,57 @@ def bounded_tojson(eval_ctx: Any, value: Any, indent: int | None = None) -> Any:
 
 def bounded_escape(value: Any) -> Any:
     return escape(printable(value))
+
+
+def concat(values: tuple[Any, ...]) -> str:
+    """``a ~ b ~ …`` (Jinja's ``str_join``, compiled in by ``BoundedCodeGenerator``): each
+    value made text in C, so measured first."""
+    if sum(weight(v) for v in values) > MAX_RENDER_CHARS:
+        raise too_big("a concatenation")
+    return "".join(map(str, values))
+
+
+class BoundedCodeGenerator(CodeGenerator):
+    """Jinja's code generator with ``~`` through ``environment.concat`` (the sandbox does not
+    intercept it: it joins its operands' text directly)."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+def _text_input(flt: Any) -> Any:
+    """A filter that makes its value text first (``lower``, ``truncate``, …), given a value
+    measured as one printed (``printable``)."""
+
+    def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        return flt(printable(value), *args, **kwargs)
+
+    return bounded
+
+
+# Jinja's filters that make their value text (in C) before working on it.
+_TEXT_FILTERS = (
+    "lower",
+    "upper",
+    "title",
+    "capitalize",
+    "trim",
+    "striptags",
+    "wordcount",
+    "urlencode",
+    "safe",
+    "forceescape",
+)
+
+
+def text_filters(filters: dict[str, Any]) -> dict[str, Any]:
+    """``_TEXT_FILTERS`` of ``filters``, each given a value measured first (none of them
+    takes the environment or context first, which Jinja would pass before the value)."""
+    return {name: _text_input(filters[name]) for name in _TEXT_FILTERS}
 
 
 # The filters that replace Jinja's own (``BoundedEnvironment`` installs them).
