@@ -317,6 +317,12 @@ def test_a_failing_or_unbounded_template_is_a_template_error(template: str, says
 def test_concatenation_and_text_filters_still_work() -> None:
     template = "{{ 'a' ~ 1 ~ [2] }}|{{ 'MiXed'|lower }}|{{ '  x '|trim|upper }}|{{ 'b'|center(3) }}"
     assert TemplateRenderer(template).render(result_of("a")) == "a1[2]|mixed|X| b "
+    # Macros and set blocks join their output as Jinja does (not through the measured ``~``).
+    blocks = "{% macro m(x) %}<{{ x }}>{% endmacro %}{% set b %}k{{ 1 ~ 2 }}{% endset %}"
+    assert (
+        TemplateRenderer(blocks + "{{ m(3) }}{{ b }}{{ 'a' ~ b }}").render(result_of("a"))
+        == "<3>k12ak12"
+    )
 
 
 def test_numbers_in_plain_text_are_not_widths() -> None:

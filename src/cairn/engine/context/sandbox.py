@@ -54,7 +54,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
     make: ``cairn.engine.context.template_bounds``)."""
 
     intercepted_binops = frozenset({"*", "**", "%"})
-    code_generator_class = BoundedCodeGenerator  # ``~`` through ``concat``
+    code_generator_class = BoundedCodeGenerator  # ``~`` through ``measured_concat``
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("finalize", printable)  # what ``{{ value }}`` prints
@@ -63,7 +63,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         self.filters.update(FILTERS)
 
     @staticmethod
-    def concat(values: tuple[Any, ...]) -> str:
+    def measured_concat(values: tuple[Any, ...]) -> str:
+        # (Not ``concat``: Jinja joins a template's output chunks with that.)
         return concat(values)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:

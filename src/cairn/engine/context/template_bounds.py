@@ -241,11 +241,11 @@ def concat(values: tuple[Any, ...]) -> str:
 
 
 class BoundedCodeGenerator(CodeGenerator):
-    """Jinja's code generator with ``~`` through ``environment.concat`` (the sandbox does not
-    intercept it: it joins its operands' text directly)."""
+    """Jinja's code generator with ``~`` through ``environment.measured_concat`` (the
+    sandbox does not intercept it: it joins its operands' text directly)."""
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
-        self.write("environment.concat((")
+        self.write("environment.measured_concat((")
         for arg in node.nodes:
             self.visit(arg, frame)
             self.write(", ")
