@@ -29,36 +29,41 @@ def test_a_word_holding_an_invisible_hint_is_one_term() -> None:
     assert index_text("foo\u200bbar").split() == ["foo", "bar"]
 
 
-def test_0031_analyses_again_only_the_memories_holding_one(db_url: str) -> None:
+def migrated_again(db_url: str, down_to: str, before: dict[str, str]) -> dict[str, str]:
+    """``content → search_text`` after storing each text of ``before``, going down to
+    revision ``down_to``, giving each row the ``search_text`` of ``before`` (as an older
+    analysis indexed it) and opening the store again (which migrates up)."""
     store = open_store(db_url)
     try:
         with store.transaction() as tx:
-            tx.memories.insert_new([memory_row(A, t) for t in (SOFT, JOINED, "plain kaffee")])
+            tx.memories.insert_new([memory_row(A, t) for t in before])
     finally:
         store.close()
     engine = create_engine(normalize_url(db_url))
     try:
         with engine.begin() as conn:
-            command.downgrade(_config(conn), "0030_vector_waits")
-            # As the analysis before 0031 indexed them: the word in two.
-            for text, old in ((SOFT, "i bought a new kaffee maschine"), (JOINED, "the pass word")):
+            command.downgrade(_config(conn), down_to)
+            for text, old in before.items():
                 conn.execute(
                     update(memories).where(memories.c.content == text).values(search_text=old)
                 )
-            conn.execute(
-                update(memories).where(memories.c.content == "plain kaffee").values(search_text="x")
-            )
     finally:
         engine.dispose()
-    store = open_store(db_url)  # migrates: 0031 again
+    store = open_store(db_url)
     try:
         with store.db.read() as conn:
-            found = dict(conn.execute(select(memories.c.content, memories.c.search_text)).all())
-        assert found[SOFT] == index_text(SOFT) and "kaffeemaschine" in found[SOFT]
-        assert found[JOINED] == index_text(JOINED)
-        assert found["plain kaffee"] == "x"  # not read, not touched
+            return dict(conn.execute(select(memories.c.content, memories.c.search_text)).all())
     finally:
         store.close()
+
+
+def test_0031_analyses_again_only_the_memories_holding_one(db_url: str) -> None:
+    # As the analysis before 0031 indexed them: the word in two.
+    before = {SOFT: "i bought a new kaffee maschine", JOINED: "the pass word", "plain kaffee": "x"}
+    found = migrated_again(db_url, "0030_vector_waits", before)
+    assert found[SOFT] == index_text(SOFT) and "kaffeemaschine" in found[SOFT]
+    assert found[JOINED] == index_text(JOINED)
+    assert found["plain kaffee"] == "x"  # not read, not touched
 
 
 PERSIAN = "من کتاب\u200cها را می\u200cخوانم"  # noqa: RUF001
@@ -77,33 +82,11 @@ def test_a_word_holding_a_zero_width_joiner_is_its_parts_and_the_word_without_it
 
 
 def test_0034_analyses_again_only_the_memories_holding_a_joiner(db_url: str) -> None:
-    store = open_store(db_url)
-    try:
-        with store.transaction() as tx:
-            tx.memories.insert_new([memory_row(A, t) for t in (PERSIAN, HINDI, "plain text")])
-    finally:
-        store.close()
-    engine = create_engine(normalize_url(db_url))
-    try:
-        with engine.begin() as conn:
-            command.downgrade(_config(conn), "0033_vector_claims")
-            # As the analysis before 0034 indexed them: the word in two.
-            for text in (PERSIAN, HINDI):
-                split = index_text(text.replace("\u200c", " ").replace("\u200d", " "))  # (parts)
-                conn.execute(
-                    update(memories).where(memories.c.content == text).values(search_text=split)
-                )
-            conn.execute(
-                update(memories).where(memories.c.content == "plain text").values(search_text="x")
-            )
-    finally:
-        engine.dispose()
-    store = open_store(db_url)  # migrates: 0034 again
-    try:
-        with store.db.read() as conn:
-            found = dict(conn.execute(select(memories.c.content, memories.c.search_text)).all())
-        assert found[PERSIAN] == index_text(PERSIAN) and "کتابها" in found[PERSIAN].split()
-        assert found[HINDI] == index_text(HINDI)
-        assert found["plain text"] == "x"  # not read, not touched
-    finally:
-        store.close()
+    # As the analysis before 0034 indexed them: the parts only.
+    before = {
+        t: index_text(t.replace("\u200c", " ").replace("\u200d", " ")) for t in (PERSIAN, HINDI)
+    }
+    found = migrated_again(db_url, "0033_vector_claims", {**before, "plain text": "x"})
+    assert found[PERSIAN] == index_text(PERSIAN) and "کتابها" in found[PERSIAN].split()
+    assert found[HINDI] == index_text(HINDI)
+    assert found["plain text"] == "x"  # not read, not touched

@@ -171,7 +171,7 @@ def print_json(data: Any) -> None:
     """``data`` as indented JSON on stdout: text as it is, but the characters that act on a
     terminal (``visible``) as JSON escapes (the same JSON), and all of it as ASCII escapes
     when stdout cannot encode it (``PYTHONIOENCODING=latin-1``)."""
-    out = _ACTIVE.sub(_json_escape, json.dumps(data, indent=2, default=str, ensure_ascii=False))
+    out = json_line(data, indent=2)
     try:
         out.encode(sys.stdout.encoding or "utf-8")
     except UnicodeEncodeError:
@@ -179,10 +179,12 @@ def print_json(data: Any) -> None:
     sys.stdout.write(out + "\n")
 
 
-def json_line(record: Any) -> str:
-    """One JSON line of ``record``, text as it is but the characters that act on a terminal
-    as JSON escapes (the same JSON): an export printed to a terminal shows them."""
-    return _ACTIVE.sub(_json_escape, json.dumps(record, ensure_ascii=False))
+def json_line(record: Any, indent: int | None = None) -> str:
+    """``record`` as JSON (one line unless ``indent``), text as it is but the characters that
+    act on a terminal as JSON escapes (the same JSON): an export printed to a terminal shows
+    them."""
+    dumped = json.dumps(record, indent=indent, default=str, ensure_ascii=False)
+    return _ACTIVE.sub(_json_escape, dumped)
 
 
 def write_text(text: str) -> None:
@@ -209,7 +211,7 @@ def prepare_process() -> None:
     non-ASCII byte as a lone surrogate (``李雷`` read as six of them, then refused as
     invalid text); an argument whose bytes are UTF-8 is read as UTF-8."""
     for stream in (sys.stdout, sys.stderr):
-        if (getattr(stream, "encoding", None) or "").lower().replace("-", "") != "utf8":
+        if not _is_utf8(getattr(stream, "encoding", None)):
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(errors="backslashreplace")
@@ -217,9 +219,13 @@ def prepare_process() -> None:
 
 
 def _utf8_argument(arg: str) -> str:
-    if arg.isascii() or sys.getfilesystemencoding().lower().replace("-", "") == "utf8":
+    if arg.isascii() or _is_utf8(sys.getfilesystemencoding()):
         return arg
     try:
         return os.fsencode(arg).decode("utf-8")
     except UnicodeError:
         return arg  # not UTF-8 either: left to the command's own check
+
+
+def _is_utf8(encoding: str | None) -> bool:
+    return (encoding or "").lower().replace("-", "").replace("_", "") == "utf8"

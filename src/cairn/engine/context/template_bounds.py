@@ -75,7 +75,7 @@ def repeated_size(left: Any, right: Any) -> int:
             if isinstance(seq, str | bytes | bytearray):
                 return len(seq) * n
             if isinstance(seq, list | tuple):
-                return max(len(seq), weight(seq)) * n
+                return weight(seq) * n  # (at least its length: every item weighs 1 or more)
     return 0
 
 
